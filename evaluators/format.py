@@ -1,0 +1,115 @@
+"""Format validity: is the output JSON, is it valid against the schema, and where not."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+_FENCE_RE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", re.DOTALL)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FormatError:
+    """One reason an output is not valid.
+
+    Attributes:
+        path: Where in the output (`line_items[0].amount`), `<root>` for the whole of it.
+        message: What is wrong.
+    """
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FormatResult:
+    """Format validity of one output.
+
+    Attributes:
+        is_json: The output parsed as JSON (None when there was no output at all).
+        schema_valid: The parsed output is valid against the schema (None when not JSON).
+        parsed: The parsed value, when it parsed.
+        errors: Every problem found, JSON syntax or schema.
+    """
+
+    is_json: bool | None
+    schema_valid: bool | None
+    parsed: Any = None
+    errors: tuple[FormatError, ...] = ()
+
+    @property
+    def valid(self) -> bool:
+        """Parsed and schema-valid."""
+        return bool(self.is_json and self.schema_valid)
+
+
+def error_path(parts: Iterable[str | int], prefix: str = "") -> str:
+    """Render a JSON path as `prefix.items[0].amount` (`<root>` when empty and no prefix)."""
+    path = prefix
+    for part in parts:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "<root>"
+
+
+def parse_json_output(raw: str) -> tuple[Any, FormatError | None]:
+    """Parse a model's text as JSON, tolerating surrounding whitespace and one code fence.
+
+    Returns:
+        The value and None, or None and the syntax error with its line and column.
+    """
+    text = raw.strip()
+    fenced = _FENCE_RE.match(text)
+    if fenced:
+        text = fenced.group(1)
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno} column {exc.colno}"
+        return None, FormatError(path="<root>", message=f"not valid JSON ({exc.msg} at {where})")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FormatEvaluator:
+    """Checks outputs against one schema; the validator is built once and reused."""
+
+    schema: Mapping[str, Any]
+
+    @cached_property
+    def _validator(self) -> Draft202012Validator:
+        return Draft202012Validator(self.schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+    def schema_errors(self, value: Any, prefix: str = "") -> list[FormatError]:
+        """Every schema violation of `value`, in document order."""
+        errors = sorted(self._validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
+        return [FormatError(path=error_path(e.absolute_path, prefix), message=e.message) for e in errors]
+
+    def __call__(self, *, outputs: str | Mapping[str, Any] | None) -> FormatResult:
+        """Score the format of one output: raw model text, an already parsed record, or None."""
+        if outputs is None:
+            return FormatResult(
+                is_json=None,
+                schema_valid=None,
+                errors=(FormatError(path="<root>", message="no output"),),
+            )
+        if isinstance(outputs, str):
+            parsed, syntax_error = parse_json_output(outputs)
+            if syntax_error is not None:
+                return FormatResult(is_json=False, schema_valid=None, errors=(syntax_error,))
+        else:
+            parsed = outputs
+        errors = self.schema_errors(parsed)
+        return FormatResult(is_json=True, schema_valid=not errors, parsed=parsed, errors=tuple(errors))
+
+
+def score_format(*, outputs: str | Mapping[str, Any] | None, schema: Mapping[str, Any]) -> FormatResult:
+    """One-off format check; prefer a `FormatEvaluator` when checking many outputs."""
+    return FormatEvaluator(schema=schema)(outputs=outputs)

@@ -1,0 +1,1 @@
+"""LangGraph graphs: the extraction pipeline production runs, and the evaluation graph."""

@@ -1,0 +1,324 @@
+"""Datasets on disk: `schema.json`, `cases.jsonl`, optional `examples.jsonl` and a card.
+
+`check_dataset` lists every problem (file, line, field, message); `load_dataset`, which
+everything else uses, applies the same checks and refuses a dataset with errors.
+The format is documented in datasets/README.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from evaluators import FieldSpec, FormatEvaluator, SchemaSupportError, error_path, parse_schema
+
+SCHEMA_FILE = "schema.json"
+CASES_FILE = "cases.jsonl"
+EXAMPLES_FILE = "examples.jsonl"
+CARD_FILES = ("README.md", "SOURCE.md")
+
+
+class Case(BaseModel):
+    """One line of `cases.jsonl` or `examples.jsonl`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    text: str
+    expected: dict[str, Any] | None = None
+    tags: tuple[str, ...] = ()
+
+    @field_validator("text")
+    @classmethod
+    def _text_not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("empty text")
+        return value
+
+    @property
+    def lang(self) -> str | None:
+        """The language from a `lang:xx` tag, if any."""
+        return next((t.split(":", 1)[1] for t in self.tags if t.startswith("lang:")), None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    """One thing wrong (or worth a warning) in a dataset, located as precisely as possible."""
+
+    file: str
+    message: str
+    line: int | None = None
+    field: str | None = None
+    severity: Literal["error", "warning"] = "error"
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        what = f"{self.field}: {self.message}" if self.field else self.message
+        return f"{where}: {what}"
+
+
+class DatasetError(ValueError):
+    """A dataset that does not pass its checks; `problems` lists all of them."""
+
+    def __init__(self, path: Path, problems: list[Problem]) -> None:
+        errors = [p for p in problems if p.severity == "error"]
+        lines = "\n".join(f"  {p}" for p in errors)
+        super().__init__(f"dataset {path} has {len(errors)} error(s):\n{lines}")
+        self.path = path
+        self.problems = problems
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dataset:
+    """A loaded, validated dataset.
+
+    Attributes:
+        name: Directory name.
+        path: Directory.
+        schema: The JSON Schema.
+        spec: The schema as a field tree.
+        cases: Scored cases, in file order.
+        examples: Few-shot examples (never scored).
+        card: The dataset card's text, if there is one.
+        sha256: Hash of schema, cases and examples files, identifying this exact data.
+        warnings: Problems that did not stop loading (skipped lines, a missing card).
+    """
+
+    name: str
+    path: Path
+    schema: dict[str, Any]
+    spec: FieldSpec
+    cases: tuple[Case, ...]
+    examples: tuple[Case, ...]
+    card: str | None
+    sha256: str
+    warnings: tuple[Problem, ...] = ()
+
+    @property
+    def labeled(self) -> bool:
+        """Whether any case has a gold record."""
+        return any(c.expected is not None for c in self.cases)
+
+
+def bundled_root() -> Path:
+    """Where the bundled datasets are: in the installed package, or the source checkout."""
+    installed = Path(__file__).parent / "bundled_datasets"
+    return installed if installed.is_dir() else Path(__file__).parent.parent / "datasets"
+
+
+def bundled_datasets() -> list[str]:
+    """Names of the datasets shipped with quantgate."""
+    root = bundled_root()
+    return sorted(p.name for p in root.iterdir() if (p / SCHEMA_FILE).is_file())
+
+
+def resolve_dataset(name_or_path: str | Path) -> Path:
+    """A directory path as given, or the bundled dataset of that name."""
+    path = Path(name_or_path)
+    if path.is_dir() or path.exists():
+        return path
+    bundled = bundled_root() / str(name_or_path)
+    if bundled.is_dir():
+        return bundled
+    known = ", ".join(bundled_datasets())
+    raise FileNotFoundError(f"no dataset directory {path} and no bundled dataset of that name ({known})")
+
+
+def _read_schema(path: Path, problems: list[Problem]) -> tuple[dict[str, Any], FieldSpec] | None:
+    file = path / SCHEMA_FILE
+    if not file.is_file():
+        problems.append(Problem(file=SCHEMA_FILE, message="missing"))
+        return None
+    try:
+        schema = json.loads(file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        problems.append(Problem(file=SCHEMA_FILE, message=f"not valid JSON: {exc}"))
+        return None
+    if not isinstance(schema, dict):
+        problems.append(Problem(file=SCHEMA_FILE, message="the schema must be a JSON object"))
+        return None
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        field = error_path(exc.absolute_path)
+        problems.append(
+            Problem(file=SCHEMA_FILE, field=field, message=f"not a valid JSON Schema: {exc.message}")
+        )
+        return None
+    try:
+        return schema, parse_schema(schema)
+    except SchemaSupportError as exc:
+        problems.append(Problem(file=SCHEMA_FILE, field=exc.path or "<root>", message=exc.message))
+        return None
+
+
+def _read_lines(file: Path, problems: list[Problem]) -> Iterator[tuple[int, Case]]:
+    name = file.name
+    with file.open(encoding="utf-8", errors="strict") as handle:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                case = _parse_case(name, lineno, line, problems)
+                if case is not None:
+                    yield lineno, case
+        except UnicodeDecodeError as exc:
+            problems.append(Problem(file=name, line=lineno + 1, message=f"not UTF-8: {exc.reason}"))
+
+
+def _parse_case(name: str, lineno: int, line: str, problems: list[Problem]) -> Case | None:
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError as exc:
+        problems.append(
+            Problem(file=name, line=lineno, message=f"invalid JSON: {exc.msg} (column {exc.colno})")
+        )
+        return None
+    if not isinstance(raw, dict):
+        problems.append(Problem(file=name, line=lineno, message="a line must be a JSON object"))
+        return None
+    try:
+        return Case.model_validate(raw)
+    except ValidationError as exc:
+        problems.extend(validation_problems(exc, file=name, line=lineno))
+        return None
+
+
+def validation_problems(exc: ValidationError, *, file: str, line: int | None) -> list[Problem]:
+    """One `Problem` per pydantic error, located by file, line and field."""
+    return [
+        Problem(
+            file=file,
+            line=line,
+            field=error_path(err["loc"]) if err["loc"] else None,
+            message=err["msg"].removeprefix("Value error, "),
+        )
+        for err in exc.errors()
+    ]
+
+
+def _read_cases(
+    file: Path, format_check: FormatEvaluator | None, seen: dict[str, str], problems: list[Problem]
+) -> list[tuple[int, Case]]:
+    cases = []
+    for lineno, case in _read_lines(file, problems):
+        where = f"{file.name}:{lineno}"
+        if case.id in seen:
+            problems.append(
+                Problem(
+                    file=file.name,
+                    line=lineno,
+                    field="id",
+                    message=f"duplicate id {case.id!r} (first at {seen[case.id]})",
+                )
+            )
+            continue
+        seen[case.id] = where
+        if case.expected is not None and format_check is not None:
+            for error in format_check.schema_errors(case.expected, prefix="expected"):
+                problems.append(Problem(file=file.name, line=lineno, field=error.path, message=error.message))
+        cases.append((lineno, case))
+    return cases
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    for name in (SCHEMA_FILE, CASES_FILE, EXAMPLES_FILE):
+        file = path / name
+        if file.is_file():
+            digest.update(name.encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _skip_invalid_lines(lines: list[tuple[int, Case]], file: str, problems: list[Problem]) -> list[Case]:
+    """Turn line-level errors of `file` into warnings and drop the cases they concern."""
+    bad = set()
+    for index, problem in enumerate(problems):
+        if problem.file == file and problem.line is not None and problem.severity == "error":
+            bad.add(problem.line)
+            problems[index] = replace(
+                problem, severity="warning", message=f"{problem.message} (line skipped)"
+            )
+    return [case for lineno, case in lines if lineno not in bad]
+
+
+def check_dataset(
+    path: str | Path, *, skip_invalid_cases: bool = False
+) -> tuple[Dataset | None, list[Problem]]:
+    """Validate a dataset directory and list every problem found.
+
+    Args:
+        path: The dataset directory.
+        skip_invalid_cases: Leave out lines of cases.jsonl and examples.jsonl that have
+            errors (reported as warnings) instead of refusing the dataset. Errors in the
+            schema are always fatal.
+
+    Returns:
+        The dataset (None when it has errors) and all problems, errors and warnings.
+    """
+    root = Path(path)
+    if not root.is_dir():
+        return None, [Problem(file=str(root), message="not a directory")]
+    problems: list[Problem] = []
+    parsed = _read_schema(root, problems)
+    format_check = FormatEvaluator(schema=parsed[0]) if parsed else None
+    seen: dict[str, str] = {}
+    case_lines: list[tuple[int, Case]] = []
+    if (root / CASES_FILE).is_file():
+        case_lines = _read_cases(root / CASES_FILE, format_check, seen, problems)
+    else:
+        problems.append(Problem(file=CASES_FILE, message="missing"))
+    example_lines: list[tuple[int, Case]] = []
+    if (root / EXAMPLES_FILE).is_file():
+        example_lines = _read_cases(root / EXAMPLES_FILE, format_check, seen, problems)
+    if skip_invalid_cases and parsed is not None:
+        cases = _skip_invalid_lines(case_lines, CASES_FILE, problems)
+        examples = _skip_invalid_lines(example_lines, EXAMPLES_FILE, problems)
+    else:
+        cases, examples = [c for _, c in case_lines], [c for _, c in example_lines]
+    if not cases and (root / CASES_FILE).is_file():
+        problems.append(Problem(file=CASES_FILE, message="no usable cases"))
+    card_file = next((root / n for n in CARD_FILES if (root / n).is_file()), None)
+    if card_file is None:
+        problems.append(Problem(file="README.md", message="no dataset card (README.md)", severity="warning"))
+    if parsed is None or any(p.severity == "error" for p in problems):
+        return None, problems
+    dataset = Dataset(
+        name=root.resolve().name,
+        path=root,
+        schema=parsed[0],
+        spec=parsed[1],
+        cases=tuple(cases),
+        examples=tuple(examples),
+        card=card_file.read_text(encoding="utf-8") if card_file else None,
+        sha256=_sha256(root),
+        warnings=tuple(problems),
+    )
+    return dataset, problems
+
+
+def load_dataset(name_or_path: str | Path, *, skip_invalid_cases: bool = False) -> Dataset:
+    """Load a dataset by directory or bundled name, refusing one with errors.
+
+    Args:
+        name_or_path: A dataset directory, or the name of a bundled dataset.
+        skip_invalid_cases: Leave out invalid case lines instead of refusing the dataset.
+
+    Raises:
+        FileNotFoundError: Neither a directory nor a bundled name.
+        DatasetError: The dataset has errors; all of them are listed.
+    """
+    path = resolve_dataset(name_or_path)
+    dataset, problems = check_dataset(path, skip_invalid_cases=skip_invalid_cases)
+    if dataset is None:
+        raise DatasetError(path, problems)
+    return dataset

@@ -1,0 +1,25 @@
+"""Shared fixtures: the development sets in ../shared/data and the bundled datasets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from quantgate.dataset import bundled_datasets, bundled_root
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_SETS = ["e2e-restaurants-dev", "meddocan-es-dev"]
+
+
+def shared_set(name: str) -> Path:
+    """Path of a development set in ../shared/data, skipping the test when it is absent."""
+    path = SHARED_DATA / name
+    if not (path / "cases.jsonl").is_file():
+        pytest.skip(f"{path} is absent: the shared development sets exist only beside the project checkout")
+    return path
+
+
+@pytest.fixture(params=bundled_datasets())
+def bundled_dataset_dir(request: pytest.FixtureRequest) -> Path:
+    return bundled_root() / str(request.param)

@@ -1,0 +1,154 @@
+import json
+
+import pytest
+
+from quantgate.cli import main
+from quantgate.dataset import DatasetError, check_dataset, load_dataset
+
+SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "properties": {
+        "total": {"type": ["number", "null"], "description": "Total"},
+        "when": {"type": ["string", "null"], "format": "date"},
+    },
+    "required": ["total", "when"],
+}
+
+
+def write_dataset(root, lines, schema=SCHEMA, examples=None, card=True):
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "schema.json").write_text(schema if isinstance(schema, str) else json.dumps(schema))
+    (root / "cases.jsonl").write_text(
+        "\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n"
+    )
+    if examples is not None:
+        (root / "examples.jsonl").write_text("\n".join(json.dumps(x) for x in examples) + "\n")
+    if card:
+        (root / "README.md").write_text("# test set\n")
+    return root
+
+
+def case(i, total=1.0, **extra):
+    return {"id": f"c{i}", "text": f"text {i}", "expected": {"total": total, "when": None}, **extra}
+
+
+def messages(problems):
+    return [str(p) for p in problems if p.severity == "error"]
+
+
+def test_valid_dataset_loads(tmp_path):
+    root = write_dataset(tmp_path / "ok", [case(1), case(2, tags=["numbers"])], examples=[case(9)])
+    dataset = load_dataset(root)
+    assert [c.id for c in dataset.cases] == ["c1", "c2"]
+    assert [c.id for c in dataset.examples] == ["c9"]
+    assert dataset.cases[1].tags == ("numbers",)
+    assert len(dataset.sha256) == 64
+    assert dataset.labeled
+
+
+def test_every_error_is_listed_with_file_line_and_field(tmp_path):
+    lines = [
+        case(1),
+        "{not json",
+        case(1),
+        {"id": "c4", "text": "   ", "expected": {"total": 1, "when": None}},
+        {"id": "c5", "text": "x", "expected": {"total": "abc", "when": "yesterday"}},
+        {"id": "c6", "text": "x", "expected": {"total": 1, "when": None}, "colour": "red"},
+        [1, 2],
+    ]
+    root = write_dataset(tmp_path / "bad", lines, examples=[case(1)])
+    dataset, problems = check_dataset(root)
+    assert dataset is None
+    assert messages(problems) == [
+        "cases.jsonl:2: invalid JSON: Expecting property name enclosed in double quotes (column 2)",
+        "cases.jsonl:3: id: duplicate id 'c1' (first at cases.jsonl:1)",
+        "cases.jsonl:4: text: empty text",
+        "cases.jsonl:5: expected.total: 'abc' is not of type 'number', 'null'",
+        "cases.jsonl:5: expected.when: 'yesterday' is not a 'date'",
+        "cases.jsonl:6: colour: Extra inputs are not permitted",
+        "cases.jsonl:7: a line must be a JSON object",
+        "examples.jsonl:1: id: duplicate id 'c1' (first at cases.jsonl:1)",
+    ]
+    with pytest.raises(DatasetError, match="8 error"):
+        load_dataset(root)
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
+        ("{oops", "schema.json: not valid JSON"),
+        (
+            {"type": "object", "properties": {"a": {"type": "strin"}}},
+            "schema.json: properties.a.type: not a valid JSON Schema",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"oneOf": [{"type": "string"}]}}},
+            "schema.json: a: unsupported construct 'oneOf'",
+        ),
+        (
+            {"type": "array", "items": {"type": "string"}},
+            "schema.json: <root>: the root must be an object",
+        ),
+    ],
+)
+def test_schema_errors(tmp_path, schema, expected):
+    root = write_dataset(tmp_path / "s", [case(1)], schema=schema)
+    dataset, problems = check_dataset(root)
+    assert dataset is None
+    assert messages(problems)[0].startswith(expected)
+
+
+def test_missing_files_and_card(tmp_path):
+    (tmp_path / "empty").mkdir()
+    _, problems = check_dataset(tmp_path / "empty")
+    assert messages(problems) == ["schema.json: missing", "cases.jsonl: missing"]
+    root = write_dataset(tmp_path / "nocard", [case(1)], card=False)
+    dataset, problems = check_dataset(root)
+    assert dataset is not None
+    assert [p.severity for p in problems] == ["warning"]
+
+
+def test_unlabeled_cases_are_allowed(tmp_path):
+    root = write_dataset(tmp_path / "u", [{"id": "a", "text": "hello"}])
+    dataset = load_dataset(root)
+    assert not dataset.labeled
+
+
+def test_skip_invalid_cases_keeps_the_rest(tmp_path):
+    root = write_dataset(tmp_path / "skip", [case(1), case(2, total="abc"), "{"])
+    dataset = load_dataset(root, skip_invalid_cases=True)
+    assert [c.id for c in dataset.cases] == ["c1"]
+    assert [p.line for p in dataset.warnings] == [2, 3]
+
+
+def test_cli_check_exits_1_and_lists_all_errors(tmp_path, capsys):
+    good = write_dataset(tmp_path / "good", [case(1)])
+    bad = write_dataset(tmp_path / "bad", [case(1, total="x"), case(1)])
+    assert main(["datasets", "check", str(good), str(bad)]) == 1
+    out, err = capsys.readouterr()
+    assert f"ok   {good}" in out
+    assert f"FAIL {bad}: 2 error(s)" in out
+    assert "cases.jsonl:1: expected.total: 'x' is not of type" in err
+    assert "cases.jsonl:2: id: duplicate id" in err
+    assert main(["datasets", "check", str(good)]) == 0
+
+
+def test_cli_check_unknown_directory(tmp_path, capsys):
+    assert main(["datasets", "check", str(tmp_path / "nope")]) == 1
+    assert "no dataset directory" in capsys.readouterr().err
+
+
+def test_bundled_datasets_pass(bundled_dataset_dir):
+    dataset, problems = check_dataset(bundled_dataset_dir)
+    assert messages(problems) == []
+    assert dataset is not None
+    assert len([c for c in dataset.cases if c.expected is not None]) >= 40
+    assert dataset.examples, "each bundled set has few-shot examples"
+
+
+def test_bundled_datasets_cover_the_slices():
+    from quantgate.dataset import bundled_datasets
+
+    tags = {t for name in bundled_datasets() for c in load_dataset(name).cases for t in c.tags}
+    assert {"lang:es", "lang:en", "numbers", "dates", "long", "lists", "code"} <= tags

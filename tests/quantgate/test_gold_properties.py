@@ -1,0 +1,67 @@
+"""Scoring the gold against itself, and removing a field, on every real dataset we have."""
+
+import json
+
+import pytest
+
+from evaluators import CaseScorer, aggregate
+from quantgate.dataset import Case, bundled_datasets, bundled_root
+from quantgate.scoring import PredictionLine, score_predictions
+from tests.conftest import SHARED_SETS, shared_set
+
+
+def _dataset_dirs():
+    return [pytest.param(bundled_root() / n, id=n) for n in bundled_datasets()] + [
+        pytest.param(n, id=f"shared:{n}") for n in SHARED_SETS
+    ]
+
+
+def _read(path_or_name):
+    """Schema and labeled cases, read directly: a shared set with invalid gold still counts."""
+    root = shared_set(path_or_name) if isinstance(path_or_name, str) else path_or_name
+    schema = json.loads((root / "schema.json").read_text())
+    lines = (root / "cases.jsonl").read_text().splitlines()
+    cases = [Case.model_validate_json(line) for line in lines if line.strip()]
+    return schema, [c for c in cases if c.expected is not None]
+
+
+@pytest.mark.parametrize("root", _dataset_dirs())
+def test_gold_scores_perfectly(root):
+    schema, cases = _read(root)
+    scorer = CaseScorer(schema=schema)
+    summary = aggregate(
+        scorer(case_id=c.id, outputs=c.expected, reference_outputs=c.expected, tags=c.tags) for c in cases
+    )
+    assert summary.field_accuracy == 1.0
+    assert summary.field_accuracy_macro == 1.0
+    assert all(v == 1.0 for v in summary.slices.values())
+
+
+@pytest.mark.parametrize("root", _dataset_dirs())
+def test_removing_a_scalar_field_drops_it_to_the_null_share(root):
+    from evaluators import parse_schema
+    from quantgate.dataset import Dataset
+
+    schema, cases = _read(root)
+    spec = parse_schema(schema)
+    dataset = Dataset(
+        name="t",
+        path=root if not isinstance(root, str) else shared_set(root),
+        schema=schema,
+        spec=spec,
+        cases=tuple(cases),
+        examples=(),
+        card=None,
+        sha256="",
+    )
+    scalars = [c.name for c in spec.children if c.kind not in ("object", "object_array", "scalar_array")]
+    assert scalars
+    for name in scalars:
+        predictions = {
+            c.id: PredictionLine(id=c.id, output={k: v for k, v in c.expected.items() if k != name})
+            for c in cases
+        }
+        fields = score_predictions(dataset, predictions).summary.fields
+        null_share = sum(c.expected.get(name) is None for c in cases) / len(cases)
+        assert fields[name] == pytest.approx(null_share), name
+        assert all(v == 1.0 for k, v in fields.items() if k != name), name
