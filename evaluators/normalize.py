@@ -11,6 +11,8 @@ import re
 import unicodedata
 from typing import Any
 
+from evaluators.schema import FieldSpec
+
 _TRAILING_PUNCTUATION = ".,;:!?¡¿"
 _SPACE_RE = re.compile(r"\s+")
 _THOUSANDS_SPACES = "\u00a0\u202f\u2009 '\u2019"
@@ -167,3 +169,43 @@ def _named_date(day_s: str, month_name: str, year_s: str) -> dt.date | None:
     if month is None:
         return None
     return dt.date(_year(year_s), month, int(day_s))
+
+
+def normalize_record(spec: FieldSpec, record: Any) -> Any:
+    """Canonical values for a record, guided by its schema.
+
+    Numeric strings in number/integer fields become numbers, readable dates in date fields
+    become ISO `YYYY-MM-DD`, "true"/"false" strings in boolean fields become booleans, and
+    blank strings become null. Anything unreadable is left as it is (scoring will judge it).
+    """
+    if spec.kind == "object":
+        if not isinstance(record, dict):
+            return record
+        children = {child.leaf_name: child for child in spec.children}
+        return {k: normalize_record(children[k], v) if k in children else v for k, v in record.items()}
+    if spec.kind == "object_array":
+        item = FieldSpec(name=spec.name, kind="object", children=spec.children)
+        return [normalize_record(item, v) for v in record] if isinstance(record, list) else record
+    if spec.kind == "scalar_array":
+        assert spec.item_kind is not None
+        scalar = FieldSpec(name=spec.name, kind=spec.item_kind)
+        return [normalize_record(scalar, v) for v in record] if isinstance(record, list) else record
+    return _normalize_scalar(spec.kind, record)
+
+
+def _normalize_scalar(kind: str, value: Any) -> Any:
+    if isinstance(value, str) and not value.strip():
+        return None
+    if not isinstance(value, str):
+        return value
+    if kind in ("number", "integer"):
+        number = parse_number(value)
+        if number is None:
+            return value
+        return int(number) if kind == "integer" and number.is_integer() else number
+    if kind == "date":
+        date = parse_date(value)
+        return date.isoformat() if date else value
+    if kind == "boolean" and value.strip().casefold() in ("true", "false"):
+        return value.strip().casefold() == "true"
+    return value

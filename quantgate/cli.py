@@ -10,6 +10,9 @@ from pathlib import Path
 from quantgate.dataset import bundled_datasets, check_dataset, load_dataset, resolve_dataset
 from quantgate.scoring import dump_json, read_predictions, render_report, score_predictions
 
+DEFAULT_DATASET = "contacts-events"
+DEFAULT_LIMIT = 12
+
 
 def _datasets_check(args: argparse.Namespace) -> int:
     failed = False
@@ -54,6 +57,52 @@ def _score(args: argparse.Namespace) -> int:
     return 1 if any(p.severity == "error" for p in problems) else 0
 
 
+def _ladder(args: argparse.Namespace) -> int:
+    from quantgate.ladder import build_ladder
+
+    quants = [q.strip() for q in args.quants.split(",") if q.strip()]
+    variant_set, variants_file = build_ladder(
+        source=Path(args.source) if args.source else None,
+        quants=quants,
+        out=Path(args.out) if args.out else None,
+    )
+    for variant in variant_set.variants:
+        size = (variant.file_size_bytes or 0) / 2**20
+        print(f"{variant.name:<8} {size:8.1f} MiB  {variant.model}")
+    print(f"variants file: {variants_file}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from quantgate.ladder import build_ladder
+    from quantgate.run import RunOptions, run_evaluation
+    from quantgate.runstore import load_run
+    from quantgate.summary_table import render_summary
+    from quantgate.variants import resolve_variants
+
+    dataset_name = args.dataset or DEFAULT_DATASET
+    limit = args.limit if args.limit is not None or args.dataset else DEFAULT_LIMIT
+    dataset = load_dataset(dataset_name, skip_invalid_cases=args.skip_invalid_cases)
+    for warning in dataset.warnings:
+        print(f"warning: {dataset.path}/{warning}", file=sys.stderr)
+    if args.variants:
+        variant_set = resolve_variants(args.variants)
+    else:
+        print("building the default ladder (Gemma 3 270M: F16 reference, Q8_0, Q5_K_M, Q4_K_M) if missing")
+        variant_set, _ = build_ladder()
+    options = RunOptions(
+        limit=limit, concurrency=args.concurrency, out=Path(args.out), progress=not args.json
+    )
+    run_dir = run_evaluation(dataset, variant_set, reference=args.reference, options=options)
+    summary = load_run(run_dir).summary
+    if args.json:
+        print(dump_json(summary))
+    else:
+        print(render_summary(summary))
+        print(f"run directory: {run_dir}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(
@@ -85,6 +134,44 @@ def build_parser() -> argparse.ArgumentParser:
         help="leave out dataset lines with errors (reported) instead of refusing the dataset",
     )
     score.set_defaults(handler=_score)
+
+    ladder = commands.add_parser(
+        "ladder", help="build the embedded quantization ladder (F16 reference + quants)"
+    )
+    ladder.add_argument("--source", help="GGUF to start from (default: the bundled Gemma 3 270M Q4_K_M)")
+    ladder.add_argument(
+        "--quants",
+        default="Q8_0,Q5_K_M,Q4_K_M",
+        help="comma-separated llama.cpp types (also Q6_K, Q3_K_M, Q2_K, ...); default %(default)s",
+    )
+    ladder.add_argument("--out", help="output directory (default: the user cache dir, quantgate/ladder)")
+    ladder.set_defaults(handler=_ladder)
+
+    run = commands.add_parser("run", help="evaluate variants on a dataset and write runs/<run-id>/")
+    run.add_argument(
+        "--dataset",
+        help=f"dataset directory or bundled name (default: {DEFAULT_DATASET}, "
+        f"{DEFAULT_LIMIT} cases unless --limit is given)",
+    )
+    run.add_argument(
+        "--variants",
+        nargs="+",
+        metavar="FILE|SPEC",
+        help="variants .toml files and/or llamacpp:PATH.gguf / ollama:TAG (default: the ladder)",
+    )
+    run.add_argument(
+        "--reference", help="name of the reference variant (default: the file's, else the first)"
+    )
+    run.add_argument("--limit", type=int, help="evaluate only N cases, balanced across languages")
+    run.add_argument("--concurrency", type=int, default=1, help="cases in flight per variant (default 1)")
+    run.add_argument("--out", default="runs", help="where run directories go (default: ./runs)")
+    run.add_argument("--json", action="store_true", help="print summary.json instead of the table")
+    run.add_argument(
+        "--skip-invalid-cases",
+        action="store_true",
+        help="leave out dataset lines with errors (reported) instead of refusing the dataset",
+    )
+    run.set_defaults(handler=_run)
     return parser
 
 
@@ -93,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, RuntimeError) as exc:
         print(f"quantgate: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

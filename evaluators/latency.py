@@ -1,0 +1,110 @@
+"""Latency and throughput from per-call timings: time to first token, tokens per second,
+percentiles. Every figure is None when nothing it needs was measured."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseLatency:
+    """Timing of one case over all its model calls (first call and repairs).
+
+    Attributes:
+        ttft_s: Time to the first streamed token of the first call.
+        total_s: Model time summed over calls.
+        input_tokens: Prompt tokens of the first call.
+        output_tokens: Generated tokens over all calls.
+        prompt_tokens_per_s: First call's prompt tokens / its time to first token. With a
+            prompt-prefix cache (llama.cpp, Ollama) cached tokens count as processed, so this
+            is an effective rate, higher than raw prefill speed.
+        generation_tokens_per_s: Generated tokens after the first / time after the first token.
+    """
+
+    ttft_s: float | None
+    total_s: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+    prompt_tokens_per_s: float | None
+    generation_tokens_per_s: float | None
+
+
+def _sum(values: Iterable[float | int | None]) -> float | None:
+    items = list(values)
+    return (
+        None if not items or any(v is None for v in items) else float(sum(v for v in items if v is not None))
+    )
+
+
+def case_latency(attempts: Sequence[Mapping[str, Any]]) -> CaseLatency:
+    """Summarize the attempts of one case (dicts with ttft_s, total_s, input/output_tokens)."""
+    if not attempts:
+        return CaseLatency(
+            ttft_s=None, total_s=None, input_tokens=None, output_tokens=None,
+            prompt_tokens_per_s=None, generation_tokens_per_s=None,
+        )  # fmt: skip
+    first = attempts[0]
+    ttft, inputs = first.get("ttft_s"), first.get("input_tokens")
+    outputs = _sum(a.get("output_tokens") for a in attempts)
+    decode_time = _sum(
+        (a["total_s"] - a["ttft_s"]) if a.get("ttft_s") is not None else None for a in attempts
+    )
+    decoded = _sum((a["output_tokens"] - 1) if a.get("output_tokens") else None for a in attempts)
+    return CaseLatency(
+        ttft_s=ttft,
+        total_s=_sum(a.get("total_s") for a in attempts),
+        input_tokens=inputs,
+        output_tokens=int(outputs) if outputs is not None else None,
+        prompt_tokens_per_s=inputs / ttft if inputs and ttft else None,
+        generation_tokens_per_s=decoded / decode_time if decoded and decode_time else None,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class LatencySummary:
+    """Per-variant latency: percentiles over cases and aggregate throughput."""
+
+    ttft_s_p50: float | None
+    ttft_s_p95: float | None
+    latency_s_p50: float | None
+    latency_s_p95: float | None
+    tokens_per_s: float | None
+    prompt_tokens_per_s: float | None
+    cases_timed: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (linear interpolation), None for no values."""
+    return float(np.percentile(values, q)) if values else None
+
+
+def summarize_latency(cases: Iterable[CaseLatency]) -> LatencySummary:
+    """Percentiles of TTFT and total time; generation tokens/s pooled over all cases."""
+    timed = [c for c in cases if c.total_s is not None]
+    ttfts = [c.ttft_s for c in timed if c.ttft_s is not None]
+    totals = [c.total_s for c in timed if c.total_s is not None]
+    generated = [
+        (c.output_tokens - 1, c.total_s - c.ttft_s)
+        for c in timed
+        if c.output_tokens and c.ttft_s is not None and c.total_s is not None and c.total_s > c.ttft_s
+    ]
+    decoded = sum(n for n, _ in generated)
+    decode_time = sum(t for _, t in generated)
+    prompt = [(c.input_tokens, c.ttft_s) for c in timed if c.input_tokens and c.ttft_s]
+    return LatencySummary(
+        ttft_s_p50=percentile(ttfts, 50),
+        ttft_s_p95=percentile(ttfts, 95),
+        latency_s_p50=percentile(totals, 50),
+        latency_s_p95=percentile(totals, 95),
+        tokens_per_s=decoded / decode_time if decoded and decode_time else None,
+        prompt_tokens_per_s=sum(n for n, _ in prompt) / sum(t for _, t in prompt) if prompt else None,
+        cases_timed=len(timed),
+    )

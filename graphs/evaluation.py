@@ -1,0 +1,239 @@
+"""The evaluation graph: one variant over a dataset's cases, scored by evaluator nodes.
+
+    START --Send per case--> run_case --> score_accuracy --+
+                                      --> score_latency  --+--> aggregate --> END
+                                      --> score_agreement -+
+                                      --> score_memory   --+
+
+`run_case` runs the extraction graph (the very graph production uses) on one case, scores
+it at once and hands the record to `on_record` (which streams it to disk), so a run that
+stops midway keeps every case finished so far. Concurrency is bounded by the
+`max_concurrency` of the invoke config. The evaluator nodes each build one part of the
+variant's summary from the per-case results; `aggregate` merges them.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from evaluators import CaseScore, CaseScorer, FieldAccuracy, aggregate, mean, score_fields
+from evaluators.latency import CaseLatency, case_latency, summarize_latency
+from evaluators.memory import MemoryReading, summarize_memory
+from graphs.extraction import ExtractionContext, ExtractionResult
+from graphs.extraction import graph as extraction_graph
+
+
+class CaseInput(TypedDict):
+    """One case as the graph takes it."""
+
+    id: str
+    text: str
+    expected: dict[str, Any] | None
+    tags: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseOutcome:
+    """Everything known about one case after extraction and scoring."""
+
+    case_id: str
+    extraction: ExtractionResult
+    score: CaseScore
+    latency: CaseLatency
+    agreement: FieldAccuracy | None
+    error_kind: str | None
+
+
+@dataclass(kw_only=True)
+class EvaluationContext:
+    """What one variant's evaluation runs with.
+
+    Attributes:
+        extraction: The extraction graph's context (the variant's model is in it).
+        scorer: Field and format scoring for the dataset's schema.
+        reference_records: The reference variant's records by case id (None: this is the
+            reference, or there is none), for agreement.
+        on_record: Called with each finished case (from worker threads).
+        memory: Returns the memory readings so far (called once, at the end).
+    """
+
+    extraction: ExtractionContext
+    scorer: CaseScorer
+    reference_records: Mapping[str, dict[str, Any] | None] | None = None
+    on_record: Callable[[CaseOutcome], None] | None = None
+    memory: Callable[[], MemoryReading] | None = None
+
+
+class EvaluationInput(TypedDict):
+    """The cases to run."""
+
+    cases: list[CaseInput]
+
+
+class EvaluationState(EvaluationInput, total=False):
+    """Per-case outcomes accumulate; each evaluator node fills its part of the summary.
+
+    `case` is set only in the payload `fan_out` sends to each `run_case` task.
+    """
+
+    case: CaseInput
+    outcomes: Annotated[list[CaseOutcome], operator.add]
+    accuracy: dict[str, Any]
+    latency: dict[str, Any]
+    agreement: dict[str, Any]
+    memory: dict[str, Any]
+    summary: dict[str, Any]
+
+
+class EvaluationOutput(TypedDict):
+    """The variant's summary and the per-case outcomes."""
+
+    summary: dict[str, Any]
+    outcomes: list[CaseOutcome]
+
+
+class CaseTask(TypedDict):
+    """The payload sent to `run_case`."""
+
+    case: CaseInput
+
+
+def _error_kind(result: ExtractionResult) -> str | None:
+    if result.error:
+        return "timeout" if "timeout" in result.error.lower() else "backend_error"
+    return None if result.valid else "invalid_output"
+
+
+def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:
+    """Extract one case with the variant's model, score it and pass the record on."""
+    ctx, case = runtime.context, state["case"]  # the Send payload: a CaseTask
+    output = extraction_graph.invoke({"text": case["text"]}, context=ctx.extraction)
+    result = ExtractionResult.from_output(output)
+    outputs = result.record if result.valid else (result.raw if result.raw is not None else None)
+    reason = result.error or "no output"
+    score = ctx.scorer(
+        case_id=case["id"], outputs=outputs, reference_outputs=case["expected"], tags=case["tags"],
+        missing_reason=reason,
+    )  # fmt: skip
+    agreement = None
+    if ctx.reference_records is not None and ctx.reference_records.get(case["id"]) is not None:
+        agreement = score_fields(
+            outputs=result.record if result.valid else None,
+            reference_outputs=ctx.reference_records[case["id"]] or {},
+            schema=ctx.scorer.spec,
+            options=ctx.scorer.options,
+        )
+    outcome = CaseOutcome(
+        case_id=case["id"],
+        extraction=result,
+        score=score,
+        latency=case_latency(result.attempts),
+        agreement=agreement,
+        error_kind=_error_kind(result),
+    )
+    if ctx.on_record:
+        ctx.on_record(outcome)
+    return {"outcomes": [outcome]}
+
+
+def fan_out(state: EvaluationState) -> list[Send] | list[str]:
+    """One `run_case` task per case; straight to the evaluators when there are none."""
+    if not state["cases"]:
+        return list(_EVALUATORS)
+    return [Send("run_case", CaseTask(case=case)) for case in state["cases"]]
+
+
+def score_accuracy(state: EvaluationState) -> dict[str, Any]:
+    """Field accuracy (micro, macro, per field, per slice), format validity, errors."""
+    outcomes = state.get("outcomes", [])
+    summary = aggregate(o.score for o in outcomes)
+    first_valid = [
+        float(bool(o.extraction.attempts) and o.extraction.valid and len(o.extraction.attempts) == 1)
+        for o in outcomes
+    ]
+    errors: dict[str, int] = {}
+    for o in outcomes:
+        if o.error_kind:
+            errors[o.error_kind] = errors.get(o.error_kind, 0) + 1
+    return {
+        "accuracy": {
+            "cases": summary.cases,
+            "field_accuracy": summary.field_accuracy,
+            "field_accuracy_macro": summary.field_accuracy_macro,
+            "format_validity": summary.format_validity,
+            "first_attempt_validity": mean(first_valid),
+            "errors": sum(errors.values()),
+            "errors_by_kind": errors,
+            "truncated_cases": sum(o.extraction.truncated for o in outcomes),
+            "fields": summary.fields,
+            "slices": summary.slices,
+            "slice_cases": summary.slice_cases,
+        }
+    }
+
+
+def score_latency(state: EvaluationState) -> dict[str, Any]:
+    """TTFT and total-time percentiles, generation and prompt tokens/s."""
+    return {"latency": summarize_latency(o.latency for o in state.get("outcomes", [])).as_dict()}
+
+
+def score_agreement(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:
+    """Agreement with the reference's outputs, overall and per field (no gold needed)."""
+    if runtime.context.reference_records is None:
+        return {"agreement": {"agreement_with_reference": None, "agreement_fields": {}}}
+    agreements = [o.agreement for o in state.get("outcomes", []) if o.agreement is not None]
+    pooled = aggregate(CaseScore(case_id="", fields=a) for a in agreements)
+    return {
+        "agreement": {
+            "agreement_with_reference": pooled.field_accuracy,
+            "agreement_fields": pooled.fields,
+            "agreement_cases": len(agreements),
+        }
+    }
+
+
+def score_memory(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:
+    """Peak RSS during inference, RSS growth from loading, file size."""
+    reading = runtime.context.memory() if runtime.context.memory else MemoryReading()
+    return {"memory": summarize_memory(reading).as_dict()}
+
+
+def aggregate_summary(state: EvaluationState) -> dict[str, Any]:
+    """Merge the evaluator nodes' parts into the variant's summary."""
+    parts = (state.get("accuracy"), state.get("latency"), state.get("agreement"), state.get("memory"))
+    return {"summary": {k: v for part in parts for k, v in (part or {}).items()}}
+
+
+_EVALUATORS = ("score_accuracy", "score_latency", "score_agreement", "score_memory")
+
+
+def build_evaluation_graph() -> Any:
+    """Compile the evaluation graph (context: `EvaluationContext`)."""
+    builder = StateGraph(
+        EvaluationState,
+        context_schema=EvaluationContext,
+        input_schema=EvaluationInput,
+        output_schema=EvaluationOutput,
+    )
+    builder.add_node("score_accuracy", score_accuracy)
+    builder.add_node("run_case", run_case)
+    builder.add_node("score_latency", score_latency)
+    builder.add_node("score_agreement", score_agreement)
+    builder.add_node("score_memory", score_memory)
+    builder.add_node("aggregate", aggregate_summary)
+    builder.add_conditional_edges(START, fan_out, ["run_case", *_EVALUATORS])
+    for name in _EVALUATORS:
+        builder.add_edge("run_case", name)
+    builder.add_edge(list(_EVALUATORS), "aggregate")
+    builder.add_edge("aggregate", END)
+    return builder.compile(name="evaluation")
+
+
+graph = build_evaluation_graph()

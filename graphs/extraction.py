@@ -1,0 +1,246 @@
+"""The extraction graph: text in, a validated JSON record out. The same graph runs in
+evaluation and in production; the model (a quantized variant or anything else) comes in
+through the runtime context, so swapping a variant means passing another context.
+
+    prepare -> extract -> validate -> normalize -> END
+                  ^           |
+                  +- repair <-+   (bounded: at most `max_repairs` more attempts)
+
+`prepare` builds the prompt (field descriptions, few-shot examples) and cuts inputs that
+would not fit in the model's context, recording that it did. `extract` streams the model
+so time to first token is measured. A backend error ends the run with `error` set.
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from evaluators.format import FormatEvaluator
+from evaluators.normalize import normalize_record
+from evaluators.schema import FieldSpec, parse_schema
+from graphs.prompting import build_messages, repair_message
+
+_SAFETY_TOKENS = 16
+
+
+@dataclass(kw_only=True)
+class ExtractionContext:
+    """What the graph runs with: the model, the schema, the prompt material and limits.
+
+    Attributes:
+        model: Any LangChain chat model; for structured output it should already be
+            constrained to `schema` (the quantgate backends do this).
+        schema: The record's JSON Schema.
+        examples: Few-shot (text, record) pairs.
+        max_repairs: Extra attempts after an invalid output, each told what was wrong.
+        context_window: The model's context in tokens, when known (enables the long-input check).
+        max_output_tokens: Tokens reserved for the answer.
+        count_tokens: The model's tokenizer; without it tokens are estimated as characters / 3.
+    """
+
+    model: BaseChatModel
+    schema: Mapping[str, Any]
+    examples: Sequence[tuple[str, Mapping[str, Any]]] = ()
+    max_repairs: int = 2
+    context_window: int | None = None
+    max_output_tokens: int = 512
+    count_tokens: Callable[[str], int] | None = None
+
+    @cached_property
+    def spec(self) -> FieldSpec:
+        """The schema as a field tree (parsed once)."""
+        return parse_schema(self.schema)
+
+    @cached_property
+    def format(self) -> FormatEvaluator:
+        """The schema validator (built once)."""
+        return FormatEvaluator(schema=self.schema)
+
+    def tokens(self, text: str) -> int:
+        """Token count of `text`, exact when a tokenizer is known."""
+        return self.count_tokens(text) if self.count_tokens else len(text) // 3 + 1
+
+
+class ExtractionInput(TypedDict):
+    """What a caller gives the graph."""
+
+    text: str
+
+
+class Attempt(TypedDict):
+    """Timing and token counts of one model call."""
+
+    ttft_s: float | None
+    total_s: float
+    input_tokens: int | None
+    output_tokens: int | None
+    finish_reason: str | None
+
+
+class ExtractionOutput(TypedDict, total=False):
+    """What the graph returns.
+
+    `record` is the normalized record when `valid`, else the last parsed (invalid) value or
+    None; `raw` the model's last text; `validation_errors` what was wrong with it.
+    """
+
+    record: dict[str, Any] | None
+    raw: str | None
+    valid: bool
+    validation_errors: list[str]
+    attempts: Annotated[list[Attempt], operator.add]
+    truncated: bool
+    input_tokens_dropped: int
+    error: str | None
+
+
+class ExtractionState(ExtractionInput, ExtractionOutput, total=False):
+    """Input, output and the conversation so far."""
+
+    messages: list[BaseMessage]
+
+
+def prepare(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:
+    """Build the prompt; cut the text to what fits in the context, and record the cut."""
+    ctx = runtime.context
+    text = state["text"]
+    messages = build_messages(schema=ctx.schema, examples=ctx.examples, text="")
+    dropped = 0
+    if ctx.context_window:
+        overhead = sum(ctx.tokens(str(m.content)) + 4 for m in messages)
+        budget = ctx.context_window - overhead - ctx.max_output_tokens - _SAFETY_TOKENS
+        size = ctx.tokens(text)
+        if size > budget:
+            keep = max(int(len(text) * max(budget, 0) / size), 0)
+            while keep and ctx.tokens(text[:keep]) > budget:
+                keep = int(keep * 0.95)
+            dropped = size - ctx.tokens(text[:keep]) if keep else size
+            text = text[:keep]
+    messages[-1] = HumanMessage(content=text)
+    return {"messages": messages, "truncated": dropped > 0, "input_tokens_dropped": dropped}
+
+
+def extract(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:
+    """Call the model (streaming, to time the first token); record raw text and usage."""
+    started = time.perf_counter()
+    ttft: float | None = None
+    message = None
+    try:
+        for chunk in runtime.context.model.stream(state["messages"]):
+            if ttft is None and chunk.content:
+                ttft = time.perf_counter() - started
+            message = chunk if message is None else message + chunk
+    except Exception as exc:  # any backend failure is recorded on the case, never raised
+        return {"error": f"{type(exc).__name__}: {exc}", "valid": False}
+    total = time.perf_counter() - started
+    raw = message.text if message is not None else ""
+    usage: Mapping[str, Any] = (message.usage_metadata if message is not None else None) or {}
+    metadata = message.response_metadata if message is not None else {}
+    attempt = Attempt(
+        ttft_s=ttft,
+        total_s=total,
+        input_tokens=usage.get("input_tokens"),
+        output_tokens=usage.get("output_tokens"),
+        finish_reason=metadata.get("finish_reason") or metadata.get("done_reason"),
+    )
+    return {"raw": raw, "attempts": [attempt]}
+
+
+def validate(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:
+    """Parse the raw text and check it against the schema."""
+    result = runtime.context.format(outputs=state.get("raw") or "")
+    return {
+        "valid": result.valid,
+        "record": result.parsed if isinstance(result.parsed, dict) else None,
+        "validation_errors": [str(e) for e in result.errors],
+    }
+
+
+def repair(state: ExtractionState) -> dict[str, Any]:
+    """Feed the validation errors back and ask again."""
+    feedback = repair_message(state.get("validation_errors", []))
+    return {"messages": [*state["messages"], AIMessage(content=state.get("raw") or ""), feedback]}
+
+
+def normalize(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:
+    """Canonical values: ISO dates, numbers from numeric strings, null for blank strings."""
+    return {"record": normalize_record(runtime.context.spec, state.get("record"))}
+
+
+def after_extract(state: ExtractionState) -> Literal["validate", "__end__"]:
+    """Stop on a backend error; otherwise validate."""
+    return "__end__" if state.get("error") else "validate"
+
+
+def after_validate(
+    state: ExtractionState, runtime: Runtime[ExtractionContext]
+) -> Literal["normalize", "repair", "__end__"]:
+    """Valid: normalize. Invalid: repair while attempts remain, else stop."""
+    if state.get("valid"):
+        return "normalize"
+    if len(state.get("attempts", [])) <= runtime.context.max_repairs:
+        return "repair"
+    return "__end__"
+
+
+def build_extraction_graph() -> Any:
+    """Compile the extraction graph (context: `ExtractionContext`)."""
+    builder = StateGraph(
+        ExtractionState,
+        context_schema=ExtractionContext,
+        input_schema=ExtractionInput,
+        output_schema=ExtractionOutput,
+    )
+    builder.add_node("prepare", prepare)
+    builder.add_node("extract", extract)
+    builder.add_node("validate", validate)
+    builder.add_node("repair", repair)
+    builder.add_node("normalize", normalize)
+    builder.add_edge(START, "prepare")
+    builder.add_edge("prepare", "extract")
+    builder.add_conditional_edges("extract", after_extract)
+    builder.add_conditional_edges("validate", after_validate)
+    builder.add_edge("repair", "extract")
+    builder.add_edge("normalize", END)
+    return builder.compile(name="extraction")
+
+
+graph = build_extraction_graph()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExtractionResult:
+    """A typed view of the graph's output, with the defaults filled in."""
+
+    record: dict[str, Any] | None
+    raw: str | None
+    valid: bool
+    validation_errors: list[str] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+    truncated: bool = False
+    input_tokens_dropped: int = 0
+    error: str | None = None
+
+    @classmethod
+    def from_output(cls, output: Mapping[str, Any]) -> ExtractionResult:
+        """Build from the dict the graph returns."""
+        return cls(
+            record=output.get("record"),
+            raw=output.get("raw"),
+            valid=bool(output.get("valid")),
+            validation_errors=list(output.get("validation_errors") or []),
+            attempts=list(output.get("attempts") or []),
+            truncated=bool(output.get("truncated")),
+            input_tokens_dropped=int(output.get("input_tokens_dropped") or 0),
+            error=output.get("error"),
+        )

@@ -1,0 +1,128 @@
+"""Model backends: how a variant becomes a LangChain chat model for one schema.
+
+A backend is the extension point for serving stacks. It opens a variant (loading weights,
+or connecting to a server), hands out a chat model constrained to the dataset's JSON schema,
+reports what it knows about the runtime, and frees everything when the block ends:
+
+    with open_variant(variant, schema) as opened:
+        graph.invoke({"text": ...}, context=ExtractionContext(model=opened.chat_model, ...))
+
+Register another backend with `register_backend("name", factory)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from langchain_core.language_models import BaseChatModel
+
+from quantgate.hardware import package_version
+from quantgate.variants import Variant
+
+
+class BackendError(RuntimeError):
+    """A variant that cannot be opened (missing file, unknown backend, load failure)."""
+
+
+@dataclass(kw_only=True)
+class OpenedVariant:
+    """A variant ready to extract with.
+
+    Attributes:
+        chat_model: The chat model, constrained to the schema where the backend can.
+        runtime: Name and version of what serves it (recorded in `variants.json`).
+        context_window: Tokens the model can attend to, when known.
+        max_output_tokens: The generation limit per call.
+        count_tokens: The model's tokenizer, when available (long-input handling uses it).
+    """
+
+    chat_model: BaseChatModel
+    runtime: dict[str, Any] = field(default_factory=dict)
+    context_window: int | None = None
+    max_output_tokens: int = 512
+    count_tokens: Callable[[str], int] | None = None
+
+
+class Backend(Protocol):
+    """Opens a variant for a schema; the returned context manager frees it on exit."""
+
+    def __call__(self, variant: Variant, schema: Mapping[str, Any]) -> AbstractContextManager[OpenedVariant]:
+        """Open `variant` with output constrained to `schema`."""
+        ...
+
+
+@contextmanager
+def _open_llamacpp(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
+    from pathlib import Path
+
+    from quantgate.backends.llamacpp import EmbeddedEngine, LlamaCppChatModel
+
+    path = Path(variant.model)
+    if not path.is_file():
+        raise BackendError(f"variant {variant.name}: no GGUF file at {path}")
+    options = dict(variant.options)
+    max_tokens = int(options.pop("max_tokens", 512))
+    try:
+        engine = EmbeddedEngine(path, **options)
+    except (ValueError, RuntimeError, TypeError) as exc:
+        raise BackendError(f"variant {variant.name}: llama.cpp could not load {path}: {exc}") from exc
+    try:
+        yield OpenedVariant(
+            chat_model=LlamaCppChatModel(
+                engine=engine, json_schema=dict(schema), max_tokens=max_tokens, seed=engine.seed
+            ),
+            runtime={
+                "name": "llama.cpp (llama-cpp-python, in process)",
+                "version": package_version("llama-cpp-python"),
+                "n_ctx": engine.n_ctx,
+                "n_threads": engine.llama.n_threads,
+                "seed": engine.seed,
+                "temperature": 0.0,
+                "use_mmap": False,
+            },
+            context_window=engine.n_ctx,
+            max_output_tokens=max_tokens,
+            count_tokens=engine.count_tokens,
+        )
+    finally:
+        engine.close()
+
+
+@contextmanager
+def _open_chat_model(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
+    if variant.chat_model is None:
+        raise BackendError(f"variant {variant.name}: backend 'langchain' needs a chat_model object")
+    yield OpenedVariant(
+        chat_model=variant.chat_model,
+        runtime={"name": type(variant.chat_model).__name__, "version": package_version("langchain-core")},
+    )
+
+
+_BACKENDS: dict[str, Backend] = {"llamacpp": _open_llamacpp, "langchain": _open_chat_model}
+
+
+def register_backend(name: str, backend: Backend) -> None:
+    """Make `backend` available to variants whose `backend` field is `name`."""
+    _BACKENDS[name] = backend
+
+
+def open_variant(variant: Variant, schema: Mapping[str, Any]) -> AbstractContextManager[OpenedVariant]:
+    """Open a variant with its backend.
+
+    Raises:
+        BackendError: The backend is unknown or not available in this version.
+    """
+    backend = _BACKENDS.get(variant.backend)
+    if backend is None:
+        known = ", ".join(sorted(_BACKENDS))
+        hint = " (the Ollama backend is not part of this version yet)" if variant.backend == "ollama" else ""
+        raise BackendError(
+            f"variant {variant.name}: unknown backend {variant.backend!r}{hint}; known: {known}"
+        )
+    return backend(variant, schema)
+
+
+__all__ = ["Backend", "BackendError", "OpenedVariant", "open_variant", "register_backend"]

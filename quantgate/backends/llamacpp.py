@@ -1,0 +1,181 @@
+"""The embedded backend: a LangChain chat model over llama-cpp-python, in process.
+
+Why not langchain-community's `ChatLlamaCpp` or llama-cpp-python's chat API: Gemma 3 270M
+as packaged here is a *base* model with no chat template, so any chat format (the default
+llama-2 one included) wraps the prompt in tokens the model never saw in training. We render
+the conversation ourselves as a plain few-shot completion prompt (`render_prompt`) and
+call `create_completion`; `ChatLlamaCpp` is also being sunset. Output is constrained by a
+llama.cpp grammar built from the JSON schema once per schema, decoding is greedy
+(temperature 0) with a fixed seed, and tokens are streamed so time to first token is real.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.chat_models import generate_from_stream
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from pydantic import ConfigDict
+
+from graphs.prompting import REPAIR_NAME
+
+
+def render_prompt(messages: Sequence[BaseMessage]) -> str:
+    """Render a chat as a plain few-shot completion prompt for a base model.
+
+    System text first; each human turn as ``Text:`` and each AI turn as ``JSON:``; a repair
+    message (HumanMessage named `validator`) as an error note asking for corrected JSON.
+    The prompt ends with ``JSON:`` and no space, since Gemma's tokenizer has ``' {"'`` as one
+    token; the grammar allows that optional leading space.
+    """
+    parts: list[str] = []
+    for message in messages:
+        content = message.content if isinstance(message.content, str) else str(message.content)
+        if isinstance(message, SystemMessage):
+            parts.append(content.strip() + "\n\n")
+        elif isinstance(message, HumanMessage) and message.name == REPAIR_NAME:
+            parts.append(f"\nError: {content.strip()}\nCorrected JSON:")
+        elif isinstance(message, HumanMessage):
+            parts.append(f"Text:\n{content.strip()}\nJSON:")
+        elif isinstance(message, AIMessage):
+            parts.append(f" {content.strip()}\n\n")
+    return "".join(parts).rstrip(" ")
+
+
+class EmbeddedEngine:
+    """One GGUF loaded in this process by llama.cpp, shared by the chat models over it.
+
+    The weights are read into memory (`use_mmap=False`) so that the process RSS growth
+    after loading is the model's real footprint. Calls are serialized by a lock: one
+    llama.cpp context decodes one sequence at a time. llama-cpp-python keeps the longest
+    common token prefix of consecutive prompts in its KV cache, so the shared few-shot
+    prefix is evaluated once, not per case.
+    """
+
+    def __init__(
+        self, model_path: str | Path, *, n_ctx: int = 8192, n_threads: int | None = None, seed: int = 0
+    ) -> None:
+        from llama_cpp import Llama
+
+        self.model_path = Path(model_path)
+        self.n_ctx = n_ctx
+        self.seed = seed
+        self.lock = threading.Lock()
+        self._grammars: dict[str, Any] = {}
+        self.llama = Llama(
+            model_path=str(self.model_path),
+            n_ctx=n_ctx,
+            n_threads=n_threads,
+            seed=seed,
+            use_mmap=False,
+            verbose=False,
+        )
+
+    def grammar(self, schema: Mapping[str, Any]) -> Any:
+        """The llama.cpp grammar of a JSON schema, built once per schema and reused."""
+        import llama_cpp
+
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(schema))
+            gbnf = gbnf.replace("root ::= ", 'root ::= " "? ', 1)
+            self._grammars[key] = llama_cpp.llama_grammar.LlamaGrammar.from_string(gbnf, verbose=False)
+        return self._grammars[key]
+
+    def count_tokens(self, text: str) -> int:
+        """Number of tokens of `text` (without BOS)."""
+        return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False))
+
+    def close(self) -> None:
+        """Free the model and its context."""
+        self.llama.close()
+
+
+class LlamaCppChatModel(BaseChatModel):
+    """Chat model over an `EmbeddedEngine`, constrained to `json_schema` when set.
+
+    Usage metadata carries the prompt and generated token counts; response metadata the
+    finish reason (`stop` or `length`).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    engine: EmbeddedEngine
+    json_schema: dict[str, Any] | None = None
+    max_tokens: int = 512
+    temperature: float = 0.0
+    seed: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "quantgate-llamacpp"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_path": str(self.engine.model_path), "n_ctx": self.engine.n_ctx, "seed": self.seed}
+
+    def get_num_tokens(self, text: str) -> int:
+        """Count tokens with the model's own tokenizer."""
+        return self.engine.count_tokens(text)
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        prompt = render_prompt(messages)
+        grammar = self.engine.grammar(self.json_schema) if self.json_schema else None
+        llama = self.engine.llama
+        with self.engine.lock:
+            n_prompt = len(llama.tokenize(prompt.encode("utf-8")))
+            finish = None
+            stream = cast(
+                Iterator[dict[str, Any]],
+                llama.create_completion(
+                    prompt,
+                    max_tokens=self.max_tokens,
+                    temperature=self.temperature,
+                    seed=self.seed,
+                    stop=stop or [],
+                    grammar=grammar,
+                    stream=True,
+                ),
+            )
+            for chunk in stream:
+                choice = chunk["choices"][0]
+                finish = choice.get("finish_reason") or finish
+                if choice["text"]:
+                    if run_manager:
+                        run_manager.on_llm_new_token(choice["text"])
+                    yield ChatGenerationChunk(message=AIMessageChunk(content=choice["text"]))
+            n_output = max(llama.n_tokens - n_prompt, 0)
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                usage_metadata={
+                    "input_tokens": n_prompt,
+                    "output_tokens": n_output,
+                    "total_tokens": n_prompt + n_output,
+                },
+                response_metadata={"finish_reason": finish, "model_name": self.engine.model_path.name},
+                chunk_position="last",
+            )
+        )
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return generate_from_stream(self._stream(messages, stop, run_manager, **kwargs))

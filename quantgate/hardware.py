@@ -1,0 +1,53 @@
+"""The machine and runtime a measurement was taken on, recorded with every run."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+
+@cache
+def hardware() -> dict[str, Any]:
+    """CPU model, core counts, RAM and OS of this machine."""
+    cpu_model = platform.processor() or None
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpu_model": cpu_model,
+        "cpu_cores_logical": psutil.cpu_count(logical=True),
+        "cpu_cores_physical": psutil.cpu_count(logical=False),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "ram_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "machine": platform.machine(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "gpu": None,
+    }
+
+
+def package_version(name: str) -> str | None:
+    """Installed version of a distribution, None when it is not installed."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def file_sha256(path: Path, chunk_size: int = 1 << 20) -> str:
+    """sha256 of a file, read in chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,55 @@
+"""Measuring process memory with memory-profiler: single readings and a background sampler."""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+
+from memory_profiler import memory_usage
+
+
+def rss_mb(pid: int = -1) -> float:
+    """Resident set size of a process in MiB (-1: this process)."""
+    return float(memory_usage(pid, interval=0, timeout=None)[0])
+
+
+class RssSampler:
+    """Samples a process's RSS every `interval` seconds in a background thread; keeps the peak.
+
+    Use as a context manager around the work to measure:
+
+        with RssSampler() as sampler:
+            run_cases()
+        sampler.peak_mb, sampler.samples
+    """
+
+    def __init__(self, pid: int = -1, interval: float = 0.05) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.peak_mb: float | None = None
+        self.start_mb: float | None = None
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+
+    def _sample(self) -> None:
+        value = rss_mb(self.pid)
+        self.peak_mb = value if self.peak_mb is None else max(self.peak_mb, value)
+        self.samples += 1
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def __enter__(self) -> RssSampler:
+        self._sample()
+        self.start_mb = self.peak_mb
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()

@@ -1,0 +1,49 @@
+"""The summary table printed at the end of `quantgate run`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_COLUMNS = [
+    ("variant", "name", "{}"),
+    ("file MiB", "file_size_mb", "{:.0f}"),
+    ("peak MiB", "memory_mb", "{:.0f}"),
+    ("model MiB", "model_memory_mb", "{:.0f}"),
+    ("accuracy", "field_accuracy", "{:.1%}"),
+    ("Δ vs ref", "field_accuracy_delta", "{:+.1%}"),
+    ("valid", "format_validity", "{:.0%}"),
+    ("agree", "agreement_with_reference", "{:.1%}"),
+    ("TTFT p50", "ttft_s_p50", "{:.2f}s"),
+    ("tok/s", "tokens_per_s", "{:.1f}"),
+    ("p95", "latency_s_p95", "{:.1f}s"),
+    ("errors", "errors", "{}"),
+]
+
+
+def _cell(entry: dict[str, Any], key: str, template: str) -> str:
+    value = entry.get(key)
+    if entry.get("status") == "skipped" and key != "name":
+        return "skipped" if key == "file_size_mb" else ""
+    return "—" if value is None else template.format(value)
+
+
+def render_summary(summary: dict[str, Any]) -> str:
+    """A fixed-width table of the variants, reference marked with *; missing figures as —."""
+    rows = [[title for title, _, _ in _COLUMNS]]
+    for entry in summary.get("variants", []):
+        row = [_cell(entry, key, template) for _, key, template in _COLUMNS]
+        if entry.get("is_reference"):
+            row[0] += " *"
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
+    lines = [
+        "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        for r in rows
+    ]
+    lines.insert(1, "-" * len(lines[0]))
+    dataset = summary.get("dataset", {})
+    footer = (
+        f"* reference   dataset {dataset.get('name')} ({dataset.get('cases')} cases)   "
+        f"run {summary.get('run_id')}   — = not measured"
+    )
+    return "\n".join([*lines, footer])
