@@ -44,6 +44,7 @@ class CaseScorer:
         reference_outputs: Mapping[str, Any] | None,
         tags: Sequence[str] = (),
         missing_reason: str = "no output",
+        record: Mapping[str, Any] | None = None,
     ) -> CaseScore:
         """Score one case.
 
@@ -54,6 +55,8 @@ class CaseScorer:
             reference_outputs: The gold record, or None for an unlabeled case.
             tags: The case's slices.
             missing_reason: The format error recorded when `outputs` is None.
+            record: The record to score fields on when it differs from the parsed output
+                (a pipeline's normalized record); format validity is still judged on `outputs`.
         """
         if outputs is None:
             fmt = FormatResult(
@@ -63,7 +66,8 @@ class CaseScorer:
             )
         else:
             fmt = self.format(outputs=outputs)
-        record = fmt.parsed if isinstance(fmt.parsed, Mapping) else None
+        if record is None:
+            record = fmt.parsed if isinstance(fmt.parsed, Mapping) else None
         if reference_outputs is None:
             fields = None
         elif record is None:

@@ -116,12 +116,14 @@ def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dic
     ctx, case = runtime.context, state["case"]  # the Send payload: a CaseTask
     output = extraction_graph.invoke({"text": case["text"]}, context=ctx.extraction)
     result = ExtractionResult.from_output(output)
-    outputs = result.record if result.valid else (result.raw if result.raw is not None else None)
-    reason = result.error or "no output"
     score = ctx.scorer(
-        case_id=case["id"], outputs=outputs, reference_outputs=case["expected"], tags=case["tags"],
-        missing_reason=reason,
-    )  # fmt: skip
+        case_id=case["id"],
+        outputs=result.raw,  # format validity: the model's own text, strictly
+        record=result.record if result.valid else None,  # fields: the pipeline's normalized record
+        reference_outputs=case["expected"],
+        tags=case["tags"],
+        missing_reason=result.error or "no output",
+    )
     agreement = None
     if ctx.reference_records is not None and ctx.reference_records.get(case["id"]) is not None:
         agreement = score_fields(

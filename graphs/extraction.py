@@ -6,6 +6,8 @@ through the runtime context, so swapping a variant means passing another context
                   ^           |
                   +- repair <-+   (bounded: at most `max_repairs` more attempts)
 
+`validate` judges the output after normalization, so only what normalization cannot fix
+goes back to the model; `normalize` then writes the canonical record.
 `prepare` builds the prompt (field descriptions, few-shot examples) and cuts inputs that
 would not fit in the model's context, recording that it did. `extract` streams the model
 so time to first token is measured. A backend error ends the run with `error` set.
@@ -25,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from evaluators.format import FormatEvaluator
+from evaluators.format import FormatEvaluator, parse_json_output
 from evaluators.normalize import normalize_record
 from evaluators.schema import FieldSpec, parse_schema
 from graphs.prompting import build_messages, repair_message
@@ -157,12 +159,21 @@ def extract(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict
 
 
 def validate(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:
-    """Parse the raw text and check it against the schema."""
-    result = runtime.context.format(outputs=state.get("raw") or "")
+    """Parse the raw text as JSON and check it against the schema.
+
+    The schema check is made on the normalized form, so a repair is asked for only when
+    normalization cannot fix the output (a date in words or "1.234,56" in a number field
+    is fixed by `normalize`, not sent back to the model).
+    """
+    ctx = runtime.context
+    parsed, syntax_error = parse_json_output(state.get("raw") or "")
+    if syntax_error is not None:
+        return {"valid": False, "record": None, "validation_errors": [str(syntax_error)]}
+    errors = ctx.format.schema_errors(normalize_record(ctx.spec, parsed))
     return {
-        "valid": result.valid,
-        "record": result.parsed if isinstance(result.parsed, dict) else None,
-        "validation_errors": [str(e) for e in result.errors],
+        "valid": not errors,
+        "record": parsed if isinstance(parsed, dict) else None,
+        "validation_errors": [str(e) for e in errors],
     }
 
 

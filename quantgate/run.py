@@ -9,8 +9,10 @@ interrupted run leaves a readable directory.
 from __future__ import annotations
 
 import itertools
+import multiprocessing
 from collections import defaultdict
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,6 +136,45 @@ def _evaluate_variant(
     return _VariantRun(summary=output["summary"], records=records, metadata=metadata)
 
 
+def _evaluate_in_worker(
+    variant: Variant,
+    dataset: Dataset,
+    cases: Sequence[Case],
+    run_dir: Path,
+    reference_records: dict[str, dict[str, Any] | None] | None,
+    options: RunOptions,
+) -> _VariantRun:
+    store = RunStore(run_dir)
+    try:
+        return _evaluate_variant(variant, dataset, cases, store, reference_records, options)
+    finally:
+        store.close()
+
+
+def _evaluate_isolated(
+    variant: Variant,
+    dataset: Dataset,
+    cases: Sequence[Case],
+    run_dir: Path,
+    reference_records: dict[str, dict[str, Any] | None] | None,
+    options: RunOptions,
+) -> _VariantRun:
+    """Evaluate a variant in a fresh process, so its memory figures start from a clean slate.
+
+    llama.cpp does not hand all memory back when a model is freed (about 200 MiB stays), so
+    measuring variants one after another in one process would inflate the later ones. A chat
+    model object given from Python cannot cross processes and runs here instead.
+    """
+    if variant.chat_model is not None:
+        return _evaluate_in_worker(variant, dataset, cases, run_dir, reference_records, options)
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
+        future = pool.submit(
+            _evaluate_in_worker, variant, dataset, cases, run_dir, reference_records, options
+        )
+        return future.result()
+
+
 def _variant_entry(variant: Variant, part: dict[str, Any], is_reference: bool) -> dict[str, Any]:
     return {
         "name": variant.name,
@@ -170,7 +211,7 @@ def run_evaluation(
     options = options or RunOptions()
     variants, reference_name = order_variants(variant_set, reference)
     cases = select_cases(dataset.cases, options.limit)
-    store = RunStore(options.out)
+    store = RunStore.create(options.out)
     summary: dict[str, Any] = {
         "format_version": RUN_FORMAT_VERSION,
         "run_id": store.run_id,
@@ -200,7 +241,9 @@ def run_evaluation(
         for variant in variants:
             is_reference = variant.name == reference_name
             try:
-                result = _evaluate_variant(variant, dataset, cases, store, reference_records, options)
+                result = _evaluate_isolated(
+                    variant, dataset, cases, store.directory, reference_records, options
+                )
             except BackendError as exc:
                 print(f"quantgate: skipping variant {variant.name}: {exc}")
                 entries.append(

@@ -75,14 +75,24 @@ def case_record(variant: str, outcome: CaseOutcome) -> dict[str, Any]:
 
 
 class RunStore:
-    """Writes one run directory. Thread-safe: cases finish on worker threads."""
+    """Writes one run directory; opening an existing one appends to its records.
 
-    def __init__(self, root: Path, run_id: str | None = None) -> None:
-        self.run_id = run_id or new_run_id()
-        self.directory = root / self.run_id
-        self.directory.mkdir(parents=True, exist_ok=False)
+    Thread-safe: cases finish on worker threads.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.run_id = directory.name
+        self.directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._records = (self.directory / RECORDS_FILE).open("a", encoding="utf-8")
+
+    @classmethod
+    def create(cls, root: Path) -> RunStore:
+        """A store for a new run under `root`, with a fresh run id."""
+        directory = root / new_run_id()
+        directory.mkdir(parents=True, exist_ok=False)
+        return cls(directory)
 
     def write_record(self, record: dict[str, Any]) -> None:
         """Append one record and flush it to disk."""

@@ -1,0 +1,77 @@
+"""A small fake chat model with queued outputs, usage metadata and optional failures."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.chat_models import generate_from_stream
+from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from pydantic import Field, PrivateAttr
+
+
+class QueuedChatModel(BaseChatModel):
+    """Streams queued outputs in order (the last one repeats). An `Exception` in the queue
+    is raised instead; `by_text` maps a substring of the conversation to a fixed output."""
+
+    outputs: list[Any]
+    by_text: dict[str, Any] = Field(default_factory=dict)
+    _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "queued-fake"
+
+    @property
+    def calls(self) -> list[list[BaseMessage]]:
+        return self._calls
+
+    def _next(self, messages: list[BaseMessage]) -> Any:
+        with self._lock:
+            self._calls.append(list(messages))
+            text = " ".join(str(m.content) for m in messages)
+            for key, output in self.by_text.items():
+                if key in text:
+                    return output
+            index = min(len(self._calls) - 1, len(self.outputs) - 1)
+            return self.outputs[index]
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        output = self._next(messages)
+        if isinstance(output, BaseException):
+            raise output
+        pieces = [output[i : i + 7] for i in range(0, len(output), 7)] or [""]
+        for piece in pieces:
+            yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                usage_metadata={
+                    "input_tokens": 100,
+                    "output_tokens": len(pieces),
+                    "total_tokens": 100 + len(pieces),
+                },
+                response_metadata={"finish_reason": "stop"},
+                chunk_position="last",
+            )
+        )
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return generate_from_stream(self._stream(messages, stop, run_manager, **kwargs))

@@ -1,0 +1,119 @@
+import json
+import threading
+import time
+
+import pytest
+
+from evaluators import CaseScorer
+from evaluators.memory import MemoryReading
+from graphs.evaluation import CaseOutcome, EvaluationContext, graph
+from graphs.extraction import ExtractionContext
+
+from .fakes import QueuedChatModel
+from .test_extraction import GOOD, SCHEMA
+
+
+def cases(n, **expected):
+    return [
+        {
+            "id": f"c{i}",
+            "text": f"case {i}",
+            "expected": {**GOOD, **expected},
+            "tags": ["lang:es" if i % 2 else "lang:en"],
+        }
+        for i in range(n)
+    ]
+
+
+def evaluate(model, inputs, reference_records=None, concurrency=1, memory=None, on_record=None):
+    context = EvaluationContext(
+        extraction=ExtractionContext(model=model, schema=SCHEMA),
+        scorer=CaseScorer(schema=SCHEMA),
+        reference_records=reference_records,
+        on_record=on_record,
+        memory=memory,
+    )
+    return graph.invoke({"cases": inputs}, context=context, config={"max_concurrency": concurrency})
+
+
+def test_summary_from_evaluator_nodes():
+    bad_total = json.dumps({**GOOD, "total": 99.0})
+    model = QueuedChatModel(outputs=[json.dumps(GOOD)], by_text={"case 1": bad_total, "case 3": "not json"})
+    reading = MemoryReading(
+        rss_before_load_mb=100, rss_after_load_mb=350, rss_peak_mb=420, samples=5, file_size_bytes=2**20
+    )
+    out = evaluate(model, cases(4), memory=lambda: reading)
+    summary = out["summary"]
+    assert summary["cases"] == 4
+    assert summary["fields"]["total"] == pytest.approx(2 / 4)
+    assert summary["fields"]["vendor"] == pytest.approx(3 / 4)
+    assert summary["field_accuracy"] == pytest.approx((4 + 3 + 4 + 0) / 16)
+    assert summary["format_validity"] == pytest.approx(3 / 4)
+    assert summary["first_attempt_validity"] == pytest.approx(3 / 4)
+    assert summary["errors"] == 1
+    assert summary["errors_by_kind"] == {"invalid_output": 1}
+    assert summary["slices"]["lang:en"] == 1.0
+    assert summary["slices"]["lang:es"] == pytest.approx(3 / 8)
+    assert summary["memory_mb"] == 420
+    assert summary["model_memory_mb"] == 250
+    assert summary["file_size_mb"] == 1.0
+    assert summary["ttft_s_p50"] is not None
+    assert summary["agreement_with_reference"] is None
+    assert len(out["outcomes"]) == 4
+
+
+def test_agreement_with_reference_needs_no_gold():
+    model = QueuedChatModel(
+        outputs=[json.dumps(GOOD)], by_text={"case 1": json.dumps({**GOOD, "currency": "USD"})}
+    )
+    unlabeled = [{**c, "expected": None} for c in cases(2)]
+    reference = {"c0": GOOD, "c1": GOOD}
+    summary = evaluate(model, unlabeled, reference_records=reference)["summary"]
+    assert summary["field_accuracy"] is None
+    assert summary["agreement_with_reference"] == pytest.approx(7 / 8)
+    assert summary["agreement_fields"]["currency"] == 0.5
+    assert summary["agreement_cases"] == 2
+
+
+def test_not_measured_is_none():
+    summary = evaluate(QueuedChatModel(outputs=[json.dumps(GOOD)]), cases(1))["summary"]
+    assert summary["memory_mb"] is None
+    assert summary["model_memory_mb"] is None
+    assert summary["file_size_mb"] is None
+
+
+def test_backend_errors_are_counted_and_the_run_goes_on():
+    model = QueuedChatModel(outputs=[json.dumps(GOOD)], by_text={"case 2": TimeoutError("read timeout")})
+    records: list[CaseOutcome] = []
+    summary = evaluate(model, cases(4), on_record=records.append)["summary"]
+    assert summary["errors_by_kind"] == {"timeout": 1}
+    assert len(records) == 4
+    failed = next(r for r in records if r.case_id == "c2")
+    assert failed.extraction.error == "TimeoutError: read timeout"
+    assert failed.score.fields is not None
+    assert failed.score.fields.score == 0.0
+
+
+def test_concurrency_is_bounded():
+    active, peak, lock = [0], [0], threading.Lock()
+
+    class SlowModel(QueuedChatModel):
+        def _next(self, messages):
+            with lock:
+                active[0] += 1
+                peak[0] = max(peak[0], active[0])
+            time.sleep(0.05)
+            with lock:
+                active[0] -= 1
+            return super()._next(messages)
+
+    summary = evaluate(SlowModel(outputs=[json.dumps(GOOD)]), cases(8), concurrency=3)["summary"]
+    assert summary["cases"] == 8
+    assert 2 <= peak[0] <= 3
+
+
+def test_no_cases():
+    summary = evaluate(QueuedChatModel(outputs=["{}"]), [])["summary"]
+    assert summary["cases"] == 0
+    assert summary["field_accuracy"] is None
+    assert summary["ttft_s_p50"] is None

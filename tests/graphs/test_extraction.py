@@ -1,0 +1,131 @@
+import json
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from graphs.extraction import ExtractionContext, ExtractionResult, build_extraction_graph, graph
+from graphs.prompting import REPAIR_NAME
+
+from .fakes import QueuedChatModel
+
+SCHEMA = {
+    "title": "Invoice",
+    "type": "object",
+    "properties": {
+        "vendor": {"type": ["string", "null"], "description": "Who issued it"},
+        "total": {"type": ["number", "null"], "description": "Total amount"},
+        "issued": {"type": ["string", "null"], "format": "date"},
+        "currency": {"type": ["string", "null"], "enum": ["EUR", "USD", None]},
+    },
+    "required": ["vendor", "total", "issued", "currency"],
+}
+GOOD = {"vendor": "Acme", "total": 12.5, "issued": "2024-03-03", "currency": "EUR"}
+
+
+def run(model, text="Factura de Acme por 12,50 €", **kwargs):
+    context = ExtractionContext(model=model, schema=SCHEMA, **kwargs)
+    return ExtractionResult.from_output(graph.invoke({"text": text}, context=context))
+
+
+def test_valid_output_in_one_attempt_with_usage_and_timings():
+    model = QueuedChatModel(outputs=[json.dumps(GOOD)])
+    result = run(model)
+    assert result.valid
+    assert result.record == GOOD
+    assert len(result.attempts) == 1
+    attempt = result.attempts[0]
+    assert attempt["input_tokens"] == 100
+    assert attempt["output_tokens"] > 1
+    assert attempt["ttft_s"] is not None
+    assert 0 <= attempt["ttft_s"] <= attempt["total_s"]
+    assert attempt["finish_reason"] == "stop"
+
+
+def test_prompt_has_field_descriptions_and_few_shot_examples():
+    model = QueuedChatModel(outputs=[json.dumps(GOOD)])
+    run(model, examples=[("Bill from Foo, $3", {**GOOD, "vendor": "Foo"})])
+    messages = model.calls[0]
+    assert isinstance(messages[0], SystemMessage)
+    assert "- vendor (text, or null): Who issued it" in messages[0].content
+    assert '- currency (one of "EUR", "USD", null' in messages[0].content
+    assert isinstance(messages[1], HumanMessage)
+    assert messages[1].content == "Bill from Foo, $3"
+    assert isinstance(messages[2], AIMessage)
+    assert json.loads(messages[2].text)["vendor"] == "Foo"
+    assert messages[-1].content == "Factura de Acme por 12,50 €"
+
+
+def test_repair_loop_feeds_the_error_back_and_recovers():
+    model = QueuedChatModel(outputs=['{"vendor": "Acme", "total": "doce"', json.dumps(GOOD)])
+    result = run(model)
+    assert result.valid
+    assert len(result.attempts) == 2
+    repair = model.calls[1][-1]
+    assert repair.name == REPAIR_NAME
+    assert "not valid JSON" in repair.content
+    assert model.calls[1][-2].content == '{"vendor": "Acme", "total": "doce"'
+
+
+def test_repair_loop_is_bounded():
+    model = QueuedChatModel(outputs=['{"vendor": 5, "total": null, "issued": null, "currency": null}'])
+    result = run(model, max_repairs=2)
+    assert not result.valid
+    assert len(result.attempts) == 3
+    assert result.validation_errors == ["vendor: 5 is not of type 'string', 'null'"]
+    assert result.error is None
+
+
+def test_normalize_fixes_what_it_can_without_a_repair():
+    raw = json.dumps({**GOOD, "total": "12,50 €", "issued": "3 de marzo de 2024", "vendor": " "})
+    model = QueuedChatModel(outputs=[raw])
+    result = run(model)
+    assert result.valid
+    assert len(result.attempts) == 1
+    assert result.record == {**GOOD, "vendor": None}
+    assert result.raw == raw
+
+
+def test_what_normalize_cannot_fix_is_repaired():
+    model = QueuedChatModel(outputs=[json.dumps({**GOOD, "total": "doce euros"}), json.dumps(GOOD)])
+    result = run(model)
+    assert result.valid
+    assert len(result.attempts) == 2
+    assert "total: 'doce euros' is not of type 'number', 'null'" in model.calls[1][-1].content
+
+
+def test_backend_error_is_recorded_not_raised():
+    model = QueuedChatModel(outputs=[ConnectionError("server down")])
+    result = run(model)
+    assert not result.valid
+    assert result.error == "ConnectionError: server down"
+    assert result.record is None
+
+
+def test_long_input_is_truncated_and_recorded():
+    model = QueuedChatModel(outputs=[json.dumps(GOOD)])
+    text = "palabra " * 5000
+    result = run(
+        model, text=text, context_window=2048, max_output_tokens=256, count_tokens=lambda s: len(s.split())
+    )
+    assert result.truncated
+    assert result.input_tokens_dropped > 0
+    sent = model.calls[0][-1].text
+    assert len(sent.split()) + result.input_tokens_dropped == 5000
+    short = run(
+        QueuedChatModel(outputs=[json.dumps(GOOD)]),
+        context_window=2048,
+        count_tokens=lambda s: len(s.split()),
+    )
+    assert not short.truncated
+    assert short.input_tokens_dropped == 0
+
+
+@pytest.mark.parametrize("window", [None, 100000])
+def test_no_truncation_without_need(window):
+    result = run(QueuedChatModel(outputs=[json.dumps(GOOD)]), context_window=window)
+    assert not result.truncated
+
+
+def test_builder_compiles_a_fresh_graph():
+    assert build_extraction_graph() is not graph
+    assert set(graph.get_graph().nodes) >= {"prepare", "extract", "validate", "repair", "normalize"}

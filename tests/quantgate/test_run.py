@@ -1,0 +1,142 @@
+import json
+
+import pytest
+
+from quantgate.dataset import load_dataset
+from quantgate.run import RunOptions, run_evaluation, select_cases
+from quantgate.runstore import load_run, read_records
+from quantgate.variants import Variant, VariantSet
+from tests.graphs.fakes import QueuedChatModel
+from tests.graphs.test_extraction import GOOD, SCHEMA
+
+SUMMARY_KEYS = {
+    "name", "backend", "quantization", "file_size_mb", "memory_mb", "model_memory_mb", "field_accuracy",
+    "field_accuracy_delta", "format_validity", "first_attempt_validity", "agreement_with_reference",
+    "ttft_s_p50", "tokens_per_s", "latency_s_p50", "latency_s_p95", "errors", "fields", "slices",
+}  # fmt: skip
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    root = tmp_path / "tiny"
+    root.mkdir()
+    (root / "schema.json").write_text(json.dumps(SCHEMA))
+    lines = [
+        {
+            "id": f"c{i}",
+            "text": f"case {i}",
+            "expected": GOOD,
+            "tags": ["lang:es" if i < 3 else "lang:en", "numbers"],
+        }
+        for i in range(5)
+    ]
+    (root / "cases.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    (root / "examples.jsonl").write_text(json.dumps({"id": "e1", "text": "example", "expected": GOOD}) + "\n")
+    (root / "README.md").write_text("tiny\n")
+    return load_dataset(root)
+
+
+def variants():
+    wrong = json.dumps({**GOOD, "currency": "USD"})
+    quant = QueuedChatModel(outputs=[json.dumps(GOOD)], by_text={"case 1": wrong})
+    reference = QueuedChatModel(outputs=[json.dumps(GOOD)])
+    return VariantSet(
+        reference="ref",
+        variants=[
+            Variant.from_chat_model("quant", quant, quantization="Q4"),
+            Variant.from_chat_model("ref", reference, quantization="F16"),
+        ],
+    )
+
+
+def test_run_writes_records_variants_and_summary(dataset, tmp_path):
+    run_dir = run_evaluation(dataset, variants(), options=RunOptions(out=tmp_path / "runs", progress=False))
+    run = load_run(run_dir)
+    summary = run.summary
+    assert summary["format_version"] == 1
+    assert summary["run_id"] == run_dir.name
+    assert summary["status"] == "complete"
+    assert summary["dataset"] == {**summary["dataset"], "name": "tiny", "sha256": dataset.sha256, "cases": 5}
+    assert summary["reference"] == "ref"
+    ref, quant = summary["variants"]
+    assert [ref["name"], quant["name"]] == ["ref", "quant"]  # reference first
+    for entry in (ref, quant):
+        assert set(entry) >= SUMMARY_KEYS
+    assert ref["field_accuracy"] == 1.0
+    assert ref["field_accuracy_delta"] is None
+    assert ref["agreement_with_reference"] is None
+    assert quant["field_accuracy"] == pytest.approx(1 - 1 / 20)
+    assert quant["field_accuracy_delta"] == pytest.approx(-1 / 20)
+    assert quant["agreement_with_reference"] == pytest.approx(1 - 1 / 20)
+    assert quant["fields"]["currency"] == pytest.approx(4 / 5)
+    assert quant["slices"]["lang:es"] == pytest.approx(1 - 1 / 12)
+    assert quant["file_size_mb"] is None  # a chat model object has no file: not measured, not 0
+    assert quant["memory_mb"] is not None
+    records = list(read_records(run_dir))
+    assert len(records) == 10
+    first = next(r for r in records if r["variant"] == "quant" and r["case_id"] == "c1")
+    assert first["fields"]["currency"] == 0.0
+    assert first["outcomes"]["currency"] == "wrong"
+    assert json.loads(first["raw"])["currency"] == "USD"
+    assert first["ttft_s"] is not None
+    assert [v["name"] for v in run.variants] == ["ref", "quant"]
+    assert run.variants[0]["quantization"] == "F16"
+    assert "runtime" in run.variants[0]
+    assert "hardware" in run.variants[0]
+    frame = run.to_frame()
+    assert len(frame) == 10
+    assert "field:currency" in frame.columns
+
+
+def test_limit_balances_languages(dataset):
+    chosen = select_cases(dataset.cases, 2)
+    assert sorted(c.lang or "" for c in chosen) == ["en", "es"]
+    assert select_cases(dataset.cases, None) == list(dataset.cases)
+
+
+def test_unknown_reference_is_refused(dataset, tmp_path):
+    with pytest.raises(ValueError, match="reference 'nope' is not one of the variants"):
+        run_evaluation(
+            dataset, variants(), reference="nope", options=RunOptions(out=tmp_path, progress=False)
+        )
+
+
+def test_variant_that_cannot_load_is_skipped(dataset, tmp_path):
+    broken = Variant(name="missing", backend="llamacpp", model=str(tmp_path / "nope.gguf"))
+    variant_set = VariantSet(reference="ref", variants=[*variants().variants, broken])
+    summary = load_run(
+        run_evaluation(dataset, variant_set, options=RunOptions(out=tmp_path, progress=False))
+    ).summary
+    skipped = summary["variants"][-1]
+    assert skipped["status"] == "skipped"
+    assert "no GGUF file" in skipped["error"]
+    assert summary["status"] == "complete"
+
+
+def test_interrupt_keeps_the_records_written_so_far(dataset, tmp_path):
+    interrupting = QueuedChatModel(outputs=[json.dumps(GOOD)], by_text={"case 3": KeyboardInterrupt()})
+    variant_set = VariantSet(variants=[Variant.from_chat_model("only", interrupting)])
+    with pytest.raises(KeyboardInterrupt):
+        run_evaluation(dataset, variant_set, options=RunOptions(out=tmp_path / "runs", progress=False))
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    records = list(read_records(run_dir))
+    ids = [r["case_id"] for r in records]
+    assert ids[:3] == ["c0", "c1", "c2"]  # tasks already started may still finish
+    assert "c3" not in ids
+    assert load_run(run_dir).summary["status"] == "interrupted"
+
+
+def test_unlabeled_dataset_reports_agreement_only(tmp_path):
+    root = tmp_path / "u"
+    root.mkdir()
+    (root / "schema.json").write_text(json.dumps(SCHEMA))
+    (root / "cases.jsonl").write_text(json.dumps({"id": "a", "text": "case a"}) + "\n")
+    summary = load_run(
+        run_evaluation(
+            load_dataset(root), variants(), options=RunOptions(out=tmp_path / "runs", progress=False)
+        )
+    ).summary
+    quant = summary["variants"][1]
+    assert quant["field_accuracy"] is None
+    assert quant["field_accuracy_delta"] is None
+    assert quant["agreement_with_reference"] == 1.0
