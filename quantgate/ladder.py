@@ -198,7 +198,10 @@ def _reference_step(
             bar.total = total
             bar.update(done - bar.n)
 
-        _atomic(path, lambda partial: dequantize_to_f16(source, partial, progress=advance))
+        try:
+            _atomic(path, lambda partial: dequantize_to_f16(source, partial, progress=advance))
+        except (ValueError, KeyError, OSError) as exc:
+            raise LadderError(f"could not dequantize {source} to F16: {exc}") from exc
     return LadderStep(
         name=REFERENCE, path=path, sha256=file_sha256(path), size_bytes=path.stat().st_size, built=True
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from quantgate.dataset import bundled_datasets, bundled_root
+from quantgate.variants import VariantSet
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SHARED_SETS = ["e2e-restaurants-dev", "meddocan-es-dev"]
@@ -23,3 +24,11 @@ def shared_set(name: str) -> Path:
 @pytest.fixture(params=bundled_datasets())
 def bundled_dataset_dir(request: pytest.FixtureRequest) -> Path:
     return bundled_root() / str(request.param)
+
+
+@pytest.fixture(scope="session")
+def ladder(tmp_path_factory: pytest.TempPathFactory) -> VariantSet:
+    """The real ladder (F16, Q8_0, Q4_K_M), built once for the whole session."""
+    from tests.model_fixtures import build_test_ladder
+
+    return build_test_ladder(tmp_path_factory.mktemp("ladder"))

@@ -71,17 +71,16 @@ def _open_llamacpp(variant: Variant, schema: Mapping[str, Any]) -> Iterator[Open
         raise BackendError(f"variant {variant.name}: llama.cpp could not load {path}: {exc}") from exc
     try:
         yield OpenedVariant(
-            chat_model=LlamaCppChatModel(
-                engine=engine, json_schema=dict(schema), max_tokens=max_tokens, seed=engine.seed
-            ),
+            chat_model=LlamaCppChatModel(engine=engine, json_schema=dict(schema), max_tokens=max_tokens),
             runtime={
                 "name": "llama.cpp (llama-cpp-python, in process)",
                 "version": package_version("llama-cpp-python"),
                 "n_ctx": engine.n_ctx,
                 "n_threads": engine.llama.n_threads,
                 "seed": engine.seed,
-                "temperature": 0.0,
+                "decoding": "greedy (temperature 0), JSON-schema grammar",
                 "use_mmap": False,
+                "max_array_items": engine.max_array_items,
             },
             context_window=engine.n_ctx,
             max_output_tokens=max_tokens,

@@ -4,9 +4,10 @@ Why not langchain-community's `ChatLlamaCpp` or llama-cpp-python's chat API: Gem
 as packaged here is a *base* model with no chat template, so any chat format (the default
 llama-2 one included) wraps the prompt in tokens the model never saw in training. We render
 the conversation ourselves as a plain few-shot completion prompt (`render_prompt`) and
-call `create_completion`; `ChatLlamaCpp` is also being sunset. Output is constrained by a
-llama.cpp grammar built from the JSON schema once per schema, decoding is greedy
-(temperature 0) with a fixed seed, and tokens are streamed so time to first token is real.
+decode it with `GreedyDecoder`; `ChatLlamaCpp` is also being sunset. Output is constrained
+by a llama.cpp grammar built from the JSON schema once per schema, decoding is greedy
+(temperature 0, so the seed has no effect but is recorded), and tokens are streamed so time
+to first token is real.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -25,6 +26,7 @@ from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict
 
 from graphs.prompting import REPAIR_NAME
+from quantgate.backends.greedy import Generation, GreedyDecoder
 
 
 def render_prompt(messages: Sequence[BaseMessage]) -> str:
@@ -49,44 +51,71 @@ def render_prompt(messages: Sequence[BaseMessage]) -> str:
     return "".join(parts).rstrip(" ")
 
 
+def cap_arrays(schema: Mapping[str, Any], max_items: int) -> dict[str, Any]:
+    """A copy of `schema` in which every array without `maxItems` gets `maxItems: max_items`.
+
+    Greedy decoding of a small model can fall into repeating one array item until the token
+    limit; capping arrays in the grammar ends such a loop early and cheaply.
+    """
+    node = dict(schema)
+    if "properties" in node:
+        node["properties"] = {k: cap_arrays(v, max_items) for k, v in node["properties"].items()}
+    if "items" in node and isinstance(node["items"], Mapping):
+        node["items"] = cap_arrays(node["items"], max_items)
+    types = node.get("type")
+    if (types == "array" or (isinstance(types, list) and "array" in types)) and "maxItems" not in node:
+        node["maxItems"] = max_items
+    return node
+
+
 class EmbeddedEngine:
     """One GGUF loaded in this process by llama.cpp, shared by the chat models over it.
 
     The weights are read into memory (`use_mmap=False`) so that the process RSS growth
     after loading is the model's real footprint. Calls are serialized by a lock: one
-    llama.cpp context decodes one sequence at a time. llama-cpp-python keeps the longest
-    common token prefix of consecutive prompts in its KV cache, so the shared few-shot
-    prefix is evaluated once, not per case.
+    llama.cpp context decodes one sequence at a time. The decoder keeps the longest common
+    token prefix of consecutive prompts in the KV cache, so the shared few-shot prefix is
+    evaluated once, not per case.
     """
 
     def __init__(
-        self, model_path: str | Path, *, n_ctx: int = 8192, n_threads: int | None = None, seed: int = 0
+        self,
+        model_path: str | Path,
+        *,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        seed: int = 0,
+        max_array_items: int = 20,
     ) -> None:
         from llama_cpp import Llama
+        from llama_cpp._utils import suppress_stdout_stderr
 
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
         self.seed = seed
+        self.max_array_items = max_array_items
         self.lock = threading.Lock()
-        self._grammars: dict[str, Any] = {}
-        self.llama = Llama(
-            model_path=str(self.model_path),
-            n_ctx=n_ctx,
-            n_threads=n_threads,
-            seed=seed,
-            use_mmap=False,
-            verbose=False,
-        )
+        self._grammars: dict[str, str] = {}
+        with suppress_stdout_stderr(disable=False):  # llama.cpp prints KV-cache notes even when not verbose
+            self.llama = Llama(
+                model_path=str(self.model_path),
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                seed=seed,
+                use_mmap=False,
+                verbose=False,
+            )
+        self.decoder = GreedyDecoder(self.llama)
 
-    def grammar(self, schema: Mapping[str, Any]) -> Any:
-        """The llama.cpp grammar of a JSON schema, built once per schema and reused."""
+    def grammar(self, schema: Mapping[str, Any]) -> str:
+        """The GBNF grammar of a JSON schema (arrays capped), converted once per schema."""
         import llama_cpp
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(schema))
-            gbnf = gbnf.replace("root ::= ", 'root ::= " "? ', 1)
-            self._grammars[key] = llama_cpp.llama_grammar.LlamaGrammar.from_string(gbnf, verbose=False)
+            capped = cap_arrays(schema, self.max_array_items)
+            gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(capped))
+            self._grammars[key] = gbnf.replace("root ::= ", 'root ::= " "? ', 1)
         return self._grammars[key]
 
     def count_tokens(self, text: str) -> int:
@@ -110,8 +139,6 @@ class LlamaCppChatModel(BaseChatModel):
     engine: EmbeddedEngine
     json_schema: dict[str, Any] | None = None
     max_tokens: int = 512
-    temperature: float = 0.0
-    seed: int = 0
 
     @property
     def _llm_type(self) -> str:
@@ -119,7 +146,7 @@ class LlamaCppChatModel(BaseChatModel):
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"model_path": str(self.engine.model_path), "n_ctx": self.engine.n_ctx, "seed": self.seed}
+        return {"model_path": str(self.engine.model_path), "n_ctx": self.engine.n_ctx, "decoding": "greedy"}
 
     def get_num_tokens(self, text: str) -> int:
         """Count tokens with the model's own tokenizer."""
@@ -134,39 +161,25 @@ class LlamaCppChatModel(BaseChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         prompt = render_prompt(messages)
         grammar = self.engine.grammar(self.json_schema) if self.json_schema else None
-        llama = self.engine.llama
+        stats = Generation()
         with self.engine.lock:
-            n_prompt = len(llama.tokenize(prompt.encode("utf-8")))
-            finish = None
-            stream = cast(
-                Iterator[dict[str, Any]],
-                llama.create_completion(
-                    prompt,
-                    max_tokens=self.max_tokens,
-                    temperature=self.temperature,
-                    seed=self.seed,
-                    stop=stop or [],
-                    grammar=grammar,
-                    stream=True,
-                ),
-            )
-            for chunk in stream:
-                choice = chunk["choices"][0]
-                finish = choice.get("finish_reason") or finish
-                if choice["text"]:
-                    if run_manager:
-                        run_manager.on_llm_new_token(choice["text"])
-                    yield ChatGenerationChunk(message=AIMessageChunk(content=choice["text"]))
-            n_output = max(llama.n_tokens - n_prompt, 0)
+            for text in self.engine.decoder.generate(prompt, grammar, self.max_tokens, stats):
+                if run_manager:
+                    run_manager.on_llm_new_token(text)
+                yield ChatGenerationChunk(message=AIMessageChunk(content=text))
         yield ChatGenerationChunk(
             message=AIMessageChunk(
                 content="",
                 usage_metadata={
-                    "input_tokens": n_prompt,
-                    "output_tokens": n_output,
-                    "total_tokens": n_prompt + n_output,
+                    "input_tokens": stats.prompt_tokens,
+                    "output_tokens": stats.output_tokens,
+                    "total_tokens": stats.prompt_tokens + stats.output_tokens,
                 },
-                response_metadata={"finish_reason": finish, "model_name": self.engine.model_path.name},
+                response_metadata={
+                    "finish_reason": stats.finish_reason,
+                    "model_name": self.engine.model_path.name,
+                    "grammar_fallbacks": stats.grammar_fallbacks,
+                },
                 chunk_position="last",
             )
         )

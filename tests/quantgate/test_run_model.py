@@ -1,0 +1,75 @@
+"""End-to-end runs on the real embedded ladder (Gemma 3 270M, llama.cpp in process)."""
+
+import json
+
+import pytest
+
+from quantgate.cli import main
+from quantgate.dataset import load_dataset
+from quantgate.run import RunOptions, run_evaluation
+from quantgate.runstore import load_run, read_records
+from quantgate.variants import VariantSet
+from tests.conftest import shared_set
+
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+
+
+def only(ladder, *names):
+    return VariantSet(reference=names[0], variants=[v for v in ladder.variants if v.name in names])
+
+
+def test_reference_and_q4_on_real_cases(ladder, tmp_path):
+    dataset = load_dataset("tech-config")
+    run_dir = run_evaluation(
+        dataset, only(ladder, "F16", "Q4_K_M"), options=RunOptions(limit=3, out=tmp_path, progress=False)
+    )
+    summary = load_run(run_dir).summary
+    f16, q4 = summary["variants"]
+    assert (f16["name"], q4["name"]) == ("F16", "Q4_K_M")
+    for entry in (f16, q4):
+        assert entry["status"] == "ok"
+        assert entry["format_validity"] == 1.0  # grammar-constrained decoding
+        assert 0.2 <= entry["field_accuracy"] <= 1.0  # a 270M base model gets a fair share right
+        assert entry["ttft_s_p50"] > 0
+        assert entry["tokens_per_s"] > 0
+        assert entry["memory_mb"] > entry["model_memory_mb"] > 0
+    assert q4["model_memory_mb"] < f16["model_memory_mb"]
+    assert q4["file_size_mb"] < f16["file_size_mb"]
+    assert q4["agreement_with_reference"] is not None
+    records = list(read_records(run_dir))
+    assert len(records) == 6
+    assert all(r["input_tokens"] > 500 and r["output_tokens"] > 10 for r in records)
+    variants = json.loads((run_dir / "variants.json").read_text())["variants"]
+    assert variants[0]["runtime"]["name"].startswith("llama.cpp")
+    assert variants[0]["hardware"]["cpu_cores_logical"] >= 1
+
+
+def test_readme_run_command_smoke(ladder, tmp_path, capsys):
+    variants_file = ladder_file(ladder, tmp_path)
+    code = main(["run", "--variants", str(variants_file), "--limit", "1", "--out", str(tmp_path / "runs")])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "F16 *" in out
+    assert "Q4_K_M" in out
+    assert "run directory:" in out
+
+
+def ladder_file(ladder, tmp_path):
+    from quantgate.variants import write_variants_file
+
+    path = tmp_path / "variants.toml"
+    write_variants_file(path, ladder)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "extra"), [("e2e-restaurants-dev", []), ("meddocan-es-dev", ["--skip-invalid-cases"])]
+)
+def test_shared_development_sets(ladder, tmp_path, capsys, name, extra):
+    root = shared_set(name)
+    variants_file = ladder_file(only(ladder, "F16", "Q4_K_M"), tmp_path)
+    args = ["run", "--dataset", str(root), "--variants", str(variants_file), "--limit", "1", "--json"]
+    assert main([*args, "--out", str(tmp_path / "runs"), *extra]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert [v["status"] for v in summary["variants"]] == ["ok", "ok"]
+    assert summary["variants"][1]["agreement_with_reference"] is not None
