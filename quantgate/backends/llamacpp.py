@@ -51,21 +51,31 @@ def render_prompt(messages: Sequence[BaseMessage]) -> str:
     return "".join(parts).rstrip(" ")
 
 
-def cap_arrays(schema: Mapping[str, Any], max_items: int) -> dict[str, Any]:
-    """A copy of `schema` in which every array without `maxItems` gets `maxItems: max_items`.
+def grammar_schema(schema: Mapping[str, Any], max_items: int) -> dict[str, Any]:
+    """The schema as handed to llama.cpp's JSON-schema-to-grammar converter.
 
-    Greedy decoding of a small model can fall into repeating one array item until the token
-    limit; capping arrays in the grammar ends such a loop early and cheaply.
+    - Every array without `maxItems` gets `maxItems: max_items`: greedy decoding of a small
+      model can fall into repeating one array item until the token limit, and the cap ends
+      such a loop early and cheaply.
+    - A property with an `enum` loses its `type`: the converter ignores `enum` when `type` is
+      a list (`["string", "null"]`), which would let any string through.
     """
     node = dict(schema)
     if "properties" in node:
-        node["properties"] = {k: cap_arrays(v, max_items) for k, v in node["properties"].items()}
+        node["properties"] = {k: grammar_schema(v, max_items) for k, v in node["properties"].items()}
     if "items" in node and isinstance(node["items"], Mapping):
-        node["items"] = cap_arrays(node["items"], max_items)
+        node["items"] = grammar_schema(node["items"], max_items)
     types = node.get("type")
     if (types == "array" or (isinstance(types, list) and "array" in types)) and "maxItems" not in node:
         node["maxItems"] = max_items
+    if "enum" in node:
+        node.pop("type", None)
     return node
+
+
+_JSON_STRING_CHAR = r'char ::= [^"\\\x00-\x1f] |'
+"""A JSON string character: the converter's rule also allows raw control characters
+(a literal newline), which JSON forbids inside strings."""
 
 
 class EmbeddedEngine:
@@ -113,8 +123,9 @@ class EmbeddedEngine:
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            capped = cap_arrays(schema, self.max_array_items)
-            gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(capped))
+            prepared = grammar_schema(schema, self.max_array_items)
+            gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(prepared))
+            gbnf = gbnf.replace(r'char ::= [^"\\] |', _JSON_STRING_CHAR, 1)
             self._grammars[key] = gbnf.replace("root ::= ", 'root ::= " "? ', 1)
         return self._grammars[key]
 

@@ -1,0 +1,66 @@
+"""The embedded backend's prompt rendering and grammar preparation (no model needed)."""
+
+import json
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from graphs.prompting import repair_message
+from quantgate.backends.llamacpp import EmbeddedEngine, grammar_schema, render_prompt
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "currency": {"type": ["string", "null"], "enum": ["EUR", "USD", None]},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "items": {
+            "type": "array",
+            "maxItems": 3,
+            "items": {
+                "type": "object",
+                "properties": {"codes": {"type": "array", "items": {"type": "integer"}}},
+            },
+        },
+    },
+    "required": ["currency", "tags", "items"],
+}
+
+
+def test_render_prompt_is_a_plain_few_shot_completion():
+    messages = [
+        SystemMessage("Extract."),
+        HumanMessage("Bill A"),
+        AIMessage('{"x": 1}'),
+        HumanMessage("Bill B"),
+        AIMessage('{"x": "two"}'),
+        repair_message(["x: 'two' is not of type 'integer'"]),
+    ]
+    assert render_prompt(messages) == (
+        "Extract.\n\n"
+        'Text:\nBill A\nJSON: {"x": 1}\n\n'
+        'Text:\nBill B\nJSON: {"x": "two"}\n\n'
+        "\nError: The JSON is invalid: x: 'two' is not of type 'integer'. Write the whole JSON object again, "
+        "corrected.\nCorrected JSON:"
+    )
+
+
+def test_grammar_schema_caps_arrays_and_keeps_enums_enforceable():
+    prepared = grammar_schema(SCHEMA, 20)
+    assert prepared["properties"]["tags"]["maxItems"] == 20
+    assert prepared["properties"]["items"]["maxItems"] == 3  # an explicit cap is kept
+    assert prepared["properties"]["items"]["items"]["properties"]["codes"]["maxItems"] == 20
+    assert "type" not in prepared["properties"]["currency"]
+    assert SCHEMA["properties"]["currency"]["type"] == ["string", "null"]  # the input is not changed
+
+
+def test_grammar_enforces_enums_and_json_strings():
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    engine = EmbeddedEngine.__new__(EmbeddedEngine)  # grammar conversion needs no model
+    engine._grammars = {}
+    engine.max_array_items = 20
+    gbnf = engine.grammar(SCHEMA)
+    rules = dict(line.split(" ::= ", 1) for line in gbnf.splitlines() if " ::= " in line)
+    assert rules["currency"] == '"\\"EUR\\"" | "\\"USD\\"" | "null"'
+    assert rules["char"].startswith(r'[^"\\\x00-\x1f]')
+    assert rules["root"].startswith('" "? "{"')
+    assert engine.grammar(json.loads(json.dumps(SCHEMA))) is gbnf  # converted once per schema
