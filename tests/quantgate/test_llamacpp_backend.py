@@ -1,6 +1,7 @@
 """The embedded backend's prompt rendering and grammar preparation (no model needed)."""
 
 import json
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -8,7 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from graphs.prompting import repair_message
 from quantgate.backends.llamacpp import EmbeddedEngine, grammar_schema, render_prompt
 
-SCHEMA = {
+SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "currency": {"type": ["string", "null"], "enum": ["EUR", "USD", None]},
