@@ -11,7 +11,7 @@ from quantgate.dataset import bundled_datasets, check_dataset, load_dataset, res
 from quantgate.scoring import dump_json, read_predictions, render_report, score_predictions
 
 DEFAULT_DATASET = "contacts-events"
-DEFAULT_LIMIT = 6
+DEFAULT_LIMIT = 10
 
 
 def _datasets_check(args: argparse.Namespace) -> int:

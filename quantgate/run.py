@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import traceback
 from collections import defaultdict
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +152,20 @@ def _evaluate_in_worker(
         store.close()
 
 
+def _worker_main(sender: Connection, *args: Any) -> None:
+    """Entry point of a variant's worker process: evaluate, then send the result back."""
+    try:
+        sender.send(("ok", _evaluate_in_worker(*args)))
+    except KeyboardInterrupt:
+        pass  # the parent handles the interruption; records already written stay
+    except BackendError as exc:
+        sender.send(("backend_error", str(exc)))
+    except Exception:
+        sender.send(("crash", traceback.format_exc()))
+    finally:
+        sender.close()
+
+
 def _evaluate_isolated(
     variant: Variant,
     dataset: Dataset,
@@ -162,17 +177,37 @@ def _evaluate_isolated(
     """Evaluate a variant in a fresh process, so its memory figures start from a clean slate.
 
     llama.cpp does not hand all memory back when a model is freed (about 200 MiB stays), so
-    measuring variants one after another in one process would inflate the later ones. A chat
+    measuring variants one after another in one process would inflate the later ones. A
+    worker that dies (a crash inside llama.cpp) makes the variant fail, not the run. A chat
     model object given from Python cannot cross processes and runs here instead.
     """
+    args = (variant, dataset, cases, run_dir, reference_records, options)
     if variant.chat_model is not None:
-        return _evaluate_in_worker(variant, dataset, cases, run_dir, reference_records, options)
+        return _evaluate_in_worker(*args)
     spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
-        future = pool.submit(
-            _evaluate_in_worker, variant, dataset, cases, run_dir, reference_records, options
-        )
-        return future.result()
+    receiver, sender = spawn.Pipe(duplex=False)
+    worker = spawn.Process(target=_worker_main, args=(sender, *args), name=f"quantgate-{variant.name}")
+    worker.start()
+    sender.close()
+    try:
+        kind, payload = receiver.recv()
+    except EOFError:
+        worker.join()
+        raise BackendError(
+            f"variant {variant.name}: its worker process died (exit code {worker.exitcode})"
+        ) from None
+    except KeyboardInterrupt:
+        worker.terminate()
+        raise
+    finally:
+        worker.join()
+        receiver.close()
+    if kind == "backend_error":
+        raise BackendError(payload)
+    if kind == "crash":
+        raise RuntimeError(f"variant {variant.name} failed in its worker process:\n{payload}")
+    result: _VariantRun = payload
+    return result
 
 
 def _variant_entry(variant: Variant, part: dict[str, Any], is_reference: bool) -> dict[str, Any]:

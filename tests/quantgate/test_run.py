@@ -140,3 +140,20 @@ def test_unlabeled_dataset_reports_agreement_only(tmp_path):
     assert quant["field_accuracy"] is None
     assert quant["field_accuracy_delta"] is None
     assert quant["agreement_with_reference"] == 1.0
+
+
+def test_unloadable_gguf_fails_in_its_worker_process_and_is_skipped(dataset, tmp_path):
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"GGUF" + b"\0" * 64)
+    variant_set = VariantSet(
+        reference="ref",
+        variants=[*variants().variants, Variant(name="junk", backend="llamacpp", model=str(junk))],
+    )
+    summary = load_run(
+        run_evaluation(dataset, variant_set, options=RunOptions(out=tmp_path / "runs", progress=False))
+    ).summary
+    junk_entry = summary["variants"][-1]
+    assert junk_entry["status"] == "skipped"
+    assert "llama.cpp could not load" in junk_entry["error"]
+    assert summary["variants"][0]["status"] == "ok"
