@@ -5,6 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+settings.register_profile("quantgate", database=None)  # no example database written into the checkout
+settings.load_profile("quantgate")
 
 from quantgate.dataset import bundled_datasets, bundled_root
 from quantgate.variants import VariantSet
