@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-settings.register_profile("quantgate", database=None)  # no example database written into the checkout
-settings.load_profile("quantgate")
-
 from quantgate.dataset import bundled_datasets, bundled_root
 from quantgate.variants import VariantSet
+
+settings.register_profile("quantgate", database=None)  # no example database written into the checkout
+settings.load_profile("quantgate")
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SHARED_SETS = ["e2e-restaurants-dev", "meddocan-es-dev"]
