@@ -98,27 +98,34 @@ def _extraction_context(dataset: Dataset, opened: OpenedVariant, options: RunOpt
     )
 
 
-def _evaluate_variant(
-    variant: Variant,
-    dataset: Dataset,
-    cases: Sequence[Case],
-    store: RunStore,
-    reference_records: dict[str, dict[str, Any] | None] | None,
-    options: RunOptions,
-) -> _VariantRun:
+@dataclass(frozen=True, kw_only=True)
+class _VariantJob:
+    """Everything needed to evaluate one variant; picklable, so it can go to a worker."""
+
+    variant: Variant
+    dataset: Dataset
+    cases: tuple[Case, ...]
+    run_dir: Path
+    reference_records: dict[str, dict[str, Any] | None] | None
+    options: RunOptions
+
+
+def _evaluate_variant(job: _VariantJob) -> _VariantRun:
+    variant, dataset, options = job.variant, job.dataset, job.options
+    store = RunStore(job.run_dir)
     before = rss_mb()
-    progress = tqdm(total=len(cases), desc=variant.name, unit="case", disable=not options.progress)
+    progress = tqdm(total=len(job.cases), desc=variant.name, unit="case", disable=not options.progress)
 
     def on_record(outcome: CaseOutcome) -> None:
         store.write_record(case_record(variant.name, outcome))
         progress.update(1)
 
-    with progress, open_variant(variant, dataset.schema) as opened, RssSampler() as sampler:
+    with store, progress, open_variant(variant, dataset.schema) as opened, RssSampler() as sampler:
         after = sampler.start_mb
         context = EvaluationContext(
             extraction=_extraction_context(dataset, opened, options),
             scorer=CaseScorer(schema=dataset.schema),
-            reference_records=reference_records,
+            reference_records=job.reference_records,
             on_record=on_record,
             memory=lambda: MemoryReading(
                 rss_before_load_mb=before,
@@ -129,7 +136,9 @@ def _evaluate_variant(
             ),
         )
         output = evaluation_graph.invoke(
-            {"cases": _case_inputs(cases)}, context=context, config={"max_concurrency": options.concurrency}
+            {"cases": _case_inputs(job.cases)},
+            context=context,
+            config={"max_concurrency": options.concurrency},
         )
         metadata = {**variant.record(), "runtime": opened.runtime, "hardware": hardware()}
     outcomes: list[CaseOutcome] = output["outcomes"]
@@ -137,25 +146,10 @@ def _evaluate_variant(
     return _VariantRun(summary=output["summary"], records=records, metadata=metadata)
 
 
-def _evaluate_in_worker(
-    variant: Variant,
-    dataset: Dataset,
-    cases: Sequence[Case],
-    run_dir: Path,
-    reference_records: dict[str, dict[str, Any] | None] | None,
-    options: RunOptions,
-) -> _VariantRun:
-    store = RunStore(run_dir)
-    try:
-        return _evaluate_variant(variant, dataset, cases, store, reference_records, options)
-    finally:
-        store.close()
-
-
-def _worker_main(sender: Connection, *args: Any) -> None:
+def _worker_main(sender: Connection, job: _VariantJob) -> None:
     """Entry point of a variant's worker process: evaluate, then send the result back."""
     try:
-        sender.send(("ok", _evaluate_in_worker(*args)))
+        sender.send(("ok", _evaluate_variant(job)))
     except KeyboardInterrupt:
         pass  # the parent handles the interruption; records already written stay
     except BackendError as exc:
@@ -166,14 +160,7 @@ def _worker_main(sender: Connection, *args: Any) -> None:
         sender.close()
 
 
-def _evaluate_isolated(
-    variant: Variant,
-    dataset: Dataset,
-    cases: Sequence[Case],
-    run_dir: Path,
-    reference_records: dict[str, dict[str, Any] | None] | None,
-    options: RunOptions,
-) -> _VariantRun:
+def _evaluate_isolated(job: _VariantJob) -> _VariantRun:
     """Evaluate a variant in a fresh process, so its memory figures start from a clean slate.
 
     llama.cpp does not hand all memory back when a model is freed (about 200 MiB stays), so
@@ -181,21 +168,19 @@ def _evaluate_isolated(
     worker that dies (a crash inside llama.cpp) makes the variant fail, not the run. A chat
     model object given from Python cannot cross processes and runs here instead.
     """
-    args = (variant, dataset, cases, run_dir, reference_records, options)
-    if variant.chat_model is not None:
-        return _evaluate_in_worker(*args)
+    if job.variant.chat_model is not None:
+        return _evaluate_variant(job)
+    name = job.variant.name
     spawn = multiprocessing.get_context("spawn")
     receiver, sender = spawn.Pipe(duplex=False)
-    worker = spawn.Process(target=_worker_main, args=(sender, *args), name=f"quantgate-{variant.name}")
+    worker = spawn.Process(target=_worker_main, args=(sender, job), name=f"quantgate-{name}")
     worker.start()
     sender.close()
     try:
         kind, payload = receiver.recv()
     except EOFError:
         worker.join()
-        raise BackendError(
-            f"variant {variant.name}: its worker process died (exit code {worker.exitcode})"
-        ) from None
+        raise BackendError(f"variant {name}: its worker process died (exit code {worker.exitcode})") from None
     except KeyboardInterrupt:
         worker.terminate()
         raise
@@ -205,7 +190,7 @@ def _evaluate_isolated(
     if kind == "backend_error":
         raise BackendError(payload)
     if kind == "crash":
-        raise RuntimeError(f"variant {variant.name} failed in its worker process:\n{payload}")
+        raise RuntimeError(f"variant {name} failed in its worker process:\n{payload}")
     result: _VariantRun = payload
     return result
 
@@ -276,9 +261,15 @@ def run_evaluation(
         for variant in variants:
             is_reference = variant.name == reference_name
             try:
-                result = _evaluate_isolated(
-                    variant, dataset, cases, store.directory, reference_records, options
+                job = _VariantJob(
+                    variant=variant,
+                    dataset=dataset,
+                    cases=tuple(cases),
+                    run_dir=store.directory,
+                    reference_records=reference_records,
+                    options=options,
                 )
+                result = _evaluate_isolated(job)
             except BackendError as exc:
                 print(f"quantgate: skipping variant {variant.name}: {exc}")
                 entries.append(

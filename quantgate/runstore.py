@@ -115,6 +115,12 @@ class RunStore:
         """Close the records file."""
         self._records.close()
 
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
 
 def read_records(run_dir: Path) -> Iterator[dict[str, Any]]:
     """The records of a run, skipping a torn last line left by an interrupted run."""
