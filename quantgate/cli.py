@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from quantgate.dataset import bundled_datasets, check_dataset, load_dataset, resolve_dataset
+from quantgate.dataset import Dataset, bundled_datasets, check_dataset, load_dataset, resolve_dataset
 from quantgate.scoring import dump_json, read_predictions, render_report, score_predictions
 
 DEFAULT_DATASET = "contacts-events"
@@ -45,10 +45,15 @@ def _datasets_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _score(args: argparse.Namespace) -> int:
-    dataset = load_dataset(args.dataset, skip_invalid_cases=args.skip_invalid_cases)
+def _load_dataset(name: str, skip_invalid_cases: bool) -> Dataset:
+    dataset = load_dataset(name, skip_invalid_cases=skip_invalid_cases)
     for warning in dataset.warnings:
         print(f"warning: {dataset.path}/{warning}", file=sys.stderr)
+    return dataset
+
+
+def _score(args: argparse.Namespace) -> int:
+    dataset = _load_dataset(args.dataset, args.skip_invalid_cases)
     predictions, problems = read_predictions(Path(args.predictions))
     for problem in problems:
         print(problem, file=sys.stderr)
@@ -82,9 +87,7 @@ def _run(args: argparse.Namespace) -> int:
 
     dataset_name = args.dataset or DEFAULT_DATASET
     limit = args.limit if args.limit is not None or args.dataset else DEFAULT_LIMIT
-    dataset = load_dataset(dataset_name, skip_invalid_cases=args.skip_invalid_cases)
-    for warning in dataset.warnings:
-        print(f"warning: {dataset.path}/{warning}", file=sys.stderr)
+    dataset = _load_dataset(dataset_name, args.skip_invalid_cases)
     if args.variants:
         variant_set = resolve_variants(args.variants)
     else:
