@@ -107,7 +107,7 @@ class CaseTask(TypedDict):
 
 def _error_kind(result: ExtractionResult) -> str | None:
     if result.error:
-        return "timeout" if "timeout" in result.error.lower() else "backend_error"
+        return result.error_kind or "backend_error"
     return None if result.valid else "invalid_output"
 
 
@@ -174,6 +174,7 @@ def score_accuracy(state: EvaluationState) -> dict[str, Any]:
             "errors": sum(errors.values()),
             "errors_by_kind": errors,
             "truncated_cases": sum(o.extraction.truncated for o in outcomes),
+            "retries": sum(o.extraction.retries for o in outcomes),
             "fields": summary.fields,
             "slices": summary.slices,
             "slice_cases": summary.slice_cases,

@@ -35,6 +35,24 @@ from graphs.prompting import build_messages, repair_message
 _SAFETY_TOKENS = 16
 
 
+class ModelCallError(RuntimeError):
+    """What a model may raise to say what kind of failure it was and whether to retry.
+
+    Backends translate their transport errors into this (server down, busy, timeout, a
+    stream cut in the middle); the graph knows nothing about any particular server.
+
+    Attributes:
+        kind: A short name: `connection`, `busy`, `server_error`, `timeout`, `stream_cut`,
+            `not_found`, ...
+        retryable: Whether calling again may succeed.
+    """
+
+    def __init__(self, kind: str, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retryable = retryable
+
+
 @dataclass(kw_only=True)
 class ExtractionContext:
     """What the graph runs with: the model, the schema, the prompt material and limits.
@@ -48,6 +66,8 @@ class ExtractionContext:
         context_window: The model's context in tokens, when known (enables the long-input check).
         max_output_tokens: Tokens reserved for the answer.
         count_tokens: The model's tokenizer; without it tokens are estimated as characters / 3.
+        max_retries: Calls repeated after a retryable `ModelCallError`, per attempt.
+        retry_backoff_s: Wait before the first retry; doubled each time.
     """
 
     model: BaseChatModel
@@ -57,6 +77,8 @@ class ExtractionContext:
     context_window: int | None = None
     max_output_tokens: int = 512
     count_tokens: Callable[[str], int] | None = None
+    max_retries: int = 2
+    retry_backoff_s: float = 0.5
 
     @cached_property
     def spec(self) -> FieldSpec:
@@ -80,13 +102,20 @@ class ExtractionInput(TypedDict):
 
 
 class Attempt(TypedDict):
-    """Timing and token counts of one model call."""
+    """Timing and token counts of one model call.
+
+    `reported` holds the numeric fields the backend reported with its answer (for Ollama:
+    `prompt_eval_count`, `prompt_eval_duration`, `eval_count`, `eval_duration`,
+    `load_duration`, in its own units); `retries` the calls repeated after retryable errors.
+    """
 
     ttft_s: float | None
     total_s: float
     input_tokens: int | None
     output_tokens: int | None
     finish_reason: str | None
+    reported: dict[str, float]
+    retries: int
 
 
 class ExtractionOutput(TypedDict, total=False):
@@ -104,6 +133,8 @@ class ExtractionOutput(TypedDict, total=False):
     truncated: bool
     input_tokens_dropped: int
     error: str | None
+    error_kind: str | None
+    retries: int
 
 
 class ExtractionState(ExtractionInput, ExtractionOutput, total=False):
@@ -132,30 +163,56 @@ def prepare(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict
     return {"messages": messages, "truncated": dropped > 0, "input_tokens_dropped": dropped}
 
 
-def extract(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:
-    """Call the model (streaming, to time the first token); record raw text and usage."""
+def _stream_once(model: BaseChatModel, messages: list[BaseMessage]) -> tuple[Any, float | None, float]:
     started = time.perf_counter()
     ttft: float | None = None
     message = None
-    try:
-        for chunk in runtime.context.model.stream(state["messages"]):
-            if ttft is None and chunk.content:
-                ttft = time.perf_counter() - started
-            message = chunk if message is None else message + chunk
-    except Exception as exc:  # any backend failure is recorded on the case, never raised
-        return {"error": f"{type(exc).__name__}: {exc}", "valid": False}
-    total = time.perf_counter() - started
-    raw = message.text if message is not None else ""
+    for chunk in model.stream(messages):
+        if ttft is None and chunk.content:
+            ttft = time.perf_counter() - started
+        message = chunk if message is None else message + chunk
+    return message, ttft, time.perf_counter() - started
+
+
+def extract(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:
+    """Call the model (streaming, to time the first token); record raw text and usage.
+
+    A retryable `ModelCallError` is retried with exponential backoff, the partial answer
+    discarded; any other failure, or running out of retries, ends the case with its error.
+    """
+    ctx = runtime.context
+    retries = 0
+    while True:
+        try:
+            message, ttft, total = _stream_once(ctx.model, state["messages"])
+            break
+        except ModelCallError as exc:
+            if not exc.retryable or retries >= ctx.max_retries:
+                return _failed(exc, exc.kind, retries)
+            time.sleep(ctx.retry_backoff_s * 2**retries)
+            retries += 1
+        except Exception as exc:  # any backend failure is recorded on the case, never raised
+            kind = "timeout" if "timeout" in type(exc).__name__.lower() else "backend_error"
+            return _failed(exc, kind, retries)
     usage: Mapping[str, Any] = (message.usage_metadata if message is not None else None) or {}
-    metadata = message.response_metadata if message is not None else {}
+    metadata: Mapping[str, Any] = message.response_metadata if message is not None else {}
     attempt = Attempt(
         ttft_s=ttft,
         total_s=total,
         input_tokens=usage.get("input_tokens"),
         output_tokens=usage.get("output_tokens"),
         finish_reason=metadata.get("finish_reason") or metadata.get("done_reason"),
+        reported={
+            k: v for k, v in metadata.items() if isinstance(v, int | float) and not isinstance(v, bool)
+        },
+        retries=retries,
     )
-    return {"raw": raw, "attempts": [attempt]}
+    raw = message.text if message is not None else ""
+    return {"raw": raw, "attempts": [attempt], "retries": state.get("retries", 0) + retries}
+
+
+def _failed(exc: Exception, kind: str, retries: int) -> dict[str, Any]:
+    return {"error": f"{type(exc).__name__}: {exc}", "error_kind": kind, "valid": False, "retries": retries}
 
 
 def validate(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:
@@ -241,6 +298,8 @@ class ExtractionResult:
     truncated: bool = False
     input_tokens_dropped: int = 0
     error: str | None = None
+    error_kind: str | None = None
+    retries: int = 0
 
     @classmethod
     def from_output(cls, output: Mapping[str, Any]) -> ExtractionResult:
@@ -254,4 +313,6 @@ class ExtractionResult:
             truncated=bool(output.get("truncated")),
             input_tokens_dropped=int(output.get("input_tokens_dropped") or 0),
             error=output.get("error"),
+            error_kind=output.get("error_kind"),
+            retries=int(output.get("retries") or 0),
         )

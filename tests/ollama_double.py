@@ -35,7 +35,16 @@ from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
 
 VERSION = "0.0.0-quantgate-test-double"
 N_CTX = 8192
-_FILE_TYPES = {0: "F32", 1: "F16", 7: "Q8_0", 10: "Q2_K", 12: "Q3_K_M", 15: "Q4_K_M", 17: "Q5_K_M", 18: "Q6_K"}
+_FILE_TYPES = {
+    0: "F32",
+    1: "F16",
+    7: "Q8_0",
+    10: "Q2_K",
+    12: "Q3_K_M",
+    15: "Q4_K_M",
+    17: "Q5_K_M",
+    18: "Q6_K",
+}
 
 
 def _now() -> str:
@@ -123,7 +132,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _body(self) -> dict[str, Any]:
         length = int(self.headers.get("Content-Length") or 0)
-        return json.loads(self.rfile.read(length) or b"{}")
+        body: dict[str, Any] = json.loads(self.rfile.read(length) or b"{}")
+        return body
 
     def _json(self, status: int, value: dict[str, Any]) -> None:
         payload = json.dumps(value).encode()
@@ -247,17 +257,19 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_header("Content-Type", "application/x-ndjson")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-            for piece in engine.decoder.generate(prompt, grammar, int(options.get("num_predict") or 512), stats):
+            for piece in engine.decoder.generate(
+                prompt, grammar, int(options.get("num_predict") or 512), stats
+            ):
                 t_first = t_first or time.perf_counter()
                 pieces.append(piece)
                 if stream:
                     if cut and len(pieces) == 3:
-                        self.wfile.write(b"10\r\n{\"model\": \"x\"")  # a chunk that never completes
+                        self.wfile.write(b'10\r\n{"model": "x"')  # a chunk that never completes
                         self.wfile.flush()
                         self.close_connection = True
                         return
-                    self._chunk({"model": tag, "created_at": _now(),
-                                 "message": {"role": "assistant", "content": piece}, "done": False})  # fmt: skip
+                    message = {"role": "assistant", "content": piece}
+                    self._chunk({"model": tag, "created_at": _now(), "message": message, "done": False})
             ended = time.perf_counter()
         t_first = t_first or ended
         final = {

@@ -62,7 +62,7 @@ class QueuedChatModel(BaseChatModel):
                     "output_tokens": len(pieces),
                     "total_tokens": 100 + len(pieces),
                 },
-                response_metadata={"finish_reason": "stop"},
+                response_metadata={"finish_reason": "stop", "eval_count": len(pieces), "done": True},
                 chunk_position="last",
             )
         )

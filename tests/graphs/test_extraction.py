@@ -129,3 +129,32 @@ def test_no_truncation_without_need(window):
 def test_builder_compiles_a_fresh_graph():
     assert build_extraction_graph() is not graph
     assert set(graph.get_graph().nodes) >= {"prepare", "extract", "validate", "repair", "normalize"}
+
+
+def test_retryable_model_errors_are_retried_and_counted():
+    from graphs.extraction import ModelCallError
+
+    busy = ModelCallError("busy", "server busy", retryable=True)
+    model = QueuedChatModel(outputs=[busy, busy, json.dumps(GOOD)])
+    result = run(model, retry_backoff_s=0.0)
+    assert result.valid
+    assert result.retries == 2
+    assert result.attempts[0]["retries"] == 2
+    assert len(result.attempts) == 1
+
+
+def test_model_errors_end_the_case_with_their_kind():
+    from graphs.extraction import ModelCallError
+
+    gone = ModelCallError("not_found", "model 'x' not found", retryable=False)
+    result = run(QueuedChatModel(outputs=[gone]), retry_backoff_s=0.0)
+    assert (result.error_kind, result.retries, result.valid) == ("not_found", 0, False)
+    assert result.error == "ModelCallError: model 'x' not found"
+    busy = ModelCallError("busy", "server busy", retryable=True)
+    exhausted = run(QueuedChatModel(outputs=[busy]), retry_backoff_s=0.0, max_retries=3)
+    assert (exhausted.error_kind, exhausted.retries) == ("busy", 3)
+
+
+def test_reported_numeric_metadata_is_kept():
+    result = run(QueuedChatModel(outputs=[json.dumps(GOOD)]))
+    assert result.attempts[0]["reported"] == {"eval_count": result.attempts[0]["output_tokens"]}
