@@ -23,6 +23,9 @@ class CaseLatency:
             prompt-prefix cache (llama.cpp, Ollama) cached tokens count as processed, so this
             is an effective rate, higher than raw prefill speed.
         generation_tokens_per_s: Generated tokens after the first / time after the first token.
+        server_eval: (tokens, seconds) of generation as the server reported them (Ollama's
+            `eval_count`, `eval_duration`), summed over calls; None when not reported.
+        server_prompt: The same for prompt processing (`prompt_eval_count`, `prompt_eval_duration`).
     """
 
     ttft_s: float | None
@@ -31,6 +34,22 @@ class CaseLatency:
     output_tokens: int | None
     prompt_tokens_per_s: float | None
     generation_tokens_per_s: float | None
+    server_eval: tuple[int, float] | None = None
+    server_prompt: tuple[int, float] | None = None
+
+
+def _reported(
+    attempts: Sequence[Mapping[str, Any]], count: str, duration_ns: str
+) -> tuple[int, float] | None:
+    counts: list[float] = []
+    nanoseconds: list[float] = []
+    for attempt in attempts:
+        reported = attempt.get("reported") or {}
+        if reported.get(count) is None or reported.get(duration_ns) is None:
+            return None
+        counts.append(reported[count])
+        nanoseconds.append(reported[duration_ns])
+    return (int(sum(counts)), sum(nanoseconds) / 1e9) if attempts else None
 
 
 def _sum(values: Iterable[float | int | None]) -> float | None:
@@ -61,6 +80,8 @@ def case_latency(attempts: Sequence[Mapping[str, Any]]) -> CaseLatency:
         output_tokens=int(outputs) if outputs is not None else None,
         prompt_tokens_per_s=inputs / ttft if inputs and ttft else None,
         generation_tokens_per_s=decoded / decode_time if decoded and decode_time else None,
+        server_eval=_reported(attempts, "eval_count", "eval_duration"),
+        server_prompt=_reported(attempts, "prompt_eval_count", "prompt_eval_duration"),
     )
 
 
@@ -75,6 +96,8 @@ class LatencySummary:
     tokens_per_s: float | None
     prompt_tokens_per_s: float | None
     cases_timed: int
+    server_tokens_per_s: float | None = None
+    server_prompt_tokens_per_s: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -86,8 +109,17 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return float(np.percentile(values, q)) if values else None
 
 
+def _pooled_rate(pairs: Sequence[tuple[int, float] | None]) -> float | None:
+    measured = [p for p in pairs if p is not None]
+    seconds = sum(s for _, s in measured)
+    return sum(n for n, _ in measured) / seconds if measured and seconds else None
+
+
 def summarize_latency(cases: Iterable[CaseLatency]) -> LatencySummary:
-    """Percentiles of TTFT and total time; generation tokens/s pooled over all cases."""
+    """Percentiles of TTFT and total time; generation tokens/s pooled over all cases.
+
+    `server_*` rates come from the server's own counters where it reports them (Ollama).
+    """
     timed = [c for c in cases if c.total_s is not None]
     ttfts = [c.ttft_s for c in timed if c.ttft_s is not None]
     totals = [c.total_s for c in timed if c.total_s is not None]
@@ -107,4 +139,6 @@ def summarize_latency(cases: Iterable[CaseLatency]) -> LatencySummary:
         tokens_per_s=decoded / decode_time if decoded and decode_time else None,
         prompt_tokens_per_s=sum(n for n, _ in prompt) / sum(t for _, t in prompt) if prompt else None,
         cases_timed=len(timed),
+        server_tokens_per_s=_pooled_rate([c.server_eval for c in timed]),
+        server_prompt_tokens_per_s=_pooled_rate([c.server_prompt for c in timed]),
     )

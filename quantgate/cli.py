@@ -106,6 +106,30 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from quantgate.doctor import run_checks
+
+    checks = run_checks(ollama_tags=args.ollama, ladder_dir=Path(args.ladder) if args.ladder else None)
+    for check in checks:
+        print(check)
+    return 1 if any(c.ok is False for c in checks) else 0
+
+
+def _modelfiles(args: argparse.Namespace) -> int:
+    from quantgate.ladder import VARIANTS_FILE, default_ladder_dir
+    from quantgate.modelfiles import write_modelfiles
+    from quantgate.variants import load_variants_file
+
+    variants_file = Path(args.variants) if args.variants else default_ladder_dir() / VARIANTS_FILE
+    if not variants_file.is_file():
+        raise FileNotFoundError(f"no variants file at {variants_file}; run: quantgate ladder")
+    written = write_modelfiles(load_variants_file(variants_file), Path(args.dir))
+    print("Modelfiles written; to serve the exact files quantgate evaluated with Ollama, run:")
+    for _, command in written:
+        print(f"  {command}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(
@@ -175,6 +199,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="leave out dataset lines with errors (reported) instead of refusing the dataset",
     )
     run.set_defaults(handler=_run)
+
+    doctor = commands.add_parser("doctor", help="check llama.cpp, the model package, the ladder and Ollama")
+    doctor.add_argument("--ollama", nargs="*", default=[], metavar="TAG", help="Ollama tags that must exist")
+    doctor.add_argument("--ladder", help="ladder directory (default: the user cache dir)")
+    doctor.set_defaults(handler=_doctor)
+
+    ollama = commands.add_parser("ollama", help="Ollama helpers")
+    ollama_cmds = ollama.add_subparsers(dest="ollama_command", required=True, metavar="ACTION")
+    modelfiles = ollama_cmds.add_parser("modelfiles", help="write a Modelfile per ladder GGUF")
+    modelfiles.add_argument("dir", metavar="DIR")
+    modelfiles.add_argument("--variants", help="variants file (default: the ladder's)")
+    modelfiles.set_defaults(handler=_modelfiles)
     return parser
 
 

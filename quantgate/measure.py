@@ -8,9 +8,9 @@ from types import TracebackType
 from memory_profiler import memory_usage
 
 
-def rss_mb(pid: int = -1) -> float:
-    """Resident set size of a process in MiB (-1: this process)."""
-    return float(memory_usage(pid, interval=0, timeout=None)[0])
+def rss_mb(pid: int = -1, *, include_children: bool = False) -> float:
+    """Resident set size of a process in MiB (-1: this process), its children optionally added."""
+    return float(memory_usage(pid, interval=0, timeout=None, include_children=include_children)[0])
 
 
 class RssSampler:
@@ -23,8 +23,9 @@ class RssSampler:
         sampler.peak_mb, sampler.samples
     """
 
-    def __init__(self, pid: int = -1, interval: float = 0.05) -> None:
+    def __init__(self, pid: int = -1, interval: float = 0.05, *, include_children: bool = False) -> None:
         self.pid = pid
+        self.include_children = include_children
         self.interval = interval
         self.peak_mb: float | None = None
         self.start_mb: float | None = None
@@ -33,7 +34,7 @@ class RssSampler:
         self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
 
     def _sample(self) -> None:
-        value = rss_mb(self.pid)
+        value = rss_mb(self.pid, include_children=self.include_children)
         self.peak_mb = value if self.peak_mb is None else max(self.peak_mb, value)
         self.samples += 1
 

@@ -95,6 +95,8 @@ def _extraction_context(dataset: Dataset, opened: OpenedVariant, options: RunOpt
         context_window=opened.context_window,
         max_output_tokens=opened.max_output_tokens,
         count_tokens=opened.count_tokens,
+        max_retries=opened.max_retries,
+        retry_backoff_s=opened.retry_backoff_s,
     )
 
 
@@ -120,7 +122,8 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
         store.write_record(case_record(variant.name, outcome))
         progress.update(1)
 
-    with store, progress, open_variant(variant, dataset.schema) as opened, RssSampler() as sampler:
+    with store, progress, open_variant(variant, dataset.schema) as opened, _sampler(opened) as sampler:
+        in_process = opened.memory_pid is None
         after = sampler.start_mb
         context = EvaluationContext(
             extraction=_extraction_context(dataset, opened, options),
@@ -128,11 +131,14 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
             reference_records=job.reference_records,
             on_record=on_record,
             memory=lambda: MemoryReading(
-                rss_before_load_mb=before,
-                rss_after_load_mb=after,
+                rss_before_load_mb=before if in_process else None,
+                rss_after_load_mb=after if in_process else None,
                 rss_peak_mb=sampler.peak_mb,
                 samples=sampler.samples,
                 file_size_bytes=variant.file_size_bytes,
+                reported_model_bytes=opened.reported_memory_bytes,
+                reported_vram_bytes=opened.reported_vram_bytes,
+                process="quantgate worker" if in_process else f"server pid {opened.memory_pid} and children",
             ),
         )
         output = evaluation_graph.invoke(
@@ -143,7 +149,15 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
         metadata = {**variant.record(), "runtime": opened.runtime, "hardware": hardware()}
     outcomes: list[CaseOutcome] = output["outcomes"]
     records = {o.case_id: (o.extraction.record if o.extraction.valid else None) for o in outcomes}
-    return _VariantRun(summary=output["summary"], records=records, metadata=metadata)
+    summary = {**output["summary"], "quantization": variant.quantization or opened.quantization}
+    return _VariantRun(summary=summary, records=records, metadata=metadata)
+
+
+def _sampler(opened: OpenedVariant) -> RssSampler:
+    """This process's RSS, or the local server process tree that holds the model."""
+    if opened.memory_pid is None:
+        return RssSampler()
+    return RssSampler(pid=opened.memory_pid, include_children=True)
 
 
 def _worker_main(sender: Connection, job: _VariantJob) -> None:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
 
 from quantgate.dataset import bundled_datasets, bundled_root
 from quantgate.variants import VariantSet
+
+if TYPE_CHECKING:
+    from tests.model_fixtures import OllamaDoubleProcess
 
 settings.register_profile("quantgate", database=None)  # no example database written into the checkout
 settings.load_profile("quantgate")
@@ -36,3 +41,16 @@ def ladder(tmp_path_factory: pytest.TempPathFactory) -> VariantSet:
     from tests.model_fixtures import build_test_ladder
 
     return build_test_ladder(tmp_path_factory.mktemp("ladder"))
+
+
+OLLAMA_TAGS = {"F16": "gemma3:270m-f16", "Q8_0": "gemma3:270m-q8_0", "Q4_K_M": "gemma3:270m-q4_K_M"}
+
+
+@pytest.fixture(scope="session")
+def ollama_double(ladder: VariantSet) -> Iterator[OllamaDoubleProcess]:
+    """The Ollama-protocol test double serving the ladder's files under Ollama-style tags."""
+    from tests.model_fixtures import OllamaDoubleProcess
+
+    server = OllamaDoubleProcess({OLLAMA_TAGS[v.name]: v.model for v in ladder.variants})
+    yield server
+    server.stop()

@@ -17,3 +17,33 @@ def build_test_ladder(directory: Path) -> VariantSet:
 
     variant_set, _ = build_ladder(quants=["Q8_0", "Q4_K_M"], out=directory, progress=False)
     return variant_set
+
+
+class OllamaDoubleProcess:
+    """The Ollama-protocol TEST DOUBLE (tests/ollama_double.py) running in its own process."""
+
+    def __init__(self, models: dict[str, str]) -> None:
+        import subprocess
+        import sys
+
+        args = [sys.executable, "-m", "tests.ollama_double"]
+        for tag, path in models.items():
+            args += ["--model", f"{tag}={path}"]
+        root = Path(__file__).resolve().parents[1]
+        self.process = subprocess.Popen(args, cwd=root, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line.startswith("listening on "):
+            self.process.kill()
+            raise RuntimeError(f"the Ollama test double did not start: {line!r}")
+        self.url = line.split()[-1]
+
+    def faults(self, **values: object) -> None:
+        """Inject failures (see tests/ollama_double.py)."""
+        import httpx
+
+        httpx.post(f"{self.url}/_double/faults", json=values, timeout=10).raise_for_status()
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()

@@ -8,7 +8,7 @@ engine, on real GGUF files. langchain-ollama's real client code therefore runs e
 
 Faults are injected through `POST /_double/faults` (not part of Ollama's API):
 `{"busy": n}` answers the next n chats with 503, `{"error": n}` with 500, `{"slow": seconds}`
-delays the next chat, `{"cut": n}` closes the next n streams in the middle, and
+leaves the next chat unanswered that long, `{"cut": n}` closes the next n streams in the middle, and
 `{"max_parallel": k}` answers 503 "server busy" to chats beyond k at once.
 
     python -m tests.ollama_double --model gemma3:270m-q4_K_M=/path/model.gguf [--port 0]
@@ -231,7 +231,9 @@ class Handler(BaseHTTPRequestHandler):
                 return
             if faults.slow:
                 delay, faults.slow = faults.slow, 0.0
-                time.sleep(delay)
+                time.sleep(delay)  # a hung server: no answer, then the connection closes
+                self.close_connection = True
+                return
             self._chat(tag, body, cut=faults.take("cut"))
         finally:
             with faults.lock:
@@ -301,6 +303,13 @@ class DoubleServer(ThreadingHTTPServer):
     """The HTTP server, with the models it serves and the faults to inject."""
 
     daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (timeout, cut stream) is part of the tests, not an error."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
     def __init__(self, address: tuple[str, int], models: Models) -> None:
         super().__init__(address, Handler)

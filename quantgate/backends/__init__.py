@@ -37,6 +37,13 @@ class OpenedVariant:
         context_window: Tokens the model can attend to, when known.
         max_output_tokens: The generation limit per call.
         count_tokens: The model's tokenizer, when available (long-input handling uses it).
+        quantization: The quantization the server reports, when the variant does not say.
+        memory_pid: The process that holds the model when it is not this one (a local
+            server); its RSS, children included, is what gets sampled.
+        reported_memory_bytes: The model's size in memory as the server reports it.
+        reported_vram_bytes: The part of it in GPU memory, as the server reports it.
+        max_retries: Calls repeated after a retryable failure (a busy server, a timeout).
+        retry_backoff_s: Wait before the first retry, doubled each time.
     """
 
     chat_model: BaseChatModel
@@ -44,6 +51,12 @@ class OpenedVariant:
     context_window: int | None = None
     max_output_tokens: int = 512
     count_tokens: Callable[[str], int] | None = None
+    quantization: str | None = None
+    memory_pid: int | None = None
+    reported_memory_bytes: int | None = None
+    reported_vram_bytes: int | None = None
+    max_retries: int = 2
+    retry_backoff_s: float = 0.5
 
 
 class Backend(Protocol):
@@ -100,7 +113,19 @@ def _open_chat_model(variant: Variant, schema: Mapping[str, Any]) -> Iterator[Op
     )
 
 
-_BACKENDS: dict[str, Backend] = {"llamacpp": _open_llamacpp, "langchain": _open_chat_model}
+@contextmanager
+def _open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
+    from quantgate.backends.ollama import open_ollama
+
+    with open_ollama(variant, schema) as opened:
+        yield opened
+
+
+_BACKENDS: dict[str, Backend] = {
+    "llamacpp": _open_llamacpp,
+    "langchain": _open_chat_model,
+    "ollama": _open_ollama,
+}
 
 
 def register_backend(name: str, backend: Backend) -> None:
@@ -117,10 +142,7 @@ def open_variant(variant: Variant, schema: Mapping[str, Any]) -> AbstractContext
     backend = _BACKENDS.get(variant.backend)
     if backend is None:
         known = ", ".join(sorted(_BACKENDS))
-        hint = " (the Ollama backend is not part of this version yet)" if variant.backend == "ollama" else ""
-        raise BackendError(
-            f"variant {variant.name}: unknown backend {variant.backend!r}{hint}; known: {known}"
-        )
+        raise BackendError(f"variant {variant.name}: unknown backend {variant.backend!r}; known: {known}")
     return backend(variant, schema)
 
 

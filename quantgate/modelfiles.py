@@ -1,0 +1,49 @@
+"""Ollama Modelfiles for the ladder's GGUF files, so the exact files evaluated embedded can be
+served by Ollama and evaluated again there (`quantgate ollama modelfiles DIR`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from quantgate.variants import VariantSet
+
+# The embedded backend's prompt (quantgate.backends.llamacpp.render_prompt) as an Ollama
+# template: system text, then "Text:" / "JSON:" turns, ending with "JSON:" for the answer.
+TEMPLATE = (
+    '{{- range .Messages }}{{- if eq .Role "system" }}{{ .Content }}\n\n'
+    '{{ else if eq .Role "user" }}Text:\n{{ .Content }}\nJSON:'
+    '{{ else if eq .Role "assistant" }} {{ .Content }}\n\n{{ end }}{{- end }}'
+)
+
+
+def ollama_tag(variant_name: str, model_stem: str = "gemma3-270m-quantgate") -> str:
+    """The tag a ladder file gets in Ollama, e.g. `gemma3-270m-quantgate:q4_k_m`."""
+    return f"{model_stem}:{variant_name.lower()}"
+
+
+def modelfile(gguf: Path, *, num_ctx: int = 8192, num_predict: int = 512, seed: int = 0) -> str:
+    """A Modelfile serving `gguf` with the embedded evaluation's prompt format and decoding."""
+    return "\n".join(
+        [
+            f"FROM {gguf.resolve()}",
+            f'TEMPLATE """{TEMPLATE}"""',
+            "PARAMETER temperature 0",
+            f"PARAMETER seed {seed}",
+            f"PARAMETER num_ctx {num_ctx}",
+            f"PARAMETER num_predict {num_predict}",
+            "",
+        ]
+    )
+
+
+def write_modelfiles(variant_set: VariantSet, directory: Path) -> list[tuple[Path, str]]:
+    """Write one Modelfile per file-backed variant; return (path, `ollama create` command) pairs."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for variant in variant_set.variants:
+        if variant.backend != "llamacpp":
+            continue
+        path = directory / f"{variant.name}.Modelfile"
+        path.write_text(modelfile(Path(variant.model)), encoding="utf-8")
+        written.append((path, f"ollama create {ollama_tag(variant.name)} -f {path}"))
+    return written
