@@ -44,7 +44,8 @@ def ollama_host(variant: Variant) -> str:
     host = parts.hostname or "127.0.0.1"
     if host == "0.0.0.0":
         host = "127.0.0.1"
-    return f"{parts.scheme}://{host}:{parts.port or 11434}"
+    default_port = 443 if parts.scheme == "https" else 11434  # as the ollama client does
+    return f"{parts.scheme}://{host}:{parts.port or default_port}"
 
 
 def classify(exc: BaseException) -> ModelCallError:

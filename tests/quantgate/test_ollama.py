@@ -123,3 +123,25 @@ def test_doctor_names_missing_tags_with_the_pull_command(ollama_double, monkeypa
     assert "ok   ollama:gemma3:270m-q8_0: available" in out
     assert "FAIL ollama:gemma3:12b-it-q4_K_M: not on the server; run: ollama pull gemma3:12b-it-q4_K_M" in out
     assert main(["doctor", "--ollama", "gemma3:270m-q8_0"]) == 0
+
+
+def test_double_speaks_the_non_streaming_protocol_too(ollama_double):
+    import httpx
+
+    schema = {"type": "object", "properties": {"vendor": {"type": "string"}}, "required": ["vendor"]}
+    body = {
+        "model": "gemma3:270m-q4_K_M",
+        "messages": [
+            {"role": "system", "content": "Extract."},
+            {"role": "user", "content": "Bill from Acme"},
+        ],
+        "stream": False,
+        "format": schema,
+        "options": {"temperature": 0, "num_predict": 40},
+    }
+    answer = httpx.post(f"{ollama_double.url}/api/chat", json=body, timeout=120).json()
+    assert answer["done"] is True
+    assert answer["message"]["role"] == "assistant"
+    assert set(json.loads(answer["message"]["content"])) == {"vendor"}
+    assert answer["eval_count"] > 0
+    assert answer["done_reason"] in ("stop", "length")

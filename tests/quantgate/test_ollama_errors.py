@@ -1,0 +1,46 @@
+"""How transport failures are named for the extraction graph (no server needed)."""
+
+import httpx
+import pytest
+from ollama import ResponseError
+
+from quantgate.backends.ollama import classify, ollama_host
+from quantgate.variants import Variant
+
+
+@pytest.mark.parametrize(
+    ("exc", "kind", "retryable"),
+    [
+        (ResponseError("model 'x' not found", 404), "not_found", False),
+        (ResponseError("server busy", 503), "busy", True),
+        (ResponseError("too many requests", 429), "busy", True),
+        (ResponseError("runner terminated", 500), "server_error", True),
+        (ResponseError("bad format", 400), "bad_request", False),
+        (httpx.ReadTimeout("read timed out"), "timeout", True),
+        (httpx.ConnectError("connection refused"), "connection", True),
+        (ConnectionError("refused"), "connection", True),
+        (httpx.RemoteProtocolError("peer closed connection"), "stream_cut", True),
+        (RuntimeError("something else"), "backend_error", False),
+    ],
+)
+def test_classify(exc, kind, retryable):
+    error = classify(exc)
+    assert (error.kind, error.retryable) == (kind, retryable)
+
+
+@pytest.mark.parametrize(
+    ("option", "env", "expected"),
+    [
+        (None, None, "http://127.0.0.1:11434"),
+        (None, "0.0.0.0", "http://127.0.0.1:11434"),
+        (None, "gpu-box:8080", "http://gpu-box:8080"),
+        ("https://ollama.example", "ignored:1", "https://ollama.example:443"),
+    ],
+)
+def test_host_resolution(monkeypatch, option, env, expected):
+    if env is None:
+        monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    else:
+        monkeypatch.setenv("OLLAMA_HOST", env)
+    options = {"host": option} if option else {}
+    assert ollama_host(Variant(name="v", backend="ollama", model="m", options=options)) == expected
