@@ -19,14 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.language_models.chat_models import generate_from_stream
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.outputs import ChatGenerationChunk
 from pydantic import ConfigDict
 
 from graphs.prompting import REPAIR_NAME
 from quantgate.backends.greedy import Generation, GreedyDecoder
+from quantgate.backends.streaming import StreamingChatModel
 
 
 def render_prompt(messages: Sequence[BaseMessage]) -> str:
@@ -138,7 +137,7 @@ class EmbeddedEngine:
         self.llama.close()
 
 
-class LlamaCppChatModel(BaseChatModel):
+class LlamaCppChatModel(StreamingChatModel):
     """Chat model over an `EmbeddedEngine`, constrained to `json_schema` when set.
 
     Usage metadata carries the prompt and generated token counts; response metadata the
@@ -194,12 +193,3 @@ class LlamaCppChatModel(BaseChatModel):
                 chunk_position="last",
             )
         )
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return generate_from_stream(self._stream(messages, stop, run_manager, **kwargs))

@@ -22,12 +22,12 @@ import httpx
 import psutil
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.language_models.chat_models import generate_from_stream
 from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.outputs import ChatGenerationChunk
 
 from graphs.extraction import ModelCallError
 from quantgate.backends import BackendError, OpenedVariant
+from quantgate.backends.streaming import StreamingChatModel
 from quantgate.variants import Variant
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
@@ -72,7 +72,7 @@ def classify(exc: BaseException) -> ModelCallError:
     return ModelCallError("backend_error", f"{type(exc).__name__}: {exc}", retryable=False)
 
 
-class OllamaChatModel(BaseChatModel):
+class OllamaChatModel(StreamingChatModel):
     """`ChatOllama` whose transport failures are raised as `ModelCallError`s with a kind."""
 
     inner: BaseChatModel
@@ -93,15 +93,6 @@ class OllamaChatModel(BaseChatModel):
                 yield ChatGenerationChunk(message=chunk)
         except Exception as exc:
             raise classify(exc) from exc
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return generate_from_stream(self._stream(messages, stop, run_manager, **kwargs))
 
 
 class OllamaServer:

@@ -7,14 +7,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.language_models.chat_models import generate_from_stream
 from langchain_core.messages import AIMessageChunk, BaseMessage
-from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.outputs import ChatGenerationChunk
 from pydantic import Field, PrivateAttr
 
+from quantgate.backends.streaming import StreamingChatModel
 
-class QueuedChatModel(BaseChatModel):
+
+class QueuedChatModel(StreamingChatModel):
     """Streams queued outputs in order (the last one repeats). An `Exception` in the queue
     is raised instead; `by_text` maps a substring of the conversation to a fixed output."""
 
@@ -66,12 +66,3 @@ class QueuedChatModel(BaseChatModel):
                 chunk_position="last",
             )
         )
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return generate_from_stream(self._stream(messages, stop, run_manager, **kwargs))
