@@ -182,18 +182,19 @@ def extract(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict
     """
     ctx = runtime.context
     retries = 0
+    earlier = state.get("retries", 0)  # retries of previous (repaired) attempts
     while True:
         try:
             message, ttft, total = _stream_once(ctx.model, state["messages"])
             break
         except ModelCallError as exc:
             if not exc.retryable or retries >= ctx.max_retries:
-                return _failed(exc, exc.kind, retries)
+                return _failed(exc, exc.kind, earlier + retries)
             time.sleep(ctx.retry_backoff_s * 2**retries)
             retries += 1
         except Exception as exc:  # any backend failure is recorded on the case, never raised
             kind = "timeout" if "timeout" in type(exc).__name__.lower() else "backend_error"
-            return _failed(exc, kind, retries)
+            return _failed(exc, kind, earlier + retries)
     usage: Mapping[str, Any] = (message.usage_metadata if message is not None else None) or {}
     metadata: Mapping[str, Any] = message.response_metadata if message is not None else {}
     attempt = Attempt(
@@ -208,7 +209,7 @@ def extract(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict
         retries=retries,
     )
     raw = message.text if message is not None else ""
-    return {"raw": raw, "attempts": [attempt], "retries": state.get("retries", 0) + retries}
+    return {"raw": raw, "attempts": [attempt], "retries": earlier + retries}
 
 
 def _failed(exc: Exception, kind: str, retries: int) -> dict[str, Any]:
