@@ -77,3 +77,17 @@ def test_shared_development_sets(ladder, tmp_path, capsys, name, extra):
         assert entry["cases"] == 1
         assert entry["field_accuracy"] is not None
         assert set(entry["fields"]) == set(json.loads((root / "schema.json").read_text())["properties"])
+
+
+def test_readme_first_command_with_a_limit(tmp_path, monkeypatch, capsys):
+    """`quantgate run` exactly as the README says (default ladder, default dataset), one case."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the default ladder goes here
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--limit", "1"]) == 0
+    out = capsys.readouterr().out
+    for name in ("F16 *", "Q8_0", "Q5_K_M", "Q4_K_M"):
+        assert name in out
+    assert "dataset contacts-events (1 cases)" in out
+    assert (tmp_path / "cache" / "quantgate" / "ladder" / "variants.toml").is_file()
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert len(list(read_records(run_dir))) == 4
