@@ -94,6 +94,19 @@ class ExtractionContext:
         """Token count of `text`, exact when a tokenizer is known."""
         return self.count_tokens(text) if self.count_tokens else len(text) // 3 + 1
 
+    @cached_property
+    def prompt_prefix(self) -> list[BaseMessage]:
+        """Instructions and few-shot examples: the same for every case, so built once."""
+        return build_messages(schema=self.schema, examples=self.examples, text="")[:-1]
+
+    @cached_property
+    def input_budget(self) -> int | None:
+        """Tokens left for a case's text in the context window; None when the window is unknown."""
+        if not self.context_window:
+            return None
+        overhead = sum(self.tokens(str(m.content)) + 4 for m in self.prompt_prefix) + 4
+        return max(self.context_window - overhead - self.max_output_tokens - _SAFETY_TOKENS, 0)
+
 
 class ExtractionInput(TypedDict):
     """What a caller gives the graph."""
@@ -147,19 +160,17 @@ def prepare(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict
     """Build the prompt; cut the text to what fits in the context, and record the cut."""
     ctx = runtime.context
     text = state["text"]
-    messages = build_messages(schema=ctx.schema, examples=ctx.examples, text="")
+    budget = ctx.input_budget
     dropped = 0
-    if ctx.context_window:
-        overhead = sum(ctx.tokens(str(m.content)) + 4 for m in messages)
-        budget = ctx.context_window - overhead - ctx.max_output_tokens - _SAFETY_TOKENS
+    if budget is not None:
         size = ctx.tokens(text)
         if size > budget:
-            keep = max(int(len(text) * max(budget, 0) / size), 0)
+            keep = int(len(text) * budget / size)
             while keep and ctx.tokens(text[:keep]) > budget:
                 keep = int(keep * 0.95)
             dropped = size - ctx.tokens(text[:keep]) if keep else size
             text = text[:keep]
-    messages[-1] = HumanMessage(content=text)
+    messages = [*ctx.prompt_prefix, HumanMessage(content=text)]
     return {"messages": messages, "truncated": dropped > 0, "input_tokens_dropped": dropped}
 
 
