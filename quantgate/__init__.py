@@ -9,7 +9,11 @@ from quantgate.dataset import (
     check_dataset,
     load_dataset,
 )
+from quantgate.ladder import build_ladder
+from quantgate.run import RunOptions, run_evaluation
+from quantgate.runstore import Run, load_run
 from quantgate.scoring import PredictionLine, ScoreReport, read_predictions, score_predictions
+from quantgate.variants import Variant, VariantSet
 
 __version__ = "0.1.0"
 
@@ -19,11 +23,18 @@ __all__ = [
     "DatasetError",
     "PredictionLine",
     "Problem",
+    "Run",
+    "RunOptions",
     "ScoreReport",
+    "Variant",
+    "VariantSet",
     "__version__",
+    "build_ladder",
     "bundled_datasets",
     "check_dataset",
     "load_dataset",
+    "load_run",
     "read_predictions",
+    "run_evaluation",
     "score_predictions",
 ]
