@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pandas as pd
 
@@ -85,7 +85,8 @@ class RunStore:
         self.run_id = directory.name
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._records = (self.directory / RECORDS_FILE).open("a", encoding="utf-8")
+        (self.directory / RECORDS_FILE).touch()
+        self._records: TextIO | None = None  # opened on the first record: the parent never writes one
 
     @classmethod
     def create(cls, root: Path) -> RunStore:
@@ -98,6 +99,8 @@ class RunStore:
         """Append one record and flush it to disk."""
         line = json.dumps(record, ensure_ascii=False, default=str)
         with self._lock:
+            if self._records is None:
+                self._records = (self.directory / RECORDS_FILE).open("a", encoding="utf-8")
             self._records.write(line + "\n")
             self._records.flush()
 
@@ -113,7 +116,8 @@ class RunStore:
 
     def close(self) -> None:
         """Close the records file."""
-        self._records.close()
+        if self._records is not None:
+            self._records.close()
 
     def __enter__(self) -> RunStore:
         return self
