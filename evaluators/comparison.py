@@ -1,0 +1,268 @@
+"""A variant against the reference on the same cases: paired deltas, verdicts, regressions.
+
+Inputs are per-case field scores (what records.jsonl holds under `fields`). Overall and
+per-slice figures use each case's mean field score; because every case of a dataset has
+the same fields, their mean over cases is the micro field accuracy of the summaries. A
+case is "right" for McNemar's test when all its fields are right; a field is right when
+it scores 1.0. Agreement with the reference needs no gold: it is the variant's record
+scored against the reference's record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from evaluators.aggregate import mean
+from evaluators.statistics import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    Interval,
+    Verdict,
+    bootstrap_interval,
+    equivalence_verdict,
+    mcnemar_exact,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComparisonOptions:
+    """How deltas are judged.
+
+    Attributes:
+        margin: Equivalence margin as a fraction (0.02 is 2 points).
+        min_cases: Fewer paired cases than this is inconclusive.
+        confidence: Coverage of the bootstrap intervals.
+        resamples: Bootstrap resamples.
+        seed: Bootstrap seed.
+    """
+
+    margin: float = 0.02
+    min_cases: int = 10
+    confidence: float = 0.95
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairedCase:
+    """One case scored for both sides: field name to score in [0, 1]."""
+
+    case_id: str
+    tags: tuple[str, ...] = ()
+    reference: Mapping[str, float]
+    variant: Mapping[str, float]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairedDelta:
+    """Variant minus reference on the paired cases.
+
+    Attributes:
+        cases: Paired cases.
+        reference: The reference's mean score; None when no case was paired.
+        variant: The variant's mean score.
+        delta: variant - reference.
+        interval: Paired bootstrap interval of `delta`.
+        reference_only: Cases right for the reference only (McNemar's b).
+        variant_only: Cases right for the variant only (McNemar's c).
+        mcnemar_p: Exact McNemar p-value.
+        verdict: Equivalence verdict against the margin.
+        reason: Why that verdict.
+    """
+
+    cases: int
+    reference: float | None
+    variant: float | None
+    delta: float | None
+    interval: Interval | None
+    reference_only: int
+    variant_only: int
+    mcnemar_p: float | None
+    verdict: Verdict
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Comparison:
+    """Paired deltas overall, per field and per slice (tag)."""
+
+    overall: PairedDelta
+    fields: dict[str, PairedDelta] = field(default_factory=dict)
+    slices: dict[str, PairedDelta] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Regression:
+    """A case the reference got right on some fields where the variant did not."""
+
+    case_id: str
+    tags: tuple[str, ...]
+    fields: tuple[str, ...]
+    reference_score: float
+    variant_score: float
+
+
+def paired_delta(
+    *,
+    reference: Sequence[float],
+    variant: Sequence[float],
+    reference_correct: Sequence[bool],
+    variant_correct: Sequence[bool],
+    options: ComparisonOptions = ComparisonOptions(),
+) -> PairedDelta:
+    """Compare paired per-case scores: delta, bootstrap interval, McNemar, verdict.
+
+    Args:
+        reference: The reference's score per case.
+        variant: The variant's score per case, same order.
+        reference_correct: Whether the reference got each case right.
+        variant_correct: Whether the variant did.
+        options: Margin, minimum cases and bootstrap settings.
+    """
+    if not len(reference) == len(variant) == len(reference_correct) == len(variant_correct):
+        raise ValueError("paired sequences must have the same length")
+    deltas = [v - r for r, v in zip(reference, variant, strict=True)]
+    interval = bootstrap_interval(
+        deltas, confidence=options.confidence, resamples=options.resamples, seed=options.seed
+    )
+    b = sum(r and not v for r, v in zip(reference_correct, variant_correct, strict=True))
+    c = sum(v and not r for r, v in zip(reference_correct, variant_correct, strict=True))
+    verdict, reason = equivalence_verdict(
+        interval=interval, margin=options.margin, cases=len(deltas), min_cases=options.min_cases
+    )
+    ref_mean, var_mean = mean(reference), mean(variant)
+    return PairedDelta(
+        cases=len(deltas),
+        reference=ref_mean,
+        variant=var_mean,
+        delta=mean(deltas),
+        interval=interval,
+        reference_only=b,
+        variant_only=c,
+        mcnemar_p=mcnemar_exact(reference_only=b, variant_only=c) if deltas else None,
+        verdict=verdict,
+        reason=reason,
+    )
+
+
+def _case_mean(scores: Mapping[str, float]) -> float:
+    return sum(scores.values()) / len(scores) if scores else 0.0
+
+
+def _overall(cases: Sequence[PairedCase], options: ComparisonOptions) -> PairedDelta:
+    return paired_delta(
+        reference=[_case_mean(c.reference) for c in cases],
+        variant=[_case_mean(c.variant) for c in cases],
+        reference_correct=[all(s == 1.0 for s in c.reference.values()) for c in cases],
+        variant_correct=[all(s == 1.0 for s in c.variant.values()) for c in cases],
+        options=options,
+    )
+
+
+def compare_paired(
+    cases: Sequence[PairedCase],
+    *,
+    options: ComparisonOptions = ComparisonOptions(),
+) -> Comparison:
+    """Paired comparison overall, per field and per slice.
+
+    Args:
+        cases: The cases both sides have scores for.
+        options: Margin, minimum cases and bootstrap settings.
+    """
+    names = list(dict.fromkeys(name for c in cases for name in c.reference))
+    fields = {}
+    for name in names:
+        ref = [c.reference.get(name, 0.0) for c in cases]
+        var = [c.variant.get(name, 0.0) for c in cases]
+        fields[name] = paired_delta(
+            reference=ref,
+            variant=var,
+            reference_correct=[s == 1.0 for s in ref],
+            variant_correct=[s == 1.0 for s in var],
+            options=options,
+        )
+    tags = sorted({t for c in cases for t in c.tags})
+    slices = {tag: _overall([c for c in cases if tag in c.tags], options) for tag in tags}
+    return Comparison(overall=_overall(cases, options), fields=fields, slices=slices)
+
+
+def regressions(cases: Sequence[PairedCase]) -> list[Regression]:
+    """Cases with at least one field right for the reference and not for the variant."""
+    found = []
+    for case in cases:
+        lost = tuple(
+            name
+            for name, score in case.reference.items()
+            if score == 1.0 and case.variant.get(name, 0.0) < 1.0
+        )
+        if lost:
+            found.append(
+                Regression(
+                    case_id=case.case_id,
+                    tags=case.tags,
+                    fields=lost,
+                    reference_score=_case_mean(case.reference),
+                    variant_score=_case_mean(case.variant),
+                )
+            )
+    return found
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgreementSummary:
+    """Agreement of a variant's records with the reference's records, no gold needed.
+
+    Attributes:
+        cases: Cases where the reference produced a valid record.
+        overall: Mean agreement over cases (each case's mean over fields).
+        interval: Bootstrap interval of `overall`.
+        fields: Per field: mean agreement and its bootstrap interval.
+    """
+
+    cases: int
+    overall: float | None
+    interval: Interval | None
+    fields: dict[str, tuple[float | None, Interval | None]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+def summarize_agreement(
+    per_case: Sequence[Mapping[str, float]],
+    *,
+    options: ComparisonOptions = ComparisonOptions(),
+) -> AgreementSummary:
+    """Mean agreement overall and per field, with bootstrap intervals.
+
+    Args:
+        per_case: For each case the reference answered: field name to agreement score.
+        options: Bootstrap settings.
+    """
+
+    def interval(values: Sequence[float]) -> Interval | None:
+        return bootstrap_interval(
+            values, confidence=options.confidence, resamples=options.resamples, seed=options.seed
+        )
+
+    overall = [_case_mean(c) for c in per_case]
+    names = list(dict.fromkeys(name for c in per_case for name in c))
+    fields = {}
+    for name in names:
+        values = [c[name] for c in per_case if name in c]
+        fields[name] = (mean(values), interval(values))
+    return AgreementSummary(
+        cases=len(per_case), overall=mean(overall), interval=interval(overall), fields=fields
+    )
