@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -322,3 +322,39 @@ def load_dataset(name_or_path: str | Path, *, skip_invalid_cases: bool = False) 
     if dataset is None:
         raise DatasetError(path, problems)
     return dataset
+
+
+def _jsonl(cases: Iterable[Case]) -> str:
+    return "".join(json.dumps(c.model_dump(mode="json"), ensure_ascii=False) + "\n" for c in cases)
+
+
+def write_dataset(
+    directory: str | Path,
+    *,
+    schema: Mapping[str, Any],
+    cases: Iterable[Case],
+    examples: Iterable[Case] = (),
+    card: str | None = None,
+) -> Path:
+    """Write a dataset directory in the standard format (the files are replaced).
+
+    Args:
+        directory: Where to write; created if missing.
+        schema: The JSON Schema.
+        cases: The scored cases.
+        examples: Few-shot examples; examples.jsonl is written only when there are some.
+        card: The README.md text.
+
+    Returns:
+        The directory.
+    """
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / SCHEMA_FILE).write_text(json.dumps(schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (root / CASES_FILE).write_text(_jsonl(cases), encoding="utf-8")
+    example_text = _jsonl(examples)
+    if example_text:
+        (root / EXAMPLES_FILE).write_text(example_text, encoding="utf-8")
+    if card is not None:
+        (root / CARD_FILES[0]).write_text(card, encoding="utf-8")
+    return root

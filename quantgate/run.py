@@ -26,10 +26,10 @@ from graphs.evaluation import CaseInput, CaseOutcome, EvaluationContext
 from graphs.evaluation import graph as evaluation_graph
 from graphs.extraction import ExtractionContext
 from quantgate.backends import BackendError, OpenedVariant, open_variant
-from quantgate.dataset import Case, Dataset
+from quantgate.dataset import Case, Dataset, write_dataset
 from quantgate.hardware import hardware, package_version
 from quantgate.measure import RssSampler, rss_mb
-from quantgate.runstore import RUN_FORMAT_VERSION, RunStore, case_record
+from quantgate.runstore import DATASET_DIR, RUN_FORMAT_VERSION, RunStore, case_record
 from quantgate.variants import Variant, VariantSet
 
 
@@ -230,6 +230,21 @@ def _with_deltas(entries: list[dict[str, Any]], reference: str) -> list[dict[str
     return entries
 
 
+def _copy_cases(dataset: Dataset, cases: Sequence[Case], store: RunStore) -> None:
+    card = (
+        f"# Cases of `{dataset.name}` evaluated in run {store.run_id}\n\n"
+        f"A copy written by `quantgate run`: {len(cases)} of the {len(dataset.cases)} cases of "
+        f"{dataset.path} (sha256 {dataset.sha256}).\n\n{dataset.card or ''}"
+    )
+    write_dataset(
+        store.directory / DATASET_DIR,
+        schema=dataset.schema,
+        cases=cases,
+        examples=dataset.examples,
+        card=card,
+    )
+
+
 def run_evaluation(
     dataset: Dataset,
     variant_set: VariantSet,
@@ -246,6 +261,7 @@ def run_evaluation(
     variants, reference_name = order_variants(variant_set, reference)
     cases = select_cases(dataset.cases, options.limit)
     store = RunStore.create(options.out)
+    _copy_cases(dataset, cases, store)
     summary: dict[str, Any] = {
         "format_version": RUN_FORMAT_VERSION,
         "run_id": store.run_id,

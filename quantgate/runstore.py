@@ -1,4 +1,5 @@
-"""A run on disk: `runs/<run-id>/` with records.jsonl, variants.json and summary.json.
+"""A run on disk: `runs/<run-id>/` with records.jsonl, variants.json, summary.json and
+`dataset/` (a copy of the cases evaluated, so the run can be judged without its source).
 
 Records are appended and flushed one line per case as soon as the case finishes, so an
 interrupted run keeps everything done so far; readers skip a torn last line. JSON files
@@ -25,6 +26,7 @@ RUN_FORMAT_VERSION = 1
 RECORDS_FILE = "records.jsonl"
 SUMMARY_FILE = "summary.json"
 VARIANTS_FILE = "variants.json"
+DATASET_DIR = "dataset"
 
 
 def new_run_id() -> str:
@@ -51,6 +53,7 @@ def case_record(variant: str, outcome: CaseOutcome) -> dict[str, Any]:
         "raw": result.raw,
         "record": result.record,
         "valid": result.valid,
+        "format_valid": score.format.valid if score.format else None,
         "attempts": len(result.attempts),
         "validation_errors": result.validation_errors,
         "error": result.error,
