@@ -1,0 +1,104 @@
+"""Gates: the thresholds a variant must meet to replace the reference, from TOML and flags.
+
+A gates file is flat TOML; every key is optional and falls back to the default below:
+
+    format_version = 1
+    max_accuracy_drop = 0.05        # overall field accuracy, fraction (0.05 = 5 points)
+    max_slice_accuracy_drop = 0.10  # per slice with at least min_slice_cases cases
+    min_format_validity = 0.90
+    max_error_rate = 0.05
+    max_memory_mb = 2048            # peak RSS of the process holding the model
+    max_p95_latency_s = 20
+    equivalence_margin = 0.02
+    min_cases = 10
+    min_slice_cases = 10
+    confidence = 0.95
+
+Accuracy, validity and rates are fractions in [0, 1]. A gate is switched off by leaving
+its threshold unset (the memory and latency gates are off by default) or, for a default
+gate, by setting it to its loosest value (1.0 for a drop or a rate, 0.0 for validity).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class GatesError(ValueError):
+    """A gates file or flag that cannot be used; the message names the file and key."""
+
+
+class Gates(BaseModel):
+    """Thresholds and the statistics settings they are judged with.
+
+    Attributes:
+        max_accuracy_drop: Largest tolerated drop of overall field accuracy vs the reference.
+            Passes only when the lower bound of the paired bootstrap interval of the delta
+            is above minus this value: the data must show the drop is small.
+        max_slice_accuracy_drop: The same per slice (tag), for slices with at least
+            `min_slice_cases` paired cases; smaller slices are reported, not gated.
+        min_format_validity: Lowest share of outputs that parse and match the schema.
+        max_error_rate: Highest share of cases that ended in an error (invalid output
+            after repairs, or a backend failure).
+        max_memory_mb: Highest peak memory (MiB) of the process that holds the model.
+        max_p95_latency_s: Highest 95th percentile of a case's end-to-end time.
+        equivalence_margin: Margin of the equivalence verdicts.
+        min_cases: Fewer paired cases than this make accuracy verdicts inconclusive.
+        min_slice_cases: Slices with fewer paired cases are not gated.
+        confidence: Coverage of every confidence interval.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format_version: Literal[1] = 1
+    max_accuracy_drop: Fraction | None = 0.05
+    max_slice_accuracy_drop: Fraction | None = 0.10
+    min_format_validity: Fraction | None = 0.90
+    max_error_rate: Fraction | None = 0.05
+    max_memory_mb: Annotated[float, Field(gt=0)] | None = None
+    max_p95_latency_s: Annotated[float, Field(gt=0)] | None = None
+    equivalence_margin: Fraction = 0.02
+    min_cases: Annotated[int, Field(ge=1)] = 10
+    min_slice_cases: Annotated[int, Field(ge=1)] = 10
+    confidence: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
+
+
+GATE_KEYS = tuple(k for k in Gates.model_fields if k != "format_version")
+
+
+def _errors(exc: ValidationError, where: str) -> GatesError:
+    lines = [f"{where}: {'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()]
+    return GatesError("\n".join(lines))
+
+
+def load_gates(path: str | Path | None = None, *, overrides: dict[str, Any] | None = None) -> Gates:
+    """Gates from a TOML file (or the defaults), with CLI overrides applied on top.
+
+    Args:
+        path: A gates TOML file; None for the defaults.
+        overrides: Values given on the command line; None values are ignored.
+
+    Raises:
+        GatesError: The file is missing or malformed, or a value is out of range.
+    """
+    values: dict[str, Any] = {}
+    where = "defaults"
+    if path is not None:
+        where = str(path)
+        try:
+            values = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise GatesError(f"{path}: no such gates file") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise GatesError(f"{path}: not valid TOML: {exc}") from None
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    try:
+        return Gates.model_validate({**values, **given})
+    except ValidationError as exc:
+        raise _errors(exc, f"{where} (with command-line values)" if given else where) from None
