@@ -1,0 +1,259 @@
+"""Judging one variant against the gates, from its records and its paired comparison.
+
+Every figure comes from the run's records (accuracy, validity, errors, latency) or, for
+memory, from the summary the run's sampler wrote. A gate whose figure was not measured
+is `not_measured`, never passed: a variant passes only on evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from evaluators.comparison import Comparison, PairedDelta
+from evaluators.latency import percentile
+from evaluators.statistics import Interval, proportion_interval
+from quantgate.gates import Gates
+
+GateStatus = Literal["pass", "fail", "inconclusive", "not_measured"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GateResult:
+    """One gate's verdict for one variant, with its evidence.
+
+    Attributes:
+        gate: The gate (`max_accuracy_drop`, `max_slice_accuracy_drop[lang:es]`, ...).
+        status: pass, fail, inconclusive (the data cannot tell) or not_measured.
+        value: The measured figure (a delta for accuracy gates).
+        threshold: The gate's threshold, in the same unit and sign as `value`.
+        interval: Confidence interval of `value`, when there is one.
+        evidence: One sentence a reviewer can check.
+    """
+
+    gate: str
+    status: GateStatus
+    value: float | None
+    threshold: float
+    interval: Interval | None = None
+    evidence: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Measured:
+    """A variant's figures, recomputed from its records (and memory from its summary)."""
+
+    cases: int
+    format_valid: int
+    errors: int
+    latency_s_p95: float | None
+    memory_mb: float | None
+    memory_source: str
+    footprint_mb: float | None
+    footprint_source: str
+
+    @property
+    def format_validity(self) -> float | None:
+        """Share of cases whose output parsed and matched the schema."""
+        return self.format_valid / self.cases if self.cases else None
+
+    @property
+    def error_rate(self) -> float | None:
+        """Share of cases that ended in an error."""
+        return self.errors / self.cases if self.cases else None
+
+
+def _first_measured(entry: Mapping[str, Any], keys: Sequence[str]) -> tuple[float | None, str]:
+    for key in keys:
+        if entry.get(key) is not None:
+            return float(entry[key]), key
+    return None, "not measured"
+
+
+def measure(records: Sequence[Mapping[str, Any]], entry: Mapping[str, Any]) -> Measured:
+    """A variant's gate figures from its records and its summary entry.
+
+    Memory for the gate is the peak RSS of the process holding the model (`memory_mb`),
+    else the model's own footprint; the ranking footprint is the model's own
+    (`model_memory_mb`: RSS growth on load, or the server's figure), else the file size.
+    """
+    totals = [float(r["total_s"]) for r in records if r.get("total_s") is not None]
+    memory, memory_source = _first_measured(entry, ("memory_mb", "model_memory_mb"))
+    footprint, footprint_source = _first_measured(entry, ("model_memory_mb", "file_size_mb", "memory_mb"))
+    return Measured(
+        cases=len(records),
+        format_valid=sum(bool(r.get("format_valid", r.get("valid"))) for r in records),
+        errors=sum(r.get("error_kind") is not None for r in records),
+        latency_s_p95=percentile(totals, 95),
+        memory_mb=memory,
+        memory_source=memory_source,
+        footprint_mb=footprint,
+        footprint_source=footprint_source,
+    )
+
+
+def _points(value: float) -> str:
+    return f"{value * 100:+.1f} pts"
+
+
+def judge_drop(gate: str, delta: PairedDelta, *, max_drop: float, min_cases: int) -> GateResult:
+    """An accuracy-drop gate: pass when the interval's lower bound is above -max_drop."""
+    threshold = -max_drop
+    if delta.delta is None or delta.interval is None:
+        return GateResult(
+            gate=gate,
+            status="not_measured",
+            value=None,
+            threshold=threshold,
+            evidence="no labeled paired cases",
+        )
+    low = delta.interval.low
+    shown = f"delta {_points(delta.delta)}, CI [{_points(low)}, {_points(delta.interval.high)}]"
+    status: GateStatus
+    if delta.cases < min_cases:
+        status, why = "inconclusive", f"{delta.cases} paired cases, fewer than {min_cases}"
+    elif low >= threshold:
+        status, why = "pass", f"CI lower bound ≥ {_points(threshold)}"
+    elif delta.delta < threshold:
+        status, why = "fail", f"the drop itself is beyond {_points(threshold)}"
+    else:
+        status, why = "inconclusive", f"the CI reaches below {_points(threshold)}: the drop may exceed it"
+    return GateResult(
+        gate=gate,
+        status=status,
+        value=delta.delta,
+        threshold=threshold,
+        interval=delta.interval,
+        evidence=f"{shown} over {delta.cases} cases: {why}",
+    )
+
+
+def _reference_drop(gate: str, max_drop: float) -> GateResult:
+    return GateResult(
+        gate=gate, status="pass", value=0.0, threshold=-max_drop, evidence="the reference itself"
+    )
+
+
+def _limit(
+    gate: str,
+    value: float | None,
+    threshold: float,
+    *,
+    upper: bool,
+    unit: str,
+    interval: Interval | None = None,
+) -> GateResult:
+    if value is None:
+        return GateResult(
+            gate=gate, status="not_measured", value=None, threshold=threshold, evidence="not measured"
+        )
+    ok = value <= threshold if upper else value >= threshold
+    sign = "≤" if upper else "≥"
+    shown = f"{value:.3g}{unit}" + (f" (CI {interval.low:.3g} to {interval.high:.3g})" if interval else "")
+    return GateResult(
+        gate=gate,
+        status="pass" if ok else "fail",
+        value=value,
+        threshold=threshold,
+        interval=interval,
+        evidence=f"{shown} {'is' if ok else 'is not'} {sign} {threshold:.3g}{unit}",
+    )
+
+
+def judge_variant(
+    *, measured: Measured, comparison: Comparison | None, gates: Gates, is_reference: bool
+) -> list[GateResult]:
+    """Every set gate's verdict for one variant.
+
+    Args:
+        measured: The variant's figures.
+        comparison: Its paired comparison with the reference (None for the reference, or
+            when nothing could be paired).
+        gates: The thresholds.
+        is_reference: The reference passes the accuracy-drop gates by definition.
+    """
+    results: list[GateResult] = []
+    if gates.max_accuracy_drop is not None:
+        if is_reference:
+            results.append(_reference_drop("max_accuracy_drop", gates.max_accuracy_drop))
+        elif comparison is None:
+            results.append(
+                GateResult(
+                    gate="max_accuracy_drop",
+                    status="not_measured",
+                    value=None,
+                    threshold=-gates.max_accuracy_drop,
+                    evidence="no paired cases with the reference",
+                )
+            )
+        else:
+            results.append(
+                judge_drop(
+                    "max_accuracy_drop",
+                    comparison.overall,
+                    max_drop=gates.max_accuracy_drop,
+                    min_cases=gates.min_cases,
+                )
+            )
+    if gates.max_slice_accuracy_drop is not None and comparison is not None and not is_reference:
+        for tag, delta in comparison.slices.items():
+            if delta.cases >= gates.min_slice_cases:
+                results.append(
+                    judge_drop(
+                        f"max_slice_accuracy_drop[{tag}]",
+                        delta,
+                        max_drop=gates.max_slice_accuracy_drop,
+                        min_cases=gates.min_slice_cases,
+                    )
+                )
+    results.extend(_absolute_gates(measured, gates))
+    return results
+
+
+def _absolute_gates(measured: Measured, gates: Gates) -> list[GateResult]:
+    results = []
+    if gates.min_format_validity is not None:
+        interval = proportion_interval(measured.format_valid, measured.cases, confidence=gates.confidence)
+        results.append(
+            _limit(
+                "min_format_validity",
+                measured.format_validity,
+                gates.min_format_validity,
+                upper=False,
+                unit="",
+                interval=interval,
+            )
+        )
+    if gates.max_error_rate is not None:
+        interval = proportion_interval(measured.errors, measured.cases, confidence=gates.confidence)
+        results.append(
+            _limit(
+                "max_error_rate",
+                measured.error_rate,
+                gates.max_error_rate,
+                upper=True,
+                unit="",
+                interval=interval,
+            )
+        )
+    if gates.max_memory_mb is not None:
+        results.append(
+            _limit("max_memory_mb", measured.memory_mb, gates.max_memory_mb, upper=True, unit=" MiB")
+        )
+    if gates.max_p95_latency_s is not None:
+        results.append(
+            _limit(
+                "max_p95_latency_s", measured.latency_s_p95, gates.max_p95_latency_s, upper=True, unit=" s"
+            )
+        )
+    return results
+
+
+def passes(results: Sequence[GateResult]) -> bool:
+    """A variant passes when every gate passed (inconclusive and not measured do not)."""
+    return all(r.status == "pass" for r in results)

@@ -1,0 +1,67 @@
+"""Regression cases exported as a dataset: the reference right, the variant wrong.
+
+The exported directory is a standard dataset (schema.json, cases.jsonl, examples.jsonl,
+README.md), so it can be checked with `quantgate datasets check` and run as a regression
+set after the next model or runtime upgrade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from evaluators.comparison import Regression
+from quantgate.dataset import Dataset, write_dataset
+
+REGRESSIONS_DIR = "regressions"
+
+
+def _card(*, dataset: Dataset, run_id: str, reference: str, variant: str, found: Sequence[Regression]) -> str:
+    lines = [
+        f"# Regression cases of {variant} against {reference}",
+        "",
+        f"Written by `quantgate decide` from run {run_id} on the dataset `{dataset.name}`: the "
+        f"{len(found)} case(s) where the reference ({reference}) got at least one field right "
+        f"and {variant} did not. Texts, gold records and tags are copied unchanged from that "
+        "dataset, and so is its license (below).",
+        "",
+        "| case | fields lost | reference score | variant score |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.case_id} | {', '.join(r.fields)} | {r.reference_score:.2f} | {r.variant_score:.2f} |"
+        for r in found
+    ]
+    lines += ["", "---", "", dataset.card or "(the source dataset has no card)"]
+    return "\n".join(lines) + "\n"
+
+
+def export_regressions(
+    *,
+    out: Path,
+    dataset: Dataset,
+    found: Sequence[Regression],
+    run_id: str,
+    reference: str,
+    variant: str,
+) -> Path:
+    """Write the regression cases of one variant as a dataset directory.
+
+    Args:
+        out: The directory to write (replaced if it exists).
+        dataset: The run's dataset, with the cases' texts and gold records.
+        found: The variant's regressions.
+        run_id: The run they come from.
+        reference: The reference variant's name.
+        variant: The variant's name.
+
+    Raises:
+        KeyError: A regression names a case the dataset does not have.
+    """
+    by_id = {case.id: case for case in dataset.cases}
+    missing = [r.case_id for r in found if r.case_id not in by_id]
+    if missing:
+        raise KeyError(f"cases {', '.join(missing)} are not in the dataset at {dataset.path}")
+    cases = [by_id[r.case_id] for r in found]
+    card = _card(dataset=dataset, run_id=run_id, reference=reference, variant=variant, found=found)
+    return write_dataset(out, schema=dataset.schema, cases=cases, examples=dataset.examples, card=card)
