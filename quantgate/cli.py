@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from quantgate.dataset import Dataset, bundled_datasets, check_dataset, load_dataset, resolve_dataset
+from quantgate.gates import GATE_KEYS, Gates, load_gates
 from quantgate.scoring import dump_json, read_predictions, render_report, score_predictions
 
 DEFAULT_DATASET = "contacts-events"
@@ -85,6 +86,7 @@ def _run(args: argparse.Namespace) -> int:
     from quantgate.summary_table import render_summary
     from quantgate.variants import resolve_variants
 
+    gates = _gates(args)  # a bad gates file fails before the run, not after it
     dataset_name = args.dataset or DEFAULT_DATASET
     limit = args.limit if args.limit is not None or args.dataset else DEFAULT_LIMIT
     dataset = _load_dataset(dataset_name, args.skip_invalid_cases)
@@ -103,6 +105,52 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(render_summary(summary))
         print(f"run directory: {run_dir}")
+    return _report_decision(run_dir, gates, quiet=args.json)
+
+
+def _gates(args: argparse.Namespace) -> Gates:
+    overrides = {key: getattr(args, key) for key in GATE_KEYS}
+    return load_gates(args.gates, overrides=overrides)
+
+
+def _report_decision(run_dir: Path, gates: Gates, *, quiet: bool = False) -> int:
+    from quantgate.decision import DECISION_MD, decide
+
+    decision = decide(run_dir, gates)
+    if not quiet:
+        chosen = decision["recommended"]
+        for name, section in decision["variants"].items():
+            failed = [f"{g['gate']} {g['status']}" for g in section["gates"] if g["status"] != "pass"]
+            verdict = "passes every gate" if section["passes"] else "; ".join(failed) or section["status"]
+            print(f"  {name:<10} {verdict}")
+        if chosen is None:
+            print("decision: no variant passes every gate (exit status 3)")
+        else:
+            note = (
+                " (the reference: no quantized variant is shown safe)"
+                if decision["recommended_is_reference"]
+                else ""
+            )
+            print(f"decision: {chosen}{note}")
+        print(f"decision record: {run_dir / DECISION_MD}")
+    return int(decision["exit_status"])
+
+
+def _decide(args: argparse.Namespace) -> int:
+    gates = _gates(args)
+    return _report_decision(Path(args.run_dir), gates)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from evaluators.comparison import ComparisonOptions
+    from quantgate.compare import compare_runs, render_comparison
+
+    gates = _gates(args)
+    options = ComparisonOptions(
+        margin=gates.equivalence_margin, min_cases=gates.min_cases, confidence=gates.confidence
+    )
+    result = compare_runs(args.run_a, args.run_b, options=options)
+    print(dump_json(result) if args.json else render_comparison(result))
     return 0
 
 
@@ -128,6 +176,20 @@ def _modelfiles(args: argparse.Namespace) -> int:
     for _, command in written:
         print(f"  {command}")
     return 0
+
+
+def _add_gate_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("gates (flags override the file; fractions: 0.05 = 5 points)")
+    group.add_argument(
+        "--gates", metavar="FILE.toml", help="gates file (see quantgate/gates.py for the keys)"
+    )
+    for key, info in Gates.model_fields.items():
+        if key == "format_version":
+            continue
+        kind = int if key.startswith("min_") and key.endswith("cases") else float
+        group.add_argument(
+            "--" + key.replace("_", "-"), type=kind, metavar="N", help=f"default: {info.default}"
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -198,7 +260,25 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="leave out dataset lines with errors (reported) instead of refusing the dataset",
     )
+    _add_gate_flags(run)
     run.set_defaults(handler=_run)
+
+    decide = commands.add_parser(
+        "decide",
+        help="judge a run against the gates; write decision.json/.md; exit 0 if a variant passes, 3 if none",
+    )
+    decide.add_argument("run_dir", metavar="RUN_DIR")
+    _add_gate_flags(decide)
+    decide.set_defaults(handler=_decide)
+
+    compare = commands.add_parser(
+        "compare", help="what changed between two runs (B - A), with the statistics"
+    )
+    compare.add_argument("run_a", metavar="RUN_A")
+    compare.add_argument("run_b", metavar="RUN_B")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    _add_gate_flags(compare)
+    compare.set_defaults(handler=_compare)
 
     doctor = commands.add_parser("doctor", help="check llama.cpp, the model package, the ladder and Ollama")
     doctor.add_argument("--ollama", nargs="*", default=[], metavar="TAG", help="Ollama tags that must exist")

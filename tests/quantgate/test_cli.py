@@ -1,3 +1,4 @@
+import json
 import shutil
 import subprocess
 import sys
@@ -29,3 +30,54 @@ def test_datasets_list(capsys):
     out = capsys.readouterr().out
     assert "invoices" in out
     assert "long-documents" in out
+
+
+def _synthetic_run(directory, b_scores):
+    from tests.quantgate.run_factory import make_run
+
+    right = {"a": 1.0, "b": 1.0}
+    return make_run(
+        directory,
+        {"R": [right] * 12, "Q": [{"a": 1.0, "b": b} for b in b_scores]},
+        footprints={"R": 700.0, "Q": 400.0},
+        reference="R",
+    )
+
+
+def test_decide_exit_status_gates_a_pipeline(tmp_path, capsys):
+    run = _synthetic_run(tmp_path / "run", [1.0] * 12)
+    assert main(["decide", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "decision: Q" in out
+    assert (run / "decision.md").is_file()
+    assert main(["decide", str(run), "--max-memory-mb", "100"]) == 3
+    assert "no variant passes every gate (exit status 3)" in capsys.readouterr().out
+
+
+def test_decide_reads_a_gates_file_and_reports_its_errors(tmp_path, capsys):
+    run = _synthetic_run(tmp_path / "run", [1.0] * 12)
+    gates = tmp_path / "gates.toml"
+    gates.write_text("min_cases = 13\n")  # 12 paired cases: Q's accuracy gate is inconclusive
+    assert main(["decide", str(run), "--gates", str(gates)]) == 0
+    assert "decision: R (the reference" in capsys.readouterr().out
+    gates.write_text("min_format_validity = 95\n")
+    assert main(["decide", str(run), "--gates", str(gates)]) == 2
+    assert f"{gates}: min_format_validity" in capsys.readouterr().err
+
+
+def test_compare_two_runs(tmp_path, capsys):
+    before = _synthetic_run(tmp_path / "before", [1.0] * 12)
+    after = _synthetic_run(tmp_path / "after", [0.0] * 12)  # the upgrade broke field b
+    assert main(["compare", str(before), str(after), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["same_dataset"] is True
+    q = result["variants"]["Q"]
+    assert q["paired_cases"] == 12
+    assert q["comparison"]["fields"]["b"]["delta"] == -1.0
+    assert q["comparison"]["fields"]["b"]["verdict"] == "worse"
+    assert q["comparison"]["fields"]["b"]["mcnemar_p"] == pytest.approx(2 * 0.5**12)
+    assert result["variants"]["R"]["comparison"]["overall"]["verdict"] == "equivalent"
+    assert main(["compare", str(before), str(after)]) == 0
+    text = capsys.readouterr().out
+    assert "field b" in text
+    assert "worse" in text

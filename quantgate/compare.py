@@ -1,0 +1,138 @@
+"""`quantgate compare RUN_A RUN_B`: what changed between two runs, with the same statistics.
+
+Typical use: the same variants and dataset before and after upgrading the runtime or the
+model. Variants are matched by name and cases by id; run A plays the reference's part,
+so a delta is B minus A, with a paired bootstrap interval, McNemar's test and an
+equivalence verdict, overall, per field and per slice. Operational figures (validity,
+errors, latency, memory, agreement with each run's reference, token KLD) are shown side
+by side from the two summaries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from evaluators.comparison import ComparisonOptions, compare_paired
+from quantgate.decision import latest_records, paired_cases
+from quantgate.runstore import load_run
+
+_FIGURES = (
+    "field_accuracy",
+    "format_validity",
+    "errors",
+    "latency_s_p95",
+    "tokens_per_s",
+    "memory_mb",
+    "model_memory_mb",
+    "agreement_with_reference",
+)
+
+
+def _figures(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    figures = {}
+    for key in _FIGURES:
+        va, vb = a.get(key), b.get(key)
+        change = vb - va if isinstance(va, int | float) and isinstance(vb, int | float) else None
+        figures[key] = {"a": va, "b": vb, "change": change}
+    kld_a = (a.get("token_fidelity") or {}).get("kld_mean")
+    kld_b = (b.get("token_fidelity") or {}).get("kld_mean")
+    figures["kld_mean"] = {
+        "a": kld_a,
+        "b": kld_b,
+        "change": kld_b - kld_a if kld_a is not None and kld_b is not None else None,
+    }
+    return figures
+
+
+def compare_runs(
+    run_a: str | Path,
+    run_b: str | Path,
+    *,
+    options: ComparisonOptions | None = None,
+) -> dict[str, Any]:
+    """Compare every variant present in both runs.
+
+    Args:
+        run_a: The earlier run (the baseline).
+        run_b: The later run.
+        options: Margin, minimum cases and bootstrap settings (default: the gates' defaults).
+
+    Returns:
+        A JSON-ready dict: per variant the paired comparison (B minus A) and the figures.
+    """
+    options = options or ComparisonOptions()
+    a, b = load_run(run_a), load_run(run_b)
+    records_a, records_b = latest_records(a.records()), latest_records(b.records())
+    entries_a = {e["name"]: e for e in a.summary.get("variants", [])}
+    entries_b = {e["name"]: e for e in b.summary.get("variants", [])}
+    common = [n for n in entries_a if n in entries_b]
+    variants = {}
+    for name in common:
+        paired = paired_cases(records_a.get(name, {}), records_b.get(name, {}))
+        comparison = compare_paired(paired, options=options) if paired else None
+        variants[name] = {
+            "paired_cases": len(paired),
+            "comparison": comparison.as_dict() if comparison else None,
+            "figures": _figures(entries_a[name], entries_b[name]),
+        }
+    dataset_a, dataset_b = a.summary.get("dataset", {}), b.summary.get("dataset", {})
+    return {
+        "run_a": a.summary.get("run_id"),
+        "run_b": b.summary.get("run_id"),
+        "same_dataset": dataset_a.get("sha256") == dataset_b.get("sha256"),
+        "datasets": {"a": dataset_a, "b": dataset_b},
+        "options": {
+            "margin": options.margin,
+            "min_cases": options.min_cases,
+            "confidence": options.confidence,
+        },
+        "variants": variants,
+        "only_in_a": [n for n in entries_a if n not in entries_b],
+        "only_in_b": [n for n in entries_b if n not in entries_a],
+    }
+
+
+def _pts(value: float | None) -> str:
+    return "—" if value is None else f"{value * 100:+.1f}"
+
+
+def _delta_row(label: str, d: Mapping[str, Any]) -> str:
+    interval = d.get("interval")
+    ci = f"[{_pts(interval['low'])}, {_pts(interval['high'])}]" if interval else "—"
+    p = "—" if d.get("mcnemar_p") is None else f"{d['mcnemar_p']:.3g}"
+    return f"  {label:<32} {d['cases']:>5}  {_pts(d['delta']):>7}  {ci:<16} {p:>9}  {d['verdict']}"
+
+
+def render_comparison(result: Mapping[str, Any]) -> str:
+    """A plain-text report of `compare_runs`' result."""
+    lines = [f"run A {result['run_a']}  ->  run B {result['run_b']}   (deltas are B - A, in points)"]
+    if not result["same_dataset"]:
+        lines.append("warning: the runs used different data (dataset sha256 differs); cases are paired by id")
+    for name in result["only_in_a"] + result["only_in_b"]:
+        lines.append(f"note: variant {name} is in one run only")
+    header = f"  {'':<32} {'cases':>5}  {'Δ':>7}  {'95% CI':<16} {'McNemar p':>9}  verdict"
+    for name, v in result["variants"].items():
+        lines += ["", f"{name}: {v['paired_cases']} paired cases"]
+        figures = "  ".join(
+            f"{k} {_fmt(f['a'])} -> {_fmt(f['b'])}"
+            for k, f in v["figures"].items()
+            if f["a"] is not None or f["b"] is not None
+        )
+        lines.append(f"  {figures}")
+        comparison = v["comparison"]
+        if comparison is None:
+            lines.append("  no labeled cases in common: accuracy not compared")
+            continue
+        lines.append(header)
+        lines.append(_delta_row("overall", comparison["overall"]))
+        lines += [_delta_row(f"field {k}", d) for k, d in comparison["fields"].items()]
+        lines += [_delta_row(f"slice {k}", d) for k, d in comparison["slices"].items()]
+    return "\n".join(lines)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
