@@ -156,10 +156,17 @@ class ExtractionState(ExtractionInput, ExtractionOutput, total=False):
     messages: list[BaseMessage]
 
 
-def prepare(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:
-    """Build the prompt; cut the text to what fits in the context, and record the cut."""
-    ctx = runtime.context
-    text = state["text"]
+def prompt_messages(ctx: ExtractionContext, text: str) -> tuple[list[BaseMessage], int]:
+    """The first attempt's messages for a case, its text cut to what fits in the context.
+
+    Args:
+        ctx: The extraction context (prompt prefix, token counter, input budget).
+        text: The case text.
+
+    Returns:
+        The messages (prompt prefix, then the possibly cut text) and the number of input
+        tokens dropped by the cut (0 when the text fits or the window is unknown).
+    """
     budget = ctx.input_budget
     dropped = 0
     if budget is not None:
@@ -170,7 +177,12 @@ def prepare(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict
                 keep = int(keep * 0.95)
             dropped = size - ctx.tokens(text[:keep]) if keep else size
             text = text[:keep]
-    messages = [*ctx.prompt_prefix, HumanMessage(content=text)]
+    return [*ctx.prompt_prefix, HumanMessage(content=text)], dropped
+
+
+def prepare(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:
+    """Build the prompt; cut the text to what fits in the context, and record the cut."""
+    messages, dropped = prompt_messages(runtime.context, state["text"])
     return {"messages": messages, "truncated": dropped > 0, "input_tokens_dropped": dropped}
 
 

@@ -1,0 +1,156 @@
+"""Token-level fidelity of a variant to the reference, from teacher-forced logits.
+
+Both models read the same tokens (the case's prompt, then the reference's own output)
+and at each output position we compare the next-token distributions they predict:
+
+- KLD is KL(P_reference || P_variant) = sum_t p_ref(t) * (log p_ref(t) - log p_var(t)), in
+  nats, with both distributions the softmax of the raw logits over the whole vocabulary
+  (computed as a log-softmax in float64). The direction is the one llama.cpp's
+  `llama-perplexity --kl-divergence` uses: how much probability mass the variant moves away
+  from where the reference puts it. It is 0 only when the distributions are equal.
+- Top-1 agreement is whether the variant's most likely token is the reference's; llama.cpp
+  reports it as "Same top p". Under greedy decoding it is the share of positions where the
+  variant, given the same history, would have picked the same token.
+
+Summaries pool all positions of all cases (as llama.cpp does over its chunks), so a long
+output weighs more than a short one; percentiles are numpy's (linear interpolation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import log_softmax
+
+_ROWS_PER_CHUNK = 16
+"""Positions converted to float64 at a time: a row of a 262,144-token vocabulary is 2 MB."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenFidelity:
+    """Per-position fidelity of one case.
+
+    Attributes:
+        kld: KL(P_reference || P_variant) in nats, one value per position.
+        top1: Whether the two models' most likely tokens are the same, per position.
+    """
+
+    kld: tuple[float, ...]
+    top1: tuple[bool, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.kld) != len(self.top1):
+            raise ValueError(f"kld has {len(self.kld)} positions but top1 has {len(self.top1)}")
+
+    @property
+    def positions(self) -> int:
+        """Number of positions compared."""
+        return len(self.kld)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenFidelitySummary:
+    """Fidelity pooled over all positions of all cases; every statistic is None without positions.
+
+    Attributes:
+        positions: Positions compared, over all cases.
+        cases: Cases that contributed (a case with no positions counts, but adds nothing).
+        kld_mean: Mean KLD in nats.
+        kld_p95: 95th percentile of KLD.
+        kld_p99: 99th percentile of KLD.
+        kld_max: Largest KLD.
+        top1_agreement: Share of positions where the top-1 tokens agree.
+    """
+
+    positions: int
+    cases: int
+    kld_mean: float | None
+    kld_p95: float | None
+    kld_p99: float | None
+    kld_max: float | None
+    top1_agreement: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return asdict(self)
+
+
+def _kld_rows(reference: np.ndarray[Any, Any], variant: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    log_p = log_softmax(reference.astype(np.float64), axis=-1)
+    log_q = log_softmax(variant.astype(np.float64), axis=-1)
+    p = np.exp(log_p)
+    terms = np.zeros_like(p)
+    with np.errstate(invalid="ignore"):  # -inf - -inf where both exclude a token; masked out below
+        difference = log_p - log_q
+    np.multiply(p, difference, out=terms, where=p > 0)  # 0 * log 0 = 0, even against a -inf logit
+    return np.asarray(terms.sum(axis=-1))
+
+
+def token_fidelity(
+    *, reference_logits: np.ndarray[Any, Any], variant_logits: np.ndarray[Any, Any]
+) -> TokenFidelity:
+    """Compare the reference's and a variant's next-token predictions at each position.
+
+    Args:
+        reference_logits: Raw logits of the reference, shape (positions, vocab).
+        variant_logits: Raw logits of the variant for the same positions and vocabulary.
+
+    Returns:
+        KLD (reference || variant, nats) and top-1 agreement per position.
+
+    Raises:
+        ValueError: The arrays are not 2-D or differ in shape.
+    """
+    if reference_logits.ndim != 2 or reference_logits.shape != variant_logits.shape:
+        raise ValueError(
+            "logits must be 2-D (positions, vocab) and of the same shape; got "
+            f"{reference_logits.shape} and {variant_logits.shape}"
+        )
+    kld = np.empty(reference_logits.shape[0], dtype=np.float64)
+    for start in range(0, len(kld), _ROWS_PER_CHUNK):
+        rows = slice(start, start + _ROWS_PER_CHUNK)
+        kld[rows] = _kld_rows(reference_logits[rows], variant_logits[rows])
+    top1 = np.argmax(reference_logits, axis=-1) == np.argmax(variant_logits, axis=-1)
+    return TokenFidelity(kld=tuple(kld.tolist()), top1=tuple(bool(t) for t in top1))
+
+
+def summarize_token_fidelity(*, cases: Iterable[TokenFidelity]) -> TokenFidelitySummary:
+    """Pool the positions of all cases into one summary.
+
+    Args:
+        cases: Per-case fidelity, e.g. rebuilt from stored records as
+            `TokenFidelity(kld=tuple(r["kld"]), top1=tuple(r["top1"]))`.
+
+    Returns:
+        The pooled summary; its statistics are None when there are no positions.
+    """
+    kld: list[float] = []
+    top1: list[bool] = []
+    count = 0
+    for case in cases:
+        count += 1
+        kld.extend(case.kld)
+        top1.extend(case.top1)
+    if not kld:
+        return TokenFidelitySummary(
+            positions=0,
+            cases=count,
+            kld_mean=None,
+            kld_p95=None,
+            kld_p99=None,
+            kld_max=None,
+            top1_agreement=None,
+        )
+    values = np.asarray(kld, dtype=np.float64)
+    return TokenFidelitySummary(
+        positions=len(values),
+        cases=count,
+        kld_mean=float(values.mean()),
+        kld_p95=float(np.percentile(values, 95)),
+        kld_p99=float(np.percentile(values, 99)),
+        kld_max=float(values.max()),
+        top1_agreement=float(np.mean(top1)),
+    )

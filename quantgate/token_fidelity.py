@@ -1,0 +1,144 @@
+"""Token-level fidelity of quantized variants to the reference, measured by teacher forcing.
+
+For each case the reference and every variant read the same tokens: the case's
+first-attempt prompt (built as the extraction graph builds it, `case_prompt`) followed by
+the reference's output. At each output position the variant's next-token distribution is
+compared with the reference's (`evaluators.fidelity`): KLD and top-1 agreement, pooled over
+all positions of all cases. Unlike output-level agreement this sees how close a variant is
+even where greedy decoding happens to pick the same token.
+
+All models are loaded in this process with `EmbeddedEngine` (at once: about 2.5 GB for the
+Gemma 3 270M ladder); the caller decides whether that happens in a worker process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from evaluators.fidelity import TokenFidelity, TokenFidelitySummary, summarize_token_fidelity, token_fidelity
+from graphs.extraction import ExtractionContext, prompt_messages
+from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
+from quantgate.backends.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
+
+CaseRecord = dict[str, Any]
+"""One JSON-ready line per (variant, case): `variant`, `case_id`, `positions`, `kld`, `top1`,
+and `error` (a message) when the case could not be measured (then the others are None)."""
+
+
+def case_prompt(context: ExtractionContext, text: str) -> str:
+    """The completion prompt of a case's first attempt, exactly as the embedded backend sees it.
+
+    Args:
+        context: The extraction context of the run (schema, examples, context window, tokenizer).
+        text: The case text (cut to the input budget as the graph cuts it).
+    """
+    messages, _ = prompt_messages(context, text)
+    return render_prompt(messages)
+
+
+def _load(stack: ExitStack, path: Path, options: Mapping[str, Any]) -> EmbeddedEngine:
+    engine = EmbeddedEngine(path, **options)
+    stack.callback(engine.close)
+    return engine
+
+
+def _case_records(
+    *,
+    case_id: str,
+    prompt_tokens: list[int],
+    target_tokens: list[int],
+    reference: EmbeddedEngine,
+    variants: Mapping[str, EmbeddedEngine],
+    rows_per_batch: int,
+) -> Iterator[tuple[CaseRecord, TokenFidelity | None]]:
+    try:
+        reference_logits = forced_logits(
+            reference.llama, prompt_tokens, target_tokens, rows_per_batch=rows_per_batch
+        )
+    except ValueError as exc:  # prompt + output do not fit in the context
+        for name in variants:
+            unmeasured = {"positions": None, "kld": None, "top1": None, "error": str(exc)}
+            yield {"variant": name, "case_id": case_id, **unmeasured}, None
+        return
+    for name, engine in variants.items():
+        variant_logits = forced_logits(
+            engine.llama, prompt_tokens, target_tokens, rows_per_batch=rows_per_batch
+        )
+        fidelity = token_fidelity(reference_logits=reference_logits, variant_logits=variant_logits)
+        del variant_logits  # up to n_vocab floats per position: free before the next variant's
+        measured = {"positions": fidelity.positions, "kld": list(fidelity.kld), "top1": list(fidelity.top1)}
+        yield {"variant": name, "case_id": case_id, **measured}, fidelity
+
+
+def measure_token_fidelity(
+    *,
+    reference_path: Path,
+    variant_paths: Mapping[str, Path],
+    prompts: Mapping[str, str],
+    reference_outputs: Mapping[str, str],
+    engine_options: Mapping[str, Any] | None = None,
+    on_case: Callable[[CaseRecord], None] | None = None,
+    progress: bool = False,
+    rows_per_batch: int = DEFAULT_ROWS_PER_BATCH,
+) -> dict[str, TokenFidelitySummary]:
+    """Teacher-force every variant on the reference's outputs and compare next-token predictions.
+
+    Prompts are tokenized with BOS and outputs without, by the reference's tokenizer (as
+    `GreedyDecoder` does), so every model reads the same tokens. An output should be the
+    reference's answer to exactly that prompt (its first attempt, without repairs); being
+    re-tokenized, it may differ from the generated tokens where the reference produced a
+    non-canonical split (seen once in 685 tokens). A case whose prompt and
+    output do not fit in the context is skipped, with an `error` in its records. Listing the
+    reference among the variants loads it again and should give a KLD of about 0.
+
+    Args:
+        reference_path: The reference's GGUF file.
+        variant_paths: Variant name to GGUF file.
+        prompts: Case id to the first-attempt prompt (`case_prompt`).
+        reference_outputs: Case id to the reference's output text for that prompt; the
+            cases measured, in this order.
+        engine_options: Keyword arguments of `EmbeddedEngine` (`n_ctx`, `n_threads`, ...).
+        on_case: Called with each (variant, case) record as soon as it is measured.
+        progress: Show a progress bar over cases.
+        rows_per_batch: See `forced_logits`.
+
+    Returns:
+        Variant name to its fidelity summary pooled over all positions of all measured cases.
+
+    Raises:
+        ValueError: A case has an output but no prompt, a variant's vocabulary differs from
+            the reference's, or `rows_per_batch` is below 1.
+    """
+    missing = [case_id for case_id in reference_outputs if case_id not in prompts]
+    if missing:
+        raise ValueError(f"no prompt for cases with a reference output: {', '.join(missing[:5])}")
+    if rows_per_batch < 1:
+        raise ValueError(f"rows_per_batch must be at least 1, got {rows_per_batch}")
+    options = dict(engine_options or {})
+    measured: dict[str, list[TokenFidelity]] = {name: [] for name in variant_paths}
+    with ExitStack() as stack:
+        reference = _load(stack, reference_path, options)
+        variants = {name: _load(stack, path, options) for name, path in variant_paths.items()}
+        for name, engine in variants.items():
+            if engine.llama.n_vocab() != reference.llama.n_vocab():
+                raise ValueError(f"variant {name}: its vocabulary differs from the reference's")
+        tokenize = reference.llama.tokenize
+        for case_id, output in tqdm(reference_outputs.items(), desc="token fidelity", disable=not progress):
+            for record, fidelity in _case_records(
+                case_id=case_id,
+                prompt_tokens=tokenize(prompts[case_id].encode("utf-8")),
+                target_tokens=tokenize(output.encode("utf-8"), add_bos=False),
+                reference=reference,
+                variants=variants,
+                rows_per_batch=rows_per_batch,
+            ):
+                if fidelity is not None:
+                    measured[record["variant"]].append(fidelity)
+                if on_case is not None:
+                    on_case(record)
+    return {name: summarize_token_fidelity(cases=cases) for name, cases in measured.items()}
