@@ -96,7 +96,11 @@ def _run(args: argparse.Namespace) -> int:
         print("building the default ladder (Gemma 3 270M: F16 reference, Q8_0, Q5_K_M, Q4_K_M) if missing")
         variant_set, _ = build_ladder()
     options = RunOptions(
-        limit=limit, concurrency=args.concurrency, out=Path(args.out), progress=not args.json
+        limit=limit,
+        concurrency=args.concurrency,
+        out=Path(args.out),
+        progress=not args.json,
+        token_fidelity=not args.no_token_fidelity,
     )
     run_dir = run_evaluation(dataset, variant_set, reference=args.reference, options=options)
     summary = load_run(run_dir).summary
@@ -255,6 +259,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--concurrency", type=int, default=1, help="cases in flight per variant (default 1)")
     run.add_argument("--out", default="runs", help="where run directories go (default: ./runs)")
     run.add_argument("--json", action="store_true", help="print summary.json instead of the table")
+    run.add_argument(
+        "--no-token-fidelity",
+        action="store_true",
+        help="skip the token-level KLD / top-1 measurement of embedded variants against the reference",
+    )
     run.add_argument(
         "--skip-invalid-cases",
         action="store_true",

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.comparison import ComparisonOptions, compare_paired
-from quantgate.decision import latest_records, paired_cases
-from quantgate.runstore import load_run
+from quantgate.decision import paired_cases
+from quantgate.runstore import latest_records, load_run
 
 _FIGURES = (
     "field_accuracy",

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from quantgate.gates import Gates
 from quantgate.hardware import package_version
 from quantgate.regressions import REGRESSIONS_DIR, export_regressions
 from quantgate.rollback import rollback_signals
-from quantgate.runstore import DATASET_DIR, Run, load_run, write_json
+from quantgate.runstore import DATASET_DIR, Run, latest_records, load_run, write_json
 
 DECISION_FORMAT_VERSION = 1
 DECISION_JSON = "decision.json"
@@ -43,14 +42,6 @@ EXIT_NONE_PASSED = 3
 
 class DecisionError(RuntimeError):
     """A run that cannot be decided on (no reference results, unreadable files)."""
-
-
-def latest_records(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Mapping[str, Any]]]:
-    """Records by variant and case id; a later record of the same case replaces an earlier one."""
-    found: dict[str, dict[str, Mapping[str, Any]]] = defaultdict(dict)
-    for record in records:
-        found[record["variant"]][record["case_id"]] = record
-    return dict(found)
 
 
 def paired_cases(
@@ -87,7 +78,7 @@ class _Judged:
 
 def _judge(
     entry: Mapping[str, Any],
-    records: Mapping[str, dict[str, Mapping[str, Any]]],
+    records: Mapping[str, Mapping[str, Mapping[str, Any]]],
     reference: str,
     gates: Gates,
 ) -> tuple[_Judged, list[Any]]:

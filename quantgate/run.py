@@ -29,6 +29,7 @@ from quantgate.backends import BackendError, OpenedVariant, open_variant
 from quantgate.dataset import Case, Dataset, write_dataset
 from quantgate.hardware import hardware, package_version
 from quantgate.measure import RssSampler, rss_mb
+from quantgate.run_fidelity import token_fidelity_step
 from quantgate.runstore import DATASET_DIR, RUN_FORMAT_VERSION, RunStore, case_record
 from quantgate.variants import Variant, VariantSet
 
@@ -44,6 +45,8 @@ class RunOptions:
         max_repairs: Extra attempts after an invalid output.
         out: Directory under which `<run-id>/` is created.
         progress: Show progress bars.
+        token_fidelity: Measure token-level KLD and top-1 agreement of embedded variants
+            against the reference by teacher forcing, after all variants have run.
     """
 
     limit: int | None = None
@@ -51,6 +54,7 @@ class RunOptions:
     max_repairs: int = 2
     out: Path = field(default_factory=lambda: Path("runs"))
     progress: bool = True
+    token_fidelity: bool = True
 
 
 def select_cases(cases: Sequence[Case], limit: int | None) -> list[Case]:
@@ -86,7 +90,8 @@ def _case_inputs(cases: Sequence[Case]) -> list[CaseInput]:
     return [CaseInput(id=c.id, text=c.text, expected=c.expected, tags=list(c.tags)) for c in cases]
 
 
-def _extraction_context(dataset: Dataset, opened: OpenedVariant, options: RunOptions) -> ExtractionContext:
+def extraction_context(dataset: Dataset, opened: OpenedVariant, options: RunOptions) -> ExtractionContext:
+    """The extraction graph's context for a dataset and an opened variant (prompt, limits, retries)."""
     return ExtractionContext(
         model=opened.chat_model,
         schema=dataset.schema,
@@ -126,7 +131,7 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
         in_process = opened.memory_pid is None
         after = sampler.start_mb
         context = EvaluationContext(
-            extraction=_extraction_context(dataset, opened, options),
+            extraction=extraction_context(dataset, opened, options),
             scorer=CaseScorer(schema=dataset.schema),
             reference_records=job.reference_records,
             on_record=on_record,
@@ -314,6 +319,17 @@ def run_evaluation(
             summary["variants"] = _with_deltas(entries, reference_name)
             store.write_variants(metadata)
             store.write_summary(summary)
+        token_fidelity_step(
+            dataset=dataset,
+            cases=cases,
+            variants=variants,
+            reference_name=reference_name,
+            entries=entries,
+            run_dir=store.directory,
+            enabled=options.token_fidelity,
+            max_repairs=options.max_repairs,
+            progress=options.progress,
+        )
         summary["status"] = "complete"
     except KeyboardInterrupt:
         summary["status"] = "interrupted"

@@ -13,7 +13,8 @@ import json
 import os
 import secrets
 import threading
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -138,6 +139,14 @@ def read_records(run_dir: Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
             except json.JSONDecodeError:
                 continue
+
+
+def latest_records(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Records by variant and case id; a later record of the same case replaces an earlier one."""
+    found: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for record in records:
+        found[record["variant"]][record["case_id"]] = record
+    return dict(found)
 
 
 @dataclass(frozen=True, kw_only=True)

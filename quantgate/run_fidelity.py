@@ -1,0 +1,218 @@
+"""The token-fidelity step of `quantgate run`, after every variant has been evaluated.
+
+Which variants can be measured, the worker process that measures them, and what goes into
+the summary. Teacher forcing needs every model's logits, which only the embedded llama.cpp
+backend gives: a variant served by Ollama or given as a LangChain chat model is reported
+as not measured, with the reason. Per (variant, case) records stream to `fidelity.jsonl`,
+so every pooled figure in summary.json can be recomputed from them.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import traceback
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from quantgate.dataset import Case, Dataset
+from quantgate.runstore import latest_records, read_records
+from quantgate.variants import Variant
+
+FIDELITY_FILE = "fidelity.jsonl"
+METHOD = (
+    "teacher forcing with llama.cpp: each variant reads the case's first-attempt prompt and the "
+    "reference's output; per output position KL(reference || variant) of the full next-token "
+    "distributions (nats) and top-1 agreement, pooled over positions"
+)
+
+
+def unmeasured_reason(variant: Variant, reference: Variant, *, enabled: bool) -> str | None:
+    """Why a variant's token fidelity cannot be measured; None when it can."""
+    if not enabled:
+        return "not measured: token fidelity was switched off (--no-token-fidelity)"
+    if reference.backend != "llamacpp" or reference.chat_model is not None:
+        return "not measured: the reference is not an embedded llama.cpp model, so it gives no logits"
+    if variant.backend == "ollama":
+        return (
+            "not measured: quantgate does not read token logprobs from Ollama, and its API cannot "
+            "teacher-force the reference's output"
+        )
+    if variant.backend != "llamacpp" or variant.chat_model is not None:
+        return f"not measured: the {variant.backend} backend exposes no logits"
+    return None
+
+
+def reference_outputs(records: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """The reference's raw output per case, for cases answered validly on the first attempt.
+
+    A repaired answer belongs to the repair prompt, not to the case's first prompt, so it is
+    left out rather than paired with the wrong prompt.
+    """
+    return {
+        case_id: record["raw"]
+        for case_id, record in records.items()
+        if record.get("raw") and record.get("attempts") == 1 and not record.get("error")
+    }
+
+
+@dataclass(frozen=True, kw_only=True)
+class FidelityJob:
+    """What the worker needs; picklable."""
+
+    reference: Variant
+    variants: tuple[Variant, ...]
+    dataset: Dataset
+    cases: tuple[Case, ...]
+    outputs: dict[str, str]
+    run_dir: Path
+    max_repairs: int
+    progress: bool
+
+
+def _prompts(job: FidelityJob) -> dict[str, str]:
+    """Each case's first-attempt prompt, built by the same code as during the run."""
+    from quantgate.backends import open_variant
+    from quantgate.run import RunOptions, extraction_context
+    from quantgate.token_fidelity import case_prompt
+
+    options = RunOptions(max_repairs=job.max_repairs, progress=False)
+    texts = {c.id: c.text for c in job.cases if c.id in job.outputs}
+    with open_variant(job.reference, job.dataset.schema) as opened:
+        context = extraction_context(job.dataset, opened, options)
+        return {case_id: case_prompt(context, text) for case_id, text in texts.items()}
+
+
+def _measure(job: FidelityJob) -> dict[str, dict[str, Any]]:
+    from quantgate.token_fidelity import measure_token_fidelity
+
+    prompts = _prompts(job)
+    engine_options = {k: v for k, v in job.reference.options.items() if k != "max_tokens"}
+    with (job.run_dir / FIDELITY_FILE).open("a", encoding="utf-8") as sink:
+
+        def write(record: dict[str, Any]) -> None:
+            sink.write(json.dumps(record) + "\n")
+            sink.flush()
+
+        summaries = measure_token_fidelity(
+            reference_path=Path(job.reference.model),
+            variant_paths={v.name: Path(v.model) for v in job.variants},
+            prompts=prompts,
+            reference_outputs=job.outputs,
+            engine_options=engine_options,
+            on_case=write,
+            progress=job.progress,
+        )
+    return {name: summary.as_dict() for name, summary in summaries.items()}
+
+
+def _worker_main(sender: Connection, job: FidelityJob) -> None:
+    try:
+        sender.send(("ok", _measure(job)))
+    except KeyboardInterrupt:
+        pass
+    except Exception:
+        sender.send(("crash", traceback.format_exc()))
+    finally:
+        sender.close()
+
+
+def measure_in_worker(job: FidelityJob) -> dict[str, dict[str, Any]]:
+    """Run the measurement in a fresh process (all models loaded at once, then freed).
+
+    Raises:
+        RuntimeError: The worker failed; the message carries its traceback.
+    """
+    spawn = multiprocessing.get_context("spawn")
+    receiver, sender = spawn.Pipe(duplex=False)
+    worker = spawn.Process(target=_worker_main, args=(sender, job), name="quantgate-token-fidelity")
+    worker.start()
+    sender.close()
+    try:
+        kind, payload = receiver.recv()
+    except EOFError:
+        worker.join()
+        raise RuntimeError(f"the token-fidelity worker died (exit code {worker.exitcode})") from None
+    except KeyboardInterrupt:
+        worker.terminate()
+        raise
+    finally:
+        worker.join()
+        receiver.close()
+    if kind != "ok":
+        raise RuntimeError(f"token fidelity failed in its worker process:\n{payload}")
+    result: dict[str, dict[str, Any]] = payload
+    return result
+
+
+def annotate(
+    entries: Sequence[dict[str, Any]], measured: Mapping[str, dict[str, Any]], reasons: Mapping[str, str]
+) -> None:
+    """Put each variant's token fidelity (or why it is missing) into its summary entry."""
+    for entry in entries:
+        if entry["status"] != "ok" or entry.get("is_reference"):
+            continue
+        name = entry["name"]
+        if name in measured:
+            entry["token_fidelity"] = {**measured[name], "method": METHOD, "records": FIDELITY_FILE}
+            entry["token_fidelity_missing"] = None
+        else:
+            entry["token_fidelity"] = None
+            entry["token_fidelity_missing"] = reasons.get(name, "not measured")
+
+
+def token_fidelity_step(
+    *,
+    dataset: Dataset,
+    cases: Sequence[Case],
+    variants: Sequence[Variant],
+    reference_name: str,
+    entries: list[dict[str, Any]],
+    run_dir: Path,
+    enabled: bool,
+    max_repairs: int,
+    progress: bool,
+) -> None:
+    """Measure token fidelity where it can be, and say why where it cannot.
+
+    Fills `token_fidelity` / `token_fidelity_missing` in the summary `entries` in place.
+    """
+    ok = {e["name"] for e in entries if e["status"] == "ok"}
+    reference = next(v for v in variants if v.name == reference_name)
+    if reference_name not in ok:
+        return
+    reasons: dict[str, str] = {}
+    targets = []
+    for variant in variants:
+        if variant.name == reference_name or variant.name not in ok:
+            continue
+        reason = unmeasured_reason(variant, reference, enabled=enabled)
+        if reason:
+            reasons[variant.name] = reason
+        else:
+            targets.append(variant)
+    measured: dict[str, dict[str, Any]] = {}
+    outputs = reference_outputs(latest_records(read_records(run_dir)).get(reference_name, {}))
+    if targets and not outputs:
+        missing = "not measured: no case answered validly by the reference at first try"
+        reasons |= {v.name: missing for v in targets}
+    elif targets:
+        job = FidelityJob(
+            reference=reference,
+            variants=tuple(targets),
+            dataset=dataset,
+            cases=tuple(cases),
+            outputs=outputs,
+            run_dir=run_dir,
+            max_repairs=max_repairs,
+            progress=progress,
+        )
+        try:
+            measured = measure_in_worker(job)
+        except RuntimeError as exc:
+            print(f"quantgate: token fidelity not measured: {exc}")
+            reasons |= {v.name: f"not measured: {str(exc).splitlines()[0]}" for v in targets}
+    annotate(entries, measured, reasons)
