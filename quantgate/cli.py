@@ -98,6 +98,7 @@ def _run(args: argparse.Namespace) -> int:
     options = RunOptions(
         limit=limit,
         concurrency=args.concurrency,
+        max_repairs=args.max_repairs,
         out=Path(args.out),
         progress=not args.json,
         token_fidelity=not args.no_token_fidelity,
@@ -257,6 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--limit", type=int, help="evaluate only N cases, balanced across languages")
     run.add_argument("--concurrency", type=int, default=1, help="cases in flight per variant (default 1)")
+    run.add_argument(
+        "--max-repairs", type=int, default=2, help="extra attempts after an invalid output (default 2)"
+    )
     run.add_argument("--out", default="runs", help="where run directories go (default: ./runs)")
     run.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     run.add_argument(

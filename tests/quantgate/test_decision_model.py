@@ -1,0 +1,80 @@
+"""End to end on the real embedded ladder: Q2_K fails the gates, Q8_0 passes, and every number
+in the decision traces back to the run's records."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from quantgate.cli import main
+from quantgate.ladder import build_ladder
+from quantgate.runstore import latest_records, read_records
+from quantgate.variants import VariantSet, write_variants_file
+
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+
+CASES = 10
+
+
+@pytest.fixture(scope="module")
+def q2k_variants(ladder: VariantSet, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """F16, Q8_0 and Q2_K (quantized into the session ladder's directory), capped at 320 tokens.
+
+    The cap keeps Q2_K's repetition loops short; the F16 reference's longest answer on these
+    cases is about 250 tokens.
+    """
+    directory = Path(ladder.variants[0].model).parent
+    built, _ = build_ladder(quants=["Q8_0", "Q2_K"], out=directory, progress=False)
+    capped = VariantSet(
+        reference="F16",
+        variants=[v.model_copy(update={"options": {**v.options, "max_tokens": 320}}) for v in built.variants],
+    )
+    path = tmp_path_factory.mktemp("q2k") / "variants.toml"
+    write_variants_file(path, capped)
+    return path
+
+
+def _case_mean(fields: dict[str, float]) -> float:
+    return sum(fields.values()) / len(fields)
+
+
+def test_q2k_fails_the_gates_while_q8_0_passes(q2k_variants: Path, tmp_path: Path, capsys) -> None:
+    args = ["run", "--variants", str(q2k_variants), "--dataset", "tech-config", "--limit", str(CASES)]
+    code = main([*args, "--out", str(tmp_path / "runs"), "--max-repairs", "0"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "decision: Q8_0" in out
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    decision = json.loads((run_dir / "decision.json").read_text())
+    assert decision["recommended"] == "Q8_0"
+    q8, q2 = decision["variants"]["Q8_0"], decision["variants"]["Q2_K"]
+    assert q8["passes"] is True
+    assert q2["passes"] is False
+    failed = {g["gate"] for g in q2["gates"] if g["status"] == "fail"}
+    assert "max_accuracy_drop" in failed
+
+    # every figure traces to the records
+    records = latest_records(read_records(run_dir))
+    for name, section in (("Q8_0", q8), ("Q2_K", q2)):
+        deltas = [
+            _case_mean(records[name][case]["fields"]) - _case_mean(ref["fields"])
+            for case, ref in records["F16"].items()
+        ]
+        overall = section["comparison"]["overall"]
+        assert overall["cases"] == CASES
+        assert overall["delta"] == pytest.approx(np.mean(deltas))
+        valid = [bool(r["format_valid"]) for r in records[name].values()]
+        assert section["measured"]["format_validity"] == pytest.approx(np.mean(valid))
+    fidelity = [json.loads(line) for line in (run_dir / "fidelity.jsonl").read_text().splitlines()]
+    for name, section in (("Q8_0", q8), ("Q2_K", q2)):
+        pooled = [k for r in fidelity if r["variant"] == name for k in r["kld"]]
+        assert section["token_fidelity"]["kld_mean"] == pytest.approx(np.mean(pooled))
+    assert q2["token_fidelity"]["kld_mean"] > 10 * q8["token_fidelity"]["kld_mean"]
+    assert q8["token_fidelity"]["top1_agreement"] > q2["token_fidelity"]["top1_agreement"]
+
+    # the regression set is a valid dataset, and the exit status gates
+    assert decision["regression_sets"]["Q2_K"]["cases"] > 0
+    assert main(["datasets", "check", str(run_dir / decision["regression_sets"]["Q2_K"]["path"])]) == 0
+    assert main(["decide", str(run_dir), "--max-memory-mb", "100"]) == 3
+    assert "No variant passes" in (run_dir / "decision.md").read_text()
