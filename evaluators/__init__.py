@@ -2,6 +2,19 @@
 
 from evaluators.aggregate import CaseScore, DatasetScore, aggregate, mean
 from evaluators.case import CaseScorer
+from evaluators.comparison import (
+    AgreementSummary,
+    Comparison,
+    ComparisonOptions,
+    PairedCase,
+    PairedDelta,
+    Regression,
+    compare_paired,
+    paired_delta,
+    regressions,
+    summarize_agreement,
+)
+from evaluators.fidelity import TokenFidelity, TokenFidelitySummary, summarize_token_fidelity, token_fidelity
 from evaluators.fields import FieldAccuracy, FieldScore, no_output, score_fields
 from evaluators.format import (
     FormatError,
@@ -14,10 +27,21 @@ from evaluators.format import (
 from evaluators.matchers import MatchOptions, SetScore, match_scalar, match_set
 from evaluators.normalize import normalize_string, parse_date, parse_number
 from evaluators.schema import FieldSpec, SchemaSupportError, field_names, parse_schema
+from evaluators.statistics import (
+    Interval,
+    Verdict,
+    bootstrap_interval,
+    equivalence_verdict,
+    mcnemar_exact,
+    proportion_interval,
+)
 
 __all__ = [
+    "AgreementSummary",
     "CaseScore",
     "CaseScorer",
+    "Comparison",
+    "ComparisonOptions",
     "DatasetScore",
     "FieldAccuracy",
     "FieldScore",
@@ -25,21 +49,38 @@ __all__ = [
     "FormatError",
     "FormatEvaluator",
     "FormatResult",
+    "Interval",
     "MatchOptions",
+    "PairedCase",
+    "PairedDelta",
+    "Regression",
     "SchemaSupportError",
     "SetScore",
+    "TokenFidelity",
+    "TokenFidelitySummary",
+    "Verdict",
     "aggregate",
+    "bootstrap_interval",
+    "compare_paired",
+    "equivalence_verdict",
     "error_path",
     "field_names",
     "match_scalar",
     "match_set",
+    "mcnemar_exact",
     "mean",
     "no_output",
     "normalize_string",
+    "paired_delta",
     "parse_date",
     "parse_json_output",
     "parse_number",
     "parse_schema",
+    "proportion_interval",
+    "regressions",
     "score_fields",
     "score_format",
+    "summarize_agreement",
+    "summarize_token_fidelity",
+    "token_fidelity",
 ]

@@ -6,6 +6,7 @@ from graphs.extraction import (
     ExtractionResult,
     ModelCallError,
     build_extraction_graph,
+    prompt_messages,
 )
 
 __all__ = [
@@ -16,4 +17,5 @@ __all__ = [
     "ModelCallError",
     "build_evaluation_graph",
     "build_extraction_graph",
+    "prompt_messages",
 ]

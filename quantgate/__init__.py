@@ -1,5 +1,6 @@
 """quantgate: is a quantized LLM good enough to replace its reference for structured extraction?"""
 
+from quantgate.compare import compare_runs
 from quantgate.dataset import (
     Case,
     Dataset,
@@ -9,6 +10,8 @@ from quantgate.dataset import (
     check_dataset,
     load_dataset,
 )
+from quantgate.decision import decide, load_decision
+from quantgate.gates import Gates, load_gates
 from quantgate.ladder import build_ladder
 from quantgate.run import RunOptions, run_evaluation
 from quantgate.runstore import Run, load_run
@@ -21,6 +24,7 @@ __all__ = [
     "Case",
     "Dataset",
     "DatasetError",
+    "Gates",
     "PredictionLine",
     "Problem",
     "Run",
@@ -32,7 +36,11 @@ __all__ = [
     "build_ladder",
     "bundled_datasets",
     "check_dataset",
+    "compare_runs",
+    "decide",
     "load_dataset",
+    "load_decision",
+    "load_gates",
     "load_run",
     "read_predictions",
     "run_evaluation",
