@@ -63,7 +63,7 @@ def _overview(decision: Mapping[str, Any]) -> list[str]:
     rows = []
     for name, v in decision["variants"].items():
         if v["status"] != "ok":
-            rows.append([name, v["status"], *[_MISSING] * 9])
+            rows.append([name, v["status"], *[_MISSING] * 10])
             continue
         overall = (v.get("comparison") or {}).get("overall") or {}
         fidelity = v.get("token_fidelity") or {}
@@ -75,6 +75,7 @@ def _overview(decision: Mapping[str, Any]) -> list[str]:
                 _pts(overall.get("delta")),
                 _ci(overall.get("interval")),
                 overall.get("verdict", _MISSING),
+                f"{overall['reference_only']}/{overall['variant_only']}" if overall else _MISSING,
                 _num(overall.get("mcnemar_p")),
                 _pct(v["measured"]["format_validity"]),
                 _pct((v.get("agreement") or {}).get("overall")),
@@ -89,13 +90,21 @@ def _overview(decision: Mapping[str, Any]) -> list[str]:
         "Δ acc (pts)",
         "95% CI",
         "verdict",
+        "b/c",
         "McNemar p",
         "valid",
         "agreement",
         "KLD mean",
         "top-1",
     ]
-    return ["## Variants", "", *_table(header, rows)]
+    note = (
+        "Δ acc: field accuracy minus the reference's on the same cases, with its paired bootstrap "
+        "interval and the equivalence verdict. b/c: cases exactly right (every field) for the "
+        "reference only / for the variant only, the discordant pairs of McNemar's exact test. "
+        "Agreement: field-level agreement with the reference's own outputs (no gold needed). KLD "
+        "and top-1: token-level fidelity to the reference by teacher forcing (nats; see README)."
+    )
+    return ["## Variants", "", *_table(header, rows), note, ""]
 
 
 def _gates(decision: Mapping[str, Any]) -> list[str]:

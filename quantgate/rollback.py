@@ -7,8 +7,8 @@ variant is doing worse in production than the evidence it was chosen on:
   below the gate's minimum);
 - error rate above the upper bound of the measured rate's interval (and never above the
   gate's maximum);
-- agreement with the reference, overall and per field, below the lower bound of its
-  measured bootstrap interval (for production traffic shadowed by the reference);
+- agreement with the reference, overall and per field, below the Wilson lower bound of the
+  measured agreement (for production traffic shadowed by the reference);
 - p95 latency and peak memory above the measured value times a headroom factor (and
   never above the gate's maximum).
 
@@ -101,20 +101,28 @@ def _headroom_signal(
     ]
 
 
-def _agreement_signals(agreement: AgreementSummary) -> list[RollbackSignal]:
+def _agreement_signals(agreement: AgreementSummary, confidence: float) -> list[RollbackSignal]:
+    """Agreement thresholds: the Wilson lower bound of the measured agreement over the run's cases.
+
+    Field agreement is mostly 0 or 1 per case, so it is treated as a proportion; unlike a
+    bootstrap interval, this does not collapse to the measured value when every case agreed.
+    """
     signals = []
-    entries = [("agreement_with_reference", agreement.overall, agreement.interval)]
-    entries += [(f"agreement_with_reference[{n}]", m, i) for n, (m, i) in agreement.fields.items()]
-    for metric, value, interval in entries:
-        if value is None or interval is None:
+    entries = [("agreement_with_reference", agreement.overall)]
+    entries += [(f"agreement_with_reference[{name}]", value) for name, (value, _) in agreement.fields.items()]
+    for metric, value in entries:
+        if value is None:
+            continue
+        bound = proportion_interval(round(value * agreement.cases), agreement.cases, confidence=confidence)
+        if bound is None:
             continue
         signals.append(
             RollbackSignal(
                 metric=metric,
                 direction="below",
-                threshold=interval.low,
+                threshold=bound.low,
                 measured=value,
-                derivation=f"bootstrap {interval.confidence:.0%} lower bound over {agreement.cases} cases",
+                derivation=f"Wilson {confidence:.0%} lower bound over {agreement.cases} cases",
             )
         )
     return signals
@@ -136,5 +144,5 @@ def rollback_signals(
     )
     signals += _headroom_signal("memory_mb", measured.memory_mb, MEMORY_HEADROOM, gates.max_memory_mb)
     if agreement is not None:
-        signals += _agreement_signals(agreement)
+        signals += _agreement_signals(agreement, gates.confidence)
     return signals

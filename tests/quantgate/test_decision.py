@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.comparison import PairedDelta
+from evaluators.comparison import PairedDelta, summarize_agreement
 from evaluators.statistics import Interval
 from quantgate.dataset import check_dataset
 from quantgate.decision import DecisionError, decide, recommend
@@ -112,6 +112,16 @@ def test_rollback_thresholds_follow_from_the_measurements() -> None:
     assert signals["error_rate"].threshold == 0.05  # capped by the gate (Wilson upper bound is 0.088)
     assert signals["latency_s_p95"].threshold == pytest.approx(3.0)
     assert signals["memory_mb"].threshold == pytest.approx(960.0)
+
+
+def test_agreement_signals_do_not_collapse_to_the_measured_value() -> None:
+    agreement = summarize_agreement([{"a": 1.0, "b": 1.0}] * 40)
+    found = rollback_signals(measured=_measured(), agreement=agreement, gates=Gates())
+    signals = {s.metric: s for s in found}
+    overall = signals["agreement_with_reference"]
+    assert overall.measured == 1.0
+    assert overall.threshold == pytest.approx(0.9124, abs=1e-3)  # Wilson lower bound of 40/40, not 1.0
+    assert signals["agreement_with_reference[b]"].direction == "below"
 
 
 def _run(tmp_path: Path, **variants: list[dict[str, float]]) -> Path:
