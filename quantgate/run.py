@@ -9,12 +9,9 @@ interrupted run leaves a readable directory.
 from __future__ import annotations
 
 import itertools
-import multiprocessing
-import traceback
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +29,7 @@ from quantgate.measure import RssSampler, rss_mb
 from quantgate.run_fidelity import token_fidelity_step
 from quantgate.runstore import DATASET_DIR, RUN_FORMAT_VERSION, RunStore, case_record
 from quantgate.variants import Variant, VariantSet
+from quantgate.worker import WorkerDiedError, WorkerFailedError, run_in_worker
 
 
 @dataclass(kw_only=True)
@@ -165,20 +163,6 @@ def _sampler(opened: OpenedVariant) -> RssSampler:
     return RssSampler(pid=opened.memory_pid, include_children=True)
 
 
-def _worker_main(sender: Connection, job: _VariantJob) -> None:
-    """Entry point of a variant's worker process: evaluate, then send the result back."""
-    try:
-        sender.send(("ok", _evaluate_variant(job)))
-    except KeyboardInterrupt:
-        pass  # the parent handles the interruption; records already written stay
-    except BackendError as exc:
-        sender.send(("backend_error", str(exc)))
-    except Exception:
-        sender.send(("crash", traceback.format_exc()))
-    finally:
-        sender.close()
-
-
 def _evaluate_isolated(job: _VariantJob) -> _VariantRun:
     """Evaluate a variant in a fresh process, so its memory figures start from a clean slate.
 
@@ -190,28 +174,12 @@ def _evaluate_isolated(job: _VariantJob) -> _VariantRun:
     if job.variant.chat_model is not None:
         return _evaluate_variant(job)
     name = job.variant.name
-    spawn = multiprocessing.get_context("spawn")
-    receiver, sender = spawn.Pipe(duplex=False)
-    worker = spawn.Process(target=_worker_main, args=(sender, job), name=f"quantgate-{name}")
-    worker.start()
-    sender.close()
     try:
-        kind, payload = receiver.recv()
-    except EOFError:
-        worker.join()
-        raise BackendError(f"variant {name}: its worker process died (exit code {worker.exitcode})") from None
-    except KeyboardInterrupt:
-        worker.terminate()
-        raise
-    finally:
-        worker.join()
-        receiver.close()
-    if kind == "backend_error":
-        raise BackendError(payload)
-    if kind == "crash":
-        raise RuntimeError(f"variant {name} failed in its worker process:\n{payload}")
-    result: _VariantRun = payload
-    return result
+        return run_in_worker(_evaluate_variant, job, name=f"quantgate-{name}")
+    except WorkerDiedError as exc:
+        raise BackendError(f"variant {name}: {exc}") from None
+    except WorkerFailedError as exc:
+        raise RuntimeError(f"variant {name} failed in its worker process:\n{exc}") from None
 
 
 def _variant_entry(variant: Variant, part: dict[str, Any], is_reference: bool) -> dict[str, Any]:

@@ -10,17 +10,16 @@ so every pooled figure in summary.json can be recomputed from them.
 from __future__ import annotations
 
 import json
-import multiprocessing
-import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from quantgate.backends import BackendError
 from quantgate.dataset import Case, Dataset
 from quantgate.runstore import latest_records, read_records
 from quantgate.variants import Variant
+from quantgate.worker import WorkerDiedError, WorkerFailedError, run_in_worker
 
 FIDELITY_FILE = "fidelity.jsonl"
 METHOD = (
@@ -109,43 +108,16 @@ def _measure(job: FidelityJob) -> dict[str, dict[str, Any]]:
     return {name: summary.as_dict() for name, summary in summaries.items()}
 
 
-def _worker_main(sender: Connection, job: FidelityJob) -> None:
-    try:
-        sender.send(("ok", _measure(job)))
-    except KeyboardInterrupt:
-        pass
-    except Exception:
-        sender.send(("crash", traceback.format_exc()))
-    finally:
-        sender.close()
-
-
 def measure_in_worker(job: FidelityJob) -> dict[str, dict[str, Any]]:
     """Run the measurement in a fresh process (all models loaded at once, then freed).
 
     Raises:
-        RuntimeError: The worker failed; the message carries its traceback.
+        RuntimeError: The worker failed or died; the message says why.
     """
-    spawn = multiprocessing.get_context("spawn")
-    receiver, sender = spawn.Pipe(duplex=False)
-    worker = spawn.Process(target=_worker_main, args=(sender, job), name="quantgate-token-fidelity")
-    worker.start()
-    sender.close()
     try:
-        kind, payload = receiver.recv()
-    except EOFError:
-        worker.join()
-        raise RuntimeError(f"the token-fidelity worker died (exit code {worker.exitcode})") from None
-    except KeyboardInterrupt:
-        worker.terminate()
-        raise
-    finally:
-        worker.join()
-        receiver.close()
-    if kind != "ok":
-        raise RuntimeError(f"token fidelity failed in its worker process:\n{payload}")
-    result: dict[str, dict[str, Any]] = payload
-    return result
+        return run_in_worker(_measure, job, name="quantgate-token-fidelity")
+    except (WorkerDiedError, WorkerFailedError, BackendError) as exc:
+        raise RuntimeError(f"the token-fidelity worker failed: {exc}") from None
 
 
 def annotate(
