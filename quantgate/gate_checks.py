@@ -216,42 +216,19 @@ def judge_variant(
 
 
 def _absolute_gates(measured: Measured, gates: Gates) -> list[GateResult]:
-    results = []
-    if gates.min_format_validity is not None:
-        interval = proportion_interval(measured.format_valid, measured.cases, confidence=gates.confidence)
-        results.append(
-            _limit(
-                "min_format_validity",
-                measured.format_validity,
-                gates.min_format_validity,
-                upper=False,
-                unit="",
-                interval=interval,
-            )
-        )
-    if gates.max_error_rate is not None:
-        interval = proportion_interval(measured.errors, measured.cases, confidence=gates.confidence)
-        results.append(
-            _limit(
-                "max_error_rate",
-                measured.error_rate,
-                gates.max_error_rate,
-                upper=True,
-                unit="",
-                interval=interval,
-            )
-        )
-    if gates.max_memory_mb is not None:
-        results.append(
-            _limit("max_memory_mb", measured.memory_mb, gates.max_memory_mb, upper=True, unit=" MiB")
-        )
-    if gates.max_p95_latency_s is not None:
-        results.append(
-            _limit(
-                "max_p95_latency_s", measured.latency_s_p95, gates.max_p95_latency_s, upper=True, unit=" s"
-            )
-        )
-    return results
+    validity = proportion_interval(measured.format_valid, measured.cases, confidence=gates.confidence)
+    errors = proportion_interval(measured.errors, measured.cases, confidence=gates.confidence)
+    specs = [  # gate, measured value, threshold, is an upper limit, unit, interval
+        ("min_format_validity", measured.format_validity, gates.min_format_validity, False, "", validity),
+        ("max_error_rate", measured.error_rate, gates.max_error_rate, True, "", errors),
+        ("max_memory_mb", measured.memory_mb, gates.max_memory_mb, True, " MiB", None),
+        ("max_p95_latency_s", measured.latency_s_p95, gates.max_p95_latency_s, True, " s", None),
+    ]
+    return [
+        _limit(gate, value, threshold, upper=upper, unit=unit, interval=interval)
+        for gate, value, threshold, upper, unit, interval in specs
+        if threshold is not None
+    ]
 
 
 def passes(results: Sequence[GateResult]) -> bool:
