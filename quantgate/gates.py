@@ -10,8 +10,8 @@ A gates file is flat TOML; every key is optional and falls back to the default b
     max_memory_mb = 2048            # peak RSS of the process holding the model
     max_p95_latency_s = 20
     equivalence_margin = 0.02
-    min_cases = 10
-    min_slice_cases = 10
+    min_cases = 30
+    min_slice_cases = 20
     confidence = 0.95
 
 Accuracy, validity and rates are fractions in [0, 1]. A gate is switched off by leaving
@@ -49,7 +49,8 @@ class Gates(BaseModel):
         max_memory_mb: Highest peak memory (MiB) of the process that holds the model.
         max_p95_latency_s: Highest 95th percentile of a case's end-to-end time.
         equivalence_margin: Margin of the equivalence verdicts.
-        min_cases: Fewer paired cases than this make accuracy verdicts inconclusive.
+        min_cases: Fewer paired cases than this make accuracy verdicts inconclusive (a
+            percentile bootstrap interval over a handful of cases is too narrow to trust).
         min_slice_cases: Slices with fewer paired cases are not gated.
         confidence: Coverage of every confidence interval.
     """
@@ -64,8 +65,8 @@ class Gates(BaseModel):
     max_memory_mb: Annotated[float, Field(gt=0)] | None = None
     max_p95_latency_s: Annotated[float, Field(gt=0)] | None = None
     equivalence_margin: Fraction = 0.02
-    min_cases: Annotated[int, Field(ge=1)] = 10
-    min_slice_cases: Annotated[int, Field(ge=1)] = 10
+    min_cases: Annotated[int, Field(ge=1)] = 30
+    min_slice_cases: Annotated[int, Field(ge=1)] = 20
     confidence: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
 
 

@@ -46,11 +46,13 @@ def _synthetic_run(directory, b_scores):
 
 def test_decide_exit_status_gates_a_pipeline(tmp_path, capsys):
     run = _synthetic_run(tmp_path / "run", [1.0] * 12)
-    assert main(["decide", str(run)]) == 0
+    assert main(["decide", str(run)]) == 0  # default gates: 12 cases are too few to show Q is safe
+    assert "decision: R (the reference" in capsys.readouterr().out
+    assert main(["decide", str(run), "--min-cases", "10"]) == 0
     out = capsys.readouterr().out
     assert "decision: Q" in out
     assert (run / "decision.md").is_file()
-    assert main(["decide", str(run), "--max-memory-mb", "100"]) == 3
+    assert main(["decide", str(run), "--min-cases", "10", "--max-memory-mb", "100"]) == 3
     assert "no variant passes every gate (exit status 3)" in capsys.readouterr().out
 
 
@@ -68,7 +70,7 @@ def test_decide_reads_a_gates_file_and_reports_its_errors(tmp_path, capsys):
 def test_compare_two_runs(tmp_path, capsys):
     before = _synthetic_run(tmp_path / "before", [1.0] * 12)
     after = _synthetic_run(tmp_path / "after", [0.0] * 12)  # the upgrade broke field b
-    assert main(["compare", str(before), str(after), "--json"]) == 0
+    assert main(["compare", str(before), str(after), "--json", "--min-cases", "10"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["same_dataset"] is True
     q = result["variants"]["Q"]
@@ -77,7 +79,7 @@ def test_compare_two_runs(tmp_path, capsys):
     assert q["comparison"]["fields"]["b"]["verdict"] == "worse"
     assert q["comparison"]["fields"]["b"]["mcnemar_p"] == pytest.approx(2 * 0.5**12)
     assert result["variants"]["R"]["comparison"]["overall"]["verdict"] == "equivalent"
-    assert main(["compare", str(before), str(after)]) == 0
+    assert main(["compare", str(before), str(after), "--min-cases", "10"]) == 0
     text = capsys.readouterr().out
     assert "field b" in text
     assert "worse" in text

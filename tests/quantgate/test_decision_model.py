@@ -41,7 +41,8 @@ def _case_mean(fields: dict[str, float]) -> float:
 
 def test_q2k_fails_the_gates_while_q8_0_passes(q2k_variants: Path, tmp_path: Path, capsys) -> None:
     args = ["run", "--variants", str(q2k_variants), "--dataset", "tech-config", "--limit", str(CASES)]
-    code = main([*args, "--out", str(tmp_path / "runs"), "--max-repairs", "0"])
+    gates = ["--min-cases", str(CASES), "--min-slice-cases", str(CASES)]  # the defaults ask for 30 and 20
+    code = main([*args, "--out", str(tmp_path / "runs"), "--max-repairs", "0", *gates])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "decision: Q8_0" in out
@@ -76,5 +77,5 @@ def test_q2k_fails_the_gates_while_q8_0_passes(q2k_variants: Path, tmp_path: Pat
     # the regression set is a valid dataset, and the exit status gates
     assert decision["regression_sets"]["Q2_K"]["cases"] > 0
     assert main(["datasets", "check", str(run_dir / decision["regression_sets"]["Q2_K"]["path"])]) == 0
-    assert main(["decide", str(run_dir), "--max-memory-mb", "100"]) == 3
+    assert main(["decide", str(run_dir), *gates, "--max-memory-mb", "100"]) == 3
     assert "No variant passes" in (run_dir / "decision.md").read_text()

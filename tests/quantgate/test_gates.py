@@ -14,6 +14,7 @@ def test_defaults() -> None:
     assert gates == Gates()
     assert gates.max_accuracy_drop == 0.05
     assert gates.max_memory_mb is None
+    assert (gates.min_cases, gates.min_slice_cases) == (30, 20)
 
 
 def test_file_values_and_overrides_on_top(tmp_path: Path) -> None:
