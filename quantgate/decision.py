@@ -12,21 +12,23 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from evaluators.comparison import (
     AgreementSummary,
+    Comparison,
     ComparisonOptions,
     PairedCase,
+    Regression,
     compare_paired,
     regressions,
     summarize_agreement,
 )
 from quantgate.dataset import Dataset, DatasetError, load_dataset
-from quantgate.gate_checks import Measured, judge_variant, measure, passes
+from quantgate.gate_checks import GateResult, Measured, judge_variant, measure, passes
 from quantgate.gates import Gates
 from quantgate.hardware import package_version
 from quantgate.regressions import REGRESSIONS_DIR, export_regressions
@@ -76,12 +78,35 @@ class _Judged:
     passed: bool
 
 
+def _evidence(
+    measured: Measured,
+    results: Sequence[GateResult],
+    comparison: Comparison | None,
+    agreement: AgreementSummary | None,
+) -> dict[str, Any]:
+    return {
+        "footprint_mb": measured.footprint_mb,
+        "footprint_source": measured.footprint_source,
+        "measured": {
+            "cases": measured.cases,
+            "format_validity": measured.format_validity,
+            "error_rate": measured.error_rate,
+            "latency_s_p95": measured.latency_s_p95,
+            "memory_mb": measured.memory_mb,
+            "memory_source": measured.memory_source,
+        },
+        "gates": [r.as_dict() for r in results],
+        "comparison": comparison.as_dict() if comparison else None,
+        "agreement": agreement.as_dict() if agreement else None,
+    }
+
+
 def _judge(
     entry: Mapping[str, Any],
     records: Mapping[str, Mapping[str, Mapping[str, Any]]],
     reference: str,
     gates: Gates,
-) -> tuple[_Judged, list[Any]]:
+) -> tuple[_Judged, list[Regression]]:
     name, is_reference = entry["name"], entry["name"] == reference
     if entry.get("status") != "ok":
         section: dict[str, Any] = {
@@ -109,24 +134,10 @@ def _judge(
         "is_reference": is_reference,
         "quantization": entry.get("quantization"),
         "passes": passes(results),
-        "footprint_mb": measured.footprint_mb,
-        "footprint_source": measured.footprint_source,
-        "measured": {
-            "cases": measured.cases,
-            "format_validity": measured.format_validity,
-            "error_rate": measured.error_rate,
-            "latency_s_p95": measured.latency_s_p95,
-            "memory_mb": measured.memory_mb,
-            "memory_source": measured.memory_source,
-        },
-        "gates": [r.as_dict() for r in results],
-        "comparison": comparison.as_dict() if comparison else None,
-        "agreement": agreement.as_dict() if agreement else None,
+        **_evidence(measured, results, comparison, agreement),
         "token_fidelity": entry.get("token_fidelity"),
         "token_fidelity_missing": entry.get("token_fidelity_missing"),
-        "regressions": [
-            {"case_id": r.case_id, "fields": list(r.fields), "tags": list(r.tags)} for r in found
-        ],
+        "regressions": [asdict(r) for r in found],
     }
     judged = _Judged(
         name=name,
@@ -209,7 +220,7 @@ def decide(run_dir: str | Path, gates: Gates | None = None) -> dict[str, Any]:
             f"{run.directory}: no records of the reference {reference!r}; nothing to compare with"
         )
     judged: list[_Judged] = []
-    found_by_variant: dict[str, list[Any]] = {}
+    found_by_variant: dict[str, list[Regression]] = {}
     for entry in run.summary.get("variants", []):
         item, found = _judge(entry, records, reference, gates)
         judged.append(item)
@@ -240,7 +251,7 @@ def _rollback(judged: list[_Judged], chosen: str | None, gates: Gates) -> dict[s
     return {"variant": chosen, "window_cases": item.measured.cases, "signals": [s.as_dict() for s in signals]}
 
 
-def _export_all(run: Run, found_by_variant: Mapping[str, list[Any]], reference: str) -> dict[str, Any]:
+def _export_all(run: Run, found_by_variant: Mapping[str, list[Regression]], reference: str) -> dict[str, Any]:
     dataset = _source_dataset(run)
     exported: dict[str, Any] = {}
     for name, found in found_by_variant.items():
