@@ -128,12 +128,13 @@ def _judge(
     agreement = None if is_reference else agreement_of(own.values(), options)
     measured = measure(list(own.values()), entry)
     results = judge_variant(measured=measured, comparison=comparison, gates=gates, is_reference=is_reference)
+    passed = passes(results)
     found = regressions(paired)
     section = {
         "status": "ok",
         "is_reference": is_reference,
         "quantization": entry.get("quantization"),
-        "passes": passes(results),
+        "passes": passed,
         **_evidence(measured, results, comparison, agreement),
         "token_fidelity": entry.get("token_fidelity"),
         "token_fidelity_missing": entry.get("token_fidelity_missing"),
@@ -145,7 +146,7 @@ def _judge(
         measured=measured,
         agreement=agreement,
         section=section,
-        passed=passes(results),
+        passed=passed,
     )
     return judged, found
 

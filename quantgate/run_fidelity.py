@@ -72,32 +72,35 @@ class FidelityJob:
     progress: bool
 
 
-def _prompts(job: FidelityJob) -> dict[str, str]:
-    """Each case's first-attempt prompt, built by the same code as during the run."""
+def _measure(job: FidelityJob) -> dict[str, dict[str, Any]]:
+    """Teacher-force every variant on the reference's outputs; the reference is loaded once.
+
+    The reference is opened as the run opened it, so each case's first-attempt prompt is
+    built by the same code with the same context window and tokenizer.
+    """
     from quantgate.backends import open_variant
+    from quantgate.backends.llamacpp import LlamaCppChatModel
     from quantgate.run import RunOptions, extraction_context
-    from quantgate.token_fidelity import case_prompt
+    from quantgate.token_fidelity import case_prompt, measure_token_fidelity
 
     options = RunOptions(max_repairs=job.max_repairs, progress=False)
     texts = {c.id: c.text for c in job.cases if c.id in job.outputs}
-    with open_variant(job.reference, job.dataset.schema) as opened:
-        context = extraction_context(job.dataset, opened, options)
-        return {case_id: case_prompt(context, text) for case_id, text in texts.items()}
-
-
-def _measure(job: FidelityJob) -> dict[str, dict[str, Any]]:
-    from quantgate.token_fidelity import measure_token_fidelity
-
-    prompts = _prompts(job)
     engine_options = {k: v for k, v in job.reference.options.items() if k != "max_tokens"}
-    with (job.run_dir / FIDELITY_FILE).open("a", encoding="utf-8") as sink:
+    with (
+        open_variant(job.reference, job.dataset.schema) as opened,
+        (job.run_dir / FIDELITY_FILE).open("a", encoding="utf-8") as sink,
+    ):
+        if not isinstance(opened.chat_model, LlamaCppChatModel):
+            raise BackendError(f"reference {job.reference.name}: not an embedded llama.cpp model")
+        context = extraction_context(job.dataset, opened, options)
+        prompts = {case_id: case_prompt(context, text) for case_id, text in texts.items()}
 
         def write(record: dict[str, Any]) -> None:
             sink.write(json.dumps(record) + "\n")
             sink.flush()
 
         summaries = measure_token_fidelity(
-            reference_path=Path(job.reference.model),
+            reference=opened.chat_model.engine,
             variant_paths={v.name: Path(v.model) for v in job.variants},
             prompts=prompts,
             reference_outputs=job.outputs,

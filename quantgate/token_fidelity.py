@@ -77,7 +77,7 @@ def _case_records(
 
 def measure_token_fidelity(
     *,
-    reference_path: Path,
+    reference: EmbeddedEngine,
     variant_paths: Mapping[str, Path],
     prompts: Mapping[str, str],
     reference_outputs: Mapping[str, str],
@@ -94,11 +94,12 @@ def measure_token_fidelity(
     re-tokenized, it may differ from the generated tokens where the reference produced a
     non-canonical split (seen once in 685 tokens). A case whose prompt and
     output do not fit in the context is skipped, with an `error` in its records. Listing the
-    reference among the variants loads it again and should give a KLD of about 0.
+    reference's file among the variants loads it again and should give a KLD of about 0.
 
     Args:
-        reference_path: The reference's GGUF file.
-        variant_paths: Variant name to GGUF file.
+        reference: The reference, already loaded (the caller built the prompts with it and
+            frees it).
+        variant_paths: Variant name to GGUF file; loaded here and freed on return.
         prompts: Case id to the first-attempt prompt (`case_prompt`).
         reference_outputs: Case id to the reference's output text for that prompt; the
             cases measured, in this order.
@@ -122,7 +123,6 @@ def measure_token_fidelity(
     options = dict(engine_options or {})
     measured: dict[str, list[TokenFidelity]] = {name: [] for name in variant_paths}
     with ExitStack() as stack:
-        reference = _load(stack, reference_path, options)
         variants = {name: _load(stack, path, options) for name, path in variant_paths.items()}
         for name, engine in variants.items():
             if engine.llama.n_vocab() != reference.llama.n_vocab():

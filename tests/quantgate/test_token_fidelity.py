@@ -178,19 +178,22 @@ def test_too_long_for_the_context_is_refused(engines):
 
 @pytest.mark.model
 def test_reference_against_itself_and_against_q4(ladder):
+    from quantgate.backends.llamacpp import EmbeddedEngine
     from quantgate.token_fidelity import measure_token_fidelity
 
     prompts = {"a": PROMPT, "b": PROMPT.replace("John Smith", "Ada Lovelace"), "long": PROMPT * 60}
     outputs = {"a": TARGET, "b": TARGET.replace("John Smith", "Ada Lovelace"), "long": TARGET}
     records: list[dict[str, Any]] = []
+    reference = EmbeddedEngine(path_of(ladder, "F16"), n_ctx=1024)
     summaries = measure_token_fidelity(
-        reference_path=path_of(ladder, "F16"),
+        reference=reference,
         variant_paths={"F16": path_of(ladder, "F16"), "Q4_K_M": path_of(ladder, "Q4_K_M")},
         prompts=prompts,
         reference_outputs=outputs,
         engine_options={"n_ctx": 1024},
         on_case=records.append,
     )
+    reference.close()
     assert [(r["variant"], r["case_id"]) for r in records] == [
         (v, c) for c in ("a", "b", "long") for v in ("F16", "Q4_K_M")
     ]
