@@ -14,7 +14,14 @@ from evaluators.comparison import (
     regressions,
     summarize_agreement,
 )
-from evaluators.fidelity import TokenFidelity, TokenFidelitySummary, summarize_token_fidelity, token_fidelity
+from evaluators.fidelity import (
+    TokenFidelity,
+    TokenFidelitySummary,
+    summarize_token_fidelity,
+    token_fidelity,
+    top_k_kld,
+    top_logprob_fidelity,
+)
 from evaluators.fields import FieldAccuracy, FieldScore, no_output, score_fields
 from evaluators.format import (
     FormatError,
@@ -83,4 +90,6 @@ __all__ = [
     "summarize_agreement",
     "summarize_token_fidelity",
     "token_fidelity",
+    "top_k_kld",
+    "top_logprob_fidelity",
 ]

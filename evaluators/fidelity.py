@@ -14,16 +14,27 @@ and at each output position we compare the next-token distributions they predict
 
 Summaries pool all positions of all cases (as llama.cpp does over its chunks), so a long
 output weighs more than a short one; percentiles are numpy's (linear interpolation).
+
+A server that returns only each position's top-k log-probabilities (Ollama) gives a coarser
+measure, `top_k_kld`: the KLD between the two distributions with every token outside the
+intersection of both top-k lists merged into one "other" bucket. Merging outcomes can only
+lower a KL divergence, so this is a lower bound of the full-vocabulary KLD, close to it when
+the top-k lists hold nearly all the probability mass (the usual case for a sharp next-token
+distribution). Top-1 agreement is exact as long as k >= 1.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 from scipy.special import log_softmax
+
+_MASS_FLOOR = 1e-12
+"""Smallest probability given to a bucket, so rounding in the server's logprobs cannot give log 0."""
 
 _ROWS_PER_CHUNK = 16
 """Positions converted to float64 at a time: a row of a 262,144-token vocabulary is 2 MB."""
@@ -154,3 +165,58 @@ def summarize_token_fidelity(*, cases: Iterable[TokenFidelity]) -> TokenFidelity
         kld_max=float(values.max()),
         top1_agreement=float(np.mean(top1)),
     )
+
+
+def top_k_kld(*, reference: Mapping[str, float], variant: Mapping[str, float]) -> float:
+    """Lower bound of KL(reference || variant) at one position, from two top-k lists.
+
+    Tokens listed by both models keep their own probability; everything else (tokens only
+    one model lists, and the unlisted tail) is one "other" bucket whose probability is what
+    the shared tokens leave. KL of these merged distributions never exceeds the full KLD.
+
+    Args:
+        reference: The reference's top-k tokens and their log-probabilities (natural log).
+        variant: The variant's top-k tokens and log-probabilities at the same position.
+
+    Returns:
+        The bound in nats (0 when the shared tokens get the same probabilities).
+
+    Raises:
+        ValueError: A list is empty.
+    """
+    if not reference or not variant:
+        raise ValueError("top-k lists must not be empty")
+    shared = reference.keys() & variant.keys()
+    p = [math.exp(reference[token]) for token in shared]
+    q = [math.exp(variant[token]) for token in shared]
+    p_other = max(1.0 - sum(p), 0.0)
+    q_other = max(1.0 - sum(q), _MASS_FLOOR)
+    kld = sum(pi * (math.log(pi) - math.log(max(qi, _MASS_FLOOR))) for pi, qi in zip(p, q, strict=True) if pi)
+    if p_other > 0:
+        kld += p_other * (math.log(p_other) - math.log(q_other))
+    return max(kld, 0.0)
+
+
+def top_logprob_fidelity(
+    *, reference: Sequence[Mapping[str, float]], variant: Sequence[Mapping[str, float]]
+) -> TokenFidelity:
+    """Per-position fidelity from top-k log-probabilities (see `top_k_kld`).
+
+    Args:
+        reference: The reference's top-k list (token to log-probability) per position.
+        variant: The variant's top-k list per position, for the same positions.
+
+    Returns:
+        The KLD lower bound and top-1 agreement per position.
+
+    Raises:
+        ValueError: The sequences differ in length or a list is empty.
+    """
+    if len(reference) != len(variant):
+        raise ValueError(f"reference has {len(reference)} positions but variant has {len(variant)}")
+    kld = tuple(top_k_kld(reference=r, variant=v) for r, v in zip(reference, variant, strict=True))
+    top1 = tuple(
+        max(r, key=r.__getitem__) == max(v, key=v.__getitem__)
+        for r, v in zip(reference, variant, strict=True)
+    )
+    return TokenFidelity(kld=kld, top1=top1)

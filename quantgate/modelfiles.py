@@ -8,11 +8,15 @@ from pathlib import Path
 from quantgate.variants import VariantSet
 
 # The embedded backend's prompt (quantgate.backends.llamacpp.render_prompt) as an Ollama
-# template: system text, then "Text:" / "JSON:" turns, ending with "JSON:" for the answer.
+# template: system text, then "Text:" / "JSON:" turns, ending with "JSON:" for the answer. A final
+# assistant message is left open, as the test double does and as Ollama's own templates do with
+# `$last`, so token fidelity can prefill the reference's output (quantgate.backends.ollama_forcing).
 TEMPLATE = (
-    '{{- range .Messages }}{{- if eq .Role "system" }}{{ .Content }}\n\n'
+    "{{- range $i, $_ := .Messages }}{{- $last := eq (len (slice $.Messages $i)) 1 }}"
+    '{{- if eq .Role "system" }}{{ .Content }}\n\n'
     '{{ else if eq .Role "user" }}Text:\n{{ .Content }}\nJSON:'
-    '{{ else if eq .Role "assistant" }} {{ .Content }}\n\n{{ end }}{{- end }}'
+    '{{ else if eq .Role "assistant" }}{{ if $last }}{{ .Content }}{{ else }} {{ .Content }}\n\n{{ end }}'
+    "{{ end }}{{- end }}"
 )
 
 

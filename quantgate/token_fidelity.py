@@ -7,27 +7,45 @@ compared with the reference's (`evaluators.fidelity`): KLD and top-1 agreement, 
 all positions of all cases. Unlike output-level agreement this sees how close a variant is
 even where greedy decoding happens to pick the same token.
 
-All models are loaded in this process with `EmbeddedEngine` (at once: about 2.5 GB for the
-Gemma 3 270M ladder); the caller decides whether that happens in a worker process.
+Embedded variants (`measure_token_fidelity`): all models are loaded in this process with
+`EmbeddedEngine` (at once: about 2.5 GB for the Gemma 3 270M ladder) and compared on their
+full logits; the caller decides whether that happens in a worker process.
+
+Ollama variants (`measure_ollama_token_fidelity`): the server gives only top-k
+log-probabilities of generated tokens, so each model follows the reference's output by
+resumed greedy generation (`quantgate.backends.ollama_forcing`) and the KLD is the top-k
+lower bound (`evaluators.fidelity.top_k_kld`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import BaseMessage
 from tqdm import tqdm
 
-from evaluators.fidelity import TokenFidelity, TokenFidelitySummary, summarize_token_fidelity, token_fidelity
+from evaluators.fidelity import (
+    TokenFidelity,
+    TokenFidelitySummary,
+    summarize_token_fidelity,
+    token_fidelity,
+    top_logprob_fidelity,
+)
 from graphs.extraction import ExtractionContext, prompt_messages
+from quantgate.backends import BackendError
 from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
+from quantgate.backends.ollama_forcing import ForcedPositions, OllamaForcing
 from quantgate.backends.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
 
 CaseRecord = dict[str, Any]
 """One JSON-ready line per (variant, case): `variant`, `case_id`, `positions`, `kld`, `top1`,
-and `error` (a message) when the case could not be measured (then the others are None)."""
+and `error` (a message) when the case could not be measured (then the others are None).
+Ollama records add `requests` (the variant's chat requests) and `unobserved` (positions where
+a model ended its answer, which have no log-probabilities and are left out)."""
 
 
 def case_prompt(context: ExtractionContext, text: str) -> str:
@@ -142,3 +160,85 @@ def measure_token_fidelity(
                 if on_case is not None:
                     on_case(record)
     return {name: summarize_token_fidelity(cases=cases) for name, cases in measured.items()}
+
+
+def _compare_walks(reference: ForcedPositions, variant: ForcedPositions) -> tuple[TokenFidelity, int]:
+    """Fidelity over the positions both walks observed, and how many positions were left out."""
+    pairs = [
+        (r, v) for r, v in zip(reference.top, variant.top, strict=False) if r is not None and v is not None
+    ]
+    unobserved = len(reference.tokens) - len(pairs)
+    fidelity = top_logprob_fidelity(reference=[r for r, _ in pairs], variant=[v for _, v in pairs])
+    return fidelity, unobserved
+
+
+def _variant_record(
+    name: str, case_id: str, reference: ForcedPositions, followed: ForcedPositions | BackendError
+) -> tuple[CaseRecord, TokenFidelity | None]:
+    record: CaseRecord = {"variant": name, "case_id": case_id}
+    if isinstance(followed, BackendError):
+        return record | {"positions": None, "kld": None, "top1": None, "error": str(followed)}, None
+    fidelity, unobserved = _compare_walks(reference, followed)
+    return record | {
+        "positions": fidelity.positions,
+        "kld": list(fidelity.kld),
+        "top1": list(fidelity.top1),
+        "requests": followed.requests,
+        "unobserved": unobserved,
+        "error": None,
+    }, fidelity
+
+
+def measure_ollama_token_fidelity(
+    *,
+    reference: OllamaForcing,
+    variants: Mapping[str, OllamaForcing],
+    messages: Mapping[str, Sequence[BaseMessage]],
+    reference_outputs: Mapping[str, str],
+    on_case: Callable[[CaseRecord], None] | None = None,
+    progress: bool = False,
+) -> dict[str, TokenFidelitySummary]:
+    """Follow the reference's outputs with every Ollama variant and compare top-k lists.
+
+    The reference walks all cases first, then each variant (a server that keeps one model
+    loaded switches models once per variant, not per case). A case the server fails on
+    gets a record with its `error` and adds no positions.
+
+    Args:
+        reference: The reference model on its server.
+        variants: Variant name to its model on its server.
+        messages: Case id to the first-attempt messages (`prompt_messages`).
+        reference_outputs: Case id to the reference's output for those messages.
+        on_case: Called with each (variant, case) record as soon as it is measured.
+        progress: Show progress bars.
+
+    Returns:
+        Variant name to its summary, pooled over the positions both walks observed.
+    """
+    walks = {
+        case_id: _walk(partial(reference.follow_text, messages[case_id], output))
+        for case_id, output in tqdm(
+            reference_outputs.items(), desc="token fidelity: reference", disable=not progress
+        )
+    }
+    measured: dict[str, list[TokenFidelity]] = {name: [] for name in variants}
+    for name, forcing in variants.items():
+        for case_id, walk in tqdm(walks.items(), desc=f"token fidelity: {name}", disable=not progress):
+            if isinstance(walk, BackendError):
+                record: CaseRecord = {"variant": name, "case_id": case_id, "positions": None, "kld": None,
+                                      "top1": None, "error": f"reference: {walk}"}  # fmt: skip
+            else:
+                followed = _walk(partial(forcing.follow_tokens, messages[case_id], walk.tokens))
+                record, fidelity = _variant_record(name, case_id, walk, followed)
+                if fidelity is not None:
+                    measured[name].append(fidelity)
+            if on_case is not None:
+                on_case(record)
+    return {name: summarize_token_fidelity(cases=cases) for name, cases in measured.items()}
+
+
+def _walk(follow: Callable[[], ForcedPositions]) -> ForcedPositions | BackendError:
+    try:
+        return follow()
+    except BackendError as exc:
+        return exc

@@ -2,9 +2,14 @@
 
 No Ollama binary can run where quantgate is developed, so the tests talk HTTP to this
 stand-in, which speaks the documented Ollama REST protocol (`/api/chat` streaming NDJSON and
-non-streaming with `format` as a JSON schema, `/api/generate` to load, `/api/show`, `/api/ps`,
-`/api/tags`, `/api/version`) with real inference: llama.cpp through quantgate's embedded
-engine, on real GGUF files. langchain-ollama's real client code therefore runs end to end.
+non-streaming with `format` as a JSON schema, `logprobs` and `top_logprobs`, `/api/generate`
+to load, `/api/show`, `/api/ps`, `/api/tags`, `/api/version`) with real inference: llama.cpp
+through quantgate's embedded engine, on real GGUF files. langchain-ollama's and the ollama
+client's real code therefore runs end to end.
+
+Chat messages are rendered with quantgate's few-shot completion prompt (`render_prompt`), not
+a model template. A final assistant message is continued, not closed, as Ollama's templates
+do with `$last`. Log-probabilities are the log-softmax of the raw logits (before any grammar).
 
 Faults are injected through `POST /_double/faults` (not part of Ollama's API):
 `{"busy": n}` answers the next n chats with 503, `{"error": n}` with 500, `{"slow": seconds}`
@@ -19,18 +24,23 @@ prints `listening on http://127.0.0.1:PORT` once ready.
 from __future__ import annotations
 
 import argparse
+import codecs
 import datetime as dt
 import hashlib
 import json
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from scipy.special import log_softmax
 
-from quantgate.backends.greedy import Generation
+from quantgate.backends.greedy import Generation, Step
 from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
 
 VERSION = "0.0.0-quantgate-test-double"
@@ -73,12 +83,25 @@ class Models:
         }
 
     def load(self, tag: str) -> EmbeddedEngine:
+        """The loaded engine of `tag`, unloading the other model first (waiting until it is idle)."""
         with self.lock:
             if tag not in self.loaded:
                 for other in list(self.loaded):
-                    self.loaded.pop(other).close()
+                    evicted = self.loaded.pop(other)
+                    with evicted.lock:  # a request still generating with it finishes first
+                        evicted.close()
                 self.loaded[tag] = EmbeddedEngine(self.paths[tag], n_ctx=N_CTX)
             return self.loaded[tag]
+
+    @contextmanager
+    def serving(self, tag: str) -> Iterator[EmbeddedEngine]:
+        """Hold `tag`'s engine for one generation; it cannot be unloaded meanwhile."""
+        while True:
+            engine = self.load(tag)
+            with engine.lock:
+                if self.loaded.get(tag) is engine:  # not unloaded between load and lock
+                    yield engine
+                    return
 
 
 class Faults:
@@ -116,9 +139,31 @@ def _read_metadata(path: Path) -> dict[str, str]:
     return metadata
 
 
-def _messages(raw: list[dict[str, Any]]) -> list[BaseMessage]:
+def _prompt(raw: list[dict[str, Any]]) -> str:
+    """The completion prompt; a final assistant message is left open for the model to continue."""
     kinds = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
-    return [kinds[m["role"]](content=m.get("content", "")) for m in raw if m.get("role") in kinds]
+    messages: list[BaseMessage] = [
+        kinds[m["role"]](content=m.get("content", "")) for m in raw if m.get("role") in kinds
+    ]
+    if messages and isinstance(messages[-1], AIMessage):
+        return render_prompt(messages[:-1]) + messages[-1].text
+    return render_prompt(messages)
+
+
+def _logprobs(engine: EmbeddedEngine, step: Step, top: int) -> dict[str, Any]:
+    """Ollama's logprob entry for one generated token, with its `top` most likely tokens."""
+    assert step.logits is not None
+    logprobs = log_softmax(step.logits.astype(np.float64))
+    best = np.argpartition(-logprobs, top)[:top] if top < len(logprobs) else np.arange(len(logprobs))
+    best = best[np.argsort(-logprobs[best])]
+
+    def text(token: int) -> str:
+        return codecs.decode(engine.llama.detokenize([int(token)]), "utf-8", errors="replace")
+
+    entry: dict[str, Any] = {"token": text(step.token), "logprob": float(logprobs[step.token])}
+    if top:
+        entry["top_logprobs"] = [{"token": text(t), "logprob": float(logprobs[t])} for t in best]
+    return entry
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -242,56 +287,66 @@ class Handler(BaseHTTPRequestHandler):
     def _chat(self, tag: str, body: dict[str, Any], cut: bool) -> None:
         started = time.perf_counter()
         was_loaded = tag in self.server.models.loaded
-        engine = self.server.models.load(tag)
-        load_ns = 0 if was_loaded else int((time.perf_counter() - started) * 1e9)
-        options = body.get("options") or {}
-        schema = body.get("format")
-        grammar = engine.grammar(schema) if isinstance(schema, dict) else None
-        prompt = render_prompt(_messages(body.get("messages", [])))
-        stats = Generation()
-        stream = body.get("stream", True)
-        pieces: list[str] = []
-        with engine.lock:
-            t_prompt = time.perf_counter()
-            t_first: float | None = None
+        with self.server.models.serving(tag) as engine:
+            load_ns = 0 if was_loaded else int((time.perf_counter() - started) * 1e9)
+            stream = body.get("stream", True)
             if stream:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-ndjson")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-            for piece in engine.decoder.generate(
-                prompt, grammar, int(options.get("num_predict") or 512), stats
-            ):
-                t_first = t_first or time.perf_counter()
-                pieces.append(piece)
-                if stream:
-                    if cut and len(pieces) == 3:
-                        self.wfile.write(b'10\r\n{"model": "x"')  # a chunk that never completes
-                        self.wfile.flush()
-                        self.close_connection = True
-                        return
-                    message = {"role": "assistant", "content": piece}
-                    self._chunk({"model": tag, "created_at": _now(), "message": message, "done": False})
-            ended = time.perf_counter()
-        t_first = t_first or ended
-        final = {
-            "model": tag,
-            "created_at": _now(),
-            "message": {"role": "assistant", "content": "" if stream else "".join(pieces)},
-            "done": True,
-            "done_reason": "length" if stats.finish_reason == "length" else "stop",
-            "total_duration": int((ended - started) * 1e9),
-            "load_duration": load_ns,
-            "prompt_eval_count": stats.prompt_tokens,
-            "prompt_eval_duration": int((t_first - t_prompt) * 1e9),
-            "eval_count": stats.output_tokens,
-            "eval_duration": int((ended - t_first) * 1e9),
-        }
+            answer = self._answer(tag, engine, body, cut=cut)
+        if answer is None:  # the stream was cut on purpose
+            return
+        final = {"model": tag, "created_at": _now(), "done": True, "load_duration": load_ns, **answer}
+        final["total_duration"] = int((time.perf_counter() - started) * 1e9)
         if stream:
+            final["message"]["content"] = ""
+            final.pop("logprobs", None)
             self._chunk(final)
             self.wfile.write(b"0\r\n\r\n")
         else:
             self._json(200, final)
+
+    def _answer(
+        self, tag: str, engine: EmbeddedEngine, body: dict[str, Any], *, cut: bool
+    ) -> dict[str, Any] | None:
+        """Generate, streaming chunks when asked; the final message's fields, or None if cut."""
+        options = body.get("options") or {}
+        schema = body.get("format")
+        grammar = engine.grammar(schema) if isinstance(schema, dict) else None
+        top = int(body.get("top_logprobs") or 0) if body.get("logprobs") else None
+        stats = Generation()
+        pieces: list[str] = []
+        logprobs: list[dict[str, Any]] = []
+        t_prompt = time.perf_counter()
+        t_first: float | None = None
+        prompt = _prompt(body.get("messages", []))
+        for step in engine.decoder.steps(prompt, grammar, int(options.get("num_predict") or 512), stats):
+            t_first = t_first or time.perf_counter()
+            pieces.append(step.text)
+            entry = [_logprobs(engine, step, top)] if top is not None and step.token >= 0 else []
+            logprobs += entry
+            if body.get("stream", True):
+                if cut and len(pieces) == 3:
+                    self.wfile.write(b'10\r\n{"model": "x"')  # a chunk that never completes
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return None
+                message = {"role": "assistant", "content": step.text}
+                chunk = {"model": tag, "created_at": _now(), "message": message, "done": False}
+                self._chunk(chunk | ({"logprobs": entry} if entry else {}))
+        ended = time.perf_counter()
+        t_first = t_first or ended
+        return {
+            "message": {"role": "assistant", "content": "".join(pieces)},
+            "done_reason": "length" if stats.finish_reason == "length" else "stop",
+            "prompt_eval_count": stats.prompt_tokens,
+            "prompt_eval_duration": int((t_first - t_prompt) * 1e9),
+            "eval_count": stats.output_tokens,
+            "eval_duration": int((ended - t_first) * 1e9),
+            **({"logprobs": logprobs} if top is not None else {}),
+        }
 
     def _chunk(self, value: dict[str, Any]) -> None:
         line = json.dumps(value).encode() + b"\n"

@@ -33,6 +33,15 @@ class Generation:
     grammar_fallbacks: int = 0
 
 
+@dataclass(frozen=True)
+class Step:
+    """One generated token: its id, the text it completes, and the logits it was chosen from."""
+
+    token: int
+    text: str
+    logits: np.ndarray[Any, np.dtype[np.float32]] | None
+
+
 class GreedyDecoder:
     """Greedy decoding over one loaded `llama_cpp.Llama`, constrained by a GBNF grammar.
 
@@ -89,6 +98,16 @@ class GreedyDecoder:
             max_tokens: Generation limit (finish reason `length` when reached).
             stats: Receives token counts, the finish reason and grammar fallbacks.
         """
+        for step in self.steps(prompt, grammar, max_tokens, stats):
+            if step.text:
+                yield step.text
+
+    def steps(self, prompt: str, grammar: str | None, max_tokens: int, stats: Generation) -> Iterator[Step]:
+        """Like `generate`, one `Step` per token with the logits it was chosen from.
+
+        A step's `logits` are valid only until the next step is requested. After the last
+        token, a step with `token` -1 carries text left in the UTF-8 decoder, if any.
+        """
         tokens = self.llama.tokenize(prompt.encode("utf-8"))
         stats.prompt_tokens = len(tokens)
         self._eval_prompt(tokens)
@@ -115,13 +134,11 @@ class GreedyDecoder:
                 if sampler is not None:
                     self._c.llama_sampler_accept(sampler, token)
                 stats.output_tokens += 1
-                text = decoder.decode(self.llama.detokenize([token]))
+                yield Step(token=token, text=decoder.decode(self.llama.detokenize([token])), logits=logits)
                 self.llama.eval([token])
-                if text:
-                    yield text
             tail = decoder.decode(b"", final=True)
             if tail:
-                yield tail
+                yield Step(token=-1, text=tail, logits=None)
         finally:
             if sampler is not None:
                 self._c.llama_sampler_free(sampler)

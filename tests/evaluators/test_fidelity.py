@@ -1,12 +1,20 @@
-"""Token fidelity: KLD (reference || variant) and top-1 agreement from raw logits."""
+"""Token fidelity: KLD (reference || variant) and top-1 agreement from raw logits, and the
+lower bound from top-k log-probabilities (what Ollama returns)."""
 
+import itertools
 import math
 
 import numpy as np
 import pytest
 from scipy.stats import entropy
 
-from evaluators.fidelity import TokenFidelity, summarize_token_fidelity, token_fidelity
+from evaluators.fidelity import (
+    TokenFidelity,
+    summarize_token_fidelity,
+    token_fidelity,
+    top_k_kld,
+    top_logprob_fidelity,
+)
 
 
 def softmax(logits):
@@ -113,3 +121,52 @@ def test_a_token_both_models_exclude_adds_nothing():
         result = token_fidelity(reference_logits=reference, variant_logits=variant)
     p, q = softmax(reference[0, :2]), softmax(variant[0, :2])
     assert result.kld[0] == pytest.approx(entropy(p, q))
+
+
+def top_k(probabilities, k):
+    order = np.argsort(-probabilities)[:k]
+    return {f"t{i}": math.log(probabilities[i]) for i in order}
+
+
+def test_top_k_kld_by_hand():
+    reference = {"a": math.log(0.5), "b": math.log(0.3)}  # c = 0.2 unlisted
+    variant = {"a": math.log(0.4), "b": math.log(0.4)}  # c = 0.2 unlisted
+    by_hand = 0.5 * math.log(0.5 / 0.4) + 0.3 * math.log(0.3 / 0.4) + 0.2 * math.log(0.2 / 0.2)
+    assert top_k_kld(reference=reference, variant=variant) == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_tokens_listed_by_one_model_only_fall_into_the_other_bucket():
+    reference = {"a": math.log(0.6), "b": math.log(0.3)}
+    variant = {"a": math.log(0.6), "x": math.log(0.3)}
+    # shared {a}: both 0.6; other: 0.4 vs 0.4, so the bound is 0 although b and x differ
+    assert top_k_kld(reference=reference, variant=variant) == pytest.approx(0.0, abs=1e-15)
+
+
+def test_top_k_kld_equals_the_full_kld_with_the_whole_vocabulary():
+    p, q = softmax(REFERENCE[0]), softmax(VARIANT[0])
+    assert top_k_kld(reference=top_k(p, 3), variant=top_k(q, 3)) == pytest.approx(entropy(p, q), rel=1e-12)
+
+
+def test_top_k_kld_is_a_lower_bound_that_grows_with_k():
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        p = softmax(rng.normal(scale=3.0, size=50))
+        q = softmax(np.log(p) + rng.normal(scale=0.5, size=50))
+        full = entropy(p, q)
+        bounds = [top_k_kld(reference=top_k(p, k), variant=top_k(q, k)) for k in (1, 5, 20, 50)]
+        assert all(b <= full + 1e-12 for b in bounds)
+        assert all(a <= b + 1e-12 for a, b in itertools.pairwise(bounds))  # a finer partition, a larger bound
+        assert bounds[-1] == pytest.approx(full, rel=1e-9, abs=1e-12)
+
+
+def test_top_logprob_fidelity_per_position():
+    reference = [{"a": math.log(0.9), "b": math.log(0.05)}, {"a": math.log(0.4), "b": math.log(0.5)}]
+    variant = [{"a": math.log(0.8), "b": math.log(0.1)}, {"a": math.log(0.6), "b": math.log(0.3)}]
+    result = top_logprob_fidelity(reference=reference, variant=variant)
+    assert result.top1 == (True, False)
+    assert result.kld[0] == pytest.approx(top_k_kld(reference=reference[0], variant=variant[0]))
+    assert result.kld[0] > 0
+    with pytest.raises(ValueError, match="positions"):
+        top_logprob_fidelity(reference=reference, variant=variant[:1])
+    with pytest.raises(ValueError, match="empty"):
+        top_k_kld(reference={}, variant=variant[0])

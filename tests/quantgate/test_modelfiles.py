@@ -9,6 +9,7 @@ def test_modelfile_serves_the_file_with_the_embedded_prompt_and_greedy_decoding(
     assert text.startswith(f"FROM {gguf}\n")
     assert "PARAMETER temperature 0" in text
     assert '{{ else if eq .Role "user" }}Text:\n{{ .Content }}\nJSON:' in text
+    assert "{{ if $last }}{{ .Content }}{{ else }}" in text  # a final assistant message stays open
     assert ollama_tag("Q4_K_M") == "gemma3-270m-quantgate:q4_k_m"
 
 

@@ -48,6 +48,15 @@ def test_quantgate_run_over_ollama_variants(ollama_double, tmp_path, monkeypatch
         assert entry["ttft_s_p50"] > 0
         assert entry["server_tokens_per_s"] > 0
         assert entry["retries"] == 0
+    fidelity = q4["token_fidelity"]  # from the server's top-k logprobs, along F16's outputs
+    assert "Ollama" in fidelity["method"]
+    assert fidelity["positions"] > 20
+    assert 0 < fidelity["kld_mean"] < 0.5
+    assert 0.8 < fidelity["top1_agreement"] <= 1
+    records = [json.loads(line) for line in (tmp_path / summary["run_id"] / "fidelity.jsonl").open()]
+    assert [r["variant"] for r in records] == [q4["name"]] * fidelity["cases"]
+    klds = [k for r in records for k in r["kld"]]
+    assert fidelity["kld_mean"] == pytest.approx(sum(klds) / len(klds))
     variants = json.loads((tmp_path / summary["run_id"] / "variants.json").read_text())["variants"]
     runtime = variants[1]["runtime"]
     assert runtime["name"] == "ollama"

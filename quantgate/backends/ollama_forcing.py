@@ -1,0 +1,222 @@
+"""Teacher forcing through Ollama's API, from the top-k log-probabilities it returns.
+
+Ollama cannot score a given text: it only returns log-probabilities (`logprobs`,
+`top_logprobs`) for the tokens it generates. We still obtain a model's next-token
+distribution at every position of the reference's output by *resumed greedy generation*:
+
+1. Ask for the case's first-attempt messages at temperature 0 and read the stream, one
+   generated token at a time, each with its top-k list.
+2. While the generated token is the target's next token, the model saw exactly the
+   reference's history: keep its top-k list and go on.
+3. At the first position where it picks another token, keep that position's top-k list
+   (its history was still the reference's), close the stream, and ask again with the
+   target's text so far as a final, unfinished assistant message, which Ollama's chat
+   templates continue rather than close (`$last` in the Gemma 3 and Llama 3 templates).
+
+A model that agrees with the reference costs one request per case; each disagreement costs
+one more, and the server's prompt cache keeps the shared prefix. The server re-tokenizes the
+prefilled text, which may split it differently from the generated tokens at rare places.
+
+For the reference itself (`follow_text`) the target is its recorded output, a string: the
+next token is the generated one when the output continues with it, else the most likely
+token of the top-k list that the output continues with. When none does (the output was
+generated under the schema's grammar, which can force a token the free model finds
+unlikely), the walk advances by one character: the position's top-k list is kept, since the
+history was the reference's. For a variant (`follow_tokens`) the target is the token
+sequence the reference's walk produced, so positions line up one to one.
+
+Where a model ends its answer before the target does, that position has no top-k list (Ollama
+returns none for the end of text): it is left out, and the walk goes on past it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from quantgate.backends import BackendError
+
+DEFAULT_TOP_LOGPROBS = 20
+_ROLES = ((SystemMessage, "system"), (HumanMessage, "user"), (AIMessage, "assistant"))
+
+TopLogprobs = dict[str, float]
+"""One position: token text to natural-log probability, the server's k most likely tokens."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForcedPositions:
+    """What one model predicted at each position of a target.
+
+    Attributes:
+        tokens: The target's tokens, as far as the walk got.
+        top: The model's top-k list at each of those positions; None where the model ended
+            its answer there (Ollama returns no log-probabilities for the end of text).
+        requests: Chat requests made.
+    """
+
+    tokens: tuple[str, ...]
+    top: tuple[TopLogprobs | None, ...]
+    requests: int
+
+
+@dataclass(kw_only=True)
+class _Walk:
+    target: str
+    tokens: Sequence[str] | None
+    chosen: list[str] = field(default_factory=list)
+    top: list[TopLogprobs | None] = field(default_factory=list)
+    requests: int = 0
+
+    @property
+    def prefix(self) -> str:
+        return "".join(self.chosen)
+
+    def finished(self) -> bool:
+        if self.tokens is not None:
+            return len(self.chosen) >= len(self.tokens)
+        return self.prefix == self.target
+
+    def expected(self, generated: str, top: TopLogprobs) -> str:
+        """The target's token at this position."""
+        if self.tokens is not None:
+            return self.tokens[len(self.chosen)]
+        remaining = self.target[len(self.prefix) :]
+        if generated and remaining.startswith(generated):
+            return generated
+        candidates = [t for t in top if t and remaining.startswith(t)]
+        return max(candidates, key=top.__getitem__) if candidates else remaining[0]
+
+    def skip(self) -> None:
+        """Step over a position the model ended its answer at (no top-k list)."""
+        upcoming = self.tokens[len(self.chosen)] if self.tokens is not None else self.target[len(self.prefix)]
+        self.chosen.append(upcoming)
+        self.top.append(None)
+
+    def result(self) -> ForcedPositions:
+        return ForcedPositions(tokens=tuple(self.chosen), top=tuple(self.top), requests=self.requests)
+
+
+def ollama_messages(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
+    """LangChain messages as Ollama chat messages (role and text)."""
+    converted = []
+    for message in messages:
+        role = next((name for kind, name in _ROLES if isinstance(message, kind)), None)
+        if role is None:
+            raise ValueError(f"no Ollama role for a {type(message).__name__}")
+        converted.append({"role": role, "content": message.text})
+    return converted
+
+
+class OllamaForcing:
+    """Resumed greedy generation against one Ollama model (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        host: str,
+        model: str,
+        options: dict[str, Any],
+        top_logprobs: int = DEFAULT_TOP_LOGPROBS,
+        timeout_s: float = 300.0,
+    ) -> None:
+        """Connect to a server.
+
+        Args:
+            host: The server URL.
+            model: The model tag.
+            options: Ollama options (`num_ctx`, `seed`); temperature is set to 0 here.
+            top_logprobs: How many most likely tokens to ask for at each position.
+            timeout_s: Per-request timeout.
+        """
+        from ollama import Client
+
+        self.host = host
+        self.model = model
+        self.options = {**options, "temperature": 0.0}
+        self.top_logprobs = top_logprobs
+        self.client = Client(host=host, timeout=timeout_s)
+
+    def follow_text(self, messages: Sequence[BaseMessage], target: str) -> ForcedPositions:
+        """The model's top-k lists along `target` (the reference's own output)."""
+        return self._follow(messages, _Walk(target=target, tokens=None))
+
+    def follow_tokens(self, messages: Sequence[BaseMessage], tokens: Sequence[str]) -> ForcedPositions:
+        """The model's top-k lists along the reference's token sequence."""
+        return self._follow(messages, _Walk(target="".join(tokens), tokens=tokens))
+
+    def _follow(self, messages: Sequence[BaseMessage], walk: _Walk) -> ForcedPositions:
+        base = ollama_messages(messages)
+        while not walk.finished():
+            walk.requests += 1
+            prefix = walk.prefix
+            prefill = [{"role": "assistant", "content": prefix}] if prefix else []
+            budget = len(walk.tokens) - len(walk.chosen) if walk.tokens is not None else len(walk.target)
+            if self._resume(self._stream([*base, *prefill], budget), walk) == "ended":
+                walk.skip()
+        return walk.result()
+
+    def _resume(self, stream: Iterator[Any], walk: _Walk) -> str:
+        """Read one answer: `done` (target covered), `diverged` or `ended` (before the target)."""
+        try:
+            for chunk in stream:
+                for entry in chunk.logprobs or []:
+                    top = _top(entry)
+                    expected = walk.expected(entry.token, top)
+                    walk.chosen.append(expected)
+                    walk.top.append(top)
+                    if entry.token != expected:
+                        return "diverged"
+                    if walk.finished():
+                        return "done"
+                if chunk.done:
+                    return "ended"
+            return "ended"
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()  # stop the server generating past a divergence
+
+    def _stream(self, messages: list[dict[str, str]], budget: int) -> Iterator[Any]:
+        try:
+            stream = self.client.chat(
+                model=self.model,
+                messages=messages,
+                stream=True,
+                logprobs=True,
+                top_logprobs=self.top_logprobs,
+                options={**self.options, "num_predict": max(budget, 1)},
+            )
+            yield from _checked(stream, self.host, self.model)
+        except httpx.HTTPError as exc:
+            raise BackendError(f"Ollama server at {self.host} ({self.model}): {exc}") from exc
+
+
+def _checked(stream: Iterator[Any], host: str, model: str) -> Iterator[Any]:
+    from ollama import ResponseError
+
+    try:
+        for chunk in stream:
+            if not chunk.done and chunk.message.content and not chunk.logprobs:
+                raise BackendError(
+                    f"Ollama server at {host} returned no log-probabilities for {model}; "
+                    "it needs an Ollama release whose API has logprobs (late 2025 or newer)"
+                )
+            yield chunk
+    except ResponseError as exc:
+        raise BackendError(
+            f"Ollama server at {host} ({model}) answered {exc.status_code}: {exc.error}"
+        ) from exc
+
+
+def _top(entry: Any) -> TopLogprobs:
+    listed = entry.top_logprobs or []
+    if not listed:
+        return {entry.token: entry.logprob}
+    top: TopLogprobs = {}
+    for item in listed:
+        top[item.token] = max(item.logprob, top.get(item.token, float("-inf")))
+    return top
