@@ -110,7 +110,34 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(render_summary(summary))
         print(f"run directory: {run_dir}")
-    return _report_decision(run_dir, gates, quiet=args.json)
+    status = _report_decision(run_dir, gates, quiet=args.json)
+    if not args.no_report:
+        _write_report_after_run(run_dir, quiet=args.json)
+    return status
+
+
+def _write_report_after_run(run_dir: Path, *, quiet: bool) -> None:
+    """Write the HTML report; a failure here is reported and the run, already on disk, is kept."""
+    from quantgate.report import write_report
+
+    try:
+        page = write_report(run_dir)
+    except Exception as exc:  # the run and its decision are written: never lose them to a chart bug
+        print(
+            f"quantgate: the report could not be written ({type(exc).__name__}: {exc}); the run and its "
+            f"decision are kept in {run_dir}; retry with: quantgate report {run_dir}",
+            file=sys.stderr,
+        )
+        return
+    if not quiet:
+        print(f"report: {page}")
+
+
+def _report(args: argparse.Namespace) -> int:
+    from quantgate.report import write_report
+
+    print(write_report(Path(args.run_dir), max_failures=args.max_failures))
+    return 0
 
 
 def _gates(args: argparse.Namespace) -> Gates:
@@ -273,6 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="leave out dataset lines with errors (reported) instead of refusing the dataset",
     )
+    run.add_argument(
+        "--no-report", action="store_true", help="do not write RUN_DIR/report/report.html at the end"
+    )
     _add_gate_flags(run)
     run.set_defaults(handler=_run)
 
@@ -283,6 +313,19 @@ def build_parser() -> argparse.ArgumentParser:
     decide.add_argument("run_dir", metavar="RUN_DIR")
     _add_gate_flags(decide)
     decide.set_defaults(handler=_decide)
+
+    report = commands.add_parser(
+        "report", help="write RUN_DIR/report/report.html (self-contained) and its PNG charts; print its path"
+    )
+    report.add_argument("run_dir", metavar="RUN_DIR")
+    report.add_argument(
+        "--max-failures",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="at most N case x variant entries in the failure browser (default %(default)s)",
+    )
+    report.set_defaults(handler=_report)
 
     compare = commands.add_parser(
         "compare", help="what changed between two runs (B - A), with the statistics"

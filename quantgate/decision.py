@@ -165,7 +165,7 @@ def recommend(candidates: Iterable[tuple[str, bool, float | None]]) -> str | Non
     return min(passing)[3] if passing else None
 
 
-def _source_dataset(run: Run) -> Dataset | None:
+def run_dataset(run: Run) -> Dataset | None:
     """The cases the run evaluated: its own copy, else the source if its hash still matches."""
     copy = run.directory / DATASET_DIR
     try:
@@ -253,7 +253,7 @@ def _rollback(judged: list[_Judged], chosen: str | None, gates: Gates) -> dict[s
 
 
 def _export_all(run: Run, found_by_variant: Mapping[str, list[Regression]], reference: str) -> dict[str, Any]:
-    dataset = _source_dataset(run)
+    dataset = run_dataset(run)
     exported: dict[str, Any] = {}
     for name, found in found_by_variant.items():
         if name == reference or not found:

@@ -27,14 +27,23 @@ def _cell(entry: dict[str, Any], key: str, template: str) -> str:
     return "—" if value is None else template.format(value)
 
 
-def render_summary(summary: dict[str, Any]) -> str:
-    """A fixed-width table of the variants, reference marked with *; missing figures as —."""
+def summary_rows(summary: dict[str, Any]) -> list[list[str]]:
+    """The summary table as text cells: a header row, then one row per variant.
+
+    The reference's name is marked with ` *`; a figure that was not measured is `—`.
+    """
     rows = [[title for title, _, _ in _COLUMNS]]
     for entry in summary.get("variants", []):
         row = [_cell(entry, key, template) for _, key, template in _COLUMNS]
         if entry.get("is_reference"):
             row[0] += " *"
         rows.append(row)
+    return rows
+
+
+def render_summary(summary: dict[str, Any]) -> str:
+    """A fixed-width table of the variants, reference marked with *; missing figures as —."""
+    rows = summary_rows(summary)
     widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
     lines = [
         "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))

@@ -43,6 +43,23 @@ def ladder(tmp_path_factory: pytest.TempPathFactory) -> VariantSet:
     return build_test_ladder(tmp_path_factory.mktemp("ladder"))
 
 
+@pytest.fixture(scope="session")
+def small_real_run(ladder: VariantSet, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small real run, decided: the F16 reference and Q4_K_M on 3 cases of contacts-events,
+    token fidelity included; the report and the notebook read it."""
+    from quantgate.dataset import load_dataset
+    from quantgate.decision import decide
+    from quantgate.run import RunOptions, run_evaluation
+
+    variants = VariantSet(
+        reference="F16", variants=[v for v in ladder.variants if v.name in ("F16", "Q4_K_M")]
+    )
+    options = RunOptions(limit=3, out=tmp_path_factory.mktemp("real-run"), progress=False)
+    run_dir = run_evaluation(load_dataset("contacts-events"), variants, options=options)
+    decide(run_dir)
+    return run_dir
+
+
 OLLAMA_TAGS = {"F16": "gemma3:270m-f16", "Q8_0": "gemma3:270m-q8_0", "Q4_K_M": "gemma3:270m-q4_K_M"}
 
 

@@ -1,8 +1,10 @@
-"""Synthetic run directories for decision tests: records and summaries written by hand."""
+"""Synthetic run directories: records and summaries written by hand (`make_run`), or a real
+run of the evaluation pipeline over fake chat models with hostile text (`make_fake_run`)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +26,18 @@ def make_run(
     footprints: dict[str, float],
     invalid: dict[str, int] | None = None,
     reference: str = "R",
+    tags: Sequence[Sequence[str]] | None = None,
 ) -> Path:
     """A complete run: one record per case per variant with the given field scores.
 
     `invalid[name]` makes that variant's first n cases invalid outputs (an error each).
+    `tags[i]` are case i's tags (default: lang:en and numbers for every case).
     """
     directory.mkdir(parents=True)
     n = len(next(iter(variants.values())))
+    case_tags = [tuple(t) for t in tags] if tags is not None else [("lang:en", "numbers")] * n
     cases = [
-        Case(id=f"c{i}", text=f"case {i}", expected={"a": "x", "b": float(i)}, tags=("lang:en", "numbers"))
+        Case(id=f"c{i}", text=f"case {i}", expected={"a": "x", "b": float(i)}, tags=case_tags[i])
         for i in range(n)
     ]
     write_dataset(directory / DATASET_DIR, schema=SCHEMA, cases=cases, card="synthetic\n")
@@ -49,7 +54,7 @@ def make_run(
                 {
                     "variant": name,
                     "case_id": f"c{i}",
-                    "tags": ["lang:en", "numbers"],
+                    "tags": list(case_tags[i]),
                     "fields": fields,
                     "valid": i >= bad,
                     "format_valid": i >= bad,
@@ -83,3 +88,64 @@ def make_run(
     ]
     (directory / VARIANTS_FILE).write_text(json.dumps({"format_version": 1, "variants": metadata}))
     return directory
+
+
+HOSTILE_TEXT = "Factura de Acme <script>alert(1)</script> <img src=x onerror=alert(2)> por 12,50 EUR"
+HOSTILE_OUTPUT = "<script>alert(3)</script><img src=x onerror=alert(4)>"
+HOSTILE_GOLD = "Acme <script>alert(6)</script>"
+HOSTILE_RAW = "not json <script>alert(5)</script>"
+
+
+def make_fake_run(out: Path, *, decide: bool = True) -> Path:
+    """A run of the real pipeline (`run_evaluation`, then `decide`) over two fake chat models.
+
+    Six labeled cases over the slices lang:es/en, numbers, dates, lists, code and long. The
+    reference `ref` gets everything right except `total` of c4 and `vendor` of c0 (whose gold
+    and text are hostile HTML). The quantized `quant` also misses those, puts hostile HTML in
+    `vendor` of c1 (where it alone fails) and answers c3 with invalid output every time (an
+    error). Neither has a file, so file sizes are not measured.
+    """
+    from quantgate.dataset import load_dataset
+    from quantgate.decision import decide as decide_run
+    from quantgate.run import RunOptions, run_evaluation
+    from quantgate.variants import Variant, VariantSet
+    from tests.graphs.fakes import QueuedChatModel
+    from tests.graphs.test_extraction import GOOD
+    from tests.graphs.test_extraction import SCHEMA as INVOICE_SCHEMA
+
+    texts_and_tags = [
+        (HOSTILE_TEXT, ("lang:es", "numbers", "dates")),
+        ("case 1: invoice from Acme", ("lang:en", "numbers", "lists")),
+        ("case 2: config invoice", ("lang:es", "code")),
+        ("case 3: a long invoice", ("lang:en", "long", "dates")),
+        ("case 4: invoice total", ("lang:en", "numbers")),
+        ("case 5: invoice lines", ("lang:es", "lists")),
+    ]
+    cases = [
+        Case(id=f"c{i}", text=text, expected={**GOOD, "vendor": HOSTILE_GOLD} if i == 0 else GOOD, tags=tags)
+        for i, (text, tags) in enumerate(texts_and_tags)
+    ]
+    examples = [Case(id="e1", text="example", expected=GOOD)]
+    write_dataset(out / "dataset", schema=INVOICE_SCHEMA, cases=cases, examples=examples, card="fake\n")
+    wrong_total = json.dumps({**GOOD, "total": 99.0})
+    reference = QueuedChatModel(outputs=[json.dumps(GOOD)], by_text={"case 4": wrong_total})
+    quant = QueuedChatModel(
+        outputs=[json.dumps(GOOD)],
+        by_text={
+            "case 1": json.dumps({**GOOD, "vendor": HOSTILE_OUTPUT}),
+            "case 3": HOSTILE_RAW,
+            "case 4": wrong_total,
+        },
+    )
+    variants = VariantSet(
+        reference="ref",
+        variants=[
+            Variant.from_chat_model("ref", reference, quantization="F16"),
+            Variant.from_chat_model("quant", quant, quantization="Q4_K_M"),
+        ],
+    )
+    options = RunOptions(out=out / "runs", progress=False, max_repairs=1)
+    run_dir = run_evaluation(load_dataset(out / "dataset"), variants, options=options)
+    if decide:
+        decide_run(run_dir)
+    return run_dir

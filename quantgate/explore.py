@@ -1,0 +1,342 @@
+"""A run as pandas frames: where each variant fails, by field and slice, and why.
+
+The HTML report and the notebooks read runs through this module. Every frame is a view of
+the run directory (the latest record per case x variant in records.jsonl, summary.json,
+the run's copy of its cases, decision.json once `quantgate decide` has run), computed with
+the existing evaluators: paired deltas and regressions from `evaluators.comparison`,
+per-field gold and predicted values from `evaluators.fields`, footprints from the gates'
+`measure`. Accuracies are the summaries' definitions: a field's accuracy is its mean score
+over cases, a slice's the mean of all field scores of the cases carrying its tag. A figure
+that was not measured is NaN in a frame and None elsewhere, never 0.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from evaluators.comparison import Comparison, compare_paired, regressions
+from evaluators.fields import FieldScore, no_output, score_fields
+from evaluators.latency import percentile
+from evaluators.schema import FieldSpec
+from quantgate.dataset import Case, Dataset
+from quantgate.decision import DECISION_JSON, load_decision, paired_cases, run_dataset
+from quantgate.gate_checks import measure
+from quantgate.runstore import Run, latest_records, load_run
+
+_FIELD_COLUMNS = ["variant", "case_id", "field", "score", "outcome", "agreement", "tags"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunView:
+    """A run opened for exploration.
+
+    Attributes:
+        run: The run as `load_run` reads it.
+        reference: The reference variant's name.
+        variants: The variants that have records, in run order (the reference first).
+        records: The latest record per variant and case id.
+        dataset: The cases the run evaluated; None when neither the run's copy nor its
+            source is readable.
+        decision: decision.json, when the run has been decided.
+    """
+
+    run: Run
+    reference: str
+    variants: tuple[str, ...]
+    records: Mapping[str, Mapping[str, Mapping[str, Any]]]
+    dataset: Dataset | None
+    decision: Mapping[str, Any] | None
+
+    @property
+    def quantized(self) -> tuple[str, ...]:
+        """The variants compared with the reference."""
+        return tuple(name for name in self.variants if name != self.reference)
+
+    def case(self, case_id: str) -> Case | None:
+        """The evaluated case with this id, if the run's cases are available."""
+        if self.dataset is None:
+            return None
+        return next((c for c in self.dataset.cases if c.id == case_id), None)
+
+
+def load_run_view(run_dir: str | Path) -> RunView:
+    """Open a run directory written by `quantgate run` for exploration.
+
+    Args:
+        run_dir: The run directory (`runs/<run-id>`).
+
+    Returns:
+        The run with its records, cases and decision.
+    """
+    run = load_run(run_dir)
+    records = latest_records(run.records())
+    listed = [entry["name"] for entry in run.summary.get("variants", [])]
+    names = [n for n in listed if n in records] + [n for n in records if n not in listed]
+    decided = run.directory / DECISION_JSON
+    return RunView(
+        run=run,
+        reference=run.summary.get("reference") or (names[0] if names else ""),
+        variants=tuple(names),
+        records=records,
+        dataset=run_dataset(run),
+        decision=load_decision(run.directory) if decided.is_file() else None,
+    )
+
+
+def latest_run(*, root: str | Path = "runs") -> Path:
+    """The newest run directory under `root` (run ids sort by time).
+
+    Raises:
+        FileNotFoundError: `root` holds no run.
+    """
+    folder = Path(root)
+    found = sorted(p for p in folder.glob("*/summary.json")) if folder.is_dir() else []
+    if not found:
+        raise FileNotFoundError(
+            f"no run under {folder.resolve()}: run `quantgate run` or give a run directory"
+        )
+    return found[-1].parent
+
+
+def comparisons(view: RunView) -> dict[str, Comparison]:
+    """Each quantized variant against the reference on their paired labeled cases."""
+    reference = view.records.get(view.reference, {})
+    found = {}
+    for name in view.quantized:
+        paired = paired_cases(reference, view.records[name])
+        if paired:
+            found[name] = compare_paired(paired)
+    return found
+
+
+def field_scores(view: RunView) -> pd.DataFrame:
+    """One row per variant x case x field: score against gold, outcome, agreement, tags."""
+    rows = []
+    for name in view.variants:
+        for case_id, record in view.records[name].items():
+            outcomes = record.get("outcomes") or {}
+            agreement = record.get("agreement_fields") or {}
+            tags = tuple(record.get("tags") or ())
+            for field, score in (record.get("fields") or {}).items():
+                rows.append((name, case_id, field, score, outcomes.get(field), agreement.get(field), tags))
+    frame = pd.DataFrame(rows, columns=_FIELD_COLUMNS)
+    frame["agreement"] = frame["agreement"].astype(float)
+    return frame
+
+
+def _pivot(frame: pd.DataFrame, index: str, view: RunView) -> pd.DataFrame:
+    table = frame.pivot_table(index=index, columns="variant", values="score", aggfunc="mean", sort=False)
+    return table.reindex(columns=list(view.variants)).rename_axis(columns="variant")
+
+
+def field_accuracy(view: RunView) -> pd.DataFrame:
+    """Field accuracy, one row per field and one column per variant (NaN: not measured)."""
+    return _pivot(field_scores(view), "field", view)
+
+
+def slice_accuracy(view: RunView) -> pd.DataFrame:
+    """Field accuracy over the cases of each slice (tag), one column per variant, tags sorted."""
+    scores = field_scores(view).explode("tags").dropna(subset=["tags"]).rename(columns={"tags": "slice"})
+    return _pivot(scores, "slice", view).sort_index()
+
+
+def slice_sizes(view: RunView) -> pd.Series:
+    """Number of cases per slice (tag), counted on the reference's records."""
+    tags = [t for r in view.records.get(view.reference, {}).values() for t in r.get("tags") or ()]
+    return pd.Series(tags, dtype=object).value_counts().sort_index().rename("cases")
+
+
+def field_deltas(view: RunView) -> pd.DataFrame:
+    """Field accuracy minus the reference's, on paired cases: one row per field, one column
+    per quantized variant; NaN where a variant has no paired labeled case."""
+    deltas = {
+        name: {field: d.delta for field, d in comparison.fields.items()}
+        for name, comparison in comparisons(view).items()
+    }
+    fields = list(field_accuracy(view).index)
+    table = pd.DataFrame(deltas, index=fields, columns=list(view.quantized), dtype=float)
+    return table.rename_axis(index="field", columns="variant")
+
+
+def variant_table(view: RunView) -> pd.DataFrame:
+    """One row per variant: accuracy, paired delta, footprint, validity, errors, latency, gates."""
+    deltas = {name: c.overall.delta for name, c in comparisons(view).items()}
+    accuracy = field_scores(view).groupby("variant")["score"].mean()
+    decided = (view.decision or {}).get("variants", {})
+    rows = []
+    for entry in view.run.summary.get("variants", []):
+        name = entry["name"]
+        records = list(view.records.get(name, {}).values())
+        measured = measure(records, entry)
+        ttfts = [float(r["ttft_s"]) for r in records if r.get("ttft_s") is not None]
+        rows.append(
+            {
+                "variant": name,
+                "quantization": entry.get("quantization"),
+                "is_reference": name == view.reference,
+                "status": entry.get("status"),
+                "cases": len(records),
+                "field_accuracy": accuracy.get(name),
+                "accuracy_delta": deltas.get(name),
+                "footprint_mb": measured.footprint_mb,
+                "footprint_source": measured.footprint_source,
+                "format_validity": measured.format_validity,
+                "error_rate": measured.error_rate,
+                "ttft_s_p50": percentile(ttfts, 50),
+                "latency_s_p95": measured.latency_s_p95,
+                "passes": decided.get(name, {}).get("passes"),
+            }
+        )
+    numbers = ["field_accuracy", "accuracy_delta", "footprint_mb", "format_validity", "error_rate"]
+    table = pd.DataFrame(rows).set_index("variant")
+    return table.astype(dict.fromkeys([*numbers, "ttft_s_p50", "latency_s_p95"], float))
+
+
+def latencies(view: RunView) -> pd.DataFrame:
+    """One row per variant x case: time to first token and total time in seconds."""
+    rows = [
+        (name, case_id, record.get("ttft_s"), record.get("total_s"))
+        for name in view.variants
+        for case_id, record in view.records[name].items()
+    ]
+    return pd.DataFrame(rows, columns=["variant", "case_id", "ttft_s", "total_s"]).astype(
+        {"ttft_s": float, "total_s": float}
+    )
+
+
+def failing_cases(view: RunView) -> pd.DataFrame:
+    """One row per variant x case with a field wrong against gold or an error.
+
+    Columns: variant, case_id, tags, fields (the fields scoring below 1), field_accuracy,
+    error_kind, error.
+    """
+    rows = []
+    for name in view.variants:
+        for case_id, record in view.records[name].items():
+            wrong = tuple(f for f, s in (record.get("fields") or {}).items() if s < 1.0)
+            if wrong or record.get("error_kind"):
+                tags = tuple(record.get("tags") or ())
+                accuracy, kind, error = (
+                    record.get("field_accuracy"),
+                    record.get("error_kind"),
+                    record.get("error"),
+                )
+                rows.append((name, case_id, tags, wrong, accuracy, kind, error))
+    columns = ["variant", "case_id", "tags", "fields", "field_accuracy", "error_kind", "error"]
+    return pd.DataFrame(rows, columns=columns).astype({"field_accuracy": float})
+
+
+def only_variant_fails(view: RunView) -> pd.DataFrame:
+    """The fields the reference got right and a quantized variant did not, one row each.
+
+    Columns: variant, case_id, field, tags, variant_score and outcome (of that field),
+    reference_case_score and variant_case_score (each side's mean over the case's fields).
+    """
+    rows = []
+    reference = view.records.get(view.reference, {})
+    for name in view.quantized:
+        own = view.records[name]
+        for found in regressions(paired_cases(reference, own)):
+            record = own[found.case_id]
+            for field in found.fields:
+                rows.append(
+                    (name, found.case_id, field, found.tags, (record.get("fields") or {}).get(field),
+                     (record.get("outcomes") or {}).get(field), found.reference_score, found.variant_score)
+                )  # fmt: skip
+    columns = ["variant", "case_id", "field", "tags", "variant_score", "outcome"]
+    return pd.DataFrame(rows, columns=[*columns, "reference_case_score", "variant_case_score"])
+
+
+def _values(
+    spec: FieldSpec, record: Mapping[str, Any] | None, gold: Mapping[str, Any] | None
+) -> dict[str, FieldScore]:
+    """Per field: gold (`expected`) and the record's value (`predicted`), flattened by the scorer."""
+    output = record.get("record") if record and _answered(record) else None
+    if gold is None:  # unlabeled: flatten the output against itself
+        gold = output
+    if output is None:
+        return no_output(spec, gold).fields
+    return score_fields(outputs=output, reference_outputs=gold or {}, schema=spec).fields
+
+
+def case_diff(view: RunView, *, case_id: str, variant: str) -> pd.DataFrame:
+    """Gold, reference output and variant output of one case side by side, one row per field.
+
+    Columns: gold, reference, variant (the values), reference_answered and
+    variant_answered (whether each side gave a valid record; if not, its values are None),
+    reference_score, variant_score, outcome (the variant's), agreement (field agreement
+    with the reference), wrong (the variant scores below 1 against gold) and differs (its
+    value differs from the reference's).
+
+    Raises:
+        KeyError: The case or the variant has no record in this run.
+        ValueError: The run's cases are not available.
+    """
+    case = view.case(case_id)
+    if view.dataset is None or case is None:
+        raise ValueError(f"{view.run.directory}: the run's copy of case {case_id!r} is not available")
+    own = view.records[variant][case_id]
+    ref = view.records.get(view.reference, {}).get(case_id)
+    spec = view.dataset.spec
+    mine, theirs = _values(spec, own, case.expected), _values(spec, ref, case.expected)
+    rows = []
+    for field in mine:
+        score = (own.get("fields") or {}).get(field)
+        agreement = (own.get("agreement_fields") or {}).get(field)  # None for the reference itself
+        value, ref_value = mine[field].predicted, theirs[field].predicted
+        rows.append(
+            {
+                "field": field,
+                "gold": mine[field].expected if case.expected is not None else None,
+                "reference": ref_value,
+                "variant": value,
+                "reference_answered": _answered(ref),
+                "variant_answered": _answered(own),
+                "reference_score": ((ref or {}).get("fields") or {}).get(field),
+                "variant_score": score,
+                "outcome": (own.get("outcomes") or {}).get(field),
+                "agreement": agreement,
+                "wrong": score is not None and score < 1.0,
+                "differs": agreement < 1.0 if agreement is not None else _dumps(value) != _dumps(ref_value),
+            }
+        )
+    kinds: dict[str, type] = {"reference_score": float, "variant_score": float, "agreement": float}
+    kinds |= dict.fromkeys(["reference_answered", "variant_answered", "wrong", "differs"], bool)
+    return pd.DataFrame(rows, dtype=object).astype(kinds).set_index("field")  # a null value stays None
+
+
+def _answered(record: Mapping[str, Any] | None) -> bool:
+    return bool(record and record.get("valid") and record.get("record") is not None)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def pareto_frontier(*, memory: Mapping[str, float | None], accuracy: Mapping[str, float | None]) -> list[str]:
+    """The variants no other variant beats on both memory (lower) and accuracy (higher).
+
+    Args:
+        memory: Footprint per variant; None when not measured (such a variant is left out).
+        accuracy: Field accuracy per variant; None when not measured (left out too).
+
+    Returns:
+        The frontier's variants from the smallest footprint to the largest.
+    """
+    points = {
+        name: (float(m), float(a))
+        for name, m in memory.items()
+        if m is not None and (a := accuracy.get(name)) is not None
+    }
+
+    def dominated(m: float, a: float) -> bool:
+        return any(om <= m and oa >= a and (om < m or oa > a) for om, oa in points.values())
+
+    frontier = [name for name, (m, a) in points.items() if not dominated(m, a)]
+    return sorted(frontier, key=lambda name: (points[name][0], -points[name][1]))
