@@ -11,8 +11,12 @@ from quantgate.dataset import (
     load_dataset,
 )
 from quantgate.decision import decide, load_decision
+from quantgate.explore import RunView, latest_run, load_run_view
 from quantgate.gates import Gates, load_gates
+from quantgate.guard import OnlineGuard
 from quantgate.ladder import build_ladder
+from quantgate.production import ChosenVariant, Extractor, ProductionError, load_chosen, open_extractor
+from quantgate.report import write_report
 from quantgate.run import RunOptions, run_evaluation
 from quantgate.runstore import Run, load_run
 from quantgate.scoring import PredictionLine, ScoreReport, read_predictions, score_predictions
@@ -22,13 +26,18 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Case",
+    "ChosenVariant",
     "Dataset",
     "DatasetError",
+    "Extractor",
     "Gates",
+    "OnlineGuard",
     "PredictionLine",
     "Problem",
+    "ProductionError",
     "Run",
     "RunOptions",
+    "RunView",
     "ScoreReport",
     "Variant",
     "VariantSet",
@@ -38,11 +47,16 @@ __all__ = [
     "check_dataset",
     "compare_runs",
     "decide",
+    "latest_run",
+    "load_chosen",
     "load_dataset",
     "load_decision",
     "load_gates",
     "load_run",
+    "load_run_view",
+    "open_extractor",
     "read_predictions",
     "run_evaluation",
     "score_predictions",
+    "write_report",
 ]
