@@ -18,7 +18,7 @@ def test_report_of_a_real_run(small_real_run, tmp_path):
     assert "Keep the reference, F16" in html  # 3 cases cannot show a quantized variant safe
     assert "max_accuracy_drop" in html
     fidelity = view.run.summary["variants"][1]["token_fidelity"]  # measured in the run, shown as is
-    assert f"<td class=\"num\">{fidelity['kld_mean']:.4f}</td>" in html
+    assert f'<td class="num">{fidelity["kld_mean"]:.4f}</td>' in html
     for case_id in view.records["F16"]:
         if case_id in set(view.records["Q4_K_M"]):
             assert view.case(case_id) is not None
