@@ -22,7 +22,7 @@ from evaluators.schema import FieldSpec, parse_schema
 Outcome = Literal["correct", "partial", "wrong", "missed", "false_positive", "no_output"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class FieldScore:
     """The score of one field of one case.
 

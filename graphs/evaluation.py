@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
@@ -24,6 +24,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from evaluators import CaseScore, CaseScorer, FieldAccuracy, aggregate, mean, score_fields
+from evaluators.format import FormatResult
 from evaluators.latency import CaseLatency, case_latency, summarize_latency
 from evaluators.memory import MemoryReading, summarize_memory
 from graphs.extraction import ExtractionContext, ExtractionResult
@@ -142,7 +143,44 @@ def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dic
     )
     if ctx.on_record:
         ctx.on_record(outcome)
-    return {"outcomes": [outcome]}
+    return {"outcomes": [retained(outcome, keep_record=ctx.reference_records is None)]}
+
+
+def _bare_fields(fields: FieldAccuracy | None) -> FieldAccuracy | None:
+    if fields is None:
+        return None
+    return FieldAccuracy(
+        fields={n: replace(f, expected=None, predicted=None) for n, f in fields.fields.items()}
+    )
+
+
+def retained(outcome: CaseOutcome, *, keep_record: bool = True) -> CaseOutcome:
+    """What the graph state keeps of a finished case: only what the evaluator nodes read.
+
+    All `run_case` tasks are one LangGraph superstep, so every case's state update stays in
+    memory until the last case has run. The bulk (raw output, validation errors, parsed
+    output, gold and predicted values per field) is dropped here; the full outcome has
+    already gone to `on_record` (to disk). With `keep_record`, the normalized record of a
+    valid output is kept: the reference's records serve the other variants' agreement.
+    """
+    result, score = outcome.extraction, outcome.score
+    fmt = score.format
+    return replace(
+        outcome,
+        extraction=replace(
+            result,
+            raw=None,
+            record=result.record if result.valid and keep_record else None,
+            validation_errors=[],
+            error=None,
+        ),
+        score=replace(
+            score,
+            fields=_bare_fields(score.fields),
+            format=FormatResult(is_json=fmt.is_json, schema_valid=fmt.schema_valid) if fmt else None,
+        ),
+        agreement=_bare_fields(outcome.agreement),
+    )
 
 
 def fan_out(state: EvaluationState) -> list[Send] | list[str]:

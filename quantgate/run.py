@@ -151,7 +151,11 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
         )
         metadata = {**variant.record(), "runtime": opened.runtime, "hardware": hardware()}
     outcomes: list[CaseOutcome] = output["outcomes"]
-    records = {o.case_id: (o.extraction.record if o.extraction.valid else None) for o in outcomes}
+    # only the reference's records are used (for agreement); the others would be held for nothing
+    is_reference = job.reference_records is None
+    records = {
+        o.case_id: o.extraction.record if o.extraction.valid else None for o in outcomes if is_reference
+    }
     summary = {**output["summary"], "quantization": variant.quantization or opened.quantization}
     return _VariantRun(summary=summary, records=records, metadata=metadata)
 

@@ -117,3 +117,38 @@ def test_no_cases():
     assert summary["cases"] == 0
     assert summary["field_accuracy"] is None
     assert summary["ttft_s_p50"] is None
+
+
+def test_state_keeps_only_what_the_evaluators_read():
+    """Regression: the state held every case's raw output, parsed output and gold/predicted
+    values until the end of the run (5,000 cases grew RSS by over 100 MB)."""
+    streamed: list[CaseOutcome] = []
+    model = QueuedChatModel(outputs=[json.dumps(GOOD)], by_text={"case 1": "not json"})
+    out = evaluate(model, cases(2), on_record=streamed.append)
+    full = {o.case_id: o for o in streamed}
+    kept = {o.case_id: o for o in out["outcomes"]}
+    full_format, kept_format = full["c0"].score.format, kept["c0"].score.format
+    full_fields, kept_fields = full["c0"].score.fields, kept["c0"].score.fields
+    assert full_format is not None
+    assert kept_format is not None
+    assert full_fields is not None
+    assert kept_fields is not None
+    assert full["c0"].extraction.raw == json.dumps(GOOD)
+    assert full_format.parsed == GOOD
+    assert full_fields.fields["vendor"].expected == GOOD["vendor"]
+    assert full["c1"].extraction.validation_errors
+    assert kept["c0"].extraction.record == full["c0"].extraction.record
+    assert kept["c0"].extraction.raw is None
+    assert kept_format.parsed is None
+    assert kept_format.valid
+    assert all(f.expected is None and f.predicted is None for f in kept_fields.fields.values())
+    assert kept_fields.score == full_fields.score
+    assert kept["c1"].extraction.validation_errors == []
+    assert kept["c1"].error_kind == "invalid_output"
+    assert out["summary"]["format_validity"] == 0.5
+
+
+def test_a_variant_keeps_no_records_when_the_reference_has_them():
+    out = evaluate(QueuedChatModel(outputs=[json.dumps(GOOD)]), cases(2), reference_records={"c0": GOOD})
+    assert [o.extraction.record for o in out["outcomes"]] == [None, None]
+    assert out["summary"]["agreement_with_reference"] == 1.0

@@ -3,10 +3,12 @@
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from graphs.prompting import repair_message
+from quantgate.backends.greedy import GreedyDecoder
 from quantgate.backends.llamacpp import EmbeddedEngine, grammar_schema, render_prompt
 
 SCHEMA: dict[str, Any] = {
@@ -65,3 +67,28 @@ def test_grammar_enforces_enums_and_json_strings():
     assert rules["char"].startswith(r'[^"\\\x00-\x1f]')
     assert rules["root"].startswith('" "? "{"')
     assert engine.grammar(json.loads(json.dumps(SCHEMA))) is gbnf  # converted once per schema
+
+
+class _FakeLlama:
+    """The KV-cache bookkeeping of `llama_cpp.Llama`: input_ids, n_tokens, eval."""
+
+    def __init__(self):
+        self.input_ids = np.zeros(64, dtype=np.intc)
+        self.n_tokens = 0
+        self.evaluated = []
+
+    def eval(self, tokens):
+        self.evaluated.append(list(tokens))
+        self.input_ids[self.n_tokens : self.n_tokens + len(tokens)] = tokens
+        self.n_tokens += len(tokens)
+
+
+def test_shared_prompt_prefix_stays_in_the_kv_cache():
+    decoder = GreedyDecoder.__new__(GreedyDecoder)  # prefix bookkeeping needs no model
+    decoder.llama = _FakeLlama()
+    few_shot = [1, 2, 3, 4, 5]
+    decoder._eval_prompt([*few_shot, 10, 11])
+    decoder.llama.eval([99])  # a generated token
+    decoder._eval_prompt([*few_shot, 20, 21, 22])
+    decoder._eval_prompt([*few_shot, 20, 21, 22])
+    assert decoder.llama.evaluated == [[*few_shot, 10, 11], [99], [20, 21, 22], [22]]
