@@ -31,6 +31,7 @@ from evaluators.format import (
     parse_json_output,
     score_format,
 )
+from evaluators.load import LoadRequest, LoadStats, summarize_load
 from evaluators.matchers import MatchOptions, SetScore, match_scalar, match_set
 from evaluators.normalize import normalize_string, parse_date, parse_number
 from evaluators.schema import FieldSpec, SchemaSupportError, field_names, parse_schema
@@ -57,6 +58,8 @@ __all__ = [
     "FormatEvaluator",
     "FormatResult",
     "Interval",
+    "LoadRequest",
+    "LoadStats",
     "MatchOptions",
     "PairedCase",
     "PairedDelta",
@@ -88,6 +91,7 @@ __all__ = [
     "score_fields",
     "score_format",
     "summarize_agreement",
+    "summarize_load",
     "summarize_token_fidelity",
     "token_fidelity",
     "top_k_kld",

@@ -15,6 +15,8 @@ from quantgate.explore import RunView, latest_run, load_run_view
 from quantgate.gates import Gates, load_gates
 from quantgate.guard import OnlineGuard
 from quantgate.ladder import build_ladder
+from quantgate.load import LoadLevel, LoadOptions, parse_levels
+from quantgate.load_run import run_load
 from quantgate.production import ChosenVariant, Extractor, ProductionError, load_chosen, open_extractor
 from quantgate.report import write_report
 from quantgate.run import RunOptions, run_evaluation
@@ -31,6 +33,8 @@ __all__ = [
     "DatasetError",
     "Extractor",
     "Gates",
+    "LoadLevel",
+    "LoadOptions",
     "OnlineGuard",
     "PredictionLine",
     "Problem",
@@ -55,8 +59,10 @@ __all__ = [
     "load_run",
     "load_run_view",
     "open_extractor",
+    "parse_levels",
     "read_predictions",
     "run_evaluation",
+    "run_load",
     "score_predictions",
     "write_report",
 ]

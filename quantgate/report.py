@@ -23,6 +23,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from quantgate.explore import RunView, case_diff, failing_cases, load_run_view, only_variant_fails
 from quantgate.hardware import package_version
+from quantgate.load_table import load_rows
 from quantgate.summary_table import summary_rows
 
 if TYPE_CHECKING:
@@ -196,6 +197,7 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
     """
     items, total = _failure_items(view, limit=max_failures)
     header, *rows = summary_rows(view.run.summary)
+    load = view.run.summary.get("load")
     return (
         _environment()
         .get_template("report.html.j2")
@@ -203,6 +205,7 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
             run=_run_context(view),
             summary_header=header,
             summary_rows=rows,
+            load_rows=load_rows(load) if load else None,
             decision=_decision_context(view.decision),
             charts=_chart_context(charts),
             failures=items,

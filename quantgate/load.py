@@ -1,0 +1,346 @@
+"""`quantgate load`: the dataset's real prompts sent at several concurrency levels per variant.
+
+Each level runs `concurrency` threads that take the cases' prompts round-robin and stream
+them through the variant's chat model, with no retry (a retry would hide the error), until
+`requests` have been sent or `duration_s` has passed, whichever comes first; requests in
+flight at the deadline finish. Every request is appended to `RUN_DIR/load.jsonl` as it ends
+and the figures per variant and level go into the `load` section of summary.json.
+
+The embedded backend decodes one sequence per llama.cpp context, so a level of k opens k
+instances of the model, each with its own weights and KV cache (llama.cpp releases the GIL
+while decoding, so the threads really run in parallel); a server backend (Ollama) gets one
+client shared by the threads, and the server's own parallelism decides what happens.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import psutil
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+
+from evaluators.format import FormatEvaluator
+from evaluators.load import INVALID_OUTPUT, LoadRequest, summarize_load
+from graphs.extraction import ExtractionContext, ModelCallError, prompt_messages
+from quantgate.backends import OpenedVariant, open_variant
+from quantgate.dataset import Case, Dataset
+from quantgate.measure import RssSampler, rss_mb
+from quantgate.variants import Variant
+
+LOAD_FILE = "load.jsonl"
+LOAD_FORMAT_VERSION = 1
+DEFAULT_LEVELS = "normal=1,peak=4"
+DEFAULT_REQUESTS = 8
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadLevel:
+    """A named concurrency level (`normal`, `peak`, or the number itself)."""
+
+    name: str
+    concurrency: int
+
+
+def parse_levels(text: str) -> tuple[LoadLevel, ...]:
+    """Levels from `normal=1,peak=4` or `1,4,8` (then named by their number).
+
+    Raises:
+        ValueError: A level is not a positive integer, or a name repeats.
+    """
+    levels: list[LoadLevel] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        name, _, value = item.rpartition("=")
+        if not value.strip().isdigit() or int(value) < 1:
+            raise ValueError(
+                f"concurrency level {item!r}: expected a positive integer, as in normal=1,peak=4"
+            )
+        levels.append(LoadLevel(name=name.strip() or value.strip(), concurrency=int(value)))
+    names = [level.name for level in levels]
+    if not levels or len(set(names)) != len(names):
+        raise ValueError(f"concurrency levels {text!r}: give at least one, each name once")
+    return tuple(levels)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadOptions:
+    """How much load to send.
+
+    Attributes:
+        levels: The concurrency levels, run in order.
+        requests: Requests per level; with `duration_s`, whichever ends first. When neither
+            is given, `DEFAULT_REQUESTS`.
+        duration_s: Seconds per level after which no new request starts.
+        max_tokens: Overrides the variants' generation limit, when set.
+        memory_fraction: Embedded instances are capped so their weights fit in this share
+            of the memory available when the first one is loaded.
+        cases: Cases whose prompts are sent (None: all of the dataset's).
+    """
+
+    levels: tuple[LoadLevel, ...] = field(default_factory=lambda: parse_levels(DEFAULT_LEVELS))
+    requests: int | None = None
+    duration_s: float | None = None
+    max_tokens: int | None = None
+    memory_fraction: float = 0.8
+    cases: int | None = 10
+
+    def __post_init__(self) -> None:
+        if self.requests is None and self.duration_s is None:
+            object.__setattr__(self, "requests", DEFAULT_REQUESTS)
+        if (self.requests is not None and self.requests < 1) or (
+            self.duration_s is not None and self.duration_s <= 0
+        ):
+            raise ValueError("load: --requests must be at least 1 and --duration positive")
+
+
+Prompt = tuple[str, list[BaseMessage]]
+
+
+def _one_request(
+    model: BaseChatModel, prompt: Prompt, check: Callable[[str], bool], *, level: str, slot: int, t0: float
+) -> LoadRequest:
+    """Stream one prompt and time it; a failure is recorded with its kind, never raised."""
+    started = time.perf_counter()
+    first: float | None = None
+    last = started
+    chunks = 0
+    message = None
+    error: tuple[str, str] | None = None
+    try:
+        for chunk in model.stream(prompt[1]):
+            if chunk.content:
+                last = time.perf_counter()
+                first = last if first is None else first
+                chunks += 1
+            message = chunk if message is None else message + chunk
+    except ModelCallError as exc:
+        error = (exc.kind, str(exc))
+    except Exception as exc:  # any backend failure is counted, never raised
+        kind = "timeout" if "timeout" in type(exc).__name__.lower() else "backend_error"
+        error = (kind, f"{type(exc).__name__}: {exc}")
+    total = time.perf_counter() - started
+    usage: Mapping[str, Any] = (message.usage_metadata if message is not None else None) or {}
+    tokens = usage.get("output_tokens") or (chunks or None)
+    valid = None if error else check(message.text if message is not None else "")
+    if error is None and not valid:
+        error = (INVALID_OUTPUT, "the answer does not parse as JSON matching the schema")
+    return LoadRequest(
+        level=level,
+        slot=slot,
+        case_id=prompt[0],
+        started_s=started - t0,
+        ttft_s=first - started if first is not None else None,
+        total_s=total,
+        output_tokens=tokens if not error or error[0] == INVALID_OUTPUT else None,
+        inter_token_s=(last - first) / (chunks - 1) if first is not None and chunks > 1 else None,
+        valid=valid,
+        error_kind=error[0] if error else None,
+        error=error[1] if error else None,
+    )
+
+
+def send_requests(
+    models: Sequence[BaseChatModel],
+    prompts: Sequence[Prompt],
+    *,
+    level: LoadLevel,
+    check: Callable[[str], bool],
+    requests: int | None,
+    duration_s: float | None,
+    on_request: Callable[[LoadRequest], None] | None = None,
+) -> tuple[list[LoadRequest], float]:
+    """Send prompts round-robin from `level.concurrency` threads until the bound is reached.
+
+    Args:
+        models: Chat models; slot i uses `models[i % len(models)]`.
+        prompts: (case id, messages) pairs, sent in turn.
+        level: The level (its name is recorded on each request).
+        check: Whether an answer's text is a valid output.
+        requests: Stop after this many requests in all.
+        duration_s: Start no request after this many seconds.
+        on_request: Called with each request as it ends (from the sending thread).
+
+    Returns:
+        The requests in the order they ended, and the wall time of the level.
+    """
+    if requests is None and duration_s is None:
+        raise ValueError("a load level needs a request count or a duration")
+    lock = threading.Lock()
+    issued = 0
+    done: list[LoadRequest] = []
+    t0 = time.perf_counter()
+    deadline = t0 + duration_s if duration_s is not None else None
+
+    def next_index() -> int | None:
+        nonlocal issued
+        with lock:
+            if (requests is not None and issued >= requests) or (
+                deadline is not None and time.perf_counter() >= deadline
+            ):
+                return None
+            issued += 1
+            return issued - 1
+
+    def work(slot: int) -> None:
+        model = models[slot % len(models)]
+        while (index := next_index()) is not None:
+            request = _one_request(
+                model, prompts[index % len(prompts)], check, level=level.name, slot=slot, t0=t0
+            )
+            with lock:
+                done.append(request)
+            if on_request is not None:
+                on_request(request)
+
+    threads = [threading.Thread(target=work, args=(i,), name=f"load-{i}") for i in range(level.concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return done, time.perf_counter() - t0
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadJob:
+    """One variant's load test; picklable, so it can run in a worker process."""
+
+    variant: Variant
+    dataset: Dataset
+    cases: tuple[Case, ...]
+    options: LoadOptions
+    records_path: Path
+
+
+@contextmanager
+def _instances(job: LoadJob, count: int) -> Iterator[tuple[list[OpenedVariant], dict[str, Any]]]:
+    """Open the model once (server backends) or up to `count` times (embedded), within memory."""
+    schema = job.dataset.schema
+    with ExitStack() as stack:
+        before = rss_mb()
+        opened = [stack.enter_context(open_variant(job.variant, schema))]
+        cost: dict[str, Any] = {"instances_wanted": count, "capped": None, "instance_model_mb": None}
+        if job.variant.backend == "llamacpp":
+            per_instance = max(rss_mb() - before, 1.0)
+            room = psutil.virtual_memory().available * job.options.memory_fraction / 2**20
+            allowed = 1 + int(room // per_instance)
+            if allowed < count:
+                cost["capped"] = (
+                    f"{count} instances of about {per_instance:.0f} MiB would exceed "
+                    f"{job.options.memory_fraction:.0%} of the available memory; opened {allowed}"
+                )
+                print(f"quantgate load: {job.variant.name}: {cost['capped']}", file=sys.stderr)
+            opened += [
+                stack.enter_context(open_variant(job.variant, schema)) for _ in range(min(count, allowed) - 1)
+            ]
+            cost["instance_model_mb"] = per_instance
+        cost["instances"] = len(opened)
+        cost["rss_after_open_mb"] = rss_mb() if opened[0].memory_pid is None else None
+        yield opened, cost
+
+
+def _prompts(job: LoadJob, opened: OpenedVariant) -> list[Prompt]:
+    context = ExtractionContext(
+        model=opened.chat_model,
+        schema=job.dataset.schema,
+        examples=[(e.text, e.expected) for e in job.dataset.examples if e.expected is not None],
+        context_window=opened.context_window,
+        max_output_tokens=opened.max_output_tokens,
+        count_tokens=opened.count_tokens,
+    )
+    return [(case.id, prompt_messages(context, case.text)[0]) for case in job.cases]
+
+
+def _memory_process(variant: Variant, opened: OpenedVariant) -> str | None:
+    """What holds the model: this process, a local server's process tree, or None (remote)."""
+    if opened.memory_pid is not None:
+        return f"server pid {opened.memory_pid} and children"
+    return None if variant.backend == "ollama" else "quantgate"
+
+
+def _sampler(opened: OpenedVariant, process: str | None) -> AbstractContextManager[RssSampler | None]:
+    if process is None:
+        return nullcontext()
+    if opened.memory_pid is None:
+        return RssSampler()
+    return RssSampler(pid=opened.memory_pid, include_children=True)
+
+
+def load_variant(job: LoadJob) -> dict[str, Any]:
+    """Run every level of the load against one variant; append its requests to `records_path`.
+
+    Returns:
+        The variant's entry of the summary's `load` section.
+    """
+    options = job.options
+    largest = max(level.concurrency for level in options.levels)
+    variant = job.variant
+    if options.max_tokens is not None:
+        variant = variant.model_copy(
+            update={"options": {**variant.options, "max_tokens": options.max_tokens}}
+        )
+        job = replace(job, variant=variant)
+    evaluator = FormatEvaluator(schema=job.dataset.schema)
+    write_lock = threading.Lock()
+    levels: list[dict[str, Any]] = []
+    with _instances(job, largest) as (opened, cost), job.records_path.open("a", encoding="utf-8") as sink:
+
+        def record(request: LoadRequest) -> None:
+            line = json.dumps(
+                {"format_version": LOAD_FORMAT_VERSION, "variant": variant.name, **request.as_dict()}
+            )
+            with write_lock:
+                sink.write(line + "\n")
+                sink.flush()
+
+        prompts = _prompts(job, opened[0])
+        process = _memory_process(variant, opened[0])
+        models = [o.chat_model for o in opened]
+        for level in options.levels:
+            shared = models[: level.concurrency]
+            with _sampler(opened[0], process) as sampler:
+                requests, wall = send_requests(
+                    shared,
+                    prompts,
+                    level=level,
+                    check=lambda raw: evaluator(outputs=raw).valid,
+                    requests=options.requests,
+                    duration_s=options.duration_s,
+                    on_request=record,
+                )
+            stats = summarize_load(requests=requests, wall_s=wall)
+            levels.append(
+                {"name": level.name, "concurrency": level.concurrency, "instances": len(shared),
+                 "rss_peak_mb": sampler.peak_mb if sampler else None, **stats.as_dict()}
+            )  # fmt: skip
+    first = opened[0]
+    return {
+        "name": variant.name,
+        "backend": variant.backend,
+        "status": "ok",
+        **cost,
+        "memory_process": process,
+        "num_parallel": first.runtime.get("num_parallel"),
+        "runtime": first.runtime,
+        "levels": levels,
+    }
+
+
+def failed_entry(variant: Variant, error: Exception) -> dict[str, Any]:
+    """The `load` entry of a variant that could not be opened."""
+    return {
+        "name": variant.name,
+        "backend": variant.backend,
+        "status": "skipped",
+        "error": str(error),
+        "levels": [],
+    }
