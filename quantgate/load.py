@@ -30,10 +30,11 @@ from langchain_core.messages import BaseMessage
 
 from evaluators.format import FormatEvaluator
 from evaluators.load import INVALID_OUTPUT, LoadRequest, summarize_load
-from graphs.extraction import ExtractionContext, ModelCallError, prompt_messages
+from graphs.extraction import ModelCallError, prompt_messages
 from quantgate.backends import OpenedVariant, open_variant
 from quantgate.dataset import Case, Dataset
 from quantgate.measure import RssSampler, rss_mb
+from quantgate.run import RunOptions, extraction_context
 from quantgate.variants import Variant
 
 LOAD_FILE = "load.jsonl"
@@ -249,14 +250,8 @@ def _instances(job: LoadJob, count: int) -> Iterator[tuple[list[OpenedVariant], 
 
 
 def _prompts(job: LoadJob, opened: OpenedVariant) -> list[Prompt]:
-    context = ExtractionContext(
-        model=opened.chat_model,
-        schema=job.dataset.schema,
-        examples=[(e.text, e.expected) for e in job.dataset.examples if e.expected is not None],
-        context_window=opened.context_window,
-        max_output_tokens=opened.max_output_tokens,
-        count_tokens=opened.count_tokens,
-    )
+    """Each case's first-attempt messages, built as the evaluation builds them."""
+    context = extraction_context(job.dataset, opened, RunOptions(progress=False))
     return [(case.id, prompt_messages(context, case.text)[0]) for case in job.cases]
 
 
