@@ -6,18 +6,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from quantgate.dataset import Dataset, bundled_datasets, check_dataset, load_dataset, resolve_dataset
+from quantgate.cli_common import DEFAULT_DATASET, DEFAULT_LIMIT, cli_dataset, cli_variants
+from quantgate.cli_load import add_load_command, add_load_flags, load_into, load_options
+from quantgate.dataset import bundled_datasets, check_dataset, load_dataset, resolve_dataset
 from quantgate.gates import GATE_KEYS, Gates, load_gates
 from quantgate.scoring import dump_json, read_predictions, render_report, score_predictions
-
-if TYPE_CHECKING:
-    from quantgate.load import LoadOptions
-    from quantgate.variants import VariantSet
-
-DEFAULT_DATASET = "contacts-events"
-DEFAULT_LIMIT = 10
 
 
 def _datasets_check(args: argparse.Namespace) -> int:
@@ -51,15 +45,8 @@ def _datasets_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_dataset(name: str, skip_invalid_cases: bool) -> Dataset:
-    dataset = load_dataset(name, skip_invalid_cases=skip_invalid_cases)
-    for warning in dataset.warnings:
-        print(f"warning: {dataset.path}/{warning}", file=sys.stderr)
-    return dataset
-
-
 def _score(args: argparse.Namespace) -> int:
-    dataset = _load_dataset(args.dataset, args.skip_invalid_cases)
+    dataset = cli_dataset(args.dataset, args.skip_invalid_cases)
     predictions, problems = read_predictions(Path(args.predictions))
     for problem in problems:
         print(problem, file=sys.stderr)
@@ -85,22 +72,16 @@ def _ladder(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from quantgate.ladder import build_ladder
     from quantgate.run import RunOptions, run_evaluation
     from quantgate.runstore import load_run
     from quantgate.summary_table import render_summary
-    from quantgate.variants import resolve_variants
 
     gates = _gates(args)  # a bad gates file fails before the run, not after it
-    load_options = _load_options(args) if args.load else None
+    load = load_options(args) if args.load else None
     dataset_name = args.dataset or DEFAULT_DATASET
     limit = args.limit if args.limit is not None or args.dataset else DEFAULT_LIMIT
-    dataset = _load_dataset(dataset_name, args.skip_invalid_cases)
-    if args.variants:
-        variant_set = resolve_variants(args.variants)
-    else:
-        print("building the default ladder (Gemma 3 270M: F16 reference, Q8_0, Q5_K_M, Q4_K_M) if missing")
-        variant_set, _ = build_ladder()
+    dataset = cli_dataset(dataset_name, args.skip_invalid_cases)
+    variant_set = cli_variants(args.variants)
     options = RunOptions(
         limit=limit,
         concurrency=args.concurrency,
@@ -117,82 +98,11 @@ def _run(args: argparse.Namespace) -> int:
         print(render_summary(summary))
         print(f"run directory: {run_dir}")
     status = _report_decision(run_dir, gates, quiet=args.json)
-    if load_options is not None:
-        _load_into(run_dir, dataset, variant_set, load_options, out=Path(args.out), quiet=args.json)
+    if load is not None:
+        load_into(run_dir, dataset, variant_set, load, out=Path(args.out), quiet=args.json)
     if not args.no_report:
         _write_report_after_run(run_dir, quiet=args.json)
     return status
-
-
-def _load_options(args: argparse.Namespace) -> LoadOptions:
-    """The load options of `load` and `run --load`; bad levels or bounds fail before any work."""
-    from quantgate.load import DEFAULT_LEVELS, LoadOptions, parse_levels
-
-    cases = args.limit if args.limit is not None or args.dataset else DEFAULT_LIMIT
-    return LoadOptions(
-        levels=parse_levels(args.load_concurrency or DEFAULT_LEVELS),
-        requests=args.requests,
-        duration_s=args.duration,
-        max_tokens=args.max_tokens,
-        cases=cases,
-    )
-
-
-def _load_into(
-    run_dir: Path | None,
-    dataset: Dataset,
-    variant_set: VariantSet,
-    options: LoadOptions,
-    *,
-    out: Path,
-    quiet: bool,
-) -> Path:
-    from quantgate.load_run import run_load
-    from quantgate.load_table import render_load
-    from quantgate.runstore import load_run
-
-    run_dir = run_load(dataset, variant_set, options=options, run_dir=run_dir, out=out)
-    if not quiet:
-        print(render_load(load_run(run_dir).summary["load"]))
-        print(f"load records: {run_dir / 'load.jsonl'}")
-    return run_dir
-
-
-def _load(args: argparse.Namespace) -> int:
-    from quantgate.ladder import build_ladder
-    from quantgate.runstore import load_run
-    from quantgate.variants import resolve_variants
-
-    options = _load_options(args)
-    dataset = _load_dataset(args.dataset or DEFAULT_DATASET, args.skip_invalid_cases)
-    if args.variants:
-        variant_set = resolve_variants(args.variants)
-    else:
-        print("building the default ladder (Gemma 3 270M: F16 reference, Q8_0, Q5_K_M, Q4_K_M) if missing")
-        variant_set, _ = build_ladder()
-    run_dir = _load_into(None, dataset, variant_set, options, out=Path(args.out), quiet=args.json)
-    if args.json:
-        print(dump_json(load_run(run_dir).summary["load"]))
-    else:
-        print(f"run directory: {run_dir}")
-    return 0
-
-
-def _add_load_flags(parser: argparse.ArgumentParser, *, prefix: str) -> None:
-    group = parser.add_argument_group("load (bounded: each level stops at --requests or --duration)")
-    group.add_argument(
-        f"--{prefix}concurrency",
-        dest="load_concurrency",
-        metavar="LEVELS",
-        help="concurrency levels, named (normal=1,peak=4) or plain (1,4,8); default normal=1,peak=4",
-    )
-    group.add_argument(
-        "--requests", type=int, metavar="N", help="requests per level (default 8 when no --duration)"
-    )
-    group.add_argument(
-        "--duration", type=float, metavar="S", help="seconds per level after which no request starts"
-    )
-    group.add_argument("--max-tokens", type=int, metavar="N", help="generation limit per request")
 
 
 def _write_report_after_run(run_dir: Path, *, quiet: bool) -> None:
@@ -385,28 +295,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--load", action="store_true", help="after the evaluation, run the load test into the same run"
     )
-    _add_load_flags(run, prefix="load-")
+    add_load_flags(run, prefix="load-")
     _add_gate_flags(run)
     run.set_defaults(handler=_run)
 
-    load = commands.add_parser(
-        "load", help="send the dataset's prompts at several concurrency levels; latency, throughput, errors"
-    )
-    load.add_argument("--dataset", help=f"dataset directory or bundled name (default: {DEFAULT_DATASET})")
-    load.add_argument(
-        "--variants",
-        nargs="+",
-        metavar="FILE|SPEC",
-        help="variants .toml files and/or llamacpp:PATH.gguf / ollama:TAG (default: the ladder)",
-    )
-    load.add_argument(
-        "--limit", type=int, help=f"send the prompts of N cases (default {DEFAULT_LIMIT} without --dataset)"
-    )
-    load.add_argument("--out", default="runs", help="where run directories go (default: ./runs)")
-    load.add_argument("--json", action="store_true", help="print the summary's load section as JSON")
-    load.add_argument("--skip-invalid-cases", action="store_true", help="leave out dataset lines with errors")
-    _add_load_flags(load, prefix="")
-    load.set_defaults(handler=_load)
+    add_load_command(commands)
 
     decide = commands.add_parser(
         "decide",

@@ -1,0 +1,103 @@
+"""The `quantgate load` command, and the load flags `quantgate run --load` shares."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from quantgate.cli_common import DEFAULT_DATASET, DEFAULT_LIMIT, cli_dataset, cli_variants
+from quantgate.dataset import Dataset
+from quantgate.scoring import dump_json
+
+if TYPE_CHECKING:
+    from quantgate.load import LoadOptions
+    from quantgate.variants import VariantSet
+
+
+def load_options(args: argparse.Namespace) -> LoadOptions:
+    """The load options of `load` and `run --load`; bad levels or bounds fail before any work."""
+    from quantgate.load import DEFAULT_LEVELS, LoadOptions, parse_levels
+
+    cases = args.limit if args.limit is not None or args.dataset else DEFAULT_LIMIT
+    return LoadOptions(
+        levels=parse_levels(args.load_concurrency or DEFAULT_LEVELS),
+        requests=args.requests,
+        duration_s=args.duration,
+        max_tokens=args.max_tokens,
+        cases=cases,
+    )
+
+
+def load_into(
+    run_dir: Path | None,
+    dataset: Dataset,
+    variant_set: VariantSet,
+    options: LoadOptions,
+    *,
+    out: Path,
+    quiet: bool,
+) -> Path:
+    from quantgate.load_run import run_load
+    from quantgate.load_table import render_load
+    from quantgate.runstore import load_run
+
+    run_dir = run_load(dataset, variant_set, options=options, run_dir=run_dir, out=out)
+    if not quiet:
+        print(render_load(load_run(run_dir).summary["load"]))
+        print(f"load records: {run_dir / 'load.jsonl'}")
+    return run_dir
+
+
+def _load(args: argparse.Namespace) -> int:
+    from quantgate.runstore import load_run
+
+    options = load_options(args)
+    dataset = cli_dataset(args.dataset or DEFAULT_DATASET, args.skip_invalid_cases)
+    variant_set = cli_variants(args.variants)
+    run_dir = load_into(None, dataset, variant_set, options, out=Path(args.out), quiet=args.json)
+    if args.json:
+        print(dump_json(load_run(run_dir).summary["load"]))
+    else:
+        print(f"run directory: {run_dir}")
+    return 0
+
+
+def add_load_flags(parser: argparse.ArgumentParser, *, prefix: str) -> None:
+    """The load flags; `prefix` names the concurrency flag (`--load-concurrency` under `run`)."""
+    group = parser.add_argument_group("load (bounded: each level stops at --requests or --duration)")
+    group.add_argument(
+        f"--{prefix}concurrency",
+        dest="load_concurrency",
+        metavar="LEVELS",
+        help="concurrency levels, named (normal=1,peak=4) or plain (1,4,8); default normal=1,peak=4",
+    )
+    group.add_argument(
+        "--requests", type=int, metavar="N", help="requests per level (default 8 when no --duration)"
+    )
+    group.add_argument(
+        "--duration", type=float, metavar="S", help="seconds per level after which no request starts"
+    )
+    group.add_argument("--max-tokens", type=int, metavar="N", help="generation limit per request")
+
+
+def add_load_command(commands: Any) -> None:
+    """Add `quantgate load` to the CLI's subcommands."""
+    load = commands.add_parser(
+        "load", help="send the dataset's prompts at several concurrency levels; latency, throughput, errors"
+    )
+    load.add_argument("--dataset", help=f"dataset directory or bundled name (default: {DEFAULT_DATASET})")
+    load.add_argument(
+        "--variants",
+        nargs="+",
+        metavar="FILE|SPEC",
+        help="variants .toml files and/or llamacpp:PATH.gguf / ollama:TAG (default: the ladder)",
+    )
+    load.add_argument(
+        "--limit", type=int, help=f"send the prompts of N cases (default {DEFAULT_LIMIT} without --dataset)"
+    )
+    load.add_argument("--out", default="runs", help="where run directories go (default: ./runs)")
+    load.add_argument("--json", action="store_true", help="print the summary's load section as JSON")
+    load.add_argument("--skip-invalid-cases", action="store_true", help="leave out dataset lines with errors")
+    add_load_flags(load, prefix="")
+    load.set_defaults(handler=_load)
