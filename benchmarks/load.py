@@ -16,13 +16,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from quantgate.dataset import load_dataset
 from quantgate.hardware import hardware
-from quantgate.ladder import build_ladder
-from quantgate.load import LoadOptions, parse_levels
-from quantgate.load_run import run_load
-from quantgate.load_table import render_load
-from quantgate.runstore import load_run
+from quantgate.inputs.dataset import load_dataset
+from quantgate.ladder.build import build_ladder
+from quantgate.loadtest.levels import LoadOptions, parse_levels
+from quantgate.loadtest.run import run_load
+from quantgate.loadtest.table import render_load
+from quantgate.rundir.store import load_run
 
 
 def main() -> None:
@@ -48,15 +48,17 @@ def main() -> None:
         started = time.perf_counter()
         run_dir = run_load(load_dataset(args.dataset), chosen, options=options, out=Path(out))
         elapsed = time.perf_counter() - started
-        section = load_run(run_dir).summary["load"]
+        section = load_run(run_dir).summary.load
+    if section is None:
+        raise SystemExit(f"{run_dir}: the load test wrote no load section")
     print(render_load(section))
-    for variant in section["variants"]:
-        levels = variant["levels"]
-        base = levels[0]["aggregate_tokens_per_s"] if levels else None
+    for variant in section.variants:
+        levels = variant.levels
+        base = levels[0].aggregate_tokens_per_s if levels else None
         for level in levels[1:]:
-            rate = level["aggregate_tokens_per_s"]
+            rate = level.aggregate_tokens_per_s
             if base and rate:
-                name = f"{variant['name']} level {level['name']}"
+                name = f"{variant.name} level {level.name}"
                 print(f"{name}: aggregate tok/s x{rate / base:.2f} of the first level's")
     print(f"wall time: {elapsed:.1f} s")
 

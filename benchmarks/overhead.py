@@ -28,12 +28,12 @@ from typing import Any
 from graphs.prompting import build_messages
 from quantgate.backends.greedy import Generation
 from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
-from quantgate.dataset import load_dataset
+from quantgate.evaluate.run import RunOptions, run_evaluation, select_cases
 from quantgate.hardware import hardware
-from quantgate.ladder import build_ladder
-from quantgate.run import RunOptions, run_evaluation, select_cases
-from quantgate.runstore import read_records
-from quantgate.variants import VariantSet
+from quantgate.inputs.dataset import load_dataset
+from quantgate.inputs.variants import VariantSet
+from quantgate.ladder.build import build_ladder
+from quantgate.rundir.store import read_records
 
 
 def raw_time(
@@ -89,7 +89,7 @@ def main() -> None:
             options=RunOptions(limit=args.limit, out=Path(tmp), progress=False),
         )
         harness_s = time.perf_counter() - started
-        records = {r["case_id"]: r for r in read_records(run_dir)}
+        records = {r.case_id: r for r in read_records(run_dir)}
 
     examples = [(e.text, e.expected) for e in dataset.examples if e.expected is not None]
     prompts = [
@@ -100,11 +100,11 @@ def main() -> None:
         variant.model, dataset.schema, prompts, max_tokens=512
     )
 
-    first_outputs = [records[c.id]["raw"] for c in cases if records[c.id]["attempts"] == 1]
+    first_outputs = [records[c.id].raw for c in cases if records[c.id].attempts == 1]
     same = sum(a == b for a, b in zip(first_outputs, raw_outputs, strict=False))
     same_completion = sum(a == b for a, b in zip(raw_outputs, completion_outputs, strict=True))
-    repairs = sum(max(records[c.id]["attempts"] - 1, 0) for c in cases)
-    tokens = sum(records[c.id]["output_tokens"] or 0 for c in cases)
+    repairs = sum(max(records[c.id].attempts - 1, 0) for c in cases)
+    tokens = sum(records[c.id].output_tokens or 0 for c in cases)
     report = {
         "dataset": dataset.name,
         "variant": variant.name,

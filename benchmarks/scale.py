@@ -35,12 +35,12 @@ from langchain_core.outputs import ChatGenerationChunk
 from pydantic import PrivateAttr
 
 from quantgate.backends.streaming import StreamingChatModel
-from quantgate.dataset import Case, Dataset, load_dataset, write_dataset
+from quantgate.evaluate.measure import rss_mb
+from quantgate.evaluate.run import RunOptions, run_evaluation
 from quantgate.hardware import hardware
-from quantgate.measure import rss_mb
-from quantgate.run import RunOptions, run_evaluation
-from quantgate.runstore import RECORDS_FILE
-from quantgate.variants import Variant, VariantSet
+from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
+from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.rundir.files import RECORDS_FILE
 
 BUDGET_MIB = 50e6 / 2**20
 """The issue's budget, 50 MB (decimal), in MiB: RSS is read in MiB (memory-profiler)."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from evaluators.fields import FieldAccuracy
 from evaluators.format import FormatResult
+from evaluators.rates import share
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,7 +94,7 @@ def aggregate(case_scores: Iterable[CaseScore]) -> DatasetScore:
         field_accuracy=mean(pooled),
         field_accuracy_macro=mean(v for v in field_means.values() if v is not None),
         fields=field_means,
-        format_validity=mean(float(v) for v in measured_formats),
+        format_validity=share(measured_formats),
         slices={tag: mean(values) for tag, values in sorted(per_slice.items())},
         slice_cases=dict(sorted(slice_cases.items())),
     )

@@ -159,6 +159,16 @@ def _case_mean(scores: Mapping[str, float]) -> float:
     return sum(scores.values()) / len(scores) if scores else 0.0
 
 
+def accuracy_delta(cases: Sequence[PairedCase]) -> float | None:
+    """The accuracy delta, variant minus reference: the mean over the paired cases of the
+    difference of their case accuracies (a case's mean field score). None without cases.
+
+    This is the `delta` of `compare_paired(...).overall`, without the bootstrap: the summary
+    shows it, the decision judges it with its interval.
+    """
+    return mean(_case_mean(c.variant) - _case_mean(c.reference) for c in cases)
+
+
 def _overall(cases: Sequence[PairedCase], options: ComparisonOptions) -> PairedDelta:
     return paired_delta(
         reference=[_case_mean(c.reference) for c in cases],

@@ -36,14 +36,14 @@ from pydantic import BaseModel, Field
 
 from graphs.extraction import ExtractionContext
 from graphs.extraction import graph as extraction_graph
-from quantgate.dataset import load_dataset
-from quantgate.decision import decide
-from quantgate.guard import GuardedExtractionState, OnlineGuard, SignalReading, guard_node
-from quantgate.ladder import build_ladder
-from quantgate.measure import rss_mb
-from quantgate.production import load_chosen, open_extractor
-from quantgate.run import RunOptions, run_evaluation
-from quantgate.variants import load_variants_file
+from quantgate.decide.decision import decide
+from quantgate.evaluate.measure import rss_mb
+from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.inputs.dataset import load_dataset
+from quantgate.inputs.variants import load_variants_file
+from quantgate.ladder.build import build_ladder
+from quantgate.production.extractor import load_chosen, open_extractor
+from quantgate.production.guard import GuardedExtractionState, OnlineGuard, SignalReading, guard_node
 
 
 class Organizer(BaseModel):

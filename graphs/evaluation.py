@@ -23,10 +23,11 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from evaluators import CaseScore, CaseScorer, FieldAccuracy, aggregate, mean, score_fields
+from evaluators import CaseScore, CaseScorer, FieldAccuracy, aggregate, score_fields
 from evaluators.format import FormatResult
 from evaluators.latency import CaseLatency, case_latency, summarize_latency
 from evaluators.memory import MemoryReading, summarize_memory
+from evaluators.rates import share
 from graphs.extraction import ExtractionContext, ExtractionResult
 from graphs.extraction import graph as extraction_graph
 
@@ -106,7 +107,9 @@ class CaseTask(TypedDict):
     case: CaseInput
 
 
-def _error_kind(result: ExtractionResult) -> str | None:
+def error_kind(result: ExtractionResult) -> str | None:
+    """Why a case failed, as every figure counts errors: the backend's error kind, or
+    `invalid_output` when no valid record came after the repairs; None when it did not fail."""
     if result.error:
         return result.error_kind or "backend_error"
     return None if result.valid else "invalid_output"
@@ -139,7 +142,7 @@ def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dic
         score=score,
         latency=case_latency(result.attempts),
         agreement=agreement,
-        error_kind=_error_kind(result),
+        error_kind=error_kind(result),
     )
     if ctx.on_record:
         ctx.on_record(outcome)
@@ -195,7 +198,7 @@ def score_accuracy(state: EvaluationState) -> dict[str, Any]:
     outcomes = state.get("outcomes", [])
     summary = aggregate(o.score for o in outcomes)
     first_valid = [
-        float(bool(o.extraction.attempts) and o.extraction.valid and len(o.extraction.attempts) == 1)
+        bool(o.extraction.attempts) and o.extraction.valid and len(o.extraction.attempts) == 1
         for o in outcomes
     ]
     errors: dict[str, int] = {}
@@ -208,7 +211,7 @@ def score_accuracy(state: EvaluationState) -> dict[str, Any]:
             "field_accuracy": summary.field_accuracy,
             "field_accuracy_macro": summary.field_accuracy_macro,
             "format_validity": summary.format_validity,
-            "first_attempt_validity": mean(first_valid),
+            "first_attempt_validity": share(first_valid),
             "errors": sum(errors.values()),
             "errors_by_kind": errors,
             "truncated_cases": sum(o.extraction.truncated for o in outcomes),

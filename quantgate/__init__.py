@@ -1,7 +1,12 @@
 """quantgate: is a quantized LLM good enough to replace its reference for structured extraction?"""
 
-from quantgate.compare import compare_runs
-from quantgate.dataset import (
+from quantgate.analysis.compare import compare_runs
+from quantgate.analysis.explore import RunView, latest_run, load_run_view
+from quantgate.analysis.report import write_report
+from quantgate.decide.decision import decide, load_decision
+from quantgate.evaluate.predictions import PredictionLine, ScoreReport, read_predictions, score_predictions
+from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.inputs.dataset import (
     Case,
     Dataset,
     DatasetError,
@@ -10,19 +15,20 @@ from quantgate.dataset import (
     check_dataset,
     load_dataset,
 )
-from quantgate.decision import decide, load_decision
-from quantgate.explore import RunView, latest_run, load_run_view
-from quantgate.gates import Gates, load_gates
-from quantgate.guard import OnlineGuard
-from quantgate.ladder import build_ladder
-from quantgate.load import LoadLevel, LoadOptions, parse_levels
-from quantgate.load_run import run_load
-from quantgate.production import ChosenVariant, Extractor, ProductionError, load_chosen, open_extractor
-from quantgate.report import write_report
-from quantgate.run import RunOptions, run_evaluation
-from quantgate.runstore import Run, load_run
-from quantgate.scoring import PredictionLine, ScoreReport, read_predictions, score_predictions
-from quantgate.variants import Variant, VariantSet
+from quantgate.inputs.gates import Gates, load_gates
+from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.ladder.build import build_ladder
+from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels
+from quantgate.loadtest.run import run_load
+from quantgate.production.extractor import (
+    ChosenVariant,
+    Extractor,
+    ProductionError,
+    load_chosen,
+    open_extractor,
+)
+from quantgate.production.guard import OnlineGuard
+from quantgate.rundir.store import Run, load_run
 
 __version__ = "0.1.0"
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 from hypothesis import settings
 
-from quantgate.dataset import bundled_datasets, bundled_root
-from quantgate.variants import VariantSet
+from quantgate.inputs.dataset import bundled_datasets, bundled_root
+from quantgate.inputs.variants import VariantSet
 
 if TYPE_CHECKING:
     from tests.model_fixtures import OllamaDoubleProcess
@@ -47,9 +47,9 @@ def ladder(tmp_path_factory: pytest.TempPathFactory) -> VariantSet:
 def small_real_run(ladder: VariantSet, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small real run, decided: the F16 reference and Q4_K_M on 3 cases of contacts-events,
     token fidelity included; the report and the notebook read it."""
-    from quantgate.dataset import load_dataset
-    from quantgate.decision import decide
-    from quantgate.run import RunOptions, run_evaluation
+    from quantgate.decide.decision import decide
+    from quantgate.evaluate.run import RunOptions, run_evaluation
+    from quantgate.inputs.dataset import load_dataset
 
     variants = VariantSet(
         reference="F16", variants=[v for v in ladder.variants if v.name in ("F16", "Q4_K_M")]

@@ -15,8 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.comparison import ComparisonOptions, compare_paired
-from quantgate.decision import paired_cases
-from quantgate.runstore import latest_records, load_run
+from quantgate.formatting import figure, interval_points, number, points
+from quantgate.inputs.gates import Gates, comparison_options
+from quantgate.rundir.pairing import paired_cases
+from quantgate.rundir.store import latest_records, load_run
+from quantgate.rundir.summary import VariantEntry
 
 _FIGURES = (
     "field_accuracy",
@@ -30,14 +33,14 @@ _FIGURES = (
 )
 
 
-def _figures(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def _figures(a: VariantEntry, b: VariantEntry) -> dict[str, dict[str, Any]]:
     figures = {}
     for key in _FIGURES:
-        va, vb = a.get(key), b.get(key)
-        change = vb - va if isinstance(va, int | float) and isinstance(vb, int | float) else None
+        va, vb = getattr(a, key), getattr(b, key)
+        change = vb - va if va is not None and vb is not None else None
         figures[key] = {"a": va, "b": vb, "change": change}
-    kld_a = (a.get("token_fidelity") or {}).get("kld_mean")
-    kld_b = (b.get("token_fidelity") or {}).get("kld_mean")
+    kld_a = a.token_fidelity.kld_mean if a.token_fidelity else None
+    kld_b = b.token_fidelity.kld_mean if b.token_fidelity else None
     figures["kld_mean"] = {
         "a": kld_a,
         "b": kld_b,
@@ -62,11 +65,11 @@ def compare_runs(
     Returns:
         A JSON-ready dict: per variant the paired comparison (B minus A) and the figures.
     """
-    options = options or ComparisonOptions()
+    options = options or comparison_options(Gates())
     a, b = load_run(run_a), load_run(run_b)
     records_a, records_b = latest_records(a.records()), latest_records(b.records())
-    entries_a = {e["name"]: e for e in a.summary.get("variants", [])}
-    entries_b = {e["name"]: e for e in b.summary.get("variants", [])}
+    entries_a = {e.name: e for e in a.summary.variants}
+    entries_b = {e.name: e for e in b.summary.variants}
     common = [n for n in entries_a if n in entries_b]
     variants = {}
     for name in common:
@@ -77,12 +80,12 @@ def compare_runs(
             "comparison": comparison.as_dict() if comparison else None,
             "figures": _figures(entries_a[name], entries_b[name]),
         }
-    dataset_a, dataset_b = a.summary.get("dataset", {}), b.summary.get("dataset", {})
+    dataset_a, dataset_b = a.summary.dataset, b.summary.dataset
     return {
-        "run_a": a.summary.get("run_id"),
-        "run_b": b.summary.get("run_id"),
-        "same_dataset": dataset_a.get("sha256") == dataset_b.get("sha256"),
-        "datasets": {"a": dataset_a, "b": dataset_b},
+        "run_a": a.summary.run_id,
+        "run_b": b.summary.run_id,
+        "same_dataset": dataset_a.sha256 == dataset_b.sha256,
+        "datasets": {"a": dataset_a.model_dump(mode="json"), "b": dataset_b.model_dump(mode="json")},
         "options": {
             "margin": options.margin,
             "min_cases": options.min_cases,
@@ -94,15 +97,9 @@ def compare_runs(
     }
 
 
-def _pts(value: float | None) -> str:
-    return "—" if value is None else f"{value * 100:+.1f}"
-
-
 def _delta_row(label: str, d: Mapping[str, Any]) -> str:
-    interval = d.get("interval")
-    ci = f"[{_pts(interval['low'])}, {_pts(interval['high'])}]" if interval else "—"
-    p = "—" if d.get("mcnemar_p") is None else f"{d['mcnemar_p']:.3g}"
-    return f"  {label:<32} {d['cases']:>5}  {_pts(d['delta']):>7}  {ci:<16} {p:>9}  {d['verdict']}"
+    ci, p = interval_points(d.get("interval")), number(d.get("mcnemar_p"))
+    return f"  {label:<32} {d['cases']:>5}  {points(d['delta']):>7}  {ci:<16} {p:>9}  {d['verdict']}"
 
 
 def render_comparison(result: Mapping[str, Any]) -> str:
@@ -116,7 +113,7 @@ def render_comparison(result: Mapping[str, Any]) -> str:
     for name, v in result["variants"].items():
         lines += ["", f"{name}: {v['paired_cases']} paired cases"]
         figures = "  ".join(
-            f"{k} {_fmt(f['a'])} -> {_fmt(f['b'])}"
+            f"{k} {figure(f['a'])} -> {figure(f['b'])}"
             for k, f in v["figures"].items()
             if f["a"] is not None or f["b"] is not None
         )
@@ -130,9 +127,3 @@ def render_comparison(result: Mapping[str, Any]) -> str:
         lines += [_delta_row(f"field {k}", d) for k, d in comparison["fields"].items()]
         lines += [_delta_row(f"slice {k}", d) for k, d in comparison["slices"].items()]
     return "\n".join(lines)
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "—"
-    return f"{value:.4g}" if isinstance(value, float) else str(value)

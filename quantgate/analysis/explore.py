@@ -24,10 +24,15 @@ from evaluators.comparison import Comparison, compare_paired, regressions
 from evaluators.fields import FieldScore, no_output, score_fields
 from evaluators.latency import percentile
 from evaluators.schema import FieldSpec
-from quantgate.dataset import Case, Dataset
-from quantgate.decision import DECISION_JSON, load_decision, paired_cases, run_dataset
-from quantgate.gate_checks import measure
-from quantgate.runstore import Run, latest_records, load_run
+from quantgate.decide.checks import measure
+from quantgate.decide.decision import run_dataset
+from quantgate.inputs.dataset import Case, Dataset
+from quantgate.inputs.gates import Gates, comparison_options
+from quantgate.rundir.decision import Decision
+from quantgate.rundir.files import DECISION_JSON, SUMMARY_FILE
+from quantgate.rundir.lines import CaseRecord
+from quantgate.rundir.pairing import paired_cases
+from quantgate.rundir.store import Run, latest_records, load_run, read_decision
 
 _FIELD_COLUMNS = ["variant", "case_id", "field", "score", "outcome", "agreement", "tags"]
 
@@ -49,9 +54,14 @@ class RunView:
     run: Run
     reference: str
     variants: tuple[str, ...]
-    records: Mapping[str, Mapping[str, Mapping[str, Any]]]
+    records: Mapping[str, Mapping[str, CaseRecord]]
     dataset: Dataset | None
-    decision: Mapping[str, Any] | None
+    decision: Decision | None
+
+    @property
+    def gates(self) -> Gates:
+        """The gates the run was decided under (the defaults before it is decided)."""
+        return self.decision.gates if self.decision is not None else Gates()
 
     @property
     def quantized(self) -> tuple[str, ...]:
@@ -76,16 +86,16 @@ def load_run_view(run_dir: str | Path) -> RunView:
     """
     run = load_run(run_dir)
     records = latest_records(run.records())
-    listed = [entry["name"] for entry in run.summary.get("variants", [])]
+    listed = [entry.name for entry in run.summary.variants]
     names = [n for n in listed if n in records] + [n for n in records if n not in listed]
     decided = run.directory / DECISION_JSON
     return RunView(
         run=run,
-        reference=run.summary.get("reference") or (names[0] if names else ""),
+        reference=run.summary.reference or (names[0] if names else ""),
         variants=tuple(names),
         records=records,
         dataset=run_dataset(run),
-        decision=load_decision(run.directory) if decided.is_file() else None,
+        decision=read_decision(run.directory) if decided.is_file() else None,
     )
 
 
@@ -96,7 +106,7 @@ def latest_run(*, root: str | Path = "runs") -> Path:
         FileNotFoundError: `root` holds no run.
     """
     folder = Path(root)
-    found = sorted(p for p in folder.glob("*/summary.json")) if folder.is_dir() else []
+    found = sorted(p for p in folder.glob(f"*/{SUMMARY_FILE}")) if folder.is_dir() else []
     if not found:
         raise FileNotFoundError(
             f"no run under {folder.resolve()}: run `quantgate run` or give a run directory"
@@ -111,7 +121,7 @@ def comparisons(view: RunView) -> dict[str, Comparison]:
     for name in view.quantized:
         paired = paired_cases(reference, view.records[name])
         if paired:
-            found[name] = compare_paired(paired)
+            found[name] = compare_paired(paired, options=comparison_options(view.gates))
     return found
 
 
@@ -120,11 +130,12 @@ def field_scores(view: RunView) -> pd.DataFrame:
     rows = []
     for name in view.variants:
         for case_id, record in view.records[name].items():
-            outcomes = record.get("outcomes") or {}
-            agreement = record.get("agreement_fields") or {}
-            tags = tuple(record.get("tags") or ())
-            for field, score in (record.get("fields") or {}).items():
-                rows.append((name, case_id, field, score, outcomes.get(field), agreement.get(field), tags))
+            agreement = record.agreement_fields or {}
+            tags = tuple(record.tags)
+            for field, score in record.fields.items():
+                rows.append(
+                    (name, case_id, field, score, record.outcomes.get(field), agreement.get(field), tags)
+                )
     frame = pd.DataFrame(rows, columns=_FIELD_COLUMNS)
     frame["agreement"] = frame["agreement"].astype(float)
     return frame
@@ -148,7 +159,7 @@ def slice_accuracy(view: RunView) -> pd.DataFrame:
 
 def slice_sizes(view: RunView) -> pd.Series:
     """Number of cases per slice (tag), counted on the reference's records."""
-    tags = [t for r in view.records.get(view.reference, {}).values() for t in r.get("tags") or ()]
+    tags = [t for r in view.records.get(view.reference, {}).values() for t in r.tags]
     return pd.Series(tags, dtype=object).value_counts().sort_index().rename("cases")
 
 
@@ -168,19 +179,19 @@ def variant_table(view: RunView) -> pd.DataFrame:
     """One row per variant: accuracy, paired delta, footprint, validity, errors, latency, gates."""
     deltas = {name: c.overall.delta for name, c in comparisons(view).items()}
     accuracy = field_scores(view).groupby("variant")["score"].mean()
-    decided = (view.decision or {}).get("variants", {})
+    decided = view.decision.variants if view.decision is not None else {}
     rows = []
-    for entry in view.run.summary.get("variants", []):
-        name = entry["name"]
+    for entry in view.run.summary.variants:
+        name = entry.name
         records = list(view.records.get(name, {}).values())
         measured = measure(records, entry)
-        ttfts = [float(r["ttft_s"]) for r in records if r.get("ttft_s") is not None]
+        ttfts = [r.ttft_s for r in records if r.ttft_s is not None]
         rows.append(
             {
                 "variant": name,
-                "quantization": entry.get("quantization"),
+                "quantization": entry.quantization,
                 "is_reference": name == view.reference,
-                "status": entry.get("status"),
+                "status": entry.status,
                 "cases": len(records),
                 "field_accuracy": accuracy.get(name),
                 "accuracy_delta": deltas.get(name),
@@ -190,7 +201,7 @@ def variant_table(view: RunView) -> pd.DataFrame:
                 "error_rate": measured.error_rate,
                 "ttft_s_p50": percentile(ttfts, 50),
                 "latency_s_p95": measured.latency_s_p95,
-                "passes": decided.get(name, {}).get("passes"),
+                "passes": decided[name].passes if name in decided else None,
             }
         )
     numbers = ["field_accuracy", "accuracy_delta", "footprint_mb", "format_validity", "error_rate"]
@@ -201,7 +212,7 @@ def variant_table(view: RunView) -> pd.DataFrame:
 def latencies(view: RunView) -> pd.DataFrame:
     """One row per variant x case: time to first token and total time in seconds."""
     rows = [
-        (name, case_id, record.get("ttft_s"), record.get("total_s"))
+        (name, case_id, record.ttft_s, record.total_s)
         for name in view.variants
         for case_id, record in view.records[name].items()
     ]
@@ -219,15 +230,12 @@ def failing_cases(view: RunView) -> pd.DataFrame:
     rows = []
     for name in view.variants:
         for case_id, record in view.records[name].items():
-            wrong = tuple(f for f, s in (record.get("fields") or {}).items() if s < 1.0)
-            if wrong or record.get("error_kind"):
-                tags = tuple(record.get("tags") or ())
-                accuracy, kind, error = (
-                    record.get("field_accuracy"),
-                    record.get("error_kind"),
-                    record.get("error"),
-                )
-                rows.append((name, case_id, tags, wrong, accuracy, kind, error))
+            wrong = tuple(f for f, s in record.fields.items() if s < 1.0)
+            if wrong or record.error_kind:
+                rows.append(
+                    (name, case_id, tuple(record.tags), wrong, record.field_accuracy, record.error_kind,
+                     record.error)
+                )  # fmt: skip
     columns = ["variant", "case_id", "tags", "fields", "field_accuracy", "error_kind", "error"]
     return pd.DataFrame(rows, columns=columns).astype({"field_accuracy": float})
 
@@ -246,18 +254,18 @@ def only_variant_fails(view: RunView) -> pd.DataFrame:
             record = own[found.case_id]
             for field in found.fields:
                 rows.append(
-                    (name, found.case_id, field, found.tags, (record.get("fields") or {}).get(field),
-                     (record.get("outcomes") or {}).get(field), found.reference_score, found.variant_score)
+                    (name, found.case_id, field, found.tags, record.fields.get(field),
+                     record.outcomes.get(field), found.reference_score, found.variant_score)
                 )  # fmt: skip
     columns = ["variant", "case_id", "field", "tags", "variant_score", "outcome"]
     return pd.DataFrame(rows, columns=[*columns, "reference_case_score", "variant_case_score"])
 
 
 def _values(
-    spec: FieldSpec, record: Mapping[str, Any] | None, gold: Mapping[str, Any] | None
+    spec: FieldSpec, record: CaseRecord | None, gold: Mapping[str, Any] | None
 ) -> dict[str, FieldScore]:
     """Per field: gold (`expected`) and the record's value (`predicted`), flattened by the scorer."""
-    output = record.get("record") if record and _answered(record) else None
+    output = record.record if record is not None and _answered(record) else None
     if gold is None:  # unlabeled: flatten the output against itself
         gold = output
     if output is None:
@@ -287,8 +295,8 @@ def case_diff(view: RunView, *, case_id: str, variant: str) -> pd.DataFrame:
     mine, theirs = _values(spec, own, case.expected), _values(spec, ref, case.expected)
     rows = []
     for field in mine:
-        score = (own.get("fields") or {}).get(field)
-        agreement = (own.get("agreement_fields") or {}).get(field)  # None for the reference itself
+        score = own.fields.get(field)
+        agreement = (own.agreement_fields or {}).get(field)  # None for the reference itself
         value, ref_value = mine[field].predicted, theirs[field].predicted
         rows.append(
             {
@@ -298,9 +306,9 @@ def case_diff(view: RunView, *, case_id: str, variant: str) -> pd.DataFrame:
                 "variant": value,
                 "reference_answered": _answered(ref),
                 "variant_answered": _answered(own),
-                "reference_score": ((ref or {}).get("fields") or {}).get(field),
+                "reference_score": ref.fields.get(field) if ref is not None else None,
                 "variant_score": score,
-                "outcome": (own.get("outcomes") or {}).get(field),
+                "outcome": own.outcomes.get(field),
                 "agreement": agreement,
                 "wrong": score is not None and score < 1.0,
                 "differs": agreement < 1.0 if agreement is not None else _dumps(value) != _dumps(ref_value),
@@ -311,8 +319,8 @@ def case_diff(view: RunView, *, case_id: str, variant: str) -> pd.DataFrame:
     return pd.DataFrame(rows, dtype=object).astype(kinds).set_index("field")  # a null value stays None
 
 
-def _answered(record: Mapping[str, Any] | None) -> bool:
-    return bool(record and record.get("valid") and record.get("record") is not None)
+def _answered(record: CaseRecord | None) -> bool:
+    return record is not None and record.valid and record.record is not None
 
 
 def _dumps(value: Any) -> str:

@@ -6,7 +6,7 @@ PNG files) and a failure browser: each case a variant got wrong, with its text, 
 reference's and the variant's output, the differing fields highlighted and filters by
 variant, field and slice. Every string from the run (case text, outputs, names) goes
 through Jinja's autoescaping: hostile case text renders as text. The data comes from
-`quantgate.explore`, the same view the notebooks use.
+`quantgate.analysis.explore`, the same view the notebooks use.
 """
 
 from __future__ import annotations
@@ -14,31 +14,32 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from quantgate.explore import RunView, case_diff, failing_cases, load_run_view, only_variant_fails
+from quantgate.analysis.explore import RunView, case_diff, failing_cases, load_run_view, only_variant_fails
+from quantgate.analysis.summary_table import summary_rows
+from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.hardware import package_version
-from quantgate.load_table import load_rows
-from quantgate.summary_table import summary_rows
+from quantgate.loadtest.table import load_rows
+from quantgate.rundir.decision import Decision, VariantDecision
+from quantgate.rundir.files import REPORT_DIR
+from quantgate.rundir.lines import CaseRecord
 
 if TYPE_CHECKING:
-    from quantgate.report_charts import Chart
+    from quantgate.analysis.charts import Chart
 
-REPORT_DIR = "report"
 REPORT_HTML = "report.html"
 DEFAULT_MAX_FAILURES = 1000
-_MISSING = "—"
-_NO_OUTPUT = "— (no output)"
+_NO_OUTPUT = f"{MISSING} (no output)"
 
 
 def _environment() -> Environment:
     return Environment(
-        loader=PackageLoader("quantgate", "templates"),
+        loader=PackageLoader("quantgate.analysis", "templates"),
         autoescape=True,
         undefined=StrictUndefined,
         trim_blocks=True,
@@ -53,46 +54,42 @@ def _show(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _headline(decision: Mapping[str, Any]) -> str:
-    chosen = decision.get("recommended")
+def _headline(decision: Decision) -> str:
+    chosen = decision.recommended
     if chosen is None:
         return "No variant passes every gate (exit status 3)."
-    if decision.get("recommended_is_reference"):
+    if decision.recommended_is_reference:
         return f"Keep the reference, {chosen}: no quantized variant passes every gate."
-    footprint = decision["variants"][chosen].get("footprint_mb")
-    size = _MISSING if footprint is None else f"{footprint:.0f} MiB"
+    footprint = decision.variants[chosen].footprint_mb
+    size = number(footprint, "{:.0f} MiB")
     return f"Recommended: {chosen}, the smallest footprint ({size}) among the variants passing every gate."
 
 
-def _pts(value: float | None) -> str:
-    return _MISSING if value is None else f"{value * 100:+.1f}"
+def _decision_row(name: str, section: VariantDecision) -> dict[str, Any]:
+    overall = section.comparison.overall if section.comparison else None
+    interval = overall.interval if overall else None
+    fidelity = section.token_fidelity
+    kld = fidelity.kld_mean if fidelity else None
+    top1 = fidelity.top1_agreement if fidelity else None
+    return {
+        "name": name,
+        "is_reference": section.is_reference,
+        "passes": section.passes,
+        "status": section.status,
+        "error": section.error,
+        "delta": points(overall.delta if overall else None),
+        "interval": interval_points(interval),
+        "verdict": overall.verdict if overall else MISSING,
+        "kld": number(kld, "{:.4f}"),
+        "top1": percent(top1),
+        "gates": [g.model_dump(mode="json") for g in section.gates],
+    }
 
 
-def _decision_context(decision: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def _decision_context(decision: Decision | None) -> dict[str, Any] | None:
     if decision is None:
         return None
-    variants = []
-    for name, section in decision["variants"].items():
-        overall = (section.get("comparison") or {}).get("overall") or {}
-        interval = overall.get("interval")
-        fidelity = section.get("token_fidelity") or {}
-        variants.append(
-            {
-                "name": name,
-                "is_reference": bool(section.get("is_reference")),
-                "passes": bool(section.get("passes")),
-                "status": section.get("status"),
-                "error": section.get("error"),
-                "delta": _pts(overall.get("delta")),
-                "interval": f"[{_pts(interval['low'])}, {_pts(interval['high'])}]" if interval else _MISSING,
-                "verdict": overall.get("verdict") or _MISSING,
-                "kld": _MISSING if fidelity.get("kld_mean") is None else f"{fidelity['kld_mean']:.4f}",
-                "top1": _MISSING
-                if fidelity.get("top1_agreement") is None
-                else f"{fidelity['top1_agreement']:.1%}",
-                "gates": section.get("gates") or [],
-            }
-        )
+    variants = [_decision_row(name, section) for name, section in decision.variants.items()]
     return {"headline": _headline(decision), "variants": variants}
 
 
@@ -103,11 +100,11 @@ def _diff_rows(view: RunView, *, case_id: str, variant: str, labeled: bool) -> l
         rows.append(
             {
                 "field": str(field),
-                "gold": _show(row["gold"]) if labeled else _MISSING,
+                "gold": _show(row["gold"]) if labeled else MISSING,
                 "reference": _show(row["reference"]) if row["reference_answered"] else _NO_OUTPUT,
                 "variant": _show(row["variant"]) if row["variant_answered"] else _NO_OUTPUT,
-                "score": _MISSING if pd.isna(row["variant_score"]) else f"{row['variant_score']:.2f}",
-                "outcome": _MISSING if row["outcome"] is None else str(row["outcome"]),
+                "score": MISSING if pd.isna(row["variant_score"]) else f"{row['variant_score']:.2f}",
+                "outcome": MISSING if row["outcome"] is None else str(row["outcome"]),
                 "wrong": bool(row["wrong"]),
                 "differs": bool(row["differs"]) and variant != view.reference,
             }
@@ -115,12 +112,12 @@ def _diff_rows(view: RunView, *, case_id: str, variant: str, labeled: bool) -> l
     return rows
 
 
-def _error(record: Mapping[str, Any]) -> str | None:
+def _error(record: CaseRecord) -> str | None:
     """What went wrong with a case as a whole: its error kind and message or validation errors."""
-    kind = record.get("error_kind")
+    kind = record.error_kind
     if not kind:
         return None
-    detail = record.get("error") or "; ".join(str(e) for e in record.get("validation_errors") or [])
+    detail = record.error or "; ".join(record.validation_errors)
     return f"{kind}: {detail}" if detail else str(kind)
 
 
@@ -149,10 +146,10 @@ def _failure_items(view: RunView, *, limit: int) -> tuple[list[dict[str, Any]], 
                 "tags": list(entry["tags"]),
                 "fields": list(entry["fields"]),
                 "regression": bool(entry["regression"]),
-                "accuracy": _MISSING if pd.isna(accuracy) else f"{accuracy:.0%}",
+                "accuracy": MISSING if pd.isna(accuracy) else percent(accuracy, 0),
                 "error": _error(record),
                 "text": case.text if case is not None else None,
-                "raw": None if record.get("valid") else record.get("raw"),
+                "raw": None if record.valid else record.raw,
                 "rows": []
                 if case is None
                 else _diff_rows(view, case_id=case_id, variant=variant, labeled=labeled),
@@ -175,12 +172,11 @@ def _chart_context(charts: list[Chart]) -> list[dict[str, str]]:
 
 def _run_context(view: RunView) -> dict[str, Any]:
     summary = view.run.summary
-    dataset = summary.get("dataset") or {}
     return {
-        "run_id": summary.get("run_id") or view.run.directory.name,
-        "status": summary.get("status") or _MISSING,
-        "dataset": dataset.get("name") or _MISSING,
-        "cases": dataset.get("cases", _MISSING),
+        "run_id": summary.run_id,
+        "status": summary.status,
+        "dataset": summary.dataset.name,
+        "cases": summary.dataset.cases,
         "reference": view.reference,
         "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "version": package_version("quantgate"),
@@ -197,7 +193,7 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
     """
     items, total = _failure_items(view, limit=max_failures)
     header, *rows = summary_rows(view.run.summary)
-    load = view.run.summary.get("load")
+    load = view.run.summary.load
     return (
         _environment()
         .get_template("report.html.j2")
@@ -227,7 +223,7 @@ def write_report(run_dir: str | Path, *, max_failures: int = DEFAULT_MAX_FAILURE
     Returns:
         The path of report.html.
     """
-    from quantgate.report_charts import draw_charts  # matplotlib loads only when a report is drawn
+    from quantgate.analysis.charts import draw_charts  # matplotlib loads only when a report is drawn
 
     view = load_run_view(run_dir)
     out = view.run.directory / REPORT_DIR

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from quantgate.formatting import MISSING, number
+from quantgate.rundir.summary import RunSummary, VariantEntry
 
 _COLUMNS = [
     ("variant", "name", "{}"),
@@ -20,28 +21,28 @@ _COLUMNS = [
 ]
 
 
-def _cell(entry: dict[str, Any], key: str, template: str) -> str:
-    value = entry.get(key)
-    if entry.get("status") == "skipped" and key != "name":
+def _cell(entry: VariantEntry, key: str, template: str) -> str:
+    value = getattr(entry, key)
+    if entry.status == "skipped" and key != "name":
         return "skipped" if key == "file_size_mb" else ""
-    return "—" if value is None else template.format(value)
+    return number(value, template)
 
 
-def summary_rows(summary: dict[str, Any]) -> list[list[str]]:
+def summary_rows(summary: RunSummary) -> list[list[str]]:
     """The summary table as text cells: a header row, then one row per variant.
 
     The reference's name is marked with ` *`; a figure that was not measured is `—`.
     """
     rows = [[title for title, _, _ in _COLUMNS]]
-    for entry in summary.get("variants", []):
+    for entry in summary.variants:
         row = [_cell(entry, key, template) for _, key, template in _COLUMNS]
-        if entry.get("is_reference"):
+        if entry.is_reference:
             row[0] += " *"
         rows.append(row)
     return rows
 
 
-def render_summary(summary: dict[str, Any]) -> str:
+def render_summary(summary: RunSummary) -> str:
     """A fixed-width table of the variants, reference marked with *; missing figures as —."""
     rows = summary_rows(summary)
     widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
@@ -50,9 +51,8 @@ def render_summary(summary: dict[str, Any]) -> str:
         for r in rows
     ]
     lines.insert(1, "-" * len(lines[0]))
-    dataset = summary.get("dataset", {})
     footer = (
-        f"* reference   dataset {dataset.get('name')} ({dataset.get('cases')} cases)   "
-        f"run {summary.get('run_id')}   — = not measured"
+        f"* reference   dataset {summary.dataset.name} ({summary.dataset.cases} cases)   "
+        f"run {summary.run_id}   {MISSING} = not measured"
     )
     return "\n".join([*lines, footer])

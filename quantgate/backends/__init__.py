@@ -7,24 +7,75 @@ reports what it knows about the runtime, and frees everything when the block end
     with open_variant(variant, schema) as opened:
         graph.invoke({"text": ...}, context=ExtractionContext(model=opened.chat_model, ...))
 
-Register another backend with `register_backend("name", factory)`.
+Each backend also declares what it can do (`BackendCapabilities`): token fidelity, running
+in a worker process, how a load level is served, embeddings. Callers ask `capabilities(variant)`
+before opening, never the backend's name. Register another backend with
+`register_backend("name", factory, capabilities=BackendCapabilities(...))`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
 
 from langchain_core.language_models import BaseChatModel
 
 from quantgate.hardware import package_version
-from quantgate.variants import Variant
+from quantgate.inputs.variants import Variant
 
 
 class BackendError(RuntimeError):
     """A variant that cannot be opened (missing file, unknown backend, load failure)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackendCapabilities:
+    """What a backend can do, declared when it is registered; the defaults declare nothing.
+
+    Attributes:
+        token_fidelity: How token fidelity is measured against a reference of the same
+            backend: `"logits"` teacher-forces full next-token distributions (embedded
+            llama.cpp, in a worker process), `"logprobs"` compares the top-k log-probabilities
+            a server API returns (Ollama); None when it cannot be measured.
+        process_isolation: The variant is opened in a spawned worker process for its
+            evaluation (clean memory figures, a crash fails the variant, not the run). The
+            variant must pickle and the backend must be registered in the worker too (at import
+            of its module); a chat model object given from Python cannot cross processes.
+        parallel: How a load level of k concurrent requests is served: `"instances"` opens k
+            copies of the model in process (within a memory bound), `"server"` sends them to
+            one server that schedules its own slots (Ollama's `OLLAMA_NUM_PARALLEL`), `"none"`
+            shares the one opened object.
+        memory: Where the model's memory lives: `"process"` (the process that opened it; the
+            load test then runs it in a worker of its own, when `process_isolation` allows) or
+            `"server"` (the server's process tree when local, else not measured).
+        embeddings: The backend can produce embeddings.
+        model_file: The variant's `model` is a local file the backend loads (a GGUF): production
+            checks that it is there and is the file the run evaluated (sha256), and Ollama can be
+            given it in a Modelfile.
+        from_python: The variant is a chat model object given from Python: a spec alone cannot
+            rebuild it, so production must be given the same object again.
+    """
+
+    token_fidelity: Literal["logits", "logprobs"] | None = None
+    process_isolation: bool = False
+    parallel: Literal["instances", "server", "none"] = "none"
+    memory: Literal["process", "server"] = "process"
+    embeddings: bool = False
+    model_file: bool = False
+    from_python: bool = False
+
+
+LLAMACPP_CAPABILITIES = BackendCapabilities(
+    token_fidelity="logits", process_isolation=True, parallel="instances", memory="process", model_file=True
+)
+OLLAMA_CAPABILITIES = BackendCapabilities(
+    token_fidelity="logprobs", process_isolation=True, parallel="server", memory="server"
+)
+LANGCHAIN_CAPABILITIES = BackendCapabilities(
+    token_fidelity=None, process_isolation=False, parallel="none", memory="process", from_python=True
+)
 
 
 @dataclass(kw_only=True)
@@ -126,11 +177,42 @@ _BACKENDS: dict[str, Backend] = {
     "langchain": _open_chat_model,
     "ollama": _open_ollama,
 }
+_CAPABILITIES: dict[str, BackendCapabilities] = {
+    "llamacpp": LLAMACPP_CAPABILITIES,
+    "langchain": LANGCHAIN_CAPABILITIES,
+    "ollama": OLLAMA_CAPABILITIES,
+}
 
 
-def register_backend(name: str, backend: Backend) -> None:
-    """Make `backend` available to variants whose `backend` field is `name`."""
+def register_backend(name: str, backend: Backend, *, capabilities: BackendCapabilities | None = None) -> None:
+    """Make `backend` available to variants whose `backend` field is `name`.
+
+    Args:
+        name: The variants' `backend` value.
+        backend: Opens a variant for a schema.
+        capabilities: What the backend can do; by default nothing beyond extraction (no
+            token fidelity, no worker process, one shared object under load).
+    """
     _BACKENDS[name] = backend
+    _CAPABILITIES[name] = capabilities or BackendCapabilities()
+
+
+def backend_capabilities(name: str) -> BackendCapabilities:
+    """What the backend registered as `name` can do; nothing for an unknown name."""
+    return _CAPABILITIES.get(name, BackendCapabilities())
+
+
+def capabilities(variant: Variant) -> BackendCapabilities:
+    """What a variant's backend can do, asked before opening it.
+
+    A variant carrying a chat model object (the `langchain` backend) has no token fidelity
+    and stays in this process, whatever its backend. An unknown backend declares nothing;
+    opening it raises `BackendError`.
+    """
+    declared = backend_capabilities(variant.backend)
+    if variant.chat_model is not None:
+        return replace(declared, token_fidelity=None, process_isolation=False)
+    return declared
 
 
 def open_variant(variant: Variant, schema: Mapping[str, Any]) -> AbstractContextManager[OpenedVariant]:
@@ -146,4 +228,16 @@ def open_variant(variant: Variant, schema: Mapping[str, Any]) -> AbstractContext
     return backend(variant, schema)
 
 
-__all__ = ["Backend", "BackendError", "OpenedVariant", "open_variant", "register_backend"]
+__all__ = [
+    "LANGCHAIN_CAPABILITIES",
+    "LLAMACPP_CAPABILITIES",
+    "OLLAMA_CAPABILITIES",
+    "Backend",
+    "BackendCapabilities",
+    "BackendError",
+    "OpenedVariant",
+    "backend_capabilities",
+    "capabilities",
+    "open_variant",
+    "register_backend",
+]

@@ -28,7 +28,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from graphs.extraction import ModelCallError
 from quantgate.backends import BackendError, OpenedVariant
 from quantgate.backends.streaming import StreamingChatModel
-from quantgate.variants import Variant
+from quantgate.inputs.variants import Variant
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_NUM_CTX = 8192

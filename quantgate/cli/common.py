@@ -1,14 +1,20 @@
-"""What several `quantgate` commands share: the default dataset, and resolving datasets and variants."""
+"""What several `quantgate` commands share: defaults, datasets and variants, gates, the decision."""
 
 from __future__ import annotations
 
+import argparse
 import sys
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
-from quantgate.dataset import Dataset, load_dataset
+from quantgate.inputs.dataset import Dataset, load_dataset
+from quantgate.inputs.gates import GATE_KEYS, Gates, load_gates
 
 if TYPE_CHECKING:
-    from quantgate.variants import VariantSet
+    from quantgate.inputs.variants import VariantSet
+
+    Commands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+    """The root parser's subcommands, which each command module's `add_parser` adds to."""
 
 DEFAULT_DATASET = "contacts-events"
 DEFAULT_LIMIT = 10
@@ -24,11 +30,57 @@ def cli_dataset(name: str, skip_invalid_cases: bool) -> Dataset:
 
 def cli_variants(specs: list[str] | None) -> VariantSet:
     """The variants given on the command line, else the default ladder (built if missing)."""
-    from quantgate.ladder import build_ladder
-    from quantgate.variants import resolve_variants
+    from quantgate.inputs.variants import resolve_variants
+    from quantgate.ladder.build import build_ladder
 
     if specs:
         return resolve_variants(specs)
     print("building the default ladder (Gemma 3 270M: F16 reference, Q8_0, Q5_K_M, Q4_K_M) if missing")
     variant_set, _ = build_ladder()
     return variant_set
+
+
+def add_gate_flags(parser: argparse.ArgumentParser) -> None:
+    """The gate flags of `run`, `decide` and `compare`: `--gates FILE` and one flag per gate."""
+    group = parser.add_argument_group("gates (flags override the file; fractions: 0.05 = 5 points)")
+    group.add_argument(
+        "--gates", metavar="FILE.toml", help="gates file (see quantgate/gates.py for the keys)"
+    )
+    for key, info in Gates.model_fields.items():
+        if key == "format_version":
+            continue
+        kind = int if key.startswith("min_") and key.endswith("cases") else float
+        group.add_argument(
+            "--" + key.replace("_", "-"), type=kind, metavar="N", help=f"default: {info.default}"
+        )
+
+
+def cli_gates(args: argparse.Namespace) -> Gates:
+    """The gates of `add_gate_flags`' flags: the gates file (or the defaults), flags overriding it."""
+    overrides = {key: getattr(args, key) for key in GATE_KEYS}
+    return load_gates(args.gates, overrides=overrides)
+
+
+def report_decision(run_dir: Path, gates: Gates, *, quiet: bool = False) -> int:
+    """Decide a run, print each variant's verdict and the decision; return the decision's exit status."""
+    from quantgate.decide.decision import decide
+    from quantgate.rundir.files import DECISION_MD
+
+    decision = decide(run_dir, gates)
+    if not quiet:
+        chosen = decision.recommended
+        for name, section in decision.variants.items():
+            failed = [f"{g.gate} {g.status}" for g in section.gates if g.status != "pass"]
+            verdict = "passes every gate" if section.passes else "; ".join(failed) or section.status
+            print(f"  {name:<10} {verdict}")
+        if chosen is None:
+            print("decision: no variant passes every gate (exit status 3)")
+        else:
+            note = (
+                " (the reference: no quantized variant is shown safe)"
+                if decision.recommended_is_reference
+                else ""
+            )
+            print(f"decision: {chosen}{note}")
+        print(f"decision record: {run_dir / DECISION_MD}")
+    return decision.exit_status

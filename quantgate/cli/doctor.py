@@ -1,14 +1,20 @@
-"""`quantgate doctor`: is everything quantgate needs here, and what to do when it is not."""
+"""`quantgate doctor`: is everything quantgate needs here, and what to do when it is not.
+
+The checks import what they check when they run, so that building the CLI's parser stays fast.
+"""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from quantgate.hardware import package_version
-from quantgate.ladder import VARIANTS_FILE, default_ladder_dir
-from quantgate.variants import Variant, VariantSpecError, load_variants_file
+
+if TYPE_CHECKING:
+    from quantgate.cli.common import Commands
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +60,9 @@ def _model_package() -> Check:
 
 
 def _ladder(directory: Path) -> Check:
+    from quantgate.inputs.variants import VariantSpecError, load_variants_file
+    from quantgate.ladder.build import VARIANTS_FILE
+
     path = directory / VARIANTS_FILE
     if not path.is_file():
         return Check(name="ladder", ok=None, detail=f"not built yet in {directory}; run: quantgate ladder")
@@ -70,6 +79,7 @@ def _ladder(directory: Path) -> Check:
 def _ollama(tags: Sequence[str]) -> list[Check]:
     from quantgate.backends import BackendError
     from quantgate.backends.ollama import OllamaServer, ollama_host
+    from quantgate.inputs.variants import Variant
 
     host = ollama_host(Variant(name="doctor", backend="ollama", model=""))
     server = OllamaServer(host, timeout_s=5)
@@ -88,9 +98,26 @@ def _ollama(tags: Sequence[str]) -> list[Check]:
 
 def run_checks(*, ollama_tags: Sequence[str] = (), ladder_dir: Path | None = None) -> list[Check]:
     """Every check, in order: llama.cpp build, model package, ladder, Ollama and its tags."""
+    from quantgate.ladder.build import default_ladder_dir
+
     return [
         _llama_cpp(),
         _model_package(),
         _ladder(ladder_dir or default_ladder_dir()),
         *_ollama(ollama_tags),
     ]
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    checks = run_checks(ollama_tags=args.ollama, ladder_dir=Path(args.ladder) if args.ladder else None)
+    for check in checks:
+        print(check)
+    return 1 if any(c.ok is False for c in checks) else 0
+
+
+def add_parser(commands: Commands) -> None:
+    """Add `quantgate doctor`."""
+    doctor = commands.add_parser("doctor", help="check llama.cpp, the model package, the ladder and Ollama")
+    doctor.add_argument("--ollama", nargs="*", default=[], metavar="TAG", help="Ollama tags that must exist")
+    doctor.add_argument("--ladder", help="ladder directory (default: the user cache dir)")
+    doctor.set_defaults(handler=_doctor)

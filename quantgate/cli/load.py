@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from quantgate.cli_common import DEFAULT_DATASET, DEFAULT_LIMIT, cli_dataset, cli_variants
-from quantgate.dataset import Dataset
-from quantgate.scoring import dump_json
+from quantgate.cli.common import DEFAULT_DATASET, DEFAULT_LIMIT, cli_dataset, cli_variants
+from quantgate.evaluate.predictions import dump_json
+from quantgate.inputs.dataset import Dataset
+from quantgate.rundir.files import LOAD_FILE
 
 if TYPE_CHECKING:
-    from quantgate.load import LoadOptions
-    from quantgate.variants import VariantSet
+    from quantgate.cli.common import Commands
+    from quantgate.inputs.variants import VariantSet
+    from quantgate.loadtest.levels import LoadOptions
 
 
 def load_options(args: argparse.Namespace) -> LoadOptions:
     """The load options of `load` and `run --load`; bad levels or bounds fail before any work."""
-    from quantgate.load import DEFAULT_LEVELS, LoadOptions, parse_levels
+    from quantgate.loadtest.levels import DEFAULT_LEVELS, LoadOptions, parse_levels
 
     cases = args.limit if args.limit is not None or args.dataset else DEFAULT_LIMIT
     return LoadOptions(
@@ -38,26 +40,29 @@ def load_into(
     out: Path,
     quiet: bool,
 ) -> Path:
-    from quantgate.load_run import run_load
-    from quantgate.load_table import render_load
-    from quantgate.runstore import load_run
+    from quantgate.loadtest.run import run_load
+    from quantgate.loadtest.table import render_load
+    from quantgate.rundir.store import load_run
 
     run_dir = run_load(dataset, variant_set, options=options, run_dir=run_dir, out=out)
     if not quiet:
-        print(render_load(load_run(run_dir).summary["load"]))
-        print(f"load records: {run_dir / 'load.jsonl'}")
+        section = load_run(run_dir).summary.load
+        if section is not None:
+            print(render_load(section))
+        print(f"load records: {run_dir / LOAD_FILE}")
     return run_dir
 
 
 def _load(args: argparse.Namespace) -> int:
-    from quantgate.runstore import load_run
+    from quantgate.rundir.store import load_run
 
     options = load_options(args)
     dataset = cli_dataset(args.dataset or DEFAULT_DATASET, args.skip_invalid_cases)
     variant_set = cli_variants(args.variants)
     run_dir = load_into(None, dataset, variant_set, options, out=Path(args.out), quiet=args.json)
     if args.json:
-        print(dump_json(load_run(run_dir).summary["load"]))
+        section = load_run(run_dir).summary.load
+        print(dump_json(section.model_dump(mode="json") if section else None))
     else:
         print(f"run directory: {run_dir}")
     return 0
@@ -81,8 +86,8 @@ def add_load_flags(parser: argparse.ArgumentParser, *, prefix: str) -> None:
     group.add_argument("--max-tokens", type=int, metavar="N", help="generation limit per request")
 
 
-def add_load_command(commands: Any) -> None:
-    """Add `quantgate load` to the CLI's subcommands."""
+def add_parser(commands: Commands) -> None:
+    """Add `quantgate load`, with the load flags."""
     load = commands.add_parser(
         "load", help="send the dataset's prompts at several concurrency levels; latency, throughput, errors"
     )

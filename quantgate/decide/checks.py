@@ -7,41 +7,18 @@ is `not_measured`, never passed: a variant passes only on evidence.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from evaluators.comparison import Comparison, PairedDelta
-from evaluators.latency import percentile
+from evaluators.latency import latency_p95
+from evaluators.rates import proportion
 from evaluators.statistics import Interval, proportion_interval
-from quantgate.gates import Gates
-
-GateStatus = Literal["pass", "fail", "inconclusive", "not_measured"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class GateResult:
-    """One gate's verdict for one variant, with its evidence.
-
-    Attributes:
-        gate: The gate (`max_accuracy_drop`, `max_slice_accuracy_drop[lang:es]`, ...).
-        status: pass, fail, inconclusive (the data cannot tell) or not_measured.
-        value: The measured figure (a delta for accuracy gates).
-        threshold: The gate's threshold, in the same unit and sign as `value`.
-        interval: Confidence interval of `value`, when there is one.
-        evidence: One sentence a reviewer can check.
-    """
-
-    gate: str
-    status: GateStatus
-    value: float | None
-    threshold: float
-    interval: Interval | None = None
-    evidence: str
-
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
+from quantgate.formatting import points
+from quantgate.inputs.gates import Gates
+from quantgate.rundir.decision import GateResult, GateStatus
+from quantgate.rundir.lines import CaseRecord
+from quantgate.rundir.summary import VariantEntry
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,45 +37,42 @@ class Measured:
     @property
     def format_validity(self) -> float | None:
         """Share of cases whose output parsed and matched the schema."""
-        return self.format_valid / self.cases if self.cases else None
+        return proportion(self.format_valid, self.cases)
 
     @property
     def error_rate(self) -> float | None:
         """Share of cases that ended in an error."""
-        return self.errors / self.cases if self.cases else None
+        return proportion(self.errors, self.cases)
 
 
-def _first_measured(entry: Mapping[str, Any], keys: Sequence[str]) -> tuple[float | None, str]:
+def _first_measured(entry: VariantEntry, keys: Sequence[str]) -> tuple[float | None, str]:
     for key in keys:
-        if entry.get(key) is not None:
-            return float(entry[key]), key
+        value = getattr(entry, key)
+        if value is not None:
+            return float(value), key
     return None, "not measured"
 
 
-def measure(records: Sequence[Mapping[str, Any]], entry: Mapping[str, Any]) -> Measured:
+def measure(records: Sequence[CaseRecord], entry: VariantEntry) -> Measured:
     """A variant's gate figures from its records and its summary entry.
 
     Memory for the gate is the peak RSS of the process holding the model (`memory_mb`),
     else the model's own footprint; the ranking footprint is the model's own
     (`model_memory_mb`: RSS growth on load, or the server's figure), else the file size.
     """
-    totals = [float(r["total_s"]) for r in records if r.get("total_s") is not None]
+    totals = [r.total_s for r in records if r.total_s is not None]
     memory, memory_source = _first_measured(entry, ("memory_mb", "model_memory_mb"))
     footprint, footprint_source = _first_measured(entry, ("model_memory_mb", "file_size_mb", "memory_mb"))
     return Measured(
         cases=len(records),
-        format_valid=sum(bool(r.get("format_valid", r.get("valid"))) for r in records),
-        errors=sum(r.get("error_kind") is not None for r in records),
-        latency_s_p95=percentile(totals, 95),
+        format_valid=sum(r.counts_as_format_valid for r in records),
+        errors=sum(r.error_kind is not None for r in records),
+        latency_s_p95=latency_p95(totals),
         memory_mb=memory,
         memory_source=memory_source,
         footprint_mb=footprint,
         footprint_source=footprint_source,
     )
-
-
-def _points(value: float) -> str:
-    return f"{value * 100:+.1f} pts"
 
 
 def judge_drop(gate: str, delta: PairedDelta, *, max_drop: float, min_cases: int) -> GateResult:
@@ -112,17 +86,18 @@ def judge_drop(gate: str, delta: PairedDelta, *, max_drop: float, min_cases: int
             threshold=threshold,
             evidence="no labeled paired cases",
         )
-    low = delta.interval.low
-    shown = f"delta {_points(delta.delta)}, CI [{_points(low)}, {_points(delta.interval.high)}]"
+    low, high = delta.interval.low, delta.interval.high
+    limit = points(threshold, " pts")
+    shown = f"delta {points(delta.delta, ' pts')}, CI [{points(low, ' pts')}, {points(high, ' pts')}]"
     status: GateStatus
     if delta.cases < min_cases:
         status, why = "inconclusive", f"{delta.cases} paired cases, fewer than {min_cases}"
     elif low >= threshold:
-        status, why = "pass", f"CI lower bound ≥ {_points(threshold)}"
+        status, why = "pass", f"CI lower bound ≥ {limit}"
     elif delta.delta < threshold:
-        status, why = "fail", f"the drop itself is beyond {_points(threshold)}"
+        status, why = "fail", f"the drop itself is beyond {limit}"
     else:
-        status, why = "inconclusive", f"the CI reaches below {_points(threshold)}: the drop may exceed it"
+        status, why = "inconclusive", f"the CI reaches below {limit}: the drop may exceed it"
     return GateResult(
         gate=gate,
         status=status,

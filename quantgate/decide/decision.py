@@ -11,33 +11,40 @@ the reference is a candidate too, so "keep the reference" is a possible answer.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from evaluators.comparison import (
     AgreementSummary,
     Comparison,
-    ComparisonOptions,
-    PairedCase,
     Regression,
     compare_paired,
     regressions,
     summarize_agreement,
 )
-from quantgate.dataset import Dataset, DatasetError, load_dataset
-from quantgate.gate_checks import GateResult, Measured, judge_variant, measure, passes
-from quantgate.gates import Gates
+from quantgate.decide.checks import Measured, judge_variant, measure, passes
+from quantgate.decide.markdown import render_decision
+from quantgate.decide.regressions import export_regressions
+from quantgate.decide.rollback import rollback_signals
 from quantgate.hardware import package_version
-from quantgate.regressions import REGRESSIONS_DIR, export_regressions
-from quantgate.rollback import rollback_signals
-from quantgate.runstore import DATASET_DIR, Run, latest_records, load_run, write_json
+from quantgate.inputs.dataset import Dataset, DatasetError, load_dataset
+from quantgate.inputs.gates import Gates, comparison_options
+from quantgate.rundir.decision import (
+    Decision,
+    DecisionRecord,
+    GateResult,
+    MeasuredFigures,
+    RegressionSet,
+    Rollback,
+    VariantDecision,
+)
+from quantgate.rundir.files import DATASET_DIR, DECISION_JSON, DECISION_MD, REGRESSIONS_DIR
+from quantgate.rundir.lines import CaseRecord
+from quantgate.rundir.pairing import paired_cases
+from quantgate.rundir.store import Run, latest_records, load_run, read_decision, write_model
+from quantgate.rundir.summary import VariantEntry
 
-DECISION_FORMAT_VERSION = 1
-DECISION_JSON = "decision.json"
-DECISION_MD = "decision.md"
 EXIT_PASSED = 0
 EXIT_NONE_PASSED = 3
 
@@ -46,109 +53,75 @@ class DecisionError(RuntimeError):
     """A run that cannot be decided on (no reference results, unreadable files)."""
 
 
-def paired_cases(
-    reference: Mapping[str, Mapping[str, Any]], variant: Mapping[str, Mapping[str, Any]]
-) -> list[PairedCase]:
-    """The labeled cases both sides have records for, in the reference's order."""
-    return [
-        PairedCase(
-            case_id=case_id,
-            tags=tuple(ref.get("tags") or ()),
-            reference=ref["fields"],
-            variant=variant[case_id].get("fields") or {},
-        )
-        for case_id, ref in reference.items()
-        if case_id in variant and ref.get("fields")
-    ]
-
-
-def agreement_of(records: Iterable[Mapping[str, Any]], options: ComparisonOptions) -> AgreementSummary:
+def agreement_of(records: Iterable[CaseRecord], gates: Gates) -> AgreementSummary:
     """Agreement with the reference over the cases where the reference gave a record."""
-    per_case = [r["agreement_fields"] for r in records if r.get("agreement_fields") is not None]
-    return summarize_agreement(per_case, options=options)
+    per_case = [r.agreement_fields for r in records if r.agreement_fields is not None]
+    return summarize_agreement(per_case, options=comparison_options(gates))
 
 
 @dataclass(frozen=True, kw_only=True)
 class _Judged:
     name: str
-    entry: Mapping[str, Any]
     measured: Measured | None
     agreement: AgreementSummary | None
-    section: dict[str, Any]
-    passed: bool
+    section: VariantDecision
+    regressions: list[Regression]
 
 
-def _evidence(
+def _skipped(entry: VariantEntry) -> _Judged:
+    section = VariantDecision(status=entry.status, error=entry.error, passes=False)
+    return _Judged(name=entry.name, measured=None, agreement=None, section=section, regressions=[])
+
+
+def _section(
+    entry: VariantEntry,
     measured: Measured,
     results: Sequence[GateResult],
     comparison: Comparison | None,
     agreement: AgreementSummary | None,
-) -> dict[str, Any]:
-    return {
-        "footprint_mb": measured.footprint_mb,
-        "footprint_source": measured.footprint_source,
-        "measured": {
-            "cases": measured.cases,
-            "format_validity": measured.format_validity,
-            "error_rate": measured.error_rate,
-            "latency_s_p95": measured.latency_s_p95,
-            "memory_mb": measured.memory_mb,
-            "memory_source": measured.memory_source,
-        },
-        "gates": [r.as_dict() for r in results],
-        "comparison": comparison.as_dict() if comparison else None,
-        "agreement": agreement.as_dict() if agreement else None,
-    }
+    found: list[Regression],
+) -> VariantDecision:
+    return VariantDecision(
+        status="ok",
+        is_reference=entry.is_reference,
+        quantization=entry.quantization,
+        passes=passes(results),
+        footprint_mb=measured.footprint_mb,
+        footprint_source=measured.footprint_source,
+        measured=MeasuredFigures(
+            cases=measured.cases,
+            format_validity=measured.format_validity,
+            error_rate=measured.error_rate,
+            latency_s_p95=measured.latency_s_p95,
+            memory_mb=measured.memory_mb,
+            memory_source=measured.memory_source,
+        ),
+        gates=list(results),
+        comparison=comparison,
+        agreement=agreement,
+        token_fidelity=entry.token_fidelity,
+        token_fidelity_missing=entry.token_fidelity_missing,
+        regressions=found,
+    )
 
 
 def _judge(
-    entry: Mapping[str, Any],
-    records: Mapping[str, Mapping[str, Mapping[str, Any]]],
-    reference: str,
-    gates: Gates,
-) -> tuple[_Judged, list[Regression]]:
-    name, is_reference = entry["name"], entry["name"] == reference
-    if entry.get("status") != "ok":
-        section: dict[str, Any] = {
-            "status": entry.get("status"),
-            "error": entry.get("error"),
-            "passes": False,
-            "gates": [],
-        }
-        skipped = _Judged(
-            name=name, entry=entry, measured=None, agreement=None, section=section, passed=False
-        )
-        return skipped, []
-    options = ComparisonOptions(
-        margin=gates.equivalence_margin, min_cases=gates.min_cases, confidence=gates.confidence
-    )
-    own = records.get(name, {})
+    entry: VariantEntry, records: Mapping[str, Mapping[str, CaseRecord]], reference: str, gates: Gates
+) -> _Judged:
+    if entry.status != "ok":
+        return _skipped(entry)
+    is_reference = entry.name == reference
+    own = records.get(entry.name, {})
     paired = [] if is_reference else paired_cases(records.get(reference, {}), own)
-    comparison = compare_paired(paired, options=options) if paired else None
-    agreement = None if is_reference else agreement_of(own.values(), options)
+    comparison = compare_paired(paired, options=comparison_options(gates)) if paired else None
+    agreement = None if is_reference else agreement_of(own.values(), gates)
     measured = measure(list(own.values()), entry)
     results = judge_variant(measured=measured, comparison=comparison, gates=gates, is_reference=is_reference)
-    passed = passes(results)
     found = regressions(paired)
-    section = {
-        "status": "ok",
-        "is_reference": is_reference,
-        "quantization": entry.get("quantization"),
-        "passes": passed,
-        **_evidence(measured, results, comparison, agreement),
-        "token_fidelity": entry.get("token_fidelity"),
-        "token_fidelity_missing": entry.get("token_fidelity_missing"),
-        "regressions": [asdict(r) for r in found],
-    }
-    judged = _Judged(
-        name=name,
-        entry=entry,
-        measured=measured,
-        agreement=agreement,
-        section=section,
-        passed=passed,
+    section = _section(entry, measured, results, comparison, agreement, found)
+    return _Judged(
+        name=entry.name, measured=measured, agreement=agreement, section=section, regressions=found
     )
-    return judged, found
 
 
 def recommend(candidates: Iterable[tuple[str, bool, float | None]]) -> str | None:
@@ -171,35 +144,35 @@ def run_dataset(run: Run) -> Dataset | None:
     try:
         if copy.is_dir():
             return load_dataset(copy, skip_invalid_cases=True)
-        dataset = load_dataset(run.summary["dataset"]["path"], skip_invalid_cases=True)
-    except (DatasetError, FileNotFoundError, KeyError):
+        dataset = load_dataset(run.summary.dataset.path, skip_invalid_cases=True)
+    except (DatasetError, FileNotFoundError):
         return None
-    return dataset if dataset.sha256 == run.summary["dataset"].get("sha256") else None
+    return dataset if dataset.sha256 == run.summary.dataset.sha256 else None
 
 
-def _record_section(run: Run, gates: Gates) -> dict[str, Any]:
+def _record_section(run: Run, gates: Gates) -> DecisionRecord:
     summary = run.summary
-    return {
-        "run_id": summary.get("run_id"),
-        "run_status": summary.get("status"),
-        "run_quantgate_version": summary.get("quantgate_version"),
-        "decided_with_quantgate_version": package_version("quantgate"),
-        "decided_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "dataset": summary.get("dataset"),
-        "hardware": summary.get("hardware"),
-        "options": summary.get("options"),
-        "variants": {v["name"]: v for v in run.variants if "name" in v},
-        "statistics": {
+    return DecisionRecord(
+        run_id=summary.run_id,
+        run_status=summary.status,
+        run_quantgate_version=summary.quantgate_version,
+        decided_with_quantgate_version=package_version("quantgate"),
+        decided_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        dataset=summary.dataset,
+        hardware=summary.hardware,
+        options=summary.options,
+        variants=run.variants.by_name(),
+        statistics={
             "accuracy_delta_interval": f"paired percentile bootstrap over cases, {gates.confidence:.0%}",
             "mcnemar": "exact two-sided binomial test on discordant cases; a case is right when all its "
             "fields are right, a field when it scores 1.0",
             "equivalence_margin": gates.equivalence_margin,
             "proportion_interval": "Wilson score",
         },
-    }
+    )
 
 
-def decide(run_dir: str | Path, gates: Gates | None = None) -> dict[str, Any]:
+def decide(run_dir: str | Path, gates: Gates | None = None) -> Decision:
     """Judge every variant of a run against the gates, write decision.json and decision.md.
 
     Also writes each variant's regression cases as a dataset under `regressions/<variant>/`.
@@ -210,56 +183,54 @@ def decide(run_dir: str | Path, gates: Gates | None = None) -> dict[str, Any]:
     Raises:
         DecisionError: The run has no results for its reference.
     """
-    from quantgate.decision_report import render_decision
-
     gates = gates or Gates()
     run = load_run(run_dir)
-    reference = run.summary.get("reference")
+    reference = run.summary.reference
     records = latest_records(run.records())
-    if reference not in records:
+    if reference is None or reference not in records:
         raise DecisionError(
             f"{run.directory}: no records of the reference {reference!r}; nothing to compare with"
         )
-    judged: list[_Judged] = []
-    found_by_variant: dict[str, list[Regression]] = {}
-    for entry in run.summary.get("variants", []):
-        item, found = _judge(entry, records, reference, gates)
-        judged.append(item)
-        found_by_variant[item.name] = found
-    chosen = recommend((j.name, j.passed, j.measured.footprint_mb if j.measured else None) for j in judged)
-    decision: dict[str, Any] = {
-        "format_version": DECISION_FORMAT_VERSION,
-        "recommended": chosen,
-        "recommended_is_reference": chosen == reference,
-        "exit_status": EXIT_PASSED if chosen else EXIT_NONE_PASSED,
-        "reference": reference,
-        "gates": gates.model_dump(mode="json"),
-        "variants": {j.name: j.section for j in judged},
-        "rollback": _rollback(judged, chosen, gates),
-        "regression_sets": _export_all(run, found_by_variant, reference),
-        "record": _record_section(run, gates),
-    }
-    write_json(run.directory / DECISION_JSON, decision)
+    judged = [_judge(entry, records, reference, gates) for entry in run.summary.variants]
+    chosen = recommend(
+        (j.name, j.section.passes, j.measured.footprint_mb if j.measured else None) for j in judged
+    )
+    decision = Decision(
+        recommended=chosen,
+        recommended_is_reference=chosen == reference,
+        exit_status=EXIT_PASSED if chosen else EXIT_NONE_PASSED,
+        reference=reference,
+        gates=gates,
+        variants={j.name: j.section for j in judged},
+        rollback=_rollback(judged, chosen, gates),
+        regression_sets=_export_all(run, {j.name: j.regressions for j in judged}, reference),
+        record=_record_section(run, gates),
+    )
+    write_model(run.directory / DECISION_JSON, decision)
     (run.directory / DECISION_MD).write_text(render_decision(decision), encoding="utf-8")
     return decision
 
 
-def _rollback(judged: list[_Judged], chosen: str | None, gates: Gates) -> dict[str, Any] | None:
+def _rollback(judged: list[_Judged], chosen: str | None, gates: Gates) -> Rollback | None:
     item = next((j for j in judged if j.name == chosen), None)
     if item is None or item.measured is None:
         return None
     signals = rollback_signals(measured=item.measured, agreement=item.agreement, gates=gates)
-    return {"variant": chosen, "window_cases": item.measured.cases, "signals": [s.as_dict() for s in signals]}
+    return Rollback(variant=item.name, window_cases=item.measured.cases, signals=signals)
 
 
-def _export_all(run: Run, found_by_variant: Mapping[str, list[Regression]], reference: str) -> dict[str, Any]:
+def _export_all(
+    run: Run, found_by_variant: Mapping[str, list[Regression]], reference: str
+) -> dict[str, RegressionSet]:
     dataset = run_dataset(run)
-    exported: dict[str, Any] = {}
+    exported: dict[str, RegressionSet] = {}
     for name, found in found_by_variant.items():
         if name == reference or not found:
             continue
         if dataset is None:
-            exported[name] = {"path": None, "cases": len(found), "error": "the run's cases are not available"}
+            exported[name] = RegressionSet(
+                path=None, cases=len(found), error="the run's cases are not available"
+            )
             continue
         out = run.directory / REGRESSIONS_DIR / name
         export_regressions(
@@ -270,11 +241,10 @@ def _export_all(run: Run, found_by_variant: Mapping[str, list[Regression]], refe
             reference=reference,
             variant=name,
         )
-        exported[name] = {"path": str(out.relative_to(run.directory)), "cases": len(found)}
+        exported[name] = RegressionSet(path=str(out.relative_to(run.directory)), cases=len(found))
     return exported
 
 
-def load_decision(run_dir: str | Path) -> dict[str, Any]:
+def load_decision(run_dir: str | Path) -> Decision:
     """Read a run's decision.json."""
-    result: dict[str, Any] = json.loads((Path(run_dir) / DECISION_JSON).read_text(encoding="utf-8"))
-    return result
+    return read_decision(Path(run_dir))

@@ -5,23 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-_MISSING = "—"
-
-
-def _pts(value: float | None) -> str:
-    return _MISSING if value is None else f"{value * 100:+.1f}"
-
-
-def _pct(value: float | None) -> str:
-    return _MISSING if value is None else f"{value:.1%}"
-
-
-def _num(value: float | None, template: str = "{:.3g}") -> str:
-    return _MISSING if value is None else template.format(value)
-
-
-def _ci(interval: Mapping[str, Any] | None) -> str:
-    return _MISSING if not interval else f"[{_pts(interval['low'])}, {_pts(interval['high'])}]"
+from quantgate.formatting import MISSING, interval_points, number, percent, points
+from quantgate.rundir.decision import Decision
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -41,7 +26,7 @@ def _headline(decision: Mapping[str, Any]) -> list[str]:
         )
     else:
         section = decision["variants"][chosen]
-        footprint = _num(section["footprint_mb"], "{:.0f}")
+        footprint = number(section["footprint_mb"], "{:.0f}")
         text = (
             f"**Recommended: {chosen}**, the smallest footprint ({footprint} MiB, "
             f"{section['footprint_source']}) among the variants that pass every gate. Exit status 0."
@@ -63,7 +48,7 @@ def _overview(decision: Mapping[str, Any]) -> list[str]:
     rows = []
     for name, v in decision["variants"].items():
         if v["status"] != "ok":
-            rows.append([name, v["status"], *[_MISSING] * 10])
+            rows.append([name, v["status"], *[MISSING] * 10])
             continue
         overall = (v.get("comparison") or {}).get("overall") or {}
         fidelity = v.get("token_fidelity") or {}
@@ -71,16 +56,16 @@ def _overview(decision: Mapping[str, Any]) -> list[str]:
             [
                 name + (" (reference)" if v["is_reference"] else ""),
                 "pass" if v["passes"] else "fail",
-                _num(v["footprint_mb"], "{:.0f}"),
-                _pts(overall.get("delta")),
-                _ci(overall.get("interval")),
-                overall.get("verdict", _MISSING),
-                f"{overall['reference_only']}/{overall['variant_only']}" if overall else _MISSING,
-                _num(overall.get("mcnemar_p")),
-                _pct(v["measured"]["format_validity"]),
-                _pct((v.get("agreement") or {}).get("overall")),
-                _num(fidelity.get("kld_mean"), "{:.4f}"),
-                _pct(fidelity.get("top1_agreement")),
+                number(v["footprint_mb"], "{:.0f}"),
+                points(overall.get("delta")),
+                interval_points(overall.get("interval")),
+                overall.get("verdict", MISSING),
+                f"{overall['reference_only']}/{overall['variant_only']}" if overall else MISSING,
+                number(overall.get("mcnemar_p")),
+                percent(v["measured"]["format_validity"]),
+                percent((v.get("agreement") or {}).get("overall")),
+                number(fidelity.get("kld_mean"), "{:.4f}"),
+                percent(fidelity.get("top1_agreement")),
             ]
         )
     header = [
@@ -135,12 +120,12 @@ def _deltas(decision: Mapping[str, Any]) -> list[str]:
                     [
                         f"{kind[:-1]} {key}",
                         str(d["cases"]),
-                        _pct(d["reference"]),
-                        _pct(d["variant"]),
-                        _pts(d["delta"]),
-                        _ci(d["interval"]),
+                        percent(d["reference"]),
+                        percent(d["variant"]),
+                        points(d["delta"]),
+                        interval_points(d["interval"]),
                         f"{d['reference_only']}/{d['variant_only']}",
-                        _num(d["mcnemar_p"]),
+                        number(d["mcnemar_p"]),
                         d["verdict"],
                     ]
                 )
@@ -189,11 +174,11 @@ def _record(decision: Mapping[str, Any]) -> list[str]:
         rows.append(
             [
                 name,
-                str(meta.get("quantization") or _MISSING),
-                str(meta.get("method") or _MISSING),
-                str(meta.get("calibration") or _MISSING),
-                f"{runtime.get('name', _MISSING)} {runtime.get('version', '')}".strip(),
-                str(meta.get("sha256") or meta.get("digest") or _MISSING),
+                str(meta.get("quantization") or MISSING),
+                str(meta.get("method") or MISSING),
+                str(meta.get("calibration") or MISSING),
+                f"{runtime.get('name', MISSING)} {runtime.get('version', '')}".strip(),
+                str(meta.get("sha256") or meta.get("digest") or MISSING),
             ]
         )
     hardware = record.get("hardware") or {}
@@ -212,8 +197,9 @@ def _record(decision: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def render_decision(decision: Mapping[str, Any]) -> str:
-    """decision.md from the decision dict."""
+def render_decision(model: Decision) -> str:
+    """decision.md from the decision (rendered from its JSON form, the very content of decision.json)."""
+    decision = model.model_dump(mode="json")
     parts = [
         _headline(decision),
         _overview(decision),

@@ -11,9 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evaluators.comparison import Regression
-from quantgate.dataset import Dataset, write_dataset
-
-REGRESSIONS_DIR = "regressions"
+from quantgate.inputs.dataset import Dataset, write_dataset
 
 
 def _card(*, dataset: Dataset, run_id: str, reference: str, variant: str, found: Sequence[Regression]) -> str:

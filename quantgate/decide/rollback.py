@@ -18,39 +18,14 @@ that they are as precise as the figures they are compared with.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
-
 from evaluators.comparison import AgreementSummary
 from evaluators.statistics import proportion_interval
-from quantgate.gate_checks import Measured
-from quantgate.gates import Gates
+from quantgate.decide.checks import Measured
+from quantgate.inputs.gates import Gates
+from quantgate.rundir.decision import RollbackSignal
 
 LATENCY_HEADROOM = 1.5
 MEMORY_HEADROOM = 1.2
-
-
-@dataclass(frozen=True, kw_only=True)
-class RollbackSignal:
-    """Roll back when `metric` goes `direction` `threshold`.
-
-    Attributes:
-        metric: What to watch (`format_validity`, `agreement_with_reference[date]`, ...).
-        direction: "below" or "above".
-        threshold: The trigger.
-        measured: The figure the run measured.
-        derivation: How the threshold follows from the measurement and the gates.
-    """
-
-    metric: str
-    direction: Literal["below", "above"]
-    threshold: float
-    measured: float
-    derivation: str
-
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
 
 
 def _rate_signals(measured: Measured, gates: Gates) -> list[RollbackSignal]:

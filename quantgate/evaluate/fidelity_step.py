@@ -1,31 +1,40 @@
 """The token-fidelity step of `quantgate run`, after every variant has been evaluated.
 
-Which variants can be measured, how, and what goes into the summary. Embedded llama.cpp
-variants of an embedded reference are teacher-forced on full logits in a worker process.
-Ollama variants of an Ollama reference are measured from the top-k log-probabilities the
-server returns (a lower bound of the KLD), over HTTP from this process. Any other pairing
-(a LangChain chat model, an embedded reference with Ollama variants) is reported as not
-measured, with the reason. Per (variant, case) records stream to `fidelity.jsonl`, so every
-pooled figure in summary.json can be recomputed from them.
+Which variants can be measured, how, and what goes into the summary; each backend declares
+how (`BackendCapabilities.token_fidelity`). Variants of a `"logits"` backend (embedded
+llama.cpp) with a reference of the same backend are teacher-forced on full logits in a worker
+process. Variants of a `"logprobs"` backend (Ollama) with a reference of the same backend are
+measured from the top-k log-probabilities the server returns (a lower bound of the KLD), over
+HTTP from this process. Any other pairing (a LangChain chat model, an embedded reference with
+Ollama variants) is reported as not measured, with the reason. Per (variant, case) records
+stream to `fidelity.jsonl`, so every pooled figure in summary.json can be recomputed from them.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from graphs.extraction import prompt_messages
-from quantgate.backends import BackendError
+from quantgate.backends import BackendError, capabilities, open_variant
+from quantgate.backends.llamacpp import LlamaCppChatModel
 from quantgate.backends.ollama_forcing import DEFAULT_TOP_LOGPROBS, OllamaForcing
-from quantgate.dataset import Case, Dataset
-from quantgate.runstore import latest_records, read_records
-from quantgate.variants import Variant
-from quantgate.worker import WorkerDiedError, WorkerFailedError, run_in_worker
+from quantgate.evaluate.options import RunOptions, extraction_context
+from quantgate.evaluate.token_fidelity import (
+    case_prompt,
+    measure_ollama_token_fidelity,
+    measure_token_fidelity,
+)
+from quantgate.evaluate.worker import WorkerDiedError, WorkerFailedError, run_in_worker
+from quantgate.inputs.dataset import Case, Dataset
+from quantgate.inputs.variants import Variant
+from quantgate.rundir.files import FIDELITY_FILE
+from quantgate.rundir.lines import CaseRecord, FidelityLine
+from quantgate.rundir.store import JsonLines, latest_records, read_records
+from quantgate.rundir.summary import TokenFidelityEntry, VariantEntry
 
-FIDELITY_FILE = "fidelity.jsonl"
 METHOD = (
     "teacher forcing with llama.cpp: each variant reads the case's first-attempt prompt and the "
     "reference's output; per output position KL(reference || variant) of the full next-token "
@@ -44,9 +53,10 @@ def unmeasured_reason(variant: Variant, reference: Variant, *, enabled: bool) ->
     """Why a variant's token fidelity cannot be measured; None when it can."""
     if not enabled:
         return "not measured: token fidelity was switched off (--no-token-fidelity)"
-    if variant.chat_model is not None or variant.backend not in ("llamacpp", "ollama"):
+    kind = capabilities(variant).token_fidelity
+    if kind is None:
         return f"not measured: the {variant.backend} backend exposes no logits"
-    if reference.chat_model is not None or reference.backend != variant.backend:
+    if capabilities(reference).token_fidelity != kind or reference.backend != variant.backend:
         return (
             f"not measured: the reference ({reference.backend}) and this variant ({variant.backend}) "
             "must be served by the same backend to read the same prompt"
@@ -54,16 +64,16 @@ def unmeasured_reason(variant: Variant, reference: Variant, *, enabled: bool) ->
     return None
 
 
-def reference_outputs(records: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+def reference_outputs(records: Mapping[str, CaseRecord]) -> dict[str, str]:
     """The reference's raw output per case, for cases answered validly on the first attempt.
 
     A repaired answer belongs to the repair prompt, not to the case's first prompt, so it is
     left out rather than paired with the wrong prompt.
     """
     return {
-        case_id: record["raw"]
+        case_id: record.raw
         for case_id, record in records.items()
-        if record.get("raw") and record.get("attempts") == 1 and not record.get("error")
+        if record.raw and record.attempts == 1 and not record.error
     }
 
 
@@ -81,32 +91,21 @@ class FidelityJob:
     progress: bool
 
 
-def _measure(job: FidelityJob) -> dict[str, dict[str, Any]]:
+def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
     """Teacher-force every variant on the reference's outputs; the reference is loaded once.
 
     The reference is opened as the run opened it, so each case's first-attempt prompt is
     built by the same code with the same context window and tokenizer.
     """
-    from quantgate.backends import open_variant
-    from quantgate.backends.llamacpp import LlamaCppChatModel
-    from quantgate.run import RunOptions, extraction_context
-    from quantgate.token_fidelity import case_prompt, measure_token_fidelity
-
     options = RunOptions(max_repairs=job.max_repairs, progress=False)
     texts = {c.id: c.text for c in job.cases if c.id in job.outputs}
     engine_options = {k: v for k, v in job.reference.options.items() if k != "max_tokens"}
-    with (
-        open_variant(job.reference, job.dataset.schema) as opened,
-        (job.run_dir / FIDELITY_FILE).open("a", encoding="utf-8") as sink,
-    ):
+    sink = JsonLines(job.run_dir / FIDELITY_FILE)
+    with open_variant(job.reference, job.dataset.schema) as opened, closing(sink):
         if not isinstance(opened.chat_model, LlamaCppChatModel):
             raise BackendError(f"reference {job.reference.name}: not an embedded llama.cpp model")
         context = extraction_context(job.dataset, opened, options)
         prompts = {case_id: case_prompt(context, text) for case_id, text in texts.items()}
-
-        def write(record: dict[str, Any]) -> None:
-            sink.write(json.dumps(record) + "\n")
-            sink.flush()
 
         summaries = measure_token_fidelity(
             reference=opened.chat_model.engine,
@@ -114,10 +113,13 @@ def _measure(job: FidelityJob) -> dict[str, dict[str, Any]]:
             prompts=prompts,
             reference_outputs=job.outputs,
             engine_options=engine_options,
-            on_case=write,
+            on_case=lambda line: sink.append(FidelityLine.model_validate(line)),
             progress=job.progress,
         )
-    return {name: summary.as_dict() for name, summary in summaries.items()}
+    return {
+        name: TokenFidelityEntry.of(summary, method=METHOD, records=FIDELITY_FILE)
+        for name, summary in summaries.items()
+    }
 
 
 def _forcing(variant: Variant) -> OllamaForcing:
@@ -136,7 +138,7 @@ def _forcing(variant: Variant) -> OllamaForcing:
     )
 
 
-def measure_ollama(job: FidelityJob) -> dict[str, dict[str, Any]]:
+def measure_ollama(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
     """Measure Ollama variants against an Ollama reference, from this process (HTTP only).
 
     The reference is opened as the run opened it, so each case's first-attempt messages are
@@ -145,38 +147,31 @@ def measure_ollama(job: FidelityJob) -> dict[str, dict[str, Any]]:
     Raises:
         BackendError: The reference's server cannot be reached or does not have the model.
     """
-    from quantgate.backends import open_variant
-    from quantgate.run import RunOptions, extraction_context
-    from quantgate.token_fidelity import measure_ollama_token_fidelity
-
     options = RunOptions(max_repairs=job.max_repairs, progress=False)
-    with (
-        open_variant(job.reference, job.dataset.schema) as opened,
-        (job.run_dir / FIDELITY_FILE).open("a", encoding="utf-8") as sink,
-    ):
+    sink = JsonLines(job.run_dir / FIDELITY_FILE)
+    with open_variant(job.reference, job.dataset.schema) as opened, closing(sink):
         context = extraction_context(job.dataset, opened, options)
         messages = {c.id: prompt_messages(context, c.text)[0] for c in job.cases if c.id in job.outputs}
-
-        def write(record: dict[str, Any]) -> None:
-            sink.write(json.dumps(record) + "\n")
-            sink.flush()
 
         summaries = measure_ollama_token_fidelity(
             reference=_forcing(job.reference),
             variants={v.name: _forcing(v) for v in job.variants},
             messages=messages,
             reference_outputs=job.outputs,
-            on_case=write,
+            on_case=lambda line: sink.append(FidelityLine.model_validate(line)),
             progress=job.progress,
         )
     method = {
         v.name: OLLAMA_METHOD.replace("{k}", str(v.options.get("top_logprobs", DEFAULT_TOP_LOGPROBS)))
         for v in job.variants
     }
-    return {name: {**summary.as_dict(), "method": method[name]} for name, summary in summaries.items()}
+    return {
+        name: TokenFidelityEntry.of(summary, method=method[name], records=FIDELITY_FILE)
+        for name, summary in summaries.items()
+    }
 
 
-def measure_in_worker(job: FidelityJob) -> dict[str, dict[str, Any]]:
+def measure_in_worker(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
     """Run the measurement in a fresh process (all models loaded at once, then freed).
 
     Raises:
@@ -188,25 +183,50 @@ def measure_in_worker(job: FidelityJob) -> dict[str, dict[str, Any]]:
         raise RuntimeError(f"the token-fidelity worker failed: {exc}") from None
 
 
+_MEASURES: dict[str, Callable[[FidelityJob], dict[str, TokenFidelityEntry]]] = {
+    "logits": measure_in_worker,
+    "logprobs": measure_ollama,
+}
+"""How each `BackendCapabilities.token_fidelity` kind is measured."""
+
+
 def annotate(
-    entries: Sequence[dict[str, Any]], measured: Mapping[str, dict[str, Any]], reasons: Mapping[str, str]
+    entries: Sequence[VariantEntry], measured: Mapping[str, TokenFidelityEntry], reasons: Mapping[str, str]
 ) -> None:
     """Put each variant's token fidelity (or why it is missing) into its summary entry."""
     for entry in entries:
-        if entry["status"] != "ok" or entry.get("is_reference"):
+        if entry.status != "ok" or entry.is_reference:
             continue
-        name = entry["name"]
-        if measured.get(name, {}).get("positions"):
-            entry["token_fidelity"] = {"method": METHOD, **measured[name], "records": FIDELITY_FILE}
-            entry["token_fidelity_missing"] = None
-        elif name in measured:
-            entry["token_fidelity"] = None
-            entry["token_fidelity_missing"] = (
+        found = measured.get(entry.name)
+        entry.token_fidelity = found if found is not None and found.positions else None
+        if entry.token_fidelity is not None:
+            entry.token_fidelity_missing = None
+        elif found is not None:
+            entry.token_fidelity_missing = (
                 f"not measured: no position could be compared (see {FIDELITY_FILE})"
             )
         else:
-            entry["token_fidelity"] = None
-            entry["token_fidelity_missing"] = reasons.get(name, "not measured")
+            entry.token_fidelity_missing = reasons.get(entry.name, "not measured")
+
+
+def _measure_by_kind(
+    template: FidelityJob, targets: Sequence[Variant], reasons: dict[str, str]
+) -> dict[str, TokenFidelityEntry]:
+    """Measure the targets, grouped by their backend's token-fidelity kind.
+
+    A group whose measurement fails gets the failure as its reason, added to `reasons`.
+    """
+    measured: dict[str, TokenFidelityEntry] = {}
+    for kind, measure in _MEASURES.items():
+        chosen = tuple(v for v in targets if capabilities(v).token_fidelity == kind)
+        if not chosen:
+            continue
+        try:
+            measured |= measure(replace(template, variants=chosen))
+        except (RuntimeError, BackendError) as exc:
+            print(f"quantgate: token fidelity not measured: {exc}")
+            reasons |= {v.name: f"not measured: {str(exc).splitlines()[0]}" for v in chosen}
+    return measured
 
 
 def token_fidelity_step(
@@ -215,7 +235,7 @@ def token_fidelity_step(
     cases: Sequence[Case],
     variants: Sequence[Variant],
     reference_name: str,
-    entries: list[dict[str, Any]],
+    entries: list[VariantEntry],
     run_dir: Path,
     enabled: bool,
     max_repairs: int,
@@ -225,7 +245,7 @@ def token_fidelity_step(
 
     Fills `token_fidelity` / `token_fidelity_missing` in the summary `entries` in place.
     """
-    ok = {e["name"] for e in entries if e["status"] == "ok"}
+    ok = {e.name for e in entries if e.status == "ok"}
     reference = next(v for v in variants if v.name == reference_name)
     if reference_name not in ok:
         return
@@ -244,24 +264,14 @@ def token_fidelity_step(
         missing = "not measured: no case answered validly by the reference at first try"
         reasons |= {v.name: missing for v in targets}
         targets = []
-    measured: dict[str, dict[str, Any]] = {}
-    for backend, measure in (("llamacpp", measure_in_worker), ("ollama", measure_ollama)):
-        chosen = tuple(v for v in targets if v.backend == backend)
-        if not chosen:
-            continue
-        job = FidelityJob(
-            reference=reference,
-            variants=chosen,
-            dataset=dataset,
-            cases=tuple(cases),
-            outputs=outputs,
-            run_dir=run_dir,
-            max_repairs=max_repairs,
-            progress=progress,
-        )
-        try:
-            measured |= measure(job)
-        except (RuntimeError, BackendError) as exc:
-            print(f"quantgate: token fidelity not measured: {exc}")
-            reasons |= {v.name: f"not measured: {str(exc).splitlines()[0]}" for v in chosen}
-    annotate(entries, measured, reasons)
+    template = FidelityJob(
+        reference=reference,
+        variants=(),
+        dataset=dataset,
+        cases=tuple(cases),
+        outputs=outputs,
+        run_dir=run_dir,
+        max_repairs=max_repairs,
+        progress=progress,
+    )
+    annotate(entries, _measure_by_kind(template, targets, reasons), reasons)

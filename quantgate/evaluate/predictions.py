@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from evaluators import CaseScore, CaseScorer, DatasetScore, MatchOptions, aggregate
-from quantgate.dataset import Dataset, Problem, validation_problems
+from quantgate.inputs.dataset import Dataset, Problem, validation_problems
 
 
 class PredictionLine(BaseModel):
@@ -49,11 +49,8 @@ def read_predictions(path: Path) -> tuple[dict[str, PredictionLine], list[Proble
                 continue
             if prediction.id in predictions:
                 problems.append(
-                    Problem(
-                        file=path.name,
-                        line=lineno,
-                        field="id",
-                        message=f"duplicate id {prediction.id!r}; first kept",
+                    Problem.duplicate_id(
+                        file=path.name, line=lineno, case_id=prediction.id, kept="first kept"
                     )
                 )
                 continue

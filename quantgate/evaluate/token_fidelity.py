@@ -41,7 +41,7 @@ from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
 from quantgate.backends.ollama_forcing import ForcedPositions, OllamaForcing
 from quantgate.backends.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
 
-CaseRecord = dict[str, Any]
+FidelityRecord = dict[str, Any]
 """One JSON-ready line per (variant, case): `variant`, `case_id`, `positions`, `kld`, `top1`,
 and `error` (a message) when the case could not be measured (then the others are None).
 Ollama records add `requests` (the variant's chat requests) and `unobserved` (positions where
@@ -65,6 +65,17 @@ def _load(stack: ExitStack, path: Path, options: Mapping[str, Any]) -> EmbeddedE
     return engine
 
 
+def _load_variants(
+    stack: ExitStack, reference: EmbeddedEngine, paths: Mapping[str, Path], options: Mapping[str, Any]
+) -> dict[str, EmbeddedEngine]:
+    """Load every variant (freed when `stack` closes); each must share the reference's vocabulary."""
+    variants = {name: _load(stack, path, options) for name, path in paths.items()}
+    for name, engine in variants.items():
+        if engine.llama.n_vocab() != reference.llama.n_vocab():
+            raise ValueError(f"variant {name}: its vocabulary differs from the reference's")
+    return variants
+
+
 def _case_records(
     *,
     case_id: str,
@@ -73,7 +84,7 @@ def _case_records(
     reference: EmbeddedEngine,
     variants: Mapping[str, EmbeddedEngine],
     rows_per_batch: int,
-) -> Iterator[tuple[CaseRecord, TokenFidelity | None]]:
+) -> Iterator[tuple[FidelityRecord, TokenFidelity | None]]:
     try:
         reference_logits = forced_logits(
             reference.llama, prompt_tokens, target_tokens, rows_per_batch=rows_per_batch
@@ -93,6 +104,18 @@ def _case_records(
         yield {"variant": name, "case_id": case_id, **measured}, fidelity
 
 
+def _collect(
+    records: Iterator[tuple[FidelityRecord, TokenFidelity | None]],
+    measured: dict[str, list[TokenFidelity]],
+    on_case: Callable[[FidelityRecord], None] | None,
+) -> None:
+    for record, fidelity in records:
+        if fidelity is not None:
+            measured[record["variant"]].append(fidelity)
+        if on_case is not None:
+            on_case(record)
+
+
 def measure_token_fidelity(
     *,
     reference: EmbeddedEngine,
@@ -100,7 +123,7 @@ def measure_token_fidelity(
     prompts: Mapping[str, str],
     reference_outputs: Mapping[str, str],
     engine_options: Mapping[str, Any] | None = None,
-    on_case: Callable[[CaseRecord], None] | None = None,
+    on_case: Callable[[FidelityRecord], None] | None = None,
     progress: bool = False,
     rows_per_batch: int = DEFAULT_ROWS_PER_BATCH,
 ) -> dict[str, TokenFidelitySummary]:
@@ -138,27 +161,20 @@ def measure_token_fidelity(
         raise ValueError(f"no prompt for cases with a reference output: {', '.join(missing[:5])}")
     if rows_per_batch < 1:
         raise ValueError(f"rows_per_batch must be at least 1, got {rows_per_batch}")
-    options = dict(engine_options or {})
     measured: dict[str, list[TokenFidelity]] = {name: [] for name in variant_paths}
     with ExitStack() as stack:
-        variants = {name: _load(stack, path, options) for name, path in variant_paths.items()}
-        for name, engine in variants.items():
-            if engine.llama.n_vocab() != reference.llama.n_vocab():
-                raise ValueError(f"variant {name}: its vocabulary differs from the reference's")
+        variants = _load_variants(stack, reference, variant_paths, dict(engine_options or {}))
         tokenize = reference.llama.tokenize
         for case_id, output in tqdm(reference_outputs.items(), desc="token fidelity", disable=not progress):
-            for record, fidelity in _case_records(
+            records = _case_records(
                 case_id=case_id,
                 prompt_tokens=tokenize(prompts[case_id].encode("utf-8")),
                 target_tokens=tokenize(output.encode("utf-8"), add_bos=False),
                 reference=reference,
                 variants=variants,
                 rows_per_batch=rows_per_batch,
-            ):
-                if fidelity is not None:
-                    measured[record["variant"]].append(fidelity)
-                if on_case is not None:
-                    on_case(record)
+            )
+            _collect(records, measured, on_case)
     return {name: summarize_token_fidelity(cases=cases) for name, cases in measured.items()}
 
 
@@ -174,8 +190,8 @@ def _compare_walks(reference: ForcedPositions, variant: ForcedPositions) -> tupl
 
 def _variant_record(
     name: str, case_id: str, reference: ForcedPositions, followed: ForcedPositions | BackendError
-) -> tuple[CaseRecord, TokenFidelity | None]:
-    record: CaseRecord = {"variant": name, "case_id": case_id}
+) -> tuple[FidelityRecord, TokenFidelity | None]:
+    record: FidelityRecord = {"variant": name, "case_id": case_id}
     if isinstance(followed, BackendError):
         return record | {"positions": None, "kld": None, "top1": None, "error": str(followed)}, None
     fidelity, unobserved = _compare_walks(reference, followed)
@@ -195,7 +211,7 @@ def measure_ollama_token_fidelity(
     variants: Mapping[str, OllamaForcing],
     messages: Mapping[str, Sequence[BaseMessage]],
     reference_outputs: Mapping[str, str],
-    on_case: Callable[[CaseRecord], None] | None = None,
+    on_case: Callable[[FidelityRecord], None] | None = None,
     progress: bool = False,
 ) -> dict[str, TokenFidelitySummary]:
     """Follow the reference's outputs with every Ollama variant and compare top-k lists.
@@ -225,7 +241,7 @@ def measure_ollama_token_fidelity(
     for name, forcing in variants.items():
         for case_id, walk in tqdm(walks.items(), desc=f"token fidelity: {name}", disable=not progress):
             if isinstance(walk, BackendError):
-                record: CaseRecord = {"variant": name, "case_id": case_id, "positions": None, "kld": None,
+                record: FidelityRecord = {"variant": name, "case_id": case_id, "positions": None, "kld": None,
                                       "top1": None, "error": f"reference: {walk}"}  # fmt: skip
             else:
                 followed = _walk(partial(forcing.follow_tokens, messages[case_id], walk.tokens))

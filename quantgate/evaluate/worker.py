@@ -76,3 +76,18 @@ def run_in_worker(function: Callable[[Job], Result], job: Job, *, name: str) -> 
         raise WorkerFailedError(payload)
     result: Result = payload
     return result
+
+
+def run_isolated(function: Callable[[Job], Result], job: Job, *, name: str, what: str) -> Result:
+    """`run_in_worker`, with the worker's failures said as errors about `what`.
+
+    Raises:
+        BackendError: The job raised one, or the worker died (`what` could not be served).
+        RuntimeError: The job raised anything else; the message has the worker's traceback.
+    """
+    try:
+        return run_in_worker(function, job, name=name)
+    except WorkerDiedError as exc:
+        raise BackendError(f"{what}: {exc}") from None
+    except WorkerFailedError as exc:
+        raise RuntimeError(f"{what} failed in its worker process:\n{exc}") from None

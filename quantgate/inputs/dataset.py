@@ -64,6 +64,11 @@ class Problem:
         what = f"{self.field}: {self.message}" if self.field else self.message
         return f"{where}: {what}"
 
+    @classmethod
+    def duplicate_id(cls, *, file: str, line: int, case_id: str, kept: str) -> Problem:
+        """An id seen before in the same file; `kept` says which line counts ("first at ...")."""
+        return cls(file=file, line=line, field="id", message=f"duplicate id {case_id!r} ({kept})")
+
 
 class DatasetError(ValueError):
     """A dataset that does not pass its checks; `problems` lists all of them."""
@@ -110,8 +115,9 @@ class Dataset:
 
 def bundled_root() -> Path:
     """Where the bundled datasets are: in the installed package, or the source checkout."""
-    installed = Path(__file__).parent / "bundled_datasets"
-    return installed if installed.is_dir() else Path(__file__).parent.parent / "datasets"
+    package = Path(__file__).parents[1]
+    installed = package / "bundled_datasets"
+    return installed if installed.is_dir() else package.parent / "datasets"
 
 
 def bundled_datasets() -> list[str]:
@@ -214,11 +220,8 @@ def _read_cases(
         where = f"{file.name}:{lineno}"
         if case.id in seen:
             problems.append(
-                Problem(
-                    file=file.name,
-                    line=lineno,
-                    field="id",
-                    message=f"duplicate id {case.id!r} (first at {seen[case.id]})",
+                Problem.duplicate_id(
+                    file=file.name, line=lineno, case_id=case.id, kept=f"first at {seen[case.id]}"
                 )
             )
             continue

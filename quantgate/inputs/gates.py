@@ -27,6 +27,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evaluators.comparison import ComparisonOptions
+
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
@@ -103,3 +105,14 @@ def load_gates(path: str | Path | None = None, *, overrides: dict[str, Any] | No
         return Gates.model_validate({**values, **given})
     except ValidationError as exc:
         raise _errors(exc, f"{where} (with command-line values)" if given else where) from None
+
+
+def comparison_options(gates: Gates) -> ComparisonOptions:
+    """How the paired statistics are judged under these gates (margin, minimum cases, confidence).
+
+    The one translation of gates into comparison options: `decide`, `compare` and `explore`
+    all judge deltas with it.
+    """
+    return ComparisonOptions(
+        margin=gates.equivalence_margin, min_cases=gates.min_cases, confidence=gates.confidence
+    )

@@ -27,7 +27,7 @@ import tomli_w
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from quantgate.dataset import validation_problems
+from quantgate.inputs.dataset import validation_problems
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+\-]*$")
 
@@ -36,8 +36,8 @@ class VariantSpecError(ValueError):
     """A variant spec or variants file that cannot be used; the message says where and why."""
 
 
-class Variant(BaseModel):
-    """One model variant and its provenance.
+class VariantSpec(BaseModel):
+    """What identifies a model variant and its provenance: everything a run records of it.
 
     Attributes:
         name: Short unique name used in tables and file names (`Q4_K_M`, `gemma3-12b-q8`).
@@ -52,10 +52,9 @@ class Variant(BaseModel):
         sha256: The model file's sha256.
         file_size_bytes: The model file's size.
         options: Backend options (`n_ctx`, `n_threads`, `num_ctx`, ...), recorded with the run.
-        chat_model: For the `langchain` backend only: the chat model itself (not serialized).
     """
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid")
 
     name: str
     backend: str
@@ -68,6 +67,14 @@ class Variant(BaseModel):
     sha256: str | None = None
     file_size_bytes: int | None = None
     options: dict[str, Any] = Field(default_factory=dict)
+
+
+class Variant(VariantSpec):
+    """One model variant as a run uses it: its spec and, for the `langchain` backend only,
+    the chat model itself (`chat_model`, never serialized)."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
     chat_model: BaseChatModel | None = Field(default=None, exclude=True)
 
     @field_validator("name")

@@ -24,9 +24,9 @@ from typing import Any
 import platformdirs
 from tqdm import tqdm
 
-from quantgate.dequantize import dequantize_to_f16
 from quantgate.hardware import file_sha256, package_version
-from quantgate.variants import Variant, VariantSet, write_variants_file
+from quantgate.inputs.variants import Variant, VariantSet, write_variants_file
+from quantgate.ladder.dequantize import dequantize_to_f16
 
 REFERENCE = "F16"
 DEFAULT_QUANTS = ("Q8_0", "Q5_K_M", "Q4_K_M")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quantgate.variants import VariantSet
+from quantgate.backends import capabilities
+from quantgate.inputs.variants import VariantSet
 
 # The embedded backend's prompt (quantgate.backends.llamacpp.render_prompt) as an Ollama
 # template: system text, then "Text:" / "JSON:" turns, ending with "JSON:" for the answer. A final
@@ -45,7 +46,7 @@ def write_modelfiles(variant_set: VariantSet, directory: Path) -> list[tuple[Pat
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for variant in variant_set.variants:
-        if variant.backend != "llamacpp":
+        if not capabilities(variant).model_file:
             continue
         path = directory / f"{variant.name}.Modelfile"
         path.write_text(modelfile(Path(variant.model)), encoding="utf-8")

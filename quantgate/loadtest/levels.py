@@ -6,20 +6,21 @@ them through the variant's chat model, with no retry (a retry would hide the err
 flight at the deadline finish. Every request is appended to `RUN_DIR/load.jsonl` as it ends
 and the figures per variant and level go into the `load` section of summary.json.
 
-The embedded backend decodes one sequence per llama.cpp context, so a level of k opens k
+How a level of k is served is the backend's `BackendCapabilities.parallel`. The embedded
+backend (`"instances"`) decodes one sequence per llama.cpp context, so a level of k opens k
 instances of the model, each with its own weights and KV cache (llama.cpp releases the GIL
-while decoding, so the threads really run in parallel); a server backend (Ollama) gets one
-client shared by the threads, and the server's own parallelism decides what happens.
+while decoding, so the threads really run in parallel); a server backend (Ollama,
+`"server"`) gets one client shared by the threads, and the server's own parallelism decides
+what happens; any other backend (`"none"`) shares its one opened object.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, closing, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,14 +32,15 @@ from langchain_core.messages import BaseMessage
 from evaluators.format import FormatEvaluator
 from evaluators.load import INVALID_OUTPUT, LoadRequest, summarize_load
 from graphs.extraction import ModelCallError, prompt_messages
-from quantgate.backends import OpenedVariant, open_variant
-from quantgate.dataset import Case, Dataset
-from quantgate.measure import RssSampler, rss_mb
-from quantgate.run import RunOptions, extraction_context
-from quantgate.variants import Variant
+from quantgate.backends import OpenedVariant, capabilities, open_variant
+from quantgate.evaluate.measure import RssSampler, rss_mb
+from quantgate.evaluate.options import RunOptions, extraction_context
+from quantgate.inputs.dataset import Case, Dataset
+from quantgate.inputs.variants import Variant
+from quantgate.rundir.lines import LoadLine
+from quantgate.rundir.store import JsonLines
+from quantgate.rundir.summary import LoadLevelEntry, LoadVariantEntry
 
-LOAD_FILE = "load.jsonl"
-LOAD_FORMAT_VERSION = 1
 DEFAULT_LEVELS = "normal=1,peak=4"
 DEFAULT_REQUESTS = 8
 
@@ -222,27 +224,33 @@ class LoadJob:
     records_path: Path
 
 
+def _allowed_instances(job: LoadJob, count: int, per_instance: float) -> tuple[int, str | None]:
+    """How many copies of `per_instance` MiB fit the memory bound (at least one), and why capped."""
+    room = psutil.virtual_memory().available * job.options.memory_fraction / 2**20
+    allowed = 1 + int(room // per_instance)
+    if allowed >= count:
+        return count, None
+    capped = (
+        f"{count} instances of about {per_instance:.0f} MiB would exceed "
+        f"{job.options.memory_fraction:.0%} of the available memory; opened {allowed}"
+    )
+    print(f"quantgate load: {job.variant.name}: {capped}", file=sys.stderr)
+    return allowed, capped
+
+
 @contextmanager
 def _instances(job: LoadJob, count: int) -> Iterator[tuple[list[OpenedVariant], dict[str, Any]]]:
-    """Open the model once (server backends) or up to `count` times (embedded), within memory."""
+    """Open the model up to `count` times (a backend with `parallel="instances"`, within
+    memory), else once."""
     schema = job.dataset.schema
     with ExitStack() as stack:
         before = rss_mb()
         opened = [stack.enter_context(open_variant(job.variant, schema))]
         cost: dict[str, Any] = {"instances_wanted": count, "capped": None, "instance_model_mb": None}
-        if job.variant.backend == "llamacpp":
+        if capabilities(job.variant).parallel == "instances":
             per_instance = max(rss_mb() - before, 1.0)
-            room = psutil.virtual_memory().available * job.options.memory_fraction / 2**20
-            allowed = 1 + int(room // per_instance)
-            if allowed < count:
-                cost["capped"] = (
-                    f"{count} instances of about {per_instance:.0f} MiB would exceed "
-                    f"{job.options.memory_fraction:.0%} of the available memory; opened {allowed}"
-                )
-                print(f"quantgate load: {job.variant.name}: {cost['capped']}", file=sys.stderr)
-            opened += [
-                stack.enter_context(open_variant(job.variant, schema)) for _ in range(min(count, allowed) - 1)
-            ]
+            allowed, cost["capped"] = _allowed_instances(job, count, per_instance)
+            opened += [stack.enter_context(open_variant(job.variant, schema)) for _ in range(allowed - 1)]
             cost["instance_model_mb"] = per_instance
         cost["instances"] = len(opened)
         cost["rss_after_open_mb"] = rss_mb() if opened[0].memory_pid is None else None
@@ -259,7 +267,7 @@ def _memory_process(variant: Variant, opened: OpenedVariant) -> str | None:
     """What holds the model: this process, a local server's process tree, or None (remote)."""
     if opened.memory_pid is not None:
         return f"server pid {opened.memory_pid} and children"
-    return None if variant.backend == "ollama" else "quantgate"
+    return None if capabilities(variant).memory == "server" else "quantgate"
 
 
 def _sampler(opened: OpenedVariant, process: str | None) -> AbstractContextManager[RssSampler | None]:
@@ -270,7 +278,7 @@ def _sampler(opened: OpenedVariant, process: str | None) -> AbstractContextManag
     return RssSampler(pid=opened.memory_pid, include_children=True)
 
 
-def load_variant(job: LoadJob) -> dict[str, Any]:
+def load_variant(job: LoadJob) -> LoadVariantEntry:
     """Run every level of the load against one variant; append its requests to `records_path`.
 
     Returns:
@@ -285,18 +293,9 @@ def load_variant(job: LoadJob) -> dict[str, Any]:
         )
         job = replace(job, variant=variant)
     evaluator = FormatEvaluator(schema=job.dataset.schema)
-    write_lock = threading.Lock()
-    levels: list[dict[str, Any]] = []
-    with _instances(job, largest) as (opened, cost), job.records_path.open("a", encoding="utf-8") as sink:
-
-        def record(request: LoadRequest) -> None:
-            line = json.dumps(
-                {"format_version": LOAD_FORMAT_VERSION, "variant": variant.name, **request.as_dict()}
-            )
-            with write_lock:
-                sink.write(line + "\n")
-                sink.flush()
-
+    sink = JsonLines(job.records_path)
+    levels: list[LoadLevelEntry] = []
+    with _instances(job, largest) as (opened, cost), closing(sink):
         prompts = _prompts(job, opened[0])
         process = _memory_process(variant, opened[0])
         models = [o.chat_model for o in opened]
@@ -310,32 +309,26 @@ def load_variant(job: LoadJob) -> dict[str, Any]:
                     check=lambda raw: evaluator(outputs=raw).valid,
                     requests=options.requests,
                     duration_s=options.duration_s,
-                    on_request=record,
+                    on_request=lambda r: sink.append(LoadLine(variant=variant.name, **r.as_dict())),
                 )
             stats = summarize_load(requests=requests, wall_s=wall)
             levels.append(
-                {"name": level.name, "concurrency": level.concurrency, "instances": len(shared),
-                 "rss_peak_mb": sampler.peak_mb if sampler else None, **stats.as_dict()}
+                LoadLevelEntry(name=level.name, concurrency=level.concurrency, instances=len(shared),
+                               rss_peak_mb=sampler.peak_mb if sampler else None, **stats.as_dict())
             )  # fmt: skip
     first = opened[0]
-    return {
-        "name": variant.name,
-        "backend": variant.backend,
-        "status": "ok",
+    return LoadVariantEntry(
+        name=variant.name,
+        backend=variant.backend,
+        status="ok",
         **cost,
-        "memory_process": process,
-        "num_parallel": first.runtime.get("num_parallel"),
-        "runtime": first.runtime,
-        "levels": levels,
-    }
+        memory_process=process,
+        num_parallel=first.runtime.get("num_parallel"),
+        runtime=first.runtime,
+        levels=levels,
+    )
 
 
-def failed_entry(variant: Variant, error: Exception) -> dict[str, Any]:
+def failed_entry(variant: Variant, error: Exception) -> LoadVariantEntry:
     """The `load` entry of a variant that could not be opened."""
-    return {
-        "name": variant.name,
-        "backend": variant.backend,
-        "status": "skipped",
-        "error": str(error),
-        "levels": [],
-    }
+    return LoadVariantEntry(name=variant.name, backend=variant.backend, status="skipped", error=str(error))

@@ -7,63 +7,43 @@ section of summary.json; the rest of summary.json is left as it was.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
-from quantgate.backends import BackendError
-from quantgate.dataset import Dataset
-from quantgate.hardware import hardware, package_version
-from quantgate.load import LOAD_FILE, LOAD_FORMAT_VERSION, LoadJob, LoadOptions, failed_entry, load_variant
-from quantgate.run import select_cases
-from quantgate.runstore import RUN_FORMAT_VERSION, SUMMARY_FILE, RunStore, write_json
-from quantgate.variants import Variant, VariantSet
-from quantgate.worker import WorkerDiedError, WorkerFailedError, run_in_worker
+from quantgate.backends import BackendError, capabilities
+from quantgate.evaluate.options import select_cases
+from quantgate.evaluate.worker import run_isolated
+from quantgate.inputs.dataset import Dataset
+from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.loadtest.levels import LoadJob, LoadOptions, failed_entry, load_variant
+from quantgate.rundir.build import dataset_info, new_summary
+from quantgate.rundir.files import LOAD_FILE, SUMMARY_FILE
+from quantgate.rundir.store import RunStore, read_summary, write_model
+from quantgate.rundir.summary import LoadLevelSpec, LoadSection, LoadVariantEntry
 
 
-def _run_job(job: LoadJob) -> dict[str, Any]:
-    """One variant's load; an embedded one in a fresh process, so its memory figures are its own."""
-    if job.variant.backend != "llamacpp":
+def _run_job(job: LoadJob) -> LoadVariantEntry:
+    """One variant's load; one whose model lives in this process runs in a fresh process when its
+    backend allows, so its memory figures are its own (a server's memory is the server's)."""
+    declared = capabilities(job.variant)
+    if not declared.process_isolation or declared.memory != "process":
         return load_variant(job)
-    try:
-        return run_in_worker(load_variant, job, name=f"quantgate-load-{job.variant.name}")
-    except WorkerDiedError as exc:
-        raise BackendError(f"variant {job.variant.name}: {exc}") from None
-    except WorkerFailedError as exc:
-        raise RuntimeError(
-            f"load of variant {job.variant.name} failed in its worker process:\n{exc}"
-        ) from None
+    name = job.variant.name
+    return run_isolated(load_variant, job, name=f"quantgate-load-{name}", what=f"load of variant {name}")
 
 
 def _new_run(dataset: Dataset, out: Path, cases: int) -> Path:
     store = RunStore.create(out)
-    store.write_summary(
-        {
-            "format_version": RUN_FORMAT_VERSION,
-            "run_id": store.run_id,
-            "quantgate_version": package_version("quantgate"),
-            "status": "complete",
-            "kind": "load",
-            "dataset": {
-                "name": dataset.name,
-                "path": str(dataset.path),
-                "sha256": dataset.sha256,
-                "cases": cases,
-            },
-            "hardware": hardware(),
-            "variants": [],
-        }
-    )
+    info = dataset_info(dataset, cases, full=False)
+    store.write_summary(new_summary(run_id=store.run_id, dataset=info, kind="load"))
     store.close()
     return store.directory
 
 
-def _merge_summary(run_dir: Path, section: dict[str, Any]) -> None:
-    path = run_dir / SUMMARY_FILE
-    summary = json.loads(path.read_text(encoding="utf-8"))
-    summary["load"] = section
-    write_json(path, summary)
+def _merge_summary(run_dir: Path, section: LoadSection) -> None:
+    summary = read_summary(run_dir)
+    summary.load = section
+    write_model(run_dir / SUMMARY_FILE, summary)
 
 
 def run_load(
@@ -92,15 +72,13 @@ def run_load(
     run_dir = run_dir or _new_run(dataset, out, len(cases))
     records_path = run_dir / LOAD_FILE
     records_path.write_text("", encoding="utf-8")  # a new load replaces an earlier one of the run
-    section: dict[str, Any] = {
-        "format_version": LOAD_FORMAT_VERSION,
-        "levels": [{"name": level.name, "concurrency": level.concurrency} for level in options.levels],
-        "requests_per_level": options.requests,
-        "duration_s_per_level": options.duration_s,
-        "max_tokens": options.max_tokens,
-        "cases": len(cases),
-        "variants": [],
-    }
+    section = LoadSection(
+        levels=[LoadLevelSpec(name=level.name, concurrency=level.concurrency) for level in options.levels],
+        requests_per_level=options.requests,
+        duration_s_per_level=options.duration_s,
+        max_tokens=options.max_tokens,
+        cases=len(cases),
+    )
     for variant in variants:
         job = LoadJob(
             variant=variant, dataset=dataset, cases=cases, options=options, records_path=records_path
@@ -110,7 +88,7 @@ def run_load(
         except BackendError as exc:
             print(f"quantgate load: skipping variant {variant.name}: {exc}", file=sys.stderr)
             entry = failed_entry(variant, exc)
-        section["variants"].append(entry)
+        section.variants.append(entry)
         _merge_summary(run_dir, section)
     _merge_summary(run_dir, section)
     return run_dir

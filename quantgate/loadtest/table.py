@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-
-def _num(value: float | None, scale: float = 1.0, digits: int = 2) -> str:
-    return "—" if value is None else f"{value * scale:.{digits}f}"
-
+from quantgate.backends import backend_capabilities
+from quantgate.formatting import MISSING, fixed
+from quantgate.rundir.summary import LoadSection
 
 _HEADER = (
     "variant", "level", "conc", "inst", "req", "err", "TTFT p50", "p95", "p99", "ITL ms",
@@ -15,46 +12,46 @@ _HEADER = (
 )  # fmt: skip
 
 
-def load_rows(section: dict[str, Any]) -> list[tuple[str, ...]]:
+def load_rows(section: LoadSection) -> list[tuple[str, ...]]:
     """The load table as rows of strings, header first (the CLI and the report share it)."""
     rows: list[tuple[str, ...]] = [_HEADER]
-    for variant in section.get("variants", []):
-        if variant.get("status") != "ok":
-            rows.append((variant["name"], "skipped", *[""] * 12, str(variant.get("error", ""))[:60]))
+    for variant in section.variants:
+        if variant.status != "ok":
+            rows.append((variant.name, "skipped", *[""] * 12, (variant.error or "")[:60]))
             continue
-        for level in variant["levels"]:
-            kinds = ", ".join(f"{k} {n}" for k, n in level["errors_by_kind"].items()) or "none"
+        for level in variant.levels:
+            kinds = ", ".join(f"{k} {n}" for k, n in level.errors_by_kind.items()) or "none"
             rows.append(
                 (
-                    variant["name"], level["name"], str(level["concurrency"]), str(level["instances"]),
-                    str(level["requests"]), str(level["errors"]), _num(level["ttft_s_p50"]),
-                    _num(level["ttft_s_p95"]), _num(level["ttft_s_p99"]),
-                    _num(level["inter_token_s_mean"], 1000, 1),
-                    _num(level["request_tokens_per_s_p50"], digits=1),
-                    _num(level["aggregate_tokens_per_s"], digits=1), _num(level["requests_per_s"]),
-                    _num(level["rss_peak_mb"], digits=0), kinds,
+                    variant.name, level.name, str(level.concurrency), str(level.instances),
+                    str(level.requests), str(level.errors), fixed(level.ttft_s_p50),
+                    fixed(level.ttft_s_p95), fixed(level.ttft_s_p99),
+                    fixed(level.inter_token_s_mean, 1, scale=1000),
+                    fixed(level.request_tokens_per_s_p50, 1),
+                    fixed(level.aggregate_tokens_per_s, 1), fixed(level.requests_per_s),
+                    fixed(level.rss_peak_mb, 0), kinds,
                 )
             )  # fmt: skip
     return rows
 
 
-def render_load(section: dict[str, Any]) -> str:
+def render_load(section: LoadSection) -> str:
     """The load figures as a fixed-width text table, with a note per variant on its instances."""
     rows = load_rows(section)
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.insert(1, "-" * len(lines[0]))
-    for variant in section.get("variants", []):
-        if variant.get("status") != "ok":
+    for variant in section.variants:
+        if variant.status != "ok":
             continue
-        if variant["backend"] == "llamacpp":
-            each = _num(variant["instance_model_mb"], digits=0)
-            note = f"{variant['instances']} llama.cpp instance(s), about {each} MiB each"
+        if backend_capabilities(variant.backend).parallel == "instances":
+            each = fixed(variant.instance_model_mb, 0)
+            note = f"{variant.instances} llama.cpp instance(s), about {each} MiB each"
         else:
-            note = f"one shared client; OLLAMA_NUM_PARALLEL={variant.get('num_parallel') or 'not set here'}"
-        process = variant["memory_process"] or "a remote server: not measured"
-        lines.append(f"{variant['name']}: {note}; memory of {process}")
-        if variant.get("capped"):
-            lines.append(f"  capped: {variant['capped']}")
-    lines.append("— = not measured; TTFT in s; ITL = mean inter-token latency")
+            note = f"one shared client; OLLAMA_NUM_PARALLEL={variant.num_parallel or 'not set here'}"
+        process = variant.memory_process or "a remote server: not measured"
+        lines.append(f"{variant.name}: {note}; memory of {process}")
+        if variant.capped:
+            lines.append(f"  capped: {variant.capped}")
+    lines.append(f"{MISSING} = not measured; TTFT in s; ITL = mean inter-token latency")
     return "\n".join(lines)

@@ -21,7 +21,6 @@ own schema (`quantgate run --dataset DIR`) before relying on a variant for it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -35,15 +34,16 @@ from evaluators.format import FormatEvaluator
 from evaluators.schema import field_names, parse_schema
 from graphs.extraction import ExtractionContext, ExtractionResult
 from graphs.extraction import graph as extraction_graph
-from quantgate.backends import open_variant
-from quantgate.dataset import Case, Dataset, DatasetError, load_dataset
-from quantgate.decision import DECISION_FORMAT_VERSION, DECISION_JSON
-from quantgate.guard import OnlineGuard
+from quantgate.backends import capabilities, open_variant
+from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.hardware import file_sha256
-from quantgate.record_schema import RecordType, record_schema
-from quantgate.run import RunOptions, extraction_context
-from quantgate.runstore import DATASET_DIR
-from quantgate.variants import Variant
+from quantgate.inputs.dataset import Case, Dataset, DatasetError, load_dataset
+from quantgate.inputs.record_schema import RecordType, record_schema
+from quantgate.inputs.variants import Variant, VariantSpec
+from quantgate.production.guard import OnlineGuard
+from quantgate.rundir.decision import Decision
+from quantgate.rundir.files import DATASET_DIR, DECISION_JSON
+from quantgate.rundir.store import RunFileError, read_decision
 
 RecordT = TypeVar("RecordT")
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -76,13 +76,13 @@ class ChosenVariant:
 
     run_dir: Path
     variant: Variant
-    decision: dict[str, Any]
+    decision: Decision
     max_repairs: int
 
     @property
     def is_reference(self) -> bool:
         """Whether the decision kept the reference (no quantized variant was shown safe)."""
-        return bool(self.decision.get("recommended_is_reference"))
+        return self.decision.recommended_is_reference
 
     @property
     def dataset_dir(self) -> Path:
@@ -90,35 +90,32 @@ class ChosenVariant:
         return self.run_dir / DATASET_DIR
 
 
-def _read_decision(run_dir: Path) -> dict[str, Any]:
+def _read_decision(run_dir: Path) -> Decision:
     path = run_dir / DECISION_JSON
+    if not path.is_file():
+        raise ProductionError(f"{path}: not found; decide first: quantgate decide {run_dir}")
     try:
-        decision: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ProductionError(f"{path}: not found; decide first: quantgate decide {run_dir}") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ProductionError(f"{path}: unreadable: {exc}") from None
-    if decision.get("format_version") != DECISION_FORMAT_VERSION:
-        raise ProductionError(f"{path}: format_version {decision.get('format_version')!r} is not supported")
-    return decision
+        return read_decision(run_dir)
+    except (OSError, RunFileError) as exc:
+        raise ProductionError(f"unreadable decision: {exc}") from None
 
 
-def _variant_spec(decision: Mapping[str, Any], path: Path, chat_model: BaseChatModel | None) -> Variant:
-    name = decision.get("recommended")
+def _variant_spec(decision: Decision, path: Path, chat_model: BaseChatModel | None) -> Variant:
+    name = decision.recommended
     if name is None:
         raise ProductionError(
             f"{path}: recommends no variant (none passed every gate; see decision.md beside it), "
             "so there is nothing to put in production"
         )
-    entry = (decision.get("record") or {}).get("variants", {}).get(name)
-    if not entry:
+    entry = decision.record.variants.get(name)
+    if entry is None:
         raise ProductionError(f"{path}: the record has no spec for the recommended variant {name!r}")
-    fields = {k: v for k, v in entry.items() if k in Variant.model_fields and k != "chat_model"}
+    fields = entry.model_dump(include=set(VariantSpec.model_fields))
     try:
         variant = Variant.model_validate(fields)
     except ValidationError as exc:
         raise ProductionError(f"{path}: variant {name!r} cannot be rebuilt from the record: {exc}") from None
-    if variant.backend == "langchain":
+    if capabilities(variant).from_python:
         if chat_model is None:
             raise ProductionError(
                 f"{path}: variant {name!r} was a LangChain chat model given from Python; "
@@ -130,7 +127,7 @@ def _variant_spec(decision: Mapping[str, Any], path: Path, chat_model: BaseChatM
 
 def _check_model_file(variant: Variant, path: Path, *, verify_sha256: bool) -> None:
     """An embedded variant's file must be there, and be the file the run evaluated."""
-    if variant.backend != "llamacpp":
+    if not capabilities(variant).model_file:
         return
     model = Path(variant.model)
     if not model.is_file():
@@ -163,13 +160,12 @@ def load_chosen(
     path = directory / DECISION_JSON
     variant = _variant_spec(decision, path, chat_model)
     _check_model_file(variant, path, verify_sha256=verify_sha256)
-    options = (decision.get("record") or {}).get("options") or {}
-    max_repairs = options.get("max_repairs")
+    options = decision.record.options
     return ChosenVariant(
         run_dir=directory,
         variant=variant,
         decision=decision,
-        max_repairs=RunOptions().max_repairs if max_repairs is None else int(max_repairs),
+        max_repairs=RunOptions().max_repairs if options is None else options.max_repairs,
     )
 
 

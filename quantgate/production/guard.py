@@ -21,11 +21,13 @@ from typing import Any, Literal, Protocol
 
 from langgraph.runtime import Runtime
 
-from evaluators.latency import percentile
+from evaluators.latency import latency_p95
 from graphs.extraction import ExtractionContext, ExtractionState
-from quantgate.decision import DECISION_JSON, load_decision
-from quantgate.observation import AGREEMENT, METRICS, Observation
-from quantgate.rollback import RollbackSignal
+from quantgate.formatting import compact
+from quantgate.production.observation import AGREEMENT, METRICS, Observation
+from quantgate.rundir.decision import Decision, RollbackSignal
+from quantgate.rundir.files import DECISION_JSON
+from quantgate.rundir.store import parse_model, read_decision
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,16 +47,12 @@ class SignalReading:
     crossed: bool
 
     def __str__(self) -> str:
-        shown = "not judged yet" if self.value is None else _number(self.value)
+        shown = "not judged yet" if self.value is None else compact(self.value)
         mark = "CROSSED" if self.crossed else "ok"
         return (
             f"{self.signal.metric} {shown} over {self.count} calls "
-            f"(rollback {self.signal.direction} {_number(self.signal.threshold)}): {mark}"
+            f"(rollback {self.signal.direction} {compact(self.signal.threshold)}): {mark}"
         )
-
-
-def _number(value: float) -> str:
-    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,7 +82,7 @@ def _window_figure(metric: str, values: list[float]) -> float | None:
     if not values:
         return None
     if metric == "latency_s_p95":
-        return percentile(values, 95)
+        return latency_p95(values)
     if metric == "memory_mb":
         return max(values)
     return sum(values) / len(values)
@@ -137,7 +135,7 @@ class OnlineGuard:
     @classmethod
     def from_decision(
         cls,
-        decision: Mapping[str, Any] | str | Path,
+        decision: Decision | Mapping[str, Any] | str | Path,
         *,
         window: int | None = None,
         min_count: int | None = None,
@@ -156,23 +154,16 @@ class OnlineGuard:
         Raises:
             ValueError: The decision recommends no variant, so it has no rollback signals.
         """
-        if not isinstance(decision, Mapping):
+        if isinstance(decision, str | Path):
             path = Path(decision)
-            decision = load_decision(path.parent if path.name == DECISION_JSON else path)
-        rollback = decision.get("rollback")
-        if not rollback:
+            decision = read_decision(path.parent if path.name == DECISION_JSON else path)
+        elif not isinstance(decision, Decision):
+            decision = parse_model(Decision, decision, where="the decision given")
+        rollback = decision.rollback
+        if rollback is None:
             raise ValueError("the decision recommends no variant, so there are no rollback signals to watch")
-        signals = [
-            RollbackSignal(
-                metric=s["metric"],
-                direction=s["direction"],
-                threshold=float(s["threshold"]),
-                measured=float(s["measured"]),
-                derivation=s["derivation"],
-            )
-            for s in rollback["signals"]
-        ]
-        cases = max(int(rollback.get("window_cases") or 1), 1)
+        signals = list(rollback.signals)
+        cases = max(rollback.window_cases, 1)
         size = window or cases
         floor = min(cases, size) if min_count is None else min_count
         return cls(signals=signals, window=size, min_count=floor, on_trip=on_trip)
@@ -336,7 +327,7 @@ def guard_node(guard: OnlineGuard, *, memory_mb: Callable[[], float] | None = No
     Args:
         guard: The guard to feed.
         memory_mb: Reads the RSS of the process holding the model after each call (for
-            the embedded backend: `quantgate.measure.rss_mb`).
+            the embedded backend: `quantgate.evaluate.measure.rss_mb`).
     """
 
     def guard_call(state: GuardedExtractionState, *, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from evaluators.fields import score_fields
 from evaluators.latency import case_latency
+from graphs.evaluation import error_kind
 from graphs.extraction import ExtractionContext, ExtractionResult
 
 AGREEMENT = "agreement_with_reference"
@@ -69,7 +70,7 @@ class Observation:
             agreement = {name: score.score for name, score in scores.fields.items()}
         return cls(
             format_valid=result.raw is not None and context.format(outputs=result.raw).valid,
-            error=result.error is not None or not result.valid,
+            error=error_kind(result) is not None,
             latency_s=case_latency(result.attempts).total_s,
             memory_mb=memory_mb,
             agreement=agreement,

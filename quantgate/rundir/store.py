@@ -1,9 +1,10 @@
-"""A run on disk: `runs/<run-id>/` with records.jsonl, variants.json, summary.json and
-`dataset/` (a copy of the cases evaluated, so the run can be judged without its source).
+"""A run on disk: `runs/<run-id>/`, written and read through the typed models.
 
 Records are appended and flushed one line per case as soon as the case finishes, so an
 interrupted run keeps everything done so far; readers skip a torn last line. JSON files
-are replaced atomically. pandas DataFrames are views built from the records.
+are replaced atomically. Every file is parsed by its model (`quantgate.rundir.lines`,
+`.summary`, `.decision`); a file written by a newer quantgate is refused with a message
+naming it and its `format_version`. pandas DataFrames are views built from the records.
 """
 
 from __future__ import annotations
@@ -17,17 +18,29 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 import pandas as pd
+from pydantic import BaseModel, ValidationError
 
-from graphs.evaluation import CaseOutcome
+from quantgate.rundir.decision import Decision
+from quantgate.rundir.files import (
+    DECISION_JSON,
+    FIDELITY_FILE,
+    LOAD_FILE,
+    RECORDS_FILE,
+    SUMMARY_FILE,
+    VARIANTS_FILE,
+)
+from quantgate.rundir.lines import CaseRecord, FidelityLine, LoadLine
+from quantgate.rundir.summary import RunSummary, VariantsFile
 
-RUN_FORMAT_VERSION = 1
-RECORDS_FILE = "records.jsonl"
-SUMMARY_FILE = "summary.json"
-VARIANTS_FILE = "variants.json"
-DATASET_DIR = "dataset"
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class RunFileError(ValueError):
+    """A run file that cannot be read: missing, not JSON, of an unknown format version, or
+    not matching its model. The message names the file (and line)."""
 
 
 def new_run_id() -> str:
@@ -42,40 +55,108 @@ def write_json(path: Path, value: Any) -> None:
     os.replace(partial, path)
 
 
-def case_record(variant: str, outcome: CaseOutcome) -> dict[str, Any]:
-    """One line of records.jsonl: raw output, record, per-field scores, timings, tokens, error."""
-    result, score, latency = outcome.extraction, outcome.score, outcome.latency
-    fields = score.fields.fields if score.fields else {}
-    return {
-        "format_version": RUN_FORMAT_VERSION,
-        "variant": variant,
-        "case_id": outcome.case_id,
-        "tags": list(score.tags),
-        "raw": result.raw,
-        "record": result.record,
-        "valid": result.valid,
-        "format_valid": score.format.valid if score.format else None,
-        "attempts": len(result.attempts),
-        "validation_errors": result.validation_errors,
-        "error": result.error,
-        "error_kind": outcome.error_kind,
-        "truncated": result.truncated,
-        "input_tokens_dropped": result.input_tokens_dropped,
-        "field_accuracy": score.fields.score if score.fields else None,
-        "fields": {name: f.score for name, f in fields.items()},
-        "outcomes": {name: f.outcome for name, f in fields.items()},
-        "agreement": outcome.agreement.score if outcome.agreement else None,
-        "agreement_fields": {n: f.score for n, f in outcome.agreement.fields.items()}
-        if outcome.agreement
-        else None,
-        "ttft_s": latency.ttft_s,
-        "total_s": latency.total_s,
-        "input_tokens": latency.input_tokens,
-        "output_tokens": latency.output_tokens,
-        "prompt_tokens_per_s": latency.prompt_tokens_per_s,
-        "generation_tokens_per_s": latency.generation_tokens_per_s,
-        "attempt_timings": list(result.attempts),
-    }
+def write_model(path: Path, value: BaseModel) -> None:
+    """Write a run-file model as indented JSON, atomically."""
+    write_json(path, value.model_dump(mode="json"))
+
+
+def _known_version(model: type[BaseModel]) -> int:
+    field = model.model_fields.get("format_version")
+    return int(field.default) if field is not None else 1
+
+
+def parse_model(model: type[ModelT], value: Any, *, where: str) -> ModelT:
+    """Validate one parsed JSON value against its model; errors name `where`.
+
+    A missing `format_version` is read as 1 (files written before it was added).
+    """
+    if isinstance(value, dict):
+        version = value.get("format_version", 1)
+        known = _known_version(model)
+        if version != known:
+            raise RunFileError(
+                f"{where}: format_version {version!r} is not one this quantgate reads ({known}); "
+                "it was written by another version of quantgate"
+            )
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()[:5]
+        )
+        raise RunFileError(f"{where}: does not match {model.__name__}: {problems}") from None
+
+
+def read_model(path: Path, model: type[ModelT]) -> ModelT:
+    """Read a JSON run file through its model."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunFileError(f"{path}: no such file") from None
+    except json.JSONDecodeError as exc:
+        raise RunFileError(f"{path}: not JSON ({exc})") from None
+    return parse_model(model, value, where=str(path))
+
+
+def read_lines(path: Path, model: type[ModelT]) -> Iterator[ModelT]:
+    """The lines of a JSONL run file, each through its model.
+
+    A last line without its newline is a write the run did not finish (it was interrupted):
+    it is skipped. Any other line that does not parse is refused, naming the file and line,
+    so that a damaged file is never judged on fewer cases without a word.
+
+    Raises:
+        RunFileError: A complete line is not JSON, or does not match the model.
+    """
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                if not line.endswith("\n"):
+                    return  # the torn last line of an interrupted run
+                raise RunFileError(f"{path}:{number}: not JSON ({exc})") from None
+            yield parse_model(model, value, where=f"{path}:{number}")
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a file back to its last newline: an interrupted writer's partial last line would
+    otherwise be glued to the next line appended, and both lost."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    with path.open("rb+") as handle:
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) == b"\n":
+            return
+        handle.seek(0)
+        data = handle.read()
+        handle.truncate(data.rfind(b"\n") + 1)
+
+
+class JsonLines:
+    """Appends model lines to a JSONL file and flushes each; thread-safe, opened on the first line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._handle: TextIO | None = None
+
+    def append(self, line: BaseModel) -> None:
+        """Append one line and flush it to disk."""
+        text = line.model_dump_json()
+        with self._lock:
+            if self._handle is None:
+                _drop_torn_tail(self.path)
+                self._handle = self.path.open("a", encoding="utf-8")
+            self._handle.write(text + "\n")
+            self._handle.flush()
+
+    def close(self) -> None:
+        """Close the file."""
+        with self._lock:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
 
 
 class RunStore:
@@ -88,9 +169,8 @@ class RunStore:
         self.directory = directory
         self.run_id = directory.name
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
         (self.directory / RECORDS_FILE).touch()
-        self._records: TextIO | None = None  # opened on the first record: the parent never writes one
+        self._records = JsonLines(self.directory / RECORDS_FILE)  # the parent process never writes one
 
     @classmethod
     def create(cls, root: Path) -> RunStore:
@@ -99,29 +179,21 @@ class RunStore:
         directory.mkdir(parents=True, exist_ok=False)
         return cls(directory)
 
-    def write_record(self, record: dict[str, Any]) -> None:
+    def write_record(self, record: CaseRecord) -> None:
         """Append one record and flush it to disk."""
-        line = json.dumps(record, ensure_ascii=False, default=str)
-        with self._lock:
-            if self._records is None:
-                self._records = (self.directory / RECORDS_FILE).open("a", encoding="utf-8")
-            self._records.write(line + "\n")
-            self._records.flush()
+        self._records.append(record)
 
-    def write_summary(self, summary: dict[str, Any]) -> None:
+    def write_summary(self, summary: RunSummary) -> None:
         """Replace summary.json."""
-        write_json(self.directory / SUMMARY_FILE, summary)
+        write_model(self.directory / SUMMARY_FILE, summary)
 
-    def write_variants(self, variants: list[dict[str, Any]]) -> None:
+    def write_variants(self, variants: VariantsFile) -> None:
         """Replace variants.json."""
-        write_json(
-            self.directory / VARIANTS_FILE, {"format_version": RUN_FORMAT_VERSION, "variants": variants}
-        )
+        write_model(self.directory / VARIANTS_FILE, variants)
 
     def close(self) -> None:
         """Close the records file."""
-        if self._records is not None:
-            self._records.close()
+        self._records.close()
 
     def __enter__(self) -> RunStore:
         return self
@@ -130,22 +202,38 @@ class RunStore:
         self.close()
 
 
-def read_records(run_dir: Path) -> Iterator[dict[str, Any]]:
+def read_records(run_dir: Path) -> Iterator[CaseRecord]:
     """The records of a run, skipping a torn last line left by an interrupted run."""
-    path = Path(run_dir) / RECORDS_FILE
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                continue
+    return read_lines(Path(run_dir) / RECORDS_FILE, CaseRecord)
 
 
-def latest_records(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+def read_fidelity(run_dir: Path) -> Iterator[FidelityLine]:
+    """The token-fidelity lines of a run (none when it measured none)."""
+    path = Path(run_dir) / FIDELITY_FILE
+    return read_lines(path, FidelityLine) if path.is_file() else iter(())
+
+
+def read_load(run_dir: Path) -> Iterator[LoadLine]:
+    """The load-test requests of a run (none when it ran no load)."""
+    path = Path(run_dir) / LOAD_FILE
+    return read_lines(path, LoadLine) if path.is_file() else iter(())
+
+
+def read_summary(run_dir: Path) -> RunSummary:
+    """summary.json of a run."""
+    return read_model(Path(run_dir) / SUMMARY_FILE, RunSummary)
+
+
+def read_decision(run_dir: Path) -> Decision:
+    """decision.json of a run."""
+    return read_model(Path(run_dir) / DECISION_JSON, Decision)
+
+
+def latest_records(records: Iterable[CaseRecord]) -> dict[str, dict[str, CaseRecord]]:
     """Records by variant and case id; a later record of the same case replaces an earlier one."""
-    found: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    found: dict[str, dict[str, CaseRecord]] = defaultdict(dict)
     for record in records:
-        found[record["variant"]][record["case_id"]] = record
+        found[record.variant][record.case_id] = record
     return dict(found)
 
 
@@ -154,10 +242,10 @@ class Run:
     """A run loaded from disk."""
 
     directory: Path
-    summary: dict[str, Any]
-    variants: list[dict[str, Any]]
+    summary: RunSummary
+    variants: VariantsFile
 
-    def records(self) -> Iterator[dict[str, Any]]:
+    def records(self) -> Iterator[CaseRecord]:
         """Stream the records (one per case x variant)."""
         return read_records(self.directory)
 
@@ -166,26 +254,26 @@ class Run:
         return records_frame(self.records())
 
 
-def records_frame(records: Iterator[dict[str, Any]]) -> pd.DataFrame:
+_NESTED = {"fields", "outcomes", "agreement_fields", "attempt_timings"}
+
+
+def records_frame(records: Iterable[CaseRecord]) -> pd.DataFrame:
     """A DataFrame view of records, one row per case x variant."""
     rows = []
     for record in records:
-        row = {
-            k: v
-            for k, v in record.items()
-            if k not in ("fields", "outcomes", "agreement_fields", "attempt_timings")
-        }
-        row.update({f"field:{name}": score for name, score in (record.get("fields") or {}).items()})
+        row = record.model_dump(exclude=_NESTED)
+        row.update({f"field:{name}": score for name, score in record.fields.items()})
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def load_run(run_dir: str | Path) -> Run:
-    """Open a run directory written by `quantgate run`."""
+    """Open a run directory written by `quantgate run` or `quantgate load`.
+
+    Raises:
+        RunFileError: summary.json or variants.json is missing, unreadable or of another version.
+    """
     directory = Path(run_dir)
-    summary = json.loads((directory / SUMMARY_FILE).read_text(encoding="utf-8"))
     variants_path = directory / VARIANTS_FILE
-    variants = (
-        json.loads(variants_path.read_text(encoding="utf-8"))["variants"] if variants_path.is_file() else []
-    )
-    return Run(directory=directory, summary=summary, variants=variants)
+    variants = read_model(variants_path, VariantsFile) if variants_path.is_file() else VariantsFile()
+    return Run(directory=directory, summary=read_summary(directory), variants=variants)

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from quantgate.dataset import Case, write_dataset
-from quantgate.runstore import DATASET_DIR, RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
+from quantgate.inputs.dataset import Case, write_dataset
+from quantgate.rundir.files import DATASET_DIR, RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
+from quantgate.rundir.lines import CaseRecord
+from quantgate.rundir.store import write_model
+from quantgate.rundir.summary import DatasetInfo, RunSummary, VariantEntry, VariantMetadata, VariantsFile
 
 SCHEMA = {
     "type": "object",
@@ -51,42 +53,44 @@ def make_run(
                 else {k: float(v == variants[reference][i][k]) for k, v in fields.items()}
             )
             lines.append(
-                {
-                    "variant": name,
-                    "case_id": f"c{i}",
-                    "tags": list(case_tags[i]),
-                    "fields": fields,
-                    "valid": i >= bad,
-                    "format_valid": i >= bad,
-                    "error_kind": "invalid_output" if i < bad else None,
-                    "agreement_fields": agreement,
-                    "total_s": 1.0 + i / 10,
-                }
+                CaseRecord(
+                    variant=name,
+                    case_id=f"c{i}",
+                    tags=list(case_tags[i]),
+                    fields=fields,
+                    valid=i >= bad,
+                    format_valid=i >= bad,
+                    error_kind="invalid_output" if i < bad else None,
+                    agreement_fields=agreement,
+                    total_s=1.0 + i / 10,
+                )
             )
         entries.append(
-            {
-                "name": name,
-                "status": "ok",
-                "is_reference": name == reference,
-                "quantization": name,
-                "model_memory_mb": footprints[name],
-                "memory_mb": footprints[name] + 300,
-            }
+            VariantEntry(
+                name=name,
+                backend="test",
+                status="ok",
+                is_reference=name == reference,
+                quantization=name,
+                model_memory_mb=footprints[name],
+                memory_mb=footprints[name] + 300,
+            )
         )
-    (directory / RECORDS_FILE).write_text("".join(json.dumps(line) + "\n" for line in lines))
-    summary: dict[str, Any] = {
-        "run_id": directory.name,
-        "status": "complete",
-        "reference": reference,
-        "dataset": {"name": "synthetic", "path": str(directory / DATASET_DIR), "sha256": "x", "cases": n},
-        "hardware": {"cpu": "test"},
-        "variants": entries,
-    }
-    (directory / SUMMARY_FILE).write_text(json.dumps(summary))
+    (directory / RECORDS_FILE).write_text("".join(line.model_dump_json() + "\n" for line in lines))
+    summary = RunSummary(
+        run_id=directory.name,
+        quantgate_version="test",
+        status="complete",
+        reference=reference,
+        dataset=DatasetInfo(name="synthetic", path=str(directory / DATASET_DIR), sha256="x", cases=n),
+        hardware={"cpu": "test"},
+        variants=entries,
+    )
+    write_model(directory / SUMMARY_FILE, summary)
     metadata = [
-        {"name": name, "quantization": name, "method": "test", "calibration": "none"} for name in variants
+        VariantMetadata(name=name, backend="test", quantization=name, method="test") for name in variants
     ]
-    (directory / VARIANTS_FILE).write_text(json.dumps({"format_version": 1, "variants": metadata}))
+    write_model(directory / VARIANTS_FILE, VariantsFile(variants=metadata))
     return directory
 
 
@@ -105,10 +109,10 @@ def make_fake_run(out: Path, *, decide: bool = True) -> Path:
     `vendor` of c1 (where it alone fails) and answers c3 with invalid output every time (an
     error). Neither has a file, so file sizes are not measured.
     """
-    from quantgate.dataset import load_dataset
-    from quantgate.decision import decide as decide_run
-    from quantgate.run import RunOptions, run_evaluation
-    from quantgate.variants import Variant, VariantSet
+    from quantgate.decide.decision import decide as decide_run
+    from quantgate.evaluate.run import RunOptions, run_evaluation
+    from quantgate.inputs.dataset import load_dataset
+    from quantgate.inputs.variants import Variant, VariantSet
     from tests.graphs.fakes import QueuedChatModel
     from tests.graphs.test_extraction import GOOD
     from tests.graphs.test_extraction import SCHEMA as INVOICE_SCHEMA

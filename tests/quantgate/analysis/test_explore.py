@@ -1,9 +1,6 @@
-import json
-
 import pytest
 
-from quantgate.decision import decide
-from quantgate.explore import (
+from quantgate.analysis.explore import (
     case_diff,
     failing_cases,
     field_accuracy,
@@ -18,7 +15,8 @@ from quantgate.explore import (
     slice_sizes,
     variant_table,
 )
-from quantgate.runstore import read_records
+from quantgate.decide.decision import decide
+from quantgate.rundir.store import read_records
 from tests.graphs.test_extraction import GOOD
 from tests.quantgate.run_factory import HOSTILE_GOLD, HOSTILE_OUTPUT, make_fake_run, make_run
 
@@ -49,7 +47,7 @@ def test_field_deltas_equal_the_deltas_computed_from_records(tmp_path):
     run_dir = hand_run(tmp_path)
     by_variant: dict[str, list[dict[str, float]]] = {"R": [], "Q": []}
     for record in read_records(run_dir):
-        by_variant[record["variant"]].append(record["fields"])
+        by_variant[record.variant].append(record.fields)
     deltas = field_deltas(load_run_view(run_dir))
     assert list(deltas.columns) == ["Q"]
     for field in ("a", "b"):
@@ -71,13 +69,13 @@ def test_field_and_slice_accuracy_pool_the_field_scores(tmp_path):
 def test_frames_match_the_summary_the_run_wrote(fake_run):
     """The view recomputes from records what `quantgate run` aggregated with evaluators.aggregate."""
     view = load_run_view(fake_run)
-    for entry in view.run.summary["variants"]:
-        name = entry["name"]
-        assert field_accuracy(view)[name].to_dict() == pytest.approx(entry["fields"])
-        assert slice_accuracy(view)[name].to_dict() == pytest.approx(entry["slices"])
-        assert variant_table(view).loc[name, "field_accuracy"] == pytest.approx(entry["field_accuracy"])
+    for entry in view.run.summary.variants:
+        name = entry.name
+        assert field_accuracy(view)[name].to_dict() == pytest.approx(entry.fields)
+        assert slice_accuracy(view)[name].to_dict() == pytest.approx(entry.slices)
+        assert variant_table(view).loc[name, "field_accuracy"] == pytest.approx(entry.field_accuracy)
     assert variant_table(view).loc["quant", "accuracy_delta"] == pytest.approx(
-        view.run.summary["variants"][1]["field_accuracy_delta"]
+        view.run.summary.variants[1].field_accuracy_delta
     )
 
 
@@ -107,9 +105,11 @@ def test_case_diff_keeps_a_null_value_as_none(tmp_path):
     """A predicted null is a value (`null`), not a missing figure: it must not become NaN."""
     run_dir = make_run(tmp_path / "run", {"R": [{"a": 1.0, "b": 1.0}], "Q": [{"a": 0.0, "b": 1.0}]},
                        footprints={"R": 2.0, "Q": 1.0})  # fmt: skip
-    for line in (records := list(read_records(run_dir))):
-        line["record"] = {"a": None if line["variant"] == "Q" else "x", "b": 0.0}
-    (run_dir / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    records = [
+        r.model_copy(update={"record": {"a": None if r.variant == "Q" else "x", "b": 0.0}})
+        for r in read_records(run_dir)
+    ]
+    (run_dir / "records.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in records))
     diff = case_diff(load_run_view(run_dir), case_id="c0", variant="Q")
     assert diff.loc["a", "variant"] is None
     assert diff.loc["a", "reference"] == "x"
@@ -151,7 +151,7 @@ def test_view_reads_the_decision_once_there_is_one(tmp_path):
     decide(run_dir)
     view = load_run_view(run_dir)
     assert view.decision is not None
-    assert view.decision["reference"] == "R"
+    assert view.decision.reference == "R"
     assert variant_table(view).loc["R", "passes"]
 
 

@@ -4,13 +4,14 @@ from html.parser import HTMLParser
 
 import pytest
 
-from quantgate.cli import main
-from quantgate.decision import load_decision
-from quantgate.explore import load_run_view
-from quantgate.report import REPORT_DIR, REPORT_HTML, write_report
-from quantgate.report_charts import draw_charts
-from quantgate.runstore import load_run, read_records
-from quantgate.variants import Variant, VariantSet
+from quantgate.analysis.charts import draw_charts
+from quantgate.analysis.explore import load_run_view
+from quantgate.analysis.report import REPORT_HTML, write_report
+from quantgate.cli.main import main
+from quantgate.decide.decision import load_decision
+from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.rundir.files import REPORT_DIR
+from quantgate.rundir.store import load_run, read_records
 from tests.graphs.fakes import QueuedChatModel
 from tests.graphs.test_extraction import GOOD
 from tests.quantgate.browser import CHARTS, CHROMIUM, assert_renders_in_chromium
@@ -103,12 +104,9 @@ def test_report_has_the_summary_and_each_gates_verdict(fake_run, report):
     page = report.read_text(encoding="utf-8")
     decision = load_decision(fake_run)
     assert "Keep the reference, ref" in page
-    for name, section in decision["variants"].items():
-        for gate in section["gates"]:
-            row = (
-                f"<tr><td>{name}</td><td>{gate['gate']}</td>"
-                f'<td class="{gate["status"]}">{gate["status"]}</td>'
-            )
+    for name, section in decision.variants.items():
+        for gate in section.gates:
+            row = f'<tr><td>{name}</td><td>{gate.gate}</td><td class="{gate.status}">{gate.status}</td>'
             assert row in page
     assert "<th>TTFT p50</th>" in page
     assert '<td class="num">—</td>' in page  # a fake model has no file: its size is not measured, not 0
@@ -148,8 +146,8 @@ def test_charts_draw_the_figures_of_the_records(tmp_path):
     records = list(read_records(run_dir))
     for name in ("Q", "S"):
         for field in ("a", "b"):
-            mine = [x["fields"][field] for x in records if x["variant"] == name]
-            ref = [x["fields"][field] for x in records if x["variant"] == "R"]
+            mine = [x.fields[field] for x in records if x.variant == name]
+            ref = [x.fields[field] for x in records if x.variant == "R"]
             expected = sum(m - f for m, f in zip(mine, ref, strict=True)) / 3
             assert heatmap.loc[field, name] == pytest.approx(expected)
     assert heatmap.loc["b", "Q"] == pytest.approx((-1 + 0 - 0.5) / 3)
@@ -177,9 +175,9 @@ def test_cli_report_of_a_missing_run_is_a_clear_error(tmp_path, capsys):
 def _cli_run(tmp_path, monkeypatch, *extra):
     """`quantgate run` over the fake run's dataset and chat models."""
     source = make_fake_run(tmp_path / "source", decide=False)
-    dataset = load_run(source).summary["dataset"]["path"]
+    dataset = load_run(source).summary.dataset.path
     variants = _fake_variants()
-    monkeypatch.setattr("quantgate.variants.resolve_variants", lambda specs: variants)
+    monkeypatch.setattr("quantgate.inputs.variants.resolve_variants", lambda specs: variants)
     out = tmp_path / "runs"
     code = main(["run", "--dataset", dataset, "--variants", "fake", "--out", str(out), *extra])
     (run_dir,) = out.iterdir()
@@ -210,7 +208,7 @@ def test_a_report_failure_keeps_the_run(tmp_path, monkeypatch, capsys):
     def broken(run_dir, **kwargs):
         raise RuntimeError("chart exploded")
 
-    monkeypatch.setattr("quantgate.report.write_report", broken)
+    monkeypatch.setattr("quantgate.analysis.report.write_report", broken)
     code, run_dir = _cli_run(tmp_path, monkeypatch)
     assert code == 0  # the decision's exit status, not the report's
     err = capsys.readouterr().err

@@ -2,8 +2,8 @@
 
 import pytest
 
-from quantgate.explore import load_run_view
-from quantgate.report import write_report
+from quantgate.analysis.explore import load_run_view
+from quantgate.analysis.report import write_report
 from tests.quantgate.browser import CHARTS, CHROMIUM, assert_renders_in_chromium
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -17,8 +17,10 @@ def test_report_of_a_real_run(small_real_run, tmp_path):
     assert html.count('<img class="chart" src="data:image/png;base64,') == len(CHARTS)
     assert "Keep the reference, F16" in html  # 3 cases cannot show a quantized variant safe
     assert "max_accuracy_drop" in html
-    fidelity = view.run.summary["variants"][1]["token_fidelity"]  # measured in the run, shown as is
-    assert f'<td class="num">{fidelity["kld_mean"]:.4f}</td>' in html
+    fidelity = view.run.summary.variants[1].token_fidelity  # measured in the run, shown as is
+    assert fidelity is not None
+    assert fidelity.kld_mean is not None
+    assert f'<td class="num">{fidelity.kld_mean:.4f}</td>' in html
     for case_id in view.records["F16"]:
         if case_id in set(view.records["Q4_K_M"]):
             assert view.case(case_id) is not None

@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 
 from graphs.prompting import build_messages
-from quantgate.dataset import load_dataset
-from quantgate.run import select_cases
+from quantgate.evaluate.options import select_cases
+from quantgate.inputs.dataset import load_dataset
 
 pytestmark = pytest.mark.model
 

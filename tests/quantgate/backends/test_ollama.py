@@ -5,11 +5,13 @@ import json
 
 import pytest
 
-from quantgate.cli import main
-from quantgate.dataset import load_dataset
-from quantgate.run import RunOptions, run_evaluation
-from quantgate.runstore import load_run, read_records
-from quantgate.variants import Variant, VariantSet
+from quantgate.cli.main import main
+from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.inputs.dataset import load_dataset
+from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.rundir.lines import CaseRecord
+from quantgate.rundir.store import load_run, read_records
+from quantgate.rundir.summary import VariantEntry
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -20,14 +22,16 @@ def ollama_variant(server, tag, **options):
     )
 
 
-def run_one(server, tmp_path, tag="gemma3:270m-q4_K_M", limit=2, **options):
+def run_one(
+    server, tmp_path, tag="gemma3:270m-q4_K_M", limit=2, **options
+) -> tuple[VariantEntry, list[CaseRecord]]:
     variant_set = VariantSet(variants=[ollama_variant(server, tag, **options)])
     run_dir = run_evaluation(
         load_dataset("tech-config"),
         variant_set,
         options=RunOptions(limit=limit, out=tmp_path, progress=False),
     )
-    return load_run(run_dir).summary["variants"][0], list(read_records(run_dir))
+    return load_run(run_dir).summary.variants[0], list(read_records(run_dir))
 
 
 def test_quantgate_run_over_ollama_variants(ollama_double, tmp_path, monkeypatch, capsys):
@@ -71,11 +75,12 @@ def test_quantgate_run_over_ollama_variants(ollama_double, tmp_path, monkeypatch
 
 def test_timing_fields_come_from_the_server(ollama_double, tmp_path):
     entry, records = run_one(ollama_double, tmp_path)
-    reported = records[0]["attempt_timings"][0]["reported"]
-    assert reported["eval_count"] == records[0]["output_tokens"]
+    reported = records[0].attempt_timings[0]["reported"]
+    assert reported["eval_count"] == records[0].output_tokens
     assert reported["prompt_eval_duration"] > 0
     assert reported["load_duration"] == 0  # the cold load happened before the cases
-    assert entry["server_prompt_tokens_per_s"] > 0
+    assert entry.server_prompt_tokens_per_s is not None
+    assert entry.server_prompt_tokens_per_s > 0
 
 
 @pytest.mark.parametrize(
@@ -85,30 +90,31 @@ def test_timing_fields_come_from_the_server(ollama_double, tmp_path):
 def test_transient_failures_are_retried_and_counted(ollama_double, tmp_path, fault, kind):
     ollama_double.faults(**fault)
     entry, records = run_one(ollama_double, tmp_path, limit=1, retry_backoff_s=0)
-    assert entry["errors"] == 0
-    assert entry["retries"] == 1
-    assert records[0]["valid"]
+    assert entry.errors == 0
+    assert entry.retries == 1
+    assert records[0].valid
 
 
 def test_persistent_busy_is_an_error_of_its_kind_and_the_run_goes_on(ollama_double, tmp_path):
     ollama_double.faults(busy=3)  # first case: 1 call + 2 retries, all refused
     entry, records = run_one(ollama_double, tmp_path, limit=2, retry_backoff_s=0)
-    assert entry["errors_by_kind"] == {"busy": 1}
-    assert entry["retries"] == 2
-    assert [r["error_kind"] for r in records] == ["busy", None]
+    assert entry.errors_by_kind == {"busy": 1}
+    assert entry.retries == 2
+    assert [r.error_kind for r in records] == ["busy", None]
 
 
 def test_timeout(ollama_double, tmp_path):
     ollama_double.faults(slow=60)  # longer than the timeout, which is much longer than a cold prompt
     entry, _ = run_one(ollama_double, tmp_path, limit=1, timeout_s=30, retry_backoff_s=0)
-    assert entry["retries"] == 1  # the retry succeeds once the slow answer is gone
-    assert entry["errors"] == 0
+    assert entry.retries == 1  # the retry succeeds once the slow answer is gone
+    assert entry.errors == 0
 
 
 def test_unknown_model_is_skipped_with_the_pull_command(ollama_double, tmp_path):
     entry, _ = run_one(ollama_double, tmp_path, tag="gemma3:12b-it-q4_K_M")
-    assert entry["status"] == "skipped"
-    assert "ollama pull gemma3:12b-it-q4_K_M" in entry["error"]
+    assert entry.status == "skipped"
+    assert entry.error is not None
+    assert "ollama pull gemma3:12b-it-q4_K_M" in entry.error
 
 
 def test_server_down_is_reported(tmp_path):
@@ -118,10 +124,11 @@ def test_server_down_is_reported(tmp_path):
         VariantSet(variants=[variant]),
         options=RunOptions(limit=1, out=tmp_path, progress=False),
     )
-    entry = load_run(run_dir).summary["variants"][0]
-    assert entry["status"] == "skipped"
-    assert "not reachable" in entry["error"]
-    assert "ollama serve" in entry["error"]
+    entry = load_run(run_dir).summary.variants[0]
+    assert entry.status == "skipped"
+    assert entry.error is not None
+    assert "not reachable" in entry.error
+    assert "ollama serve" in entry.error
 
 
 def test_doctor_names_missing_tags_with_the_pull_command(ollama_double, monkeypatch, capsys):

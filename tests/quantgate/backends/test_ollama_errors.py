@@ -5,7 +5,7 @@ import pytest
 from ollama import ResponseError
 
 from quantgate.backends.ollama import classify, ollama_host
-from quantgate.variants import Variant
+from quantgate.inputs.variants import Variant
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.cli import main
+from quantgate.cli.main import main
 
 
 def test_console_script_is_installed():

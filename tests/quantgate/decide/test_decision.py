@@ -9,11 +9,11 @@ import pytest
 
 from evaluators.comparison import PairedDelta, summarize_agreement
 from evaluators.statistics import Interval
-from quantgate.dataset import check_dataset
-from quantgate.decision import DecisionError, decide, recommend
-from quantgate.gate_checks import Measured, judge_drop, judge_variant, passes
-from quantgate.gates import Gates
-from quantgate.rollback import rollback_signals
+from quantgate.decide.checks import Measured, judge_drop, judge_variant, passes
+from quantgate.decide.decision import DecisionError, decide, recommend
+from quantgate.decide.rollback import rollback_signals
+from quantgate.inputs.dataset import check_dataset
+from quantgate.inputs.gates import Gates
 from tests.quantgate.run_factory import make_run
 
 RIGHT = {"a": 1.0, "b": 1.0}
@@ -140,24 +140,30 @@ def test_decide_recommends_the_smallest_variant_that_passes(tmp_path: Path) -> N
         C=[{"a": 0.0, "b": 0.0}] * 6 + [RIGHT] * (n - 6),  # 6 invalid outputs
     )
     decision = decide(run, Gates(min_cases=10, min_slice_cases=10))
-    assert decision["recommended"] == "A"
-    assert decision["exit_status"] == 0
-    variants = decision["variants"]
-    assert variants["A"]["comparison"]["overall"]["verdict"] == "equivalent"
-    assert variants["B"]["comparison"]["overall"]["verdict"] == "worse"
-    assert variants["B"]["comparison"]["overall"]["delta"] == pytest.approx(-0.5)
-    gate_status = {g["gate"]: g["status"] for g in variants["C"]["gates"]}
+    assert decision.recommended == "A"
+    assert decision.exit_status == 0
+    variants = decision.variants
+    comparison_a, comparison_b = variants["A"].comparison, variants["B"].comparison
+    assert comparison_a is not None
+    assert comparison_b is not None
+    assert comparison_a.overall.verdict == "equivalent"
+    assert comparison_b.overall.verdict == "worse"
+    assert comparison_b.overall.delta == pytest.approx(-0.5)
+    gate_status = {g.gate: g.status for g in variants["C"].gates}
     assert gate_status["min_format_validity"] == "fail"
     assert gate_status["max_error_rate"] == "fail"
-    assert len(variants["B"]["regressions"]) == n
-    assert variants["A"]["regressions"] == []
-    exported = run / decision["regression_sets"]["B"]["path"]
+    assert len(variants["B"].regressions) == n
+    assert variants["A"].regressions == []
+    exported_path = decision.regression_sets["B"].path
+    assert exported_path is not None
+    exported = run / exported_path
     dataset, problems = check_dataset(exported)
     assert dataset is not None, problems
     assert len(dataset.cases) == n
-    assert "A" not in decision["regression_sets"]
-    assert decision["rollback"]["variant"] == "A"
-    assert {s["metric"] for s in decision["rollback"]["signals"]} >= {
+    assert "A" not in decision.regression_sets
+    assert decision.rollback is not None
+    assert decision.rollback.variant == "A"
+    assert {s.metric for s in decision.rollback.signals} >= {
         "format_validity",
         "agreement_with_reference",
         "agreement_with_reference[b]",
@@ -172,27 +178,27 @@ def test_decide_recommends_the_smallest_variant_that_passes(tmp_path: Path) -> N
 def test_decide_keeps_the_reference_when_no_variant_is_shown_safe(tmp_path: Path) -> None:
     run = _run(tmp_path, R=[RIGHT] * 5, A=[RIGHT] * 5)
     decision = decide(run, Gates(min_cases=10))  # 5 cases: A's drop gate is inconclusive
-    assert decision["recommended"] == "R"
-    assert decision["recommended_is_reference"] is True
-    gate = decision["variants"]["A"]["gates"][0]
-    assert (gate["gate"], gate["status"]) == ("max_accuracy_drop", "inconclusive")
+    assert decision.recommended == "R"
+    assert decision.recommended_is_reference is True
+    gate = decision.variants["A"].gates[0]
+    assert (gate.gate, gate.status) == ("max_accuracy_drop", "inconclusive")
     assert "Keep the reference" in (run / "decision.md").read_text()
 
 
 def test_decide_exits_3_when_nothing_fits_the_memory_gate(tmp_path: Path) -> None:
     run = _run(tmp_path, R=[RIGHT] * 12, A=[RIGHT] * 12)
     decision = decide(run, Gates(min_cases=10, max_memory_mb=100))
-    assert decision["recommended"] is None
-    assert decision["exit_status"] == 3
-    assert decision["rollback"] is None
+    assert decision.recommended is None
+    assert decision.exit_status == 3
+    assert decision.rollback is None
     assert "No variant passes" in (run / "decision.md").read_text()
 
 
 def test_decide_refuses_a_run_without_reference_records(tmp_path: Path) -> None:
     run = _run(tmp_path, R=[RIGHT] * 3, A=[RIGHT] * 3)
-    lines = [
-        line for line in (run / "records.jsonl").read_text().splitlines() if '"variant": "R"' not in line
-    ]
-    (run / "records.jsonl").write_text("\n".join(lines) + "\n")
+    lines = (run / "records.jsonl").read_text().splitlines()
+    kept = [line for line in lines if json.loads(line)["variant"] != "R"]
+    assert len(kept) == 3  # the reference's three records are gone, A's remain
+    (run / "records.jsonl").write_text("\n".join(kept) + "\n")
     with pytest.raises(DecisionError, match="no records of the reference 'R'"):
         decide(run)

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from quantgate.cli import main
-from quantgate.ladder import build_ladder
-from quantgate.runstore import latest_records, read_records
-from quantgate.variants import VariantSet, write_variants_file
+from quantgate.cli.main import main
+from quantgate.inputs.variants import VariantSet, write_variants_file
+from quantgate.ladder.build import build_ladder
+from quantgate.rundir.store import latest_records, read_records
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -59,13 +59,13 @@ def test_q2k_fails_the_gates_while_q8_0_passes(q2k_variants: Path, tmp_path: Pat
     records = latest_records(read_records(run_dir))
     for name, section in (("Q8_0", q8), ("Q2_K", q2)):
         deltas = [
-            _case_mean(records[name][case]["fields"]) - _case_mean(ref["fields"])
+            _case_mean(records[name][case].fields) - _case_mean(ref.fields)
             for case, ref in records["F16"].items()
         ]
         overall = section["comparison"]["overall"]
         assert overall["cases"] == CASES
         assert overall["delta"] == pytest.approx(np.mean(deltas))
-        valid = [bool(r["format_valid"]) for r in records[name].values()]
+        valid = [bool(r.format_valid) for r in records[name].values()]
         assert section["measured"]["format_validity"] == pytest.approx(np.mean(valid))
     fidelity = [json.loads(line) for line in (run_dir / "fidelity.jsonl").read_text().splitlines()]
     for name, section in (("Q8_0", q8), ("Q2_K", q2)):

@@ -9,11 +9,15 @@ from graphs.extraction import prompt_messages
 from quantgate.backends import open_variant
 from quantgate.backends.llamacpp import LlamaCppChatModel
 from quantgate.backends.ollama_forcing import OllamaForcing
-from quantgate.dataset import load_dataset
-from quantgate.run import RunOptions, extraction_context
-from quantgate.run_fidelity import unmeasured_reason
-from quantgate.token_fidelity import case_prompt, measure_ollama_token_fidelity, measure_token_fidelity
-from quantgate.variants import Variant
+from quantgate.evaluate.fidelity_step import unmeasured_reason
+from quantgate.evaluate.options import RunOptions, extraction_context
+from quantgate.evaluate.token_fidelity import (
+    case_prompt,
+    measure_ollama_token_fidelity,
+    measure_token_fidelity,
+)
+from quantgate.inputs.dataset import load_dataset
+from quantgate.inputs.variants import Variant
 from tests.conftest import OLLAMA_TAGS
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]

@@ -2,10 +2,10 @@ import json
 
 import pytest
 
-from quantgate.dataset import load_dataset
-from quantgate.run import RunOptions, run_evaluation, select_cases
-from quantgate.runstore import load_run, read_records
-from quantgate.variants import Variant, VariantSet
+from quantgate.evaluate.run import RunOptions, run_evaluation, select_cases
+from quantgate.inputs.dataset import load_dataset
+from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.rundir.store import load_run, read_records
 from tests.graphs.fakes import QueuedChatModel
 from tests.graphs.test_extraction import GOOD, SCHEMA
 
@@ -53,36 +53,41 @@ def test_run_writes_records_variants_and_summary(dataset, tmp_path):
     run_dir = run_evaluation(dataset, variants(), options=RunOptions(out=tmp_path / "runs", progress=False))
     run = load_run(run_dir)
     summary = run.summary
-    assert summary["format_version"] == 1
-    assert summary["run_id"] == run_dir.name
-    assert summary["status"] == "complete"
-    assert summary["dataset"] == {**summary["dataset"], "name": "tiny", "sha256": dataset.sha256, "cases": 5}
-    assert summary["reference"] == "ref"
-    ref, quant = summary["variants"]
-    assert [ref["name"], quant["name"]] == ["ref", "quant"]  # reference first
-    for entry in (ref, quant):
+    assert summary.format_version == 1
+    assert summary.run_id == run_dir.name
+    assert summary.status == "complete"
+    dataset_info = summary.dataset
+    assert (dataset_info.name, dataset_info.sha256, dataset_info.cases) == ("tiny", dataset.sha256, 5)
+    assert summary.reference == "ref"
+    ref, quant = summary.variants
+    assert [ref.name, quant.name] == ["ref", "quant"]  # reference first
+    on_disk = json.loads((run_dir / "summary.json").read_text())
+    for entry in on_disk["variants"]:
         assert set(entry) >= SUMMARY_KEYS
-    assert ref["field_accuracy"] == 1.0
-    assert ref["field_accuracy_delta"] is None
-    assert ref["agreement_with_reference"] is None
-    assert quant["field_accuracy"] == pytest.approx(1 - 1 / 20)
-    assert quant["field_accuracy_delta"] == pytest.approx(-1 / 20)
-    assert quant["agreement_with_reference"] == pytest.approx(1 - 1 / 20)
-    assert quant["fields"]["currency"] == pytest.approx(4 / 5)
-    assert quant["slices"]["lang:es"] == pytest.approx(1 - 1 / 12)
-    assert quant["file_size_mb"] is None  # a chat model object has no file: not measured, not 0
-    assert quant["memory_mb"] is not None
+    assert ref.field_accuracy == 1.0
+    assert ref.field_accuracy_delta is None
+    assert ref.agreement_with_reference is None
+    assert quant.field_accuracy == pytest.approx(1 - 1 / 20)
+    assert quant.field_accuracy_delta == pytest.approx(-1 / 20)
+    assert quant.agreement_with_reference == pytest.approx(1 - 1 / 20)
+    assert quant.fields["currency"] == pytest.approx(4 / 5)
+    assert quant.slices["lang:es"] == pytest.approx(1 - 1 / 12)
+    assert quant.file_size_mb is None  # a chat model object has no file: not measured, not 0
+    assert quant.memory_mb is not None
     records = list(read_records(run_dir))
     assert len(records) == 10
-    first = next(r for r in records if r["variant"] == "quant" and r["case_id"] == "c1")
-    assert first["fields"]["currency"] == 0.0
-    assert first["outcomes"]["currency"] == "wrong"
-    assert json.loads(first["raw"])["currency"] == "USD"
-    assert first["ttft_s"] is not None
-    assert [v["name"] for v in run.variants] == ["ref", "quant"]
-    assert run.variants[0]["quantization"] == "F16"
-    assert "runtime" in run.variants[0]
-    assert "hardware" in run.variants[0]
+    first = next(r for r in records if r.variant == "quant" and r.case_id == "c1")
+    assert first.fields["currency"] == 0.0
+    assert first.outcomes["currency"] == "wrong"
+    assert first.raw is not None
+    assert json.loads(first.raw)["currency"] == "USD"
+    assert first.ttft_s is not None
+    assert [v.name for v in run.variants.variants] == ["ref", "quant"]
+    assert run.variants.variants[0].quantization == "F16"
+    variants_on_disk = json.loads((run_dir / "variants.json").read_text())["variants"]
+    assert "runtime" in variants_on_disk[0]
+    assert "hardware" in variants_on_disk[0]
+    assert run.variants.variants[0].hardware is not None  # the variant was evaluated: its machine is known
     frame = run.to_frame()
     assert len(frame) == 10
     assert "field:currency" in frame.columns
@@ -107,10 +112,11 @@ def test_variant_that_cannot_load_is_skipped(dataset, tmp_path):
     summary = load_run(
         run_evaluation(dataset, variant_set, options=RunOptions(out=tmp_path, progress=False))
     ).summary
-    skipped = summary["variants"][-1]
-    assert skipped["status"] == "skipped"
-    assert "no GGUF file" in skipped["error"]
-    assert summary["status"] == "complete"
+    skipped = summary.variants[-1]
+    assert skipped.status == "skipped"
+    assert skipped.error is not None
+    assert "no GGUF file" in skipped.error
+    assert summary.status == "complete"
 
 
 def test_interrupt_keeps_the_records_written_so_far(dataset, tmp_path):
@@ -120,10 +126,10 @@ def test_interrupt_keeps_the_records_written_so_far(dataset, tmp_path):
         run_evaluation(dataset, variant_set, options=RunOptions(out=tmp_path / "runs", progress=False))
     (run_dir,) = (tmp_path / "runs").iterdir()
     records = list(read_records(run_dir))
-    ids = [r["case_id"] for r in records]
+    ids = [r.case_id for r in records]
     assert ids[:3] == ["c0", "c1", "c2"]  # tasks already started may still finish
     assert "c3" not in ids
-    assert load_run(run_dir).summary["status"] == "interrupted"
+    assert load_run(run_dir).summary.status == "interrupted"
 
 
 def test_unlabeled_dataset_reports_agreement_only(tmp_path):
@@ -136,10 +142,10 @@ def test_unlabeled_dataset_reports_agreement_only(tmp_path):
             load_dataset(root), variants(), options=RunOptions(out=tmp_path / "runs", progress=False)
         )
     ).summary
-    quant = summary["variants"][1]
-    assert quant["field_accuracy"] is None
-    assert quant["field_accuracy_delta"] is None
-    assert quant["agreement_with_reference"] == 1.0
+    quant = summary.variants[1]
+    assert quant.field_accuracy is None
+    assert quant.field_accuracy_delta is None
+    assert quant.agreement_with_reference == 1.0
 
 
 def test_unloadable_gguf_fails_in_its_worker_process_and_is_skipped(dataset, tmp_path):
@@ -153,7 +159,8 @@ def test_unloadable_gguf_fails_in_its_worker_process_and_is_skipped(dataset, tmp
     summary = load_run(
         run_evaluation(dataset, variant_set, options=RunOptions(out=tmp_path / "runs", progress=False))
     ).summary
-    junk_entry = summary["variants"][-1]
-    assert junk_entry["status"] == "skipped"
-    assert "llama.cpp could not load" in junk_entry["error"]
-    assert summary["variants"][0]["status"] == "ok"
+    junk_entry = summary.variants[-1]
+    assert junk_entry.status == "skipped"
+    assert junk_entry.error is not None
+    assert "llama.cpp could not load" in junk_entry.error
+    assert summary.variants[0].status == "ok"

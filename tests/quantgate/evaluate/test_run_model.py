@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from quantgate.cli import main
-from quantgate.dataset import load_dataset
-from quantgate.run import RunOptions, run_evaluation
-from quantgate.runstore import load_run, read_records
-from quantgate.variants import VariantSet
+from quantgate.cli.main import main
+from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.inputs.dataset import load_dataset
+from quantgate.inputs.variants import VariantSet
+from quantgate.rundir.store import load_run, read_records
 from tests.conftest import shared_set
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -24,21 +24,36 @@ def test_reference_and_q4_on_real_cases(ladder, tmp_path):
         dataset, only(ladder, "F16", "Q4_K_M"), options=RunOptions(limit=3, out=tmp_path, progress=False)
     )
     summary = load_run(run_dir).summary
-    f16, q4 = summary["variants"]
-    assert (f16["name"], q4["name"]) == ("F16", "Q4_K_M")
+    f16, q4 = summary.variants
+    assert (f16.name, q4.name) == ("F16", "Q4_K_M")
     for entry in (f16, q4):
-        assert entry["status"] == "ok"
-        assert entry["format_validity"] == 1.0  # grammar-constrained decoding
-        assert 0.0 < entry["field_accuracy"] <= 1.0
-        assert entry["ttft_s_p50"] > 0
-        assert entry["tokens_per_s"] > 0
-        assert entry["memory_mb"] > entry["model_memory_mb"] > 0
-    assert q4["model_memory_mb"] < f16["model_memory_mb"]
-    assert q4["file_size_mb"] < f16["file_size_mb"]
-    assert q4["agreement_with_reference"] is not None
+        assert entry.status == "ok"
+        assert entry.format_validity == 1.0  # grammar-constrained decoding
+        assert entry.field_accuracy is not None
+        assert 0.0 < entry.field_accuracy <= 1.0
+        assert entry.ttft_s_p50 is not None
+        assert entry.ttft_s_p50 > 0
+        assert entry.tokens_per_s is not None
+        assert entry.tokens_per_s > 0
+        assert entry.memory_mb is not None
+        assert entry.model_memory_mb is not None
+        assert entry.memory_mb > entry.model_memory_mb > 0
+    assert q4.model_memory_mb is not None
+    assert f16.model_memory_mb is not None
+    assert q4.model_memory_mb < f16.model_memory_mb
+    assert q4.file_size_mb is not None
+    assert f16.file_size_mb is not None
+    assert q4.file_size_mb < f16.file_size_mb
+    assert q4.agreement_with_reference is not None
     records = list(read_records(run_dir))
     assert len(records) == 6
-    assert all(r["input_tokens"] > 500 and r["output_tokens"] > 10 for r in records)
+    assert all(
+        r.input_tokens is not None
+        and r.input_tokens > 500
+        and r.output_tokens is not None
+        and r.output_tokens > 10
+        for r in records
+    )
     variants = json.loads((run_dir / "variants.json").read_text())["variants"]
     assert variants[0]["runtime"]["name"].startswith("llama.cpp")
     assert variants[0]["hardware"]["cpu_cores_logical"] >= 1
@@ -55,7 +70,7 @@ def test_readme_run_command_smoke(ladder, tmp_path, capsys):
 
 
 def ladder_file(ladder, tmp_path):
-    from quantgate.variants import write_variants_file
+    from quantgate.inputs.variants import write_variants_file
 
     path = tmp_path / "variants.toml"
     write_variants_file(path, ladder)

@@ -2,11 +2,10 @@ import json
 
 import pytest
 
-from quantgate.cli import main
-from quantgate.dataset import load_dataset
-from quantgate.scoring import read_predictions, score_predictions
-
-from .test_dataset import case, write_dataset
+from quantgate.cli.main import main
+from quantgate.evaluate.predictions import read_predictions, score_predictions
+from quantgate.inputs.dataset import load_dataset
+from tests.quantgate.inputs.test_dataset import case, write_dataset
 
 
 def write_predictions(path, lines):

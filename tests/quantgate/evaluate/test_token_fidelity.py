@@ -9,7 +9,7 @@ import pytest
 from evaluators.fidelity import token_fidelity
 from graphs.extraction import ExtractionContext, graph
 from quantgate.backends.llamacpp import render_prompt
-from quantgate.dataset import load_dataset
+from quantgate.inputs.dataset import load_dataset
 from tests.graphs.fakes import QueuedChatModel
 
 PROMPT = 'Extract the person as JSON.\n\nText:\nJohn Smith was born in 1970 in Paris.\nJSON: {"name": '
@@ -40,7 +40,7 @@ def forget_cache(engine):
 
 
 def test_case_prompt_is_what_the_extraction_graph_sends():
-    from quantgate.token_fidelity import case_prompt
+    from quantgate.evaluate.token_fidelity import case_prompt
 
     dataset = load_dataset("contacts-events")
     examples = [(e.text, e.expected) for e in dataset.examples if e.expected is not None]
@@ -179,7 +179,7 @@ def test_too_long_for_the_context_is_refused(engines):
 @pytest.mark.model
 def test_reference_against_itself_and_against_q4(ladder):
     from quantgate.backends.llamacpp import EmbeddedEngine
-    from quantgate.token_fidelity import measure_token_fidelity
+    from quantgate.evaluate.token_fidelity import measure_token_fidelity
 
     prompts = {"a": PROMPT, "b": PROMPT.replace("John Smith", "Ada Lovelace"), "long": PROMPT * 60}
     outputs = {"a": TARGET, "b": TARGET.replace("John Smith", "Ada Lovelace"), "long": TARGET}

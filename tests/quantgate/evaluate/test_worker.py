@@ -5,7 +5,7 @@ import os
 import pytest
 
 from quantgate.backends import BackendError
-from quantgate.worker import WorkerDiedError, WorkerFailedError, run_in_worker
+from quantgate.evaluate.worker import WorkerDiedError, WorkerFailedError, run_in_worker
 
 
 def _square(n: int) -> int:

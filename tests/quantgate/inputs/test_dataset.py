@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from quantgate.cli import main
-from quantgate.dataset import DatasetError, check_dataset, load_dataset
+from quantgate.cli.main import main
+from quantgate.inputs.dataset import DatasetError, check_dataset, load_dataset
 
 SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -148,7 +148,7 @@ def test_bundled_datasets_pass(bundled_dataset_dir):
 
 
 def test_bundled_datasets_cover_the_slices():
-    from quantgate.dataset import bundled_datasets
+    from quantgate.inputs.dataset import bundled_datasets
 
     tags = {t for name in bundled_datasets() for c in load_dataset(name).cases for t in c.tags}
     assert {"lang:es", "lang:en", "numbers", "dates", "long", "lists", "code"} <= tags

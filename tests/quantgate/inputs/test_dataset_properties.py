@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quantgate.dataset import check_dataset
+from quantgate.inputs.dataset import check_dataset
 
 from .test_dataset import SCHEMA, case, write_dataset
 

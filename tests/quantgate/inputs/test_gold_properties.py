@@ -5,8 +5,8 @@ import json
 import pytest
 
 from evaluators import CaseScorer, aggregate
-from quantgate.dataset import Case, bundled_datasets, bundled_root
-from quantgate.scoring import PredictionLine, score_predictions
+from quantgate.evaluate.predictions import PredictionLine, score_predictions
+from quantgate.inputs.dataset import Case, bundled_datasets, bundled_root
 from tests.conftest import SHARED_SETS, shared_set
 
 
@@ -40,7 +40,7 @@ def test_gold_scores_perfectly(root):
 @pytest.mark.parametrize("root", _dataset_dirs())
 def test_removing_a_scalar_field_drops_it_to_the_null_share(root):
     from evaluators import parse_schema
-    from quantgate.dataset import Dataset
+    from quantgate.inputs.dataset import Dataset
 
     schema, cases = _read(root)
     spec = parse_schema(schema)

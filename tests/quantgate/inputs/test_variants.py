@@ -1,6 +1,6 @@
 import pytest
 
-from quantgate.variants import (
+from quantgate.inputs.variants import (
     Variant,
     VariantSet,
     VariantSpecError,

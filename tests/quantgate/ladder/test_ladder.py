@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 
 from quantgate.hardware import file_sha256
-from quantgate.ladder import LadderError, build_ladder, quantize_gguf
-from quantgate.variants import load_variants_file
+from quantgate.inputs.variants import load_variants_file
+from quantgate.ladder.build import LadderError, build_ladder, quantize_gguf
 
 pytestmark = pytest.mark.model
 

@@ -12,14 +12,14 @@ from pydantic import PrivateAttr
 
 from graphs.extraction import ModelCallError
 from quantgate.backends.streaming import StreamingChatModel
-from quantgate.cli import main
-from quantgate.load import LoadLevel, LoadOptions, parse_levels, send_requests
-from quantgate.load_run import run_load
-from quantgate.load_table import render_load
-from quantgate.runstore import load_run
-from quantgate.variants import Variant, VariantSet
+from quantgate.cli.main import main
+from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels, send_requests
+from quantgate.loadtest.run import run_load
+from quantgate.loadtest.table import render_load
+from quantgate.rundir.store import load_run
 from tests.graphs.test_extraction import GOOD
-from tests.quantgate.test_run import dataset  # noqa: F401 (a fixture)
+from tests.quantgate.evaluate.test_run import dataset  # noqa: F401 (a fixture)
 
 PROMPTS: list[tuple[str, list[BaseMessage]]] = [("c0", []), ("c1", [])]
 
@@ -129,21 +129,23 @@ def test_run_load_writes_records_and_the_summary_section(dataset, tmp_path, caps
     crowded = Variant.from_chat_model("crowded", SleepyChatModel(delay_s=0.03, limit=1))
     options = LoadOptions(levels=parse_levels("normal=1,peak=3"), requests=6)
     run_dir = run_load(dataset, VariantSet(variants=[ok, crowded]), options=options, out=tmp_path)
-    section = load_run(run_dir).summary["load"]
+    section = load_run(run_dir).summary.load
+    assert section is not None
     records = [json.loads(line) for line in (run_dir / "load.jsonl").open()]
     assert len(records) == 2 * 2 * 6
-    for variant in section["variants"]:
-        assert variant["status"] == "ok"
-        assert variant["instances"] == 1
-        for level in variant["levels"]:
-            mine = [r for r in records if r["variant"] == variant["name"] and r["level"] == level["name"]]
-            assert level["requests"] == len(mine) == 6
-            assert level["errors"] == sum(r["error_kind"] is not None for r in mine)
-            assert level["rss_peak_mb"] > 0
-    normal, peak = section["variants"][1]["levels"]
-    assert normal["errors_by_kind"] == {}
-    assert peak["errors_by_kind"]["busy"] > 0
-    assert section["variants"][0]["levels"][1]["errors"] == 0
+    for variant in section.variants:
+        assert variant.status == "ok"
+        assert variant.instances == 1
+        for level in variant.levels:
+            mine = [r for r in records if r["variant"] == variant.name and r["level"] == level.name]
+            assert level.requests == len(mine) == 6
+            assert level.errors == sum(r["error_kind"] is not None for r in mine)
+            assert level.rss_peak_mb is not None
+            assert level.rss_peak_mb > 0
+    normal, peak = section.variants[1].levels
+    assert normal.errors_by_kind == {}
+    assert peak.errors_by_kind["busy"] > 0
+    assert section.variants[0].levels[1].errors == 0
     table = render_load(section)
     assert "busy" in table
     assert "crowded" in table
@@ -171,8 +173,8 @@ def test_both_bounds_missing_is_refused():
 
 
 def test_load_added_to_an_evaluated_run_keeps_its_summary_and_shows_in_the_report(dataset, tmp_path):  # noqa: F811
-    from quantgate.report import write_report
-    from quantgate.run import RunOptions, run_evaluation
+    from quantgate.analysis.report import write_report
+    from quantgate.evaluate.run import RunOptions, run_evaluation
 
     variant_set = VariantSet(variants=[Variant.from_chat_model("v1", SleepyChatModel(delay_s=0.001))])
     options = RunOptions(out=tmp_path, progress=False, token_fidelity=False)
@@ -180,8 +182,10 @@ def test_load_added_to_an_evaluated_run_keeps_its_summary_and_shows_in_the_repor
     before = load_run(run_dir).summary
     run_load(dataset, variant_set, options=LoadOptions(levels=parse_levels("2"), requests=3), run_dir=run_dir)
     after = load_run(run_dir).summary
-    assert {k: v for k, v in after.items() if k != "load"} == before
-    assert after["load"]["variants"][0]["levels"][0]["requests"] == 3
+    assert before.load is None
+    assert after.model_copy(update={"load": None}) == before  # all but the load section is as it was
+    assert after.load is not None
+    assert after.load.variants[0].levels[0].requests == 3
     page = write_report(run_dir).read_text()
     assert '<h2 id="load">Load</h2>' in page
     table = page.split('<h2 id="load">Load</h2>', 1)[1].split("</table>", 1)[0]
@@ -189,10 +193,10 @@ def test_load_added_to_an_evaluated_run_keeps_its_summary_and_shows_in_the_repor
 
 
 def test_run_with_load_adds_the_load_to_the_same_run(dataset, tmp_path, monkeypatch, capsys):  # noqa: F811
-    import quantgate.variants
+    import quantgate.inputs.variants
 
     fake = VariantSet(variants=[Variant.from_chat_model("v1", SleepyChatModel(delay_s=0.001))])
-    monkeypatch.setattr(quantgate.variants, "resolve_variants", lambda specs: fake)
+    monkeypatch.setattr(quantgate.inputs.variants, "resolve_variants", lambda specs: fake)
     runs = tmp_path / "runs"
     args = ["run", "--dataset", str(dataset.path), "--variants", "fake", "--out", str(runs), "--no-report",
             "--no-token-fidelity", "--load", "--load-concurrency", "1,2", "--requests", "2"]  # fmt: skip
@@ -200,8 +204,9 @@ def test_run_with_load_adds_the_load_to_the_same_run(dataset, tmp_path, monkeypa
     out = capsys.readouterr().out
     (run_dir,) = runs.iterdir()
     summary = load_run(run_dir).summary
-    assert summary["variants"][0]["name"] == "v1"  # the evaluation
-    assert [lv["name"] for lv in summary["load"]["variants"][0]["levels"]] == ["1", "2"]
+    assert summary.variants[0].name == "v1"  # the evaluation
+    assert summary.load is not None
+    assert [lv.name for lv in summary.load.variants[0].levels] == ["1", "2"]
     assert len((run_dir / "load.jsonl").read_text().splitlines()) == 4
     assert "tok/s all" in out
 
@@ -212,9 +217,9 @@ def test_embedded_instances_are_one_per_slot_capped_by_memory(dataset, tmp_path,
 
     import psutil
 
-    import quantgate.load
+    import quantgate.loadtest.levels
     from quantgate.backends import OpenedVariant
-    from quantgate.load import LoadJob, load_variant
+    from quantgate.loadtest.levels import LoadJob, load_variant
 
     opened = []
 
@@ -224,8 +229,8 @@ def test_embedded_instances_are_one_per_slot_capped_by_memory(dataset, tmp_path,
         yield OpenedVariant(chat_model=SleepyChatModel(delay_s=0.001))
 
     readings = iter([1000.0, 1100.0])  # before and after loading the first instance: 100 MiB each
-    monkeypatch.setattr(quantgate.load, "open_variant", fake_open)
-    monkeypatch.setattr(quantgate.load, "rss_mb", lambda: next(readings, 1400.0))
+    monkeypatch.setattr(quantgate.loadtest.levels, "open_variant", fake_open)
+    monkeypatch.setattr(quantgate.loadtest.levels, "rss_mb", lambda: next(readings, 1400.0))
     memory = namedtuple("memory", "available")
     monkeypatch.setattr(psutil, "virtual_memory", lambda: memory(available=300 * 2**20))
     variant = Variant(name="q4", backend="llamacpp", model="q4.gguf")
@@ -234,10 +239,11 @@ def test_embedded_instances_are_one_per_slot_capped_by_memory(dataset, tmp_path,
                   records_path=tmp_path / "load.jsonl")  # fmt: skip
     entry = load_variant(job)
     assert opened == [32, 32, 32]  # 80% of 300 MiB leaves room for 2 more of 100 MiB
-    assert entry["instances"] == 3
-    assert entry["instance_model_mb"] == 100.0
-    assert "opened 3" in entry["capped"]
-    assert [lv["instances"] for lv in entry["levels"]] == [1, 3]
-    assert entry["memory_process"] == "quantgate"
-    assert entry["levels"][1]["requests"] == 4
-    assert entry["levels"][1]["errors"] == 0
+    assert entry.instances == 3
+    assert entry.instance_model_mb == 100.0
+    assert entry.capped is not None
+    assert "opened 3" in entry.capped
+    assert [lv.instances for lv in entry.levels] == [1, 3]
+    assert entry.memory_process == "quantgate"
+    assert entry.levels[1].requests == 4
+    assert entry.levels[1].errors == 0

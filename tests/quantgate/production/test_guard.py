@@ -11,11 +11,11 @@ from langgraph.graph import END, START, StateGraph
 
 from graphs.extraction import ExtractionContext
 from graphs.extraction import graph as extraction_graph
-from quantgate.decision import decide
-from quantgate.gates import Gates
-from quantgate.guard import GuardedExtractionState, OnlineGuard, SignalReading, guard_node
-from quantgate.observation import Observation
-from quantgate.rollback import RollbackSignal
+from quantgate.decide.decision import decide, load_decision
+from quantgate.inputs.gates import Gates
+from quantgate.production.guard import GuardedExtractionState, OnlineGuard, SignalReading, guard_node
+from quantgate.production.observation import Observation
+from quantgate.rundir.decision import RollbackSignal
 from tests.graphs.fakes import QueuedChatModel
 from tests.quantgate.run_factory import SCHEMA, make_run
 
@@ -181,7 +181,9 @@ def test_from_decision_watches_the_recommended_variants_signals(tmp_path: Path) 
     assert [[r.signal.metric for r in crossed] for crossed in calls] == [["error_rate"], ["format_validity"]]
     same = OnlineGuard.from_decision(run / "decision.json", window=50, min_count=20)
     assert (same.window, same.min_count) == (50, 20)
-    assert OnlineGuard.from_decision(decision, window=50).min_count == 12
+    assert OnlineGuard.from_decision(decision, window=50).min_count == 12  # decision.json's mapping
+    typed = OnlineGuard.from_decision(load_decision(run), window=50)
+    assert (typed.signals, typed.window, typed.min_count) == (guard.signals, 50, 12)
 
 
 def test_from_decision_without_a_recommendation(tmp_path: Path) -> None:

@@ -14,19 +14,21 @@ from pydantic import BaseModel, Field
 
 from evaluators.schema import SchemaSupportError, parse_schema
 from graphs.extraction import graph as extraction_graph
-from quantgate.dataset import Case, load_dataset, write_dataset
-from quantgate.decision import decide
-from quantgate.gates import Gates
-from quantgate.guard import OnlineGuard
+from quantgate.decide.decision import decide
 from quantgate.hardware import file_sha256
-from quantgate.production import (
+from quantgate.inputs.dataset import Case, load_dataset, write_dataset
+from quantgate.inputs.gates import Gates
+from quantgate.inputs.record_schema import record_schema
+from quantgate.production.extractor import (
     ExtractionFailedError,
     ProductionError,
     load_chosen,
     open_extractor,
 )
-from quantgate.record_schema import record_schema
-from quantgate.runstore import DATASET_DIR, SUMMARY_FILE, VARIANTS_FILE
+from quantgate.production.guard import OnlineGuard
+from quantgate.rundir.files import DATASET_DIR, DECISION_JSON, SUMMARY_FILE, VARIANTS_FILE
+from quantgate.rundir.store import read_summary, write_model
+from quantgate.rundir.summary import RunOptionsInfo, VariantMetadata, VariantsFile
 from tests.graphs.fakes import QueuedChatModel
 from tests.quantgate.run_factory import SCHEMA, make_run
 
@@ -50,11 +52,21 @@ def _run(tmp_path: Path, *, backend: str = "llamacpp", max_memory_mb: float | No
     for name in ("R", "Q"):
         model = tmp_path / f"{name}.gguf"
         model.write_bytes(f"weights of {name}".encode())
-        spec = {"name": name, "backend": backend, "model": str(model), "quantization": name}
-        variants.append({**spec, "sha256": file_sha256(model), "runtime": {"name": "test"}, "hardware": {}})
-    (run / VARIANTS_FILE).write_text(json.dumps({"format_version": 1, "variants": variants}))
-    summary = json.loads((run / SUMMARY_FILE).read_text())
-    (run / SUMMARY_FILE).write_text(json.dumps({**summary, "options": {"max_repairs": 1}}))
+        variants.append(
+            VariantMetadata(
+                name=name,
+                backend=backend,
+                model=str(model),
+                quantization=name,
+                sha256=file_sha256(model),
+                runtime={"name": "test"},
+                hardware={},
+            )
+        )
+    write_model(run / VARIANTS_FILE, VariantsFile(variants=variants))
+    summary = read_summary(run)
+    summary.options = RunOptionsInfo(limit=None, concurrency=1, max_repairs=1)
+    write_model(run / SUMMARY_FILE, summary)
     decide(run, Gates(min_cases=10, min_slice_cases=10, max_memory_mb=max_memory_mb))
     return run
 
@@ -66,7 +78,8 @@ def test_load_chosen_resolves_the_recommended_variant(tmp_path: Path) -> None:
     assert chosen.variant.model == str(tmp_path / "Q.gguf")
     assert not chosen.is_reference
     assert chosen.max_repairs == 1  # what the evaluation allowed
-    assert chosen.decision["rollback"]["variant"] == "Q"
+    assert chosen.decision.rollback is not None
+    assert chosen.decision.rollback.variant == "Q"
     assert load_dataset(chosen.dataset_dir).schema == SCHEMA
 
 
@@ -82,6 +95,17 @@ def test_a_decision_that_recommends_nothing(tmp_path: Path) -> None:
     run = _run(tmp_path, max_memory_mb=100)
     with pytest.raises(ProductionError, match=r"run/decision.json: recommends no variant"):
         load_chosen(run)
+
+
+def test_a_decision_of_another_format_version_is_refused_naming_the_file_and_version(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    path = run / DECISION_JSON
+    path.write_text(json.dumps({**json.loads(path.read_text()), "format_version": 2}))
+    with pytest.raises(ProductionError) as caught:
+        load_chosen(run)
+    message = str(caught.value)
+    assert message.startswith(f"unreadable decision: {path}: ")
+    assert "format_version 2 is not one this quantgate reads (1)" in message
 
 
 def test_a_missing_model_file(tmp_path: Path) -> None:

@@ -1,0 +1,33 @@
+"""`quantgate compare RUN_A RUN_B`: what changed between two runs (B - A), with the statistics."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from quantgate.cli.common import add_gate_flags, cli_gates
+from quantgate.evaluate.predictions import dump_json
+
+if TYPE_CHECKING:
+    from quantgate.cli.common import Commands
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from quantgate.analysis.compare import compare_runs, render_comparison
+    from quantgate.inputs.gates import comparison_options
+
+    result = compare_runs(args.run_a, args.run_b, options=comparison_options(cli_gates(args)))
+    print(dump_json(result) if args.json else render_comparison(result))
+    return 0
+
+
+def add_parser(commands: Commands) -> None:
+    """Add `quantgate compare`, with the gate flags."""
+    compare = commands.add_parser(
+        "compare", help="what changed between two runs (B - A), with the statistics"
+    )
+    compare.add_argument("run_a", metavar="RUN_A")
+    compare.add_argument("run_b", metavar="RUN_B")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    add_gate_flags(compare)
+    compare.set_defaults(handler=_compare)

@@ -1,0 +1,54 @@
+"""`quantgate datasets check DIR...` and `quantgate datasets list`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from quantgate.inputs.dataset import bundled_datasets, check_dataset, load_dataset, resolve_dataset
+
+if TYPE_CHECKING:
+    from quantgate.cli.common import Commands
+
+
+def _check(args: argparse.Namespace) -> int:
+    failed = False
+    for name in args.dirs:
+        try:
+            path = resolve_dataset(name)
+        except FileNotFoundError as exc:
+            print(f"{name}: {exc}", file=sys.stderr)
+            failed = True
+            continue
+        dataset, problems = check_dataset(path)
+        for problem in problems:
+            print(f"{problem.severity}: {path}/{problem}", file=sys.stderr)
+        if dataset is None:
+            errors = sum(p.severity == "error" for p in problems)
+            print(f"FAIL {path}: {errors} error(s)")
+            failed = True
+        else:
+            labeled = sum(c.expected is not None for c in dataset.cases)
+            counts = f"{len(dataset.cases)} cases ({labeled} labeled), {len(dataset.examples)} examples"
+            print(f"ok   {path}: {counts}")
+    return 1 if failed else 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    for name in bundled_datasets():
+        dataset = load_dataset(name)
+        tags = sorted({t for c in dataset.cases for t in c.tags})
+        print(f"{name:<20} {len(dataset.cases):>4} cases   tags: {', '.join(tags)}")
+    return 0
+
+
+def add_parser(commands: Commands) -> None:
+    """Add `quantgate datasets` and its actions `check` and `list`."""
+    datasets = commands.add_parser("datasets", help="check and list datasets")
+    actions = datasets.add_subparsers(dest="datasets_command", required=True, metavar="ACTION")
+    check = actions.add_parser("check", help="validate dataset directories; exit 1 on any error")
+    check.add_argument("dirs", nargs="+", metavar="DIR", help="dataset directory or bundled name")
+    check.set_defaults(handler=_check)
+    listing = actions.add_parser("list", help="list the bundled datasets")
+    listing.set_defaults(handler=_list)

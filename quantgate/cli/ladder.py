@@ -1,0 +1,41 @@
+"""`quantgate ladder`: build the embedded quantization ladder (F16 reference + quants)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from quantgate.cli.common import Commands
+
+
+def _ladder(args: argparse.Namespace) -> int:
+    from quantgate.ladder.build import build_ladder
+
+    quants = [q.strip() for q in args.quants.split(",") if q.strip()]
+    variant_set, variants_file = build_ladder(
+        source=Path(args.source) if args.source else None,
+        quants=quants,
+        out=Path(args.out) if args.out else None,
+    )
+    for variant in variant_set.variants:
+        size = (variant.file_size_bytes or 0) / 2**20
+        print(f"{variant.name:<8} {size:8.1f} MiB  {variant.model}")
+    print(f"variants file: {variants_file}")
+    return 0
+
+
+def add_parser(commands: Commands) -> None:
+    """Add `quantgate ladder`."""
+    ladder = commands.add_parser(
+        "ladder", help="build the embedded quantization ladder (F16 reference + quants)"
+    )
+    ladder.add_argument("--source", help="GGUF to start from (default: the bundled Gemma 3 270M Q4_K_M)")
+    ladder.add_argument(
+        "--quants",
+        default="Q8_0,Q5_K_M,Q4_K_M",
+        help="comma-separated llama.cpp types (also Q6_K, Q3_K_M, Q2_K, ...); default %(default)s",
+    )
+    ladder.add_argument("--out", help="output directory (default: the user cache dir, quantgate/ladder)")
+    ladder.set_defaults(handler=_ladder)

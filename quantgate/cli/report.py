@@ -1,0 +1,33 @@
+"""`quantgate report RUN_DIR`: write the run's self-contained HTML report and print its path."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from quantgate.cli.common import Commands
+
+
+def _report(args: argparse.Namespace) -> int:
+    from quantgate.analysis.report import write_report
+
+    print(write_report(Path(args.run_dir), max_failures=args.max_failures))
+    return 0
+
+
+def add_parser(commands: Commands) -> None:
+    """Add `quantgate report`."""
+    report = commands.add_parser(
+        "report", help="write RUN_DIR/report/report.html (self-contained) and its PNG charts; print its path"
+    )
+    report.add_argument("run_dir", metavar="RUN_DIR")
+    report.add_argument(
+        "--max-failures",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="at most N case x variant entries in the failure browser (default %(default)s)",
+    )
+    report.set_defaults(handler=_report)

@@ -1,0 +1,129 @@
+"""`quantgate run`: evaluate variants on a dataset and write runs/<run-id>/, then decide and report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from quantgate.cli.common import (
+    DEFAULT_DATASET,
+    DEFAULT_LIMIT,
+    add_gate_flags,
+    cli_dataset,
+    cli_gates,
+    cli_variants,
+    report_decision,
+)
+from quantgate.cli.load import add_load_flags, load_into, load_options
+from quantgate.evaluate.predictions import dump_json
+
+if TYPE_CHECKING:
+    from quantgate.cli.common import Commands
+
+
+def _run(args: argparse.Namespace) -> int:
+    from quantgate.analysis.summary_table import render_summary
+    from quantgate.evaluate.run import RunOptions, run_evaluation
+    from quantgate.rundir.store import load_run
+
+    gates = cli_gates(args)  # a bad gates file fails before the run, not after it
+    load = load_options(args) if args.load else None
+    dataset_name = args.dataset or DEFAULT_DATASET
+    limit = args.limit if args.limit is not None or args.dataset else DEFAULT_LIMIT
+    dataset = cli_dataset(dataset_name, args.skip_invalid_cases)
+    variant_set = cli_variants(args.variants)
+    options = RunOptions(
+        limit=limit,
+        concurrency=args.concurrency,
+        max_repairs=args.max_repairs,
+        out=Path(args.out),
+        progress=not args.json,
+        token_fidelity=not args.no_token_fidelity,
+    )
+    run_dir = run_evaluation(dataset, variant_set, reference=args.reference, options=options)
+    summary = load_run(run_dir).summary
+    if args.json:
+        print(dump_json(summary.model_dump(mode="json")))
+    else:
+        print(render_summary(summary))
+        print(f"run directory: {run_dir}")
+    status = report_decision(run_dir, gates, quiet=args.json)
+    if load is not None:
+        load_into(run_dir, dataset, variant_set, load, out=Path(args.out), quiet=args.json)
+    if not args.no_report:
+        _write_report_after_run(run_dir, quiet=args.json)
+    return status
+
+
+def _write_report_after_run(run_dir: Path, *, quiet: bool) -> None:
+    """Write the HTML report; a failure here is reported and the run, already on disk, is kept."""
+    from quantgate.analysis.report import write_report
+
+    try:
+        page = write_report(run_dir)
+    except Exception as exc:  # the run and its decision are written: never lose them to a chart bug
+        print(
+            f"quantgate: the report could not be written ({type(exc).__name__}: {exc}); the run and its "
+            f"decision are kept in {run_dir}; retry with: quantgate report {run_dir}",
+            file=sys.stderr,
+        )
+        return
+    if not quiet:
+        print(f"report: {page}")
+
+
+def _add_input_flags(run: argparse.ArgumentParser) -> None:
+    """What to evaluate: the dataset, the variants, the reference, how many cases."""
+    run.add_argument(
+        "--dataset",
+        help=f"dataset directory or bundled name (default: {DEFAULT_DATASET}, "
+        f"{DEFAULT_LIMIT} cases unless --limit is given)",
+    )
+    run.add_argument(
+        "--variants",
+        nargs="+",
+        metavar="FILE|SPEC",
+        help="variants .toml files and/or llamacpp:PATH.gguf / ollama:TAG (default: the ladder)",
+    )
+    run.add_argument(
+        "--reference", help="name of the reference variant (default: the file's, else the first)"
+    )
+    run.add_argument("--limit", type=int, help="evaluate only N cases, balanced across languages")
+
+
+def _add_run_flags(run: argparse.ArgumentParser) -> None:
+    """How to evaluate and what to write: concurrency, repairs, output, token fidelity, report, load."""
+    run.add_argument("--concurrency", type=int, default=1, help="cases in flight per variant (default 1)")
+    run.add_argument(
+        "--max-repairs", type=int, default=2, help="extra attempts after an invalid output (default 2)"
+    )
+    run.add_argument("--out", default="runs", help="where run directories go (default: ./runs)")
+    run.add_argument("--json", action="store_true", help="print summary.json instead of the table")
+    run.add_argument(
+        "--no-token-fidelity",
+        action="store_true",
+        help="skip the token-level KLD / top-1 measurement of embedded variants against the reference",
+    )
+    run.add_argument(
+        "--skip-invalid-cases",
+        action="store_true",
+        help="leave out dataset lines with errors (reported) instead of refusing the dataset",
+    )
+    run.add_argument(
+        "--no-report", action="store_true", help="do not write RUN_DIR/report/report.html at the end"
+    )
+    run.add_argument(
+        "--load", action="store_true", help="after the evaluation, run the load test into the same run"
+    )
+
+
+def add_parser(commands: Commands) -> None:
+    """Add `quantgate run`, with the load flags of `--load` and the gate flags."""
+    run = commands.add_parser("run", help="evaluate variants on a dataset and write runs/<run-id>/")
+    _add_input_flags(run)
+    _add_run_flags(run)
+    add_load_flags(run, prefix="load-")
+    add_gate_flags(run)
+    run.set_defaults(handler=_run)

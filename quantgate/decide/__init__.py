@@ -1,0 +1,1 @@
+"""The decision: gate checks, the recommendation, regression sets, rollback signals, decision.md."""

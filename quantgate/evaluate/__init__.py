@@ -1,0 +1,1 @@
+"""Evaluating variants: the run over a dataset, the token-fidelity step, worker processes, measurement."""

@@ -1,0 +1,66 @@
+"""How a run is configured, and what it builds from its options: the case selection and
+the extraction graph's context for an opened variant. The run, the token-fidelity step, the
+load test and production all build the extraction context here, so they prompt alike.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from graphs.extraction import ExtractionContext
+from quantgate.backends import OpenedVariant
+from quantgate.inputs.dataset import Case, Dataset
+
+
+@dataclass(kw_only=True)
+class RunOptions:
+    """How to run.
+
+    Attributes:
+        limit: Evaluate only this many cases, balanced across `lang:` tags in file order.
+        concurrency: Cases in flight at once per variant (the embedded backend serializes
+            calls on one model, so more only helps server backends).
+        max_repairs: Extra attempts after an invalid output.
+        out: Directory under which `<run-id>/` is created.
+        progress: Show progress bars.
+        token_fidelity: Measure token-level KLD and top-1 agreement of embedded variants
+            against the reference by teacher forcing, after all variants have run.
+    """
+
+    limit: int | None = None
+    concurrency: int = 1
+    max_repairs: int = 2
+    out: Path = field(default_factory=lambda: Path("runs"))
+    progress: bool = True
+    token_fidelity: bool = True
+
+
+def select_cases(cases: Sequence[Case], limit: int | None) -> list[Case]:
+    """The first `limit` cases, taken in turn from each language so both are represented."""
+    if limit is None or limit >= len(cases):
+        return list(cases)
+    groups: dict[str | None, list[Case]] = defaultdict(list)
+    for case in cases:
+        groups[case.lang].append(case)
+    interleaved = (c for batch in itertools.zip_longest(*groups.values()) for c in batch if c is not None)
+    chosen = {id(c) for c in itertools.islice(interleaved, limit)}
+    return [c for c in cases if id(c) in chosen]
+
+
+def extraction_context(dataset: Dataset, opened: OpenedVariant, options: RunOptions) -> ExtractionContext:
+    """The extraction graph's context for a dataset and an opened variant (prompt, limits, retries)."""
+    return ExtractionContext(
+        model=opened.chat_model,
+        schema=dataset.schema,
+        examples=[(e.text, e.expected) for e in dataset.examples if e.expected is not None],
+        max_repairs=options.max_repairs,
+        context_window=opened.context_window,
+        max_output_tokens=opened.max_output_tokens,
+        count_tokens=opened.count_tokens,
+        max_retries=opened.max_retries,
+        retry_backoff_s=opened.retry_backoff_s,
+    )

@@ -1,0 +1,37 @@
+"""`quantgate.explore`: the public name of the run explorer, defined in `quantgate.analysis.explore`."""
+
+from quantgate.analysis.explore import (
+    RunView,
+    case_diff,
+    comparisons,
+    failing_cases,
+    field_accuracy,
+    field_deltas,
+    field_scores,
+    latencies,
+    latest_run,
+    load_run_view,
+    only_variant_fails,
+    pareto_frontier,
+    slice_accuracy,
+    slice_sizes,
+    variant_table,
+)
+
+__all__ = [
+    "RunView",
+    "case_diff",
+    "comparisons",
+    "failing_cases",
+    "field_accuracy",
+    "field_deltas",
+    "field_scores",
+    "latencies",
+    "latest_run",
+    "load_run_view",
+    "only_variant_fails",
+    "pareto_frontier",
+    "slice_accuracy",
+    "slice_sizes",
+    "variant_table",
+]

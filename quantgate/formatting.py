@@ -1,0 +1,124 @@
+"""How quantgate shows numbers as text: one place for every table, report and message.
+
+The lowest layer: it imports nothing from quantgate, so any module may use it. Each function
+shows a figure that was not measured (None) as `MISSING`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+MISSING = "—"
+"""A figure that was not measured."""
+
+
+class Interval(Protocol):
+    """Anything with a lower and an upper bound (e.g. `evaluators.statistics.Interval`)."""
+
+    @property
+    def low(self) -> float:
+        """Lower bound."""
+        ...
+
+    @property
+    def high(self) -> float:
+        """Upper bound."""
+        ...
+
+
+def points(value: float | None, suffix: str = "") -> str:
+    """A fraction as signed percentage points with one decimal.
+
+    Args:
+        value: A fraction (0.0123 is 1.23 points), or None.
+        suffix: Text after the number, e.g. `" pts"`.
+
+    Returns:
+        E.g. `"+1.2"` (`"+1.2 pts"` with `suffix=" pts"`); `MISSING` for None.
+    """
+    return MISSING if value is None else f"{value * 100:+.1f}{suffix}"
+
+
+def interval_points(interval: Interval | Mapping[str, float] | None) -> str:
+    """A confidence interval of fractions as `[low, high]` in signed points.
+
+    Args:
+        interval: An object with `low` and `high`, or a mapping with those keys, or None.
+
+    Returns:
+        E.g. `"[-1.5, +2.0]"`; `MISSING` for None or an empty mapping.
+    """
+    if not interval:
+        return MISSING
+    if isinstance(interval, Mapping):
+        low, high = interval["low"], interval["high"]
+    else:
+        low, high = interval.low, interval.high
+    return f"[{points(low)}, {points(high)}]"
+
+
+def percent(value: float | None, digits: int = 1) -> str:
+    """A fraction as a percentage.
+
+    Args:
+        value: A fraction (0.5 is 50%), or None.
+        digits: Decimals after the point.
+
+    Returns:
+        E.g. `"97.5%"` (`"98%"` with `digits=0`); `MISSING` for None.
+    """
+    return MISSING if value is None else f"{value:.{digits}%}"
+
+
+def number(value: Any, template: str = "{:.3g}") -> str:
+    """A value through a `str.format` template.
+
+    Args:
+        value: Any value the template accepts, or None.
+        template: E.g. `"{:.4f}"` or `"{:.0f} MiB"`; default three significant digits.
+
+    Returns:
+        E.g. `"0.0123"` for 0.012345 with the default; `MISSING` for None.
+    """
+    return MISSING if value is None else template.format(value)
+
+
+def fixed(value: float | None, digits: int = 2, *, scale: float = 1.0) -> str:
+    """A number with a fixed count of decimals, after scaling.
+
+    Args:
+        value: The number, or None.
+        digits: Decimals after the point.
+        scale: Factor applied first (1000 shows seconds as milliseconds).
+
+    Returns:
+        E.g. `"0.12"` for 0.123; `MISSING` for None.
+    """
+    return MISSING if value is None else f"{value * scale:.{digits}f}"
+
+
+def figure(value: Any) -> str:
+    """A figure of any kind: a float with four significant digits, anything else as `str`.
+
+    Args:
+        value: A float, an int, a string, or None.
+
+    Returns:
+        E.g. `"0.1235"` for 0.123456, `"12"` for 12; `MISSING` for None.
+    """
+    if value is None:
+        return MISSING
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def compact(value: float) -> str:
+    """A number short enough for a status line: whole from 1000 up, else three significant digits.
+
+    Args:
+        value: The number.
+
+    Returns:
+        E.g. `"1234"` for 1234.4, `"0.0123"` for 0.012345, `"2.5"` for 2.5.
+    """
+    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"

@@ -1,0 +1,1 @@
+"""What a run takes from the user: datasets, variant specs, gates and record schemas."""

@@ -1,0 +1,1 @@
+"""The quantization ladder: variants made locally from one GGUF file, and Ollama Modelfiles."""

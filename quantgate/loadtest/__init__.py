@@ -1,0 +1,1 @@
+"""Load tests: the dataset's prompts at named concurrency levels, per variant."""

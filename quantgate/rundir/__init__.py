@@ -1,0 +1,1 @@
+"""The run directory: its file names, typed models, readers and writers."""

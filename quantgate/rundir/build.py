@@ -1,0 +1,128 @@
+"""The builders of the run files: one place that turns what a run computed into each model.
+
+`quantgate run` writes through these; so do the load test and the token-fidelity step for
+the parts they own. Readers never rebuild a file: they parse it (`quantgate.rundir.store`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from graphs.evaluation import CaseOutcome
+from quantgate.hardware import hardware, package_version
+from quantgate.inputs.dataset import Dataset
+from quantgate.inputs.variants import Variant
+from quantgate.rundir.lines import CaseRecord
+from quantgate.rundir.summary import DatasetInfo, RunOptionsInfo, RunSummary, VariantEntry, VariantMetadata
+
+
+def case_record(variant: str, outcome: CaseOutcome) -> CaseRecord:
+    """One line of records.jsonl: raw output, record, per-field scores, timings, tokens, error."""
+    result, score, latency = outcome.extraction, outcome.score, outcome.latency
+    fields = score.fields.fields if score.fields else {}
+    agreement = outcome.agreement
+    return CaseRecord(
+        variant=variant,
+        case_id=outcome.case_id,
+        tags=list(score.tags),
+        raw=result.raw,
+        record=result.record,
+        valid=result.valid,
+        format_valid=score.format.valid if score.format else None,
+        attempts=len(result.attempts),
+        validation_errors=result.validation_errors,
+        error=result.error,
+        error_kind=outcome.error_kind,
+        truncated=result.truncated,
+        input_tokens_dropped=result.input_tokens_dropped,
+        field_accuracy=score.fields.score if score.fields else None,
+        fields={name: f.score for name, f in fields.items()},
+        outcomes={name: f.outcome for name, f in fields.items()},
+        agreement=agreement.score if agreement else None,
+        agreement_fields={n: f.score for n, f in agreement.fields.items()} if agreement else None,
+        ttft_s=latency.ttft_s,
+        total_s=latency.total_s,
+        input_tokens=latency.input_tokens,
+        output_tokens=latency.output_tokens,
+        prompt_tokens_per_s=latency.prompt_tokens_per_s,
+        generation_tokens_per_s=latency.generation_tokens_per_s,
+        attempt_timings=[dict(a) for a in result.attempts],
+    )
+
+
+def dataset_info(dataset: Dataset, cases: int, *, full: bool = True) -> DatasetInfo:
+    """The summary's `dataset` part: which file, its hash, and how many of its cases were used."""
+    return DatasetInfo(
+        name=dataset.name,
+        path=str(dataset.path),
+        sha256=dataset.sha256,
+        cases=cases,
+        cases_in_dataset=len(dataset.cases) if full else None,
+        labeled=dataset.labeled if full else None,
+    )
+
+
+def new_summary(
+    *,
+    run_id: str,
+    dataset: DatasetInfo,
+    reference: str | None = None,
+    options: RunOptionsInfo | None = None,
+    kind: str = "evaluation",
+) -> RunSummary:
+    """summary.json of a run that is starting: no variant yet."""
+    return RunSummary.model_validate(
+        {
+            "run_id": run_id,
+            "quantgate_version": package_version("quantgate"),
+            "status": "running" if kind == "evaluation" else "complete",
+            "kind": kind,
+            "dataset": dataset,
+            "reference": reference,
+            "options": options,
+            "hardware": hardware(),
+        }
+    )
+
+
+def variant_entry(
+    variant: Variant, figures: Mapping[str, Any], *, is_reference: bool, quantization: str | None
+) -> VariantEntry:
+    """A variant's summary entry from the evaluation graph's summary (its evaluator nodes' figures)."""
+    return VariantEntry.model_validate(
+        {
+            **figures,
+            "name": variant.name,
+            "backend": variant.backend,
+            "quantization": quantization,
+            "is_reference": is_reference,
+            "status": "ok",
+        }
+    )
+
+
+def skipped_entry(variant: Variant, error: str, *, is_reference: bool) -> VariantEntry:
+    """The summary entry of a variant that could not be evaluated."""
+    return VariantEntry(
+        name=variant.name,
+        backend=variant.backend,
+        quantization=variant.quantization,
+        is_reference=is_reference,
+        status="skipped",
+        error=error,
+    )
+
+
+def variant_metadata(
+    variant: Variant, *, runtime: Mapping[str, Any] | None = None, error: str | None = None
+) -> VariantMetadata:
+    """A variant's line in variants.json: its spec, what served it (or why nothing did), the machine."""
+    return VariantMetadata.model_validate(
+        {
+            **variant.record(),
+            "runtime": dict(runtime) if runtime is not None else None,
+            "hardware": hardware() if error is None else None,
+            "error": error,
+        }
+    )

@@ -1,0 +1,97 @@
+"""Typed lines of the run directory's JSONL files: records.jsonl, fidelity.jsonl, load.jsonl.
+
+Each model is the one definition of its line: the writer builds it, every reader parses
+through it, and `quantgate schemas` exports its JSON Schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from quantgate.rundir.files import LOAD_FORMAT_VERSION, RUN_FORMAT_VERSION
+
+
+class RunFileModel(BaseModel):
+    """Base of every run-file model: unknown keys are refused, so the schema is the whole file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class CaseRecord(RunFileModel):
+    """One line of records.jsonl: one case as one variant answered it, scored.
+
+    A later line for the same variant and case replaces an earlier one.
+    """
+
+    format_version: Literal[1] = RUN_FORMAT_VERSION
+    variant: str
+    case_id: str
+    tags: list[str] = Field(default_factory=list)
+    raw: str | None = Field(default=None, description="The model's own text of the last attempt.")
+    record: dict[str, Any] | None = Field(default=None, description="The pipeline's normalized record.")
+    valid: bool = Field(default=False, description="The pipeline produced a schema-valid record.")
+    format_valid: bool | None = Field(
+        default=None, description="The model's own text parsed as JSON and matched the schema, strictly."
+    )
+    attempts: int = 0
+    validation_errors: list[str] = Field(default_factory=list)
+    error: str | None = None
+    error_kind: str | None = Field(default=None, description="Why the case failed; None when it did not.")
+    truncated: bool = False
+    input_tokens_dropped: int | None = None
+    field_accuracy: float | None = Field(default=None, description="Mean field score against the gold.")
+    fields: dict[str, float] = Field(default_factory=dict, description="Score in [0, 1] per field.")
+    outcomes: dict[str, str] = Field(default_factory=dict, description="How each field was scored.")
+    agreement: float | None = Field(
+        default=None, description="Mean field agreement with the reference's record."
+    )
+    agreement_fields: dict[str, float] | None = None
+    ttft_s: float | None = None
+    total_s: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    prompt_tokens_per_s: float | None = None
+    generation_tokens_per_s: float | None = None
+    attempt_timings: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def counts_as_format_valid(self) -> bool:
+        """Strict format validity, falling back to the pipeline's validity where not recorded."""
+        return bool(self.format_valid if self.format_valid is not None else self.valid)
+
+
+class FidelityLine(RunFileModel):
+    """One line of fidelity.jsonl: token fidelity of one variant on one case.
+
+    `positions`, `kld` and `top1` are None when the case could not be measured (`error`).
+    """
+
+    format_version: Literal[1] = RUN_FORMAT_VERSION
+    variant: str
+    case_id: str
+    positions: int | None = None
+    kld: list[float] | None = Field(default=None, description="KL(reference || variant) per position, nats.")
+    top1: list[bool] | None = Field(default=None, description="Top-1 agreement per position.")
+    requests: int | None = Field(default=None, description="Ollama: requests the walk took.")
+    unobserved: int | None = Field(default=None, description="Ollama: positions the model never reached.")
+    error: str | None = None
+
+
+class LoadLine(RunFileModel):
+    """One line of load.jsonl: one load-test request."""
+
+    format_version: Literal[1] = LOAD_FORMAT_VERSION
+    variant: str
+    level: str
+    slot: int
+    case_id: str
+    started_s: float = Field(description="Seconds since the level started.")
+    ttft_s: float | None
+    total_s: float
+    output_tokens: int | None
+    inter_token_s: float | None
+    valid: bool | None = Field(description="The output matched the schema; None on an error.")
+    error_kind: str | None = None
+    error: str | None = None

@@ -1,0 +1,209 @@
+"""Typed summary.json and variants.json: the run, one entry per variant, the load section.
+
+A figure that was not measured is None, never 0. The per-variant figures are those the
+evaluation graph's evaluator nodes computed; `decide` recomputes what it judges from
+records.jsonl instead of trusting these.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from evaluators.fidelity import TokenFidelitySummary
+from quantgate.inputs.variants import VariantSpec
+from quantgate.rundir.files import LOAD_FORMAT_VERSION, RUN_FORMAT_VERSION
+from quantgate.rundir.lines import RunFileModel
+
+VariantStatus = Literal["ok", "skipped"]
+
+
+class TokenFidelityEntry(RunFileModel):
+    """A variant's token fidelity against the reference, pooled over positions."""
+
+    method: str
+    records: str = Field(description="The file with the per-case figures (fidelity.jsonl).")
+    positions: int
+    cases: int
+    kld_mean: float | None
+    kld_p95: float | None
+    kld_p99: float | None
+    kld_max: float | None
+    top1_agreement: float | None
+
+    @classmethod
+    def of(cls, summary: TokenFidelitySummary, *, method: str, records: str) -> TokenFidelityEntry:
+        """The entry for a pooled summary."""
+        return cls(method=method, records=records, **summary.as_dict())
+
+
+class VariantEntry(RunFileModel):
+    """One variant's entry in summary.json (a skipped variant has only its name and error)."""
+
+    name: str
+    backend: str
+    quantization: str | None = None
+    is_reference: bool = False
+    status: VariantStatus = "ok"
+    error: str | None = None
+    # accuracy and format (score_accuracy)
+    cases: int | None = None
+    field_accuracy: float | None = None
+    field_accuracy_macro: float | None = None
+    format_validity: float | None = None
+    first_attempt_validity: float | None = None
+    errors: int | None = None
+    errors_by_kind: dict[str, int] = Field(default_factory=dict)
+    truncated_cases: int | None = None
+    retries: int | None = None
+    fields: dict[str, float | None] = Field(default_factory=dict)
+    slices: dict[str, float | None] = Field(default_factory=dict)
+    slice_cases: dict[str, int] = Field(default_factory=dict)
+    # latency (score_latency)
+    ttft_s_p50: float | None = None
+    ttft_s_p95: float | None = None
+    latency_s_p50: float | None = None
+    latency_s_p95: float | None = None
+    tokens_per_s: float | None = None
+    prompt_tokens_per_s: float | None = None
+    cases_timed: int | None = None
+    server_tokens_per_s: float | None = None
+    server_prompt_tokens_per_s: float | None = None
+    # agreement with the reference (score_agreement)
+    agreement_with_reference: float | None = None
+    agreement_fields: dict[str, float | None] = Field(default_factory=dict)
+    agreement_cases: int | None = None
+    # memory (score_memory)
+    memory_mb: float | None = None
+    model_memory_mb: float | None = None
+    file_size_mb: float | None = None
+    vram_mb: float | None = None
+    memory_process: str | None = None
+    # against the reference, after every variant
+    field_accuracy_delta: float | None = Field(
+        default=None,
+        description="Paired accuracy delta against the reference on the labeled cases both have "
+        "(evaluators.comparison.accuracy_delta), the figure the decision judges.",
+    )
+    token_fidelity: TokenFidelityEntry | None = None
+    token_fidelity_missing: str | None = Field(
+        default=None, description="Why token fidelity is not measured."
+    )
+
+
+class LoadLevelEntry(RunFileModel):
+    """One concurrency level of one variant's load test: how it ran, and `evaluators.load.LoadStats`."""
+
+    name: str
+    concurrency: int
+    instances: int
+    rss_peak_mb: float | None
+    requests: int
+    answered: int
+    errors: int
+    errors_by_kind: dict[str, int]
+    wall_s: float | None
+    ttft_s_p50: float | None
+    ttft_s_p95: float | None
+    ttft_s_p99: float | None
+    inter_token_s_mean: float | None
+    inter_token_s_p95: float | None
+    request_tokens_per_s_p50: float | None
+    aggregate_tokens_per_s: float | None
+    requests_per_s: float | None
+
+
+class LoadVariantEntry(RunFileModel):
+    """One variant in the summary's `load` section."""
+
+    name: str
+    backend: str
+    status: VariantStatus = "ok"
+    error: str | None = None
+    instances_wanted: int | None = None
+    instances: int | None = None
+    capped: str | None = Field(default=None, description="Why fewer model copies were opened than wanted.")
+    instance_model_mb: float | None = None
+    rss_after_open_mb: float | None = None
+    memory_process: str | None = None
+    num_parallel: int | None = None
+    runtime: dict[str, Any] = Field(default_factory=dict)
+    levels: list[LoadLevelEntry] = Field(default_factory=list)
+
+
+class LoadLevelSpec(RunFileModel):
+    """A named concurrency level."""
+
+    name: str
+    concurrency: int
+
+
+class LoadSection(RunFileModel):
+    """The summary's `load` section, written by `quantgate load` and `run --load`."""
+
+    format_version: Literal[1] = LOAD_FORMAT_VERSION
+    levels: list[LoadLevelSpec]
+    requests_per_level: int | None
+    duration_s_per_level: float | None
+    max_tokens: int | None
+    cases: int
+    variants: list[LoadVariantEntry] = Field(default_factory=list)
+
+
+class DatasetInfo(RunFileModel):
+    """Which dataset the run read, and how much of it."""
+
+    name: str
+    path: str
+    sha256: str
+    cases: int
+    cases_in_dataset: int | None = None
+    labeled: bool | None = None
+
+
+class RunOptionsInfo(RunFileModel):
+    """The options the run was started with."""
+
+    limit: int | None
+    concurrency: int
+    max_repairs: int
+
+
+class RunSummary(RunFileModel):
+    """summary.json: the run, and one entry per variant in run order (reference first)."""
+
+    format_version: Literal[1] = RUN_FORMAT_VERSION
+    run_id: str
+    quantgate_version: str | None
+    status: Literal["running", "complete", "interrupted"]
+    kind: Literal["evaluation", "load"] = "evaluation"
+    dataset: DatasetInfo
+    reference: str | None = None
+    options: RunOptionsInfo | None = None
+    hardware: dict[str, Any] = Field(default_factory=dict)
+    variants: list[VariantEntry] = Field(default_factory=list)
+    load: LoadSection | None = None
+
+    def entry(self, name: str) -> VariantEntry | None:
+        """The entry of the variant called `name`."""
+        return next((v for v in self.variants if v.name == name), None)
+
+
+class VariantMetadata(VariantSpec):
+    """One variant in variants.json: its spec (provenance), what served it, on what machine."""
+
+    runtime: dict[str, Any] | None = None
+    hardware: dict[str, Any] | None = None
+    error: str | None = Field(default=None, description="Why the variant could not be evaluated.")
+
+
+class VariantsFile(RunFileModel):
+    """variants.json."""
+
+    format_version: Literal[1] = RUN_FORMAT_VERSION
+    variants: list[VariantMetadata] = Field(default_factory=list)
+
+    def by_name(self) -> dict[str, VariantMetadata]:
+        """The variants by name."""
+        return {v.name: v for v in self.variants}

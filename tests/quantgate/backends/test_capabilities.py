@@ -1,0 +1,273 @@
+"""Backend capabilities: what each backend declares, and callers asking them, not the name."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import quantgate.backends as backends
+import quantgate.evaluate.fidelity_step as fidelity_step
+import quantgate.evaluate.run as evaluate_run
+import quantgate.loadtest.run as load_run_module
+from quantgate.backends import (
+    BackendCapabilities,
+    OpenedVariant,
+    backend_capabilities,
+    capabilities,
+    register_backend,
+)
+from quantgate.evaluate.fidelity_step import FidelityJob, token_fidelity_step, unmeasured_reason
+from quantgate.inputs.dataset import Dataset
+from quantgate.inputs.variants import Variant
+from quantgate.loadtest.levels import LoadJob, LoadOptions, load_variant, parse_levels
+from quantgate.loadtest.table import render_load
+from quantgate.rundir.summary import (
+    LoadLevelSpec,
+    LoadSection,
+    LoadVariantEntry,
+    TokenFidelityEntry,
+    VariantEntry,
+)
+from tests.graphs.fakes import QueuedChatModel
+from tests.graphs.test_extraction import GOOD
+from tests.quantgate.evaluate.test_run import dataset  # noqa: F401 (a fixture)
+
+QUANTGATE = Path(__file__).resolve().parents[3] / "quantgate"
+
+
+@pytest.fixture
+def fake_backend() -> Iterator[Any]:
+    """`register(capabilities)` registers a backend `fake` over fake chat models; it counts opens."""
+    opens: list[str] = []
+
+    @contextmanager
+    def open_fake(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
+        opens.append(variant.name)
+        yield OpenedVariant(chat_model=QueuedChatModel(outputs=[json.dumps(GOOD)]))
+
+    def register(declared: BackendCapabilities | None) -> list[str]:
+        register_backend("fake", open_fake, capabilities=declared)
+        return opens
+
+    yield register
+    backends._BACKENDS.pop("fake", None)
+    backends._CAPABILITIES.pop("fake", None)
+
+
+def test_built_in_backends_declare_their_capabilities():
+    assert backend_capabilities("llamacpp") == BackendCapabilities(
+        token_fidelity="logits", process_isolation=True, parallel="instances", memory="process",
+        embeddings=False, model_file=True, from_python=False,
+    )  # fmt: skip
+    assert backend_capabilities("ollama") == BackendCapabilities(
+        token_fidelity="logprobs", process_isolation=True, parallel="server", memory="server",
+        embeddings=False, model_file=False, from_python=False,
+    )  # fmt: skip
+    assert backend_capabilities("langchain") == BackendCapabilities(
+        token_fidelity=None, process_isolation=False, parallel="none", memory="process", embeddings=False,
+        model_file=False, from_python=True,
+    )  # fmt: skip
+
+
+def test_capabilities_are_asked_before_opening():
+    assert capabilities(Variant(name="e", backend="llamacpp", model="e")) == backends.LLAMACPP_CAPABILITIES
+    assert capabilities(Variant(name="q4", backend="ollama", model="g:1b")) == backends.OLLAMA_CAPABILITIES
+    chat = Variant.from_chat_model("chat", QueuedChatModel(outputs=["{}"]))
+    assert capabilities(chat) == backends.LANGCHAIN_CAPABILITIES
+    # a chat model object never crosses processes and exposes no logits, whatever the backend says
+    odd = Variant(name="odd", backend="llamacpp", chat_model=QueuedChatModel(outputs=["{}"]))
+    assert (capabilities(odd).token_fidelity, capabilities(odd).process_isolation) == (None, False)
+    # an unknown backend declares nothing (opening it is what fails)
+    assert capabilities(Variant(name="x", backend="nowhere")) == BackendCapabilities()
+
+
+def test_capabilities_are_frozen():
+    with pytest.raises(AttributeError):
+        backends.LLAMACPP_CAPABILITIES.parallel = "none"  # type: ignore[misc]
+
+
+def test_a_backend_registered_without_capabilities_declares_nothing(fake_backend):
+    fake_backend(None)
+    assert backend_capabilities("fake") == BackendCapabilities(
+        token_fidelity=None, process_isolation=False, parallel="none", memory="process", embeddings=False
+    )
+
+
+def test_unmeasured_reason_asks_the_capabilities(fake_backend):
+    fake = Variant(name="f", backend="fake")
+    fake_backend(BackendCapabilities(token_fidelity=None, process_isolation=False, parallel="none"))
+    assert unmeasured_reason(fake, fake, enabled=True) == "not measured: the fake backend exposes no logits"
+
+    fake_backend(BackendCapabilities(token_fidelity="logprobs"))
+    assert unmeasured_reason(fake, fake, enabled=True) is None
+    ollama = Variant(name="o", backend="ollama", model="g:1b")  # same kind, another backend
+    for variant, reference in ((fake, ollama), (ollama, fake)):
+        reason = unmeasured_reason(variant, reference, enabled=True) or ""
+        assert "must be served by the same backend" in reason
+
+
+def test_built_in_reasons_keep_their_texts():
+    embedded = Variant(name="e", backend="llamacpp", model="e.gguf")
+    chat = Variant.from_chat_model("chat", QueuedChatModel(outputs=["{}"]))
+    no_logits = "not measured: the langchain backend exposes no logits"
+    assert unmeasured_reason(chat, embedded, enabled=True) == no_logits
+    assert unmeasured_reason(embedded, chat, enabled=True) == (
+        "not measured: the reference (langchain) and this variant (llamacpp) "
+        "must be served by the same backend to read the same prompt"
+    )
+
+
+def _ok_entry(variant: Variant, *, is_reference: bool = False) -> VariantEntry:
+    return VariantEntry(name=variant.name, backend=variant.backend, is_reference=is_reference)
+
+
+def test_fidelity_dispatch_groups_targets_by_kind(fake_backend, dataset, tmp_path, monkeypatch):  # noqa: F811
+    fake_backend(BackendCapabilities(token_fidelity="logprobs"))
+    reference, variant = Variant(name="ref", backend="fake"), Variant(name="v", backend="fake")
+    record = SimpleNamespace(raw=json.dumps(GOOD), attempts=1, error=None)
+    monkeypatch.setattr(fidelity_step, "read_records", lambda run_dir: [])
+    monkeypatch.setattr(fidelity_step, "latest_records", lambda records: {"ref": {"c0": record}})
+    calls: dict[str, list[str]] = {}
+
+    def measuring(kind: str) -> Callable[[FidelityJob], dict[str, TokenFidelityEntry]]:
+        def measure(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
+            calls[kind] = [v.name for v in job.variants]
+            return {}
+
+        return measure
+
+    for kind in ("logits", "logprobs"):
+        monkeypatch.setitem(fidelity_step._MEASURES, kind, measuring(kind))
+    entries = [_ok_entry(reference, is_reference=True), _ok_entry(variant)]
+    token_fidelity_step(dataset=dataset, cases=dataset.cases, variants=[reference, variant],
+                        reference_name="ref", entries=entries, run_dir=tmp_path, enabled=True,
+                        max_repairs=0, progress=False)  # fmt: skip
+    assert calls == {"logprobs": ["v"]}
+
+
+def _load_job(data: Dataset, variant: Variant, tmp_path: Path, levels: str = "normal=1,peak=3") -> LoadJob:
+    options = LoadOptions(levels=parse_levels(levels), requests=3)
+    return LoadJob(variant=variant, dataset=data, cases=tuple(data.cases), options=options,
+                   records_path=tmp_path / "load.jsonl")  # fmt: skip
+
+
+def _record_ways(monkeypatch: pytest.MonkeyPatch, module: Any, here: str) -> list[str]:
+    """Replace `module.<here>` and `module.run_isolated`; the list says which ran."""
+    ways: list[str] = []
+
+    def in_process(job: Any) -> Any:
+        ways.append("here")
+        return job
+
+    def in_worker(function: Any, job: Any, **kwargs: Any) -> Any:
+        ways.append("worker")
+        return job
+
+    monkeypatch.setattr(module, here, in_process)
+    monkeypatch.setattr(module, "run_isolated", in_worker)
+    return ways
+
+
+@pytest.mark.parametrize(("parallel", "copies"), [("instances", 3), ("server", 1), ("none", 1)])
+def test_a_registered_backend_gets_copies_only_with_parallel_instances(fake_backend, dataset, tmp_path,  # noqa: F811
+                                                                       parallel, copies):  # fmt: skip
+    opens = fake_backend(BackendCapabilities(parallel=parallel))
+    entry = load_variant(_load_job(dataset, Variant(name="f", backend="fake"), tmp_path))
+    assert entry.status == "ok"
+    assert len(opens) == entry.instances == copies
+    assert [level.instances for level in entry.levels] == [1, copies]
+    assert (entry.instance_model_mb is not None) == (parallel == "instances")
+    assert entry.memory_process == "quantgate"
+
+
+def test_memory_of_a_server_backend_without_a_local_pid_is_not_measured(fake_backend, dataset, tmp_path):  # noqa: F811
+    fake_backend(BackendCapabilities(parallel="server", memory="server"))
+    entry = load_variant(_load_job(dataset, Variant(name="f", backend="fake"), tmp_path, levels="1"))
+    assert entry.memory_process is None
+
+
+@pytest.mark.parametrize(
+    ("declared", "isolated"),
+    [
+        (BackendCapabilities(process_isolation=True, memory="process"), True),
+        (BackendCapabilities(process_isolation=True, memory="server"), False),
+        (BackendCapabilities(process_isolation=False, memory="process"), False),
+    ],
+)
+def test_run_job_isolates_by_capabilities(fake_backend, dataset, tmp_path, monkeypatch, declared, isolated):  # noqa: F811
+    fake_backend(declared)
+    ways = _record_ways(monkeypatch, load_run_module, "load_variant")
+    load_run_module._run_job(_load_job(dataset, Variant(name="f", backend="fake"), tmp_path))
+    assert ways == (["worker"] if isolated else ["here"])
+
+
+@pytest.mark.parametrize(
+    ("backend", "isolated"), [("llamacpp", True), ("ollama", False), ("langchain", False)]
+)
+def test_run_job_of_the_built_in_backends(dataset, tmp_path, monkeypatch, backend, isolated):  # noqa: F811
+    ways = _record_ways(monkeypatch, load_run_module, "load_variant")
+    load_run_module._run_job(_load_job(dataset, Variant(name="v", backend=backend, model="m"), tmp_path))
+    assert ways == (["worker"] if isolated else ["here"])
+
+
+@pytest.mark.parametrize(
+    ("variant", "isolated"),
+    [
+        (Variant(name="e", backend="llamacpp", model="e.gguf"), True),
+        (Variant(name="o", backend="ollama", model="g:1b"), True),
+        (Variant.from_chat_model("chat", QueuedChatModel(outputs=["{}"])), False),
+        (Variant(name="f", backend="fake"), False),
+    ],
+)
+def test_evaluation_isolates_by_capabilities(fake_backend, monkeypatch, variant, isolated):
+    fake_backend(BackendCapabilities(process_isolation=False))
+    ways = _record_ways(monkeypatch, evaluate_run, "_evaluate_variant")
+    evaluate_run._evaluate_isolated(SimpleNamespace(variant=variant))  # type: ignore[arg-type]
+    assert ways == (["worker"] if isolated else ["here"])
+
+
+def test_load_table_note_follows_parallel(fake_backend):
+    fake_backend(BackendCapabilities(parallel="instances"))
+    entries = [
+        LoadVariantEntry(
+            name=name, backend=backend, instances=2, instance_model_mb=100.0, memory_process="quantgate"
+        )
+        for name, backend in (("emb", "llamacpp"), ("f", "fake"), ("srv", "ollama"))
+    ]
+    section = LoadSection(levels=[LoadLevelSpec(name="1", concurrency=1)], requests_per_level=1,
+                          duration_s_per_level=None, max_tokens=None, cases=1, variants=entries)  # fmt: skip
+    notes = {line.split(":", 1)[0]: line for line in render_load(section).splitlines()}
+    assert "2 llama.cpp instance(s), about 100 MiB each" in notes["emb"]
+    assert "instance(s)" in notes["f"]
+    assert "one shared client; OLLAMA_NUM_PARALLEL=not set here" in notes["srv"]
+
+
+# a backend compared with a name (a literal, or a loop variable over names), or looked up in names;
+# comparing two variants' backends (`reference.backend != variant.backend`) is no name check
+_NAME_CHECK = re.compile(
+    r"""\.backend\s*(==|!=)\s*(["']|backend\b)|\.backend\s+(not\s+)?in\b|\bbackend\s*==\s*["']"""
+)
+# parsing the `backend:model` shorthand names the backends it knows: that is syntax, not a capability
+_KNOWN = {
+    ("inputs/variants.py", 'if backend == "llamacpp":'),
+    ("inputs/variants.py", 'if backend == "ollama":'),
+}
+
+
+def test_callers_ask_capabilities_not_backend_names():
+    found = set()
+    for path in QUANTGATE.rglob("*.py"):
+        relative = path.relative_to(QUANTGATE).as_posix()
+        if relative.startswith("backends/"):
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if _NAME_CHECK.search(line):
+                found.add((relative, line.strip()))
+    assert found <= _KNOWN, sorted(found - _KNOWN)

@@ -1,0 +1,131 @@
+"""The architecture, readable from the tree and kept so: layers import only downwards, no import
+cycle (function-local imports count), and a few modules directly in quantgate/. (That no caller
+decides by a backend's name is tested with the capabilities, tests/quantgate/backends/.)"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("quantgate", "graphs", "evaluators")
+
+LAYERS: list[tuple[str, ...]] = [
+    ("evaluators",),
+    ("graphs",),
+    ("quantgate.hardware", "quantgate.formatting", "quantgate.inputs"),
+    ("quantgate.rundir",),
+    ("quantgate.backends",),
+    ("quantgate.ladder",),
+    ("quantgate.evaluate",),
+    ("quantgate.decide", "quantgate.loadtest"),
+    ("quantgate.analysis", "quantgate.production"),
+    ("quantgate.explore",),
+    ("quantgate.cli",),
+    ("quantgate",),
+]
+"""From the bottom up: a module imports only from lower rows, or from its own unit (subpackage)."""
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The project modules `name` imports anywhere in its body (function-local imports too)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base])
+            targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, set(modules)) for name, path in modules.items()}
+
+
+def _unit(module: str) -> tuple[int, str]:
+    """The layer row of a module and its unit (the row entry it belongs to)."""
+    best = max(
+        ((row, entry) for row, entries in enumerate(LAYERS) for entry in entries
+         if module == entry or module.startswith(entry + ".")),
+        key=lambda found: len(found[1]),
+    )  # fmt: skip
+    return best
+
+
+def test_layers_import_only_downwards() -> None:
+    wrong = []
+    for source, targets in _graph().items():
+        row, unit = _unit(source)
+        for target in targets:
+            target_row, target_unit = _unit(target)
+            if target_unit != unit and target_row >= row:
+                wrong.append(f"{source} -> {target}")
+    assert wrong == [], "imports against the layering (see docs/architecture.md)"
+
+
+def test_no_import_cycle() -> None:
+    graph = _graph()
+    # a module importing its own package's __init__ (its re-exports) is not a cycle
+    edges = {
+        source: {t for t in targets if not source.startswith(t + ".")} for source, targets in graph.items()
+    }
+    state: dict[str, int] = defaultdict(int)  # 0 new, 1 on the stack, 2 done
+    cycles = []
+
+    def visit(module: str, stack: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(edges.get(module, ())):
+            if state[target] == 1:
+                cycles.append(" -> ".join([*stack[stack.index(target) :], target]))
+            elif state[target] == 0:
+                visit(target, [*stack, target])
+        state[module] = 2
+
+    for module in sorted(edges):
+        if state[module] == 0:
+            visit(module, [module])
+    assert cycles == []
+
+
+def test_graphs_and_evaluators_import_nothing_from_quantgate() -> None:
+    upward = [
+        f"{source} -> {target}"
+        for source, targets in _graph().items()
+        if source.split(".")[0] in ("graphs", "evaluators")
+        for target in targets
+        if target.split(".")[0] == "quantgate"
+    ]
+    assert upward == []
+
+
+def test_few_modules_directly_in_quantgate() -> None:
+    top = sorted(p.name for p in (ROOT / "quantgate").glob("*.py") if p.name != "__init__.py")
+    assert len(top) <= 6, top
+    assert set(top) <= {"explore.py", "formatting.py", "hardware.py"}
+
+
+def test_the_layer_check_can_fail() -> None:
+    assert _unit("quantgate.cli.main") == (10, "quantgate.cli")
+    assert _unit("quantgate.rundir.store")[0] < _unit("quantgate.decide.decision")[0]
+    assert _unit("quantgate") == (11, "quantgate")
