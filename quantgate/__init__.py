@@ -3,6 +3,7 @@
 from quantgate.analysis.compare import compare_runs
 from quantgate.analysis.explore import RunView, latest_run, load_run_view
 from quantgate.analysis.report import write_report
+from quantgate.backends import BackendCapabilities, capabilities, register_backend
 from quantgate.decide.decision import decide, load_decision
 from quantgate.evaluate.predictions import PredictionLine, ScoreReport, read_predictions, score_predictions
 from quantgate.evaluate.run import RunOptions, run_evaluation
@@ -28,15 +29,27 @@ from quantgate.production.extractor import (
     open_extractor,
 )
 from quantgate.production.guard import OnlineGuard
-from quantgate.rundir.store import Run, load_run
+from quantgate.rundir import (
+    CaseRecord,
+    Decision,
+    Run,
+    RunFileError,
+    RunSummary,
+    VariantEntry,
+    load_run,
+    write_schemas,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BackendCapabilities",
     "Case",
+    "CaseRecord",
     "ChosenVariant",
     "Dataset",
     "DatasetError",
+    "Decision",
     "Extractor",
     "Gates",
     "LoadLevel",
@@ -46,14 +59,18 @@ __all__ = [
     "Problem",
     "ProductionError",
     "Run",
+    "RunFileError",
     "RunOptions",
+    "RunSummary",
     "RunView",
     "ScoreReport",
     "Variant",
+    "VariantEntry",
     "VariantSet",
     "__version__",
     "build_ladder",
     "bundled_datasets",
+    "capabilities",
     "check_dataset",
     "compare_runs",
     "decide",
@@ -67,8 +84,10 @@ __all__ = [
     "open_extractor",
     "parse_levels",
     "read_predictions",
+    "register_backend",
     "run_evaluation",
     "run_load",
     "score_predictions",
     "write_report",
+    "write_schemas",
 ]

@@ -37,6 +37,7 @@ from quantgate.rundir.decision import (
     MeasuredFigures,
     RegressionSet,
     Rollback,
+    StatisticsRecord,
     VariantDecision,
 )
 from quantgate.rundir.files import DATASET_DIR, DECISION_JSON, DECISION_MD, REGRESSIONS_DIR
@@ -162,13 +163,13 @@ def _record_section(run: Run, gates: Gates) -> DecisionRecord:
         hardware=summary.hardware,
         options=summary.options,
         variants=run.variants.by_name(),
-        statistics={
-            "accuracy_delta_interval": f"paired percentile bootstrap over cases, {gates.confidence:.0%}",
-            "mcnemar": "exact two-sided binomial test on discordant cases; a case is right when all its "
+        statistics=StatisticsRecord(
+            accuracy_delta_interval=f"paired percentile bootstrap over cases, {gates.confidence:.0%}",
+            mcnemar="exact two-sided binomial test on discordant cases; a case is right when all its "
             "fields are right, a field when it scores 1.0",
-            "equivalence_margin": gates.equivalence_margin,
-            "proportion_interval": "Wilson score",
-        },
+            equivalence_margin=gates.equivalence_margin,
+            proportion_interval="Wilson score",
+        ),
     )
 
 

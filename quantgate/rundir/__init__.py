@@ -1,1 +1,44 @@
 """The run directory: its file names, typed models, readers and writers."""
+
+from quantgate.rundir.decision import Decision, GateResult, RollbackSignal, VariantDecision
+from quantgate.rundir.lines import CaseRecord, FidelityLine, LoadLine
+from quantgate.rundir.schemas import write_schemas
+from quantgate.rundir.store import (
+    Run,
+    RunFileError,
+    RunStore,
+    latest_records,
+    load_run,
+    read_decision,
+    read_fidelity,
+    read_load,
+    read_records,
+    read_summary,
+)
+from quantgate.rundir.summary import LoadSection, RunSummary, VariantEntry, VariantMetadata, VariantsFile
+
+__all__ = [
+    "CaseRecord",
+    "Decision",
+    "FidelityLine",
+    "GateResult",
+    "LoadLine",
+    "LoadSection",
+    "RollbackSignal",
+    "Run",
+    "RunFileError",
+    "RunStore",
+    "RunSummary",
+    "VariantDecision",
+    "VariantEntry",
+    "VariantMetadata",
+    "VariantsFile",
+    "latest_records",
+    "load_run",
+    "read_decision",
+    "read_fidelity",
+    "read_load",
+    "read_records",
+    "read_summary",
+    "write_schemas",
+]

@@ -111,6 +111,15 @@ class RegressionSet(RunFileModel):
     error: str | None = None
 
 
+class StatisticsRecord(RunFileModel):
+    """How the statistics the gates judge were computed."""
+
+    accuracy_delta_interval: str
+    mcnemar: str
+    equivalence_margin: float
+    proportion_interval: str
+
+
 class DecisionRecord(RunFileModel):
     """How, when and on what the decision was made."""
 
@@ -123,7 +132,7 @@ class DecisionRecord(RunFileModel):
     hardware: dict[str, Any] = Field(default_factory=dict)
     options: RunOptionsInfo | None = None
     variants: dict[str, VariantMetadata] = Field(default_factory=dict)
-    statistics: dict[str, Any] = Field(default_factory=dict)
+    statistics: StatisticsRecord
 
 
 class Decision(RunFileModel):
