@@ -127,7 +127,9 @@ class LoadVariantEntry(RunFileModel):
     instance_model_mb: float | None = None
     rss_after_open_mb: float | None = None
     memory_process: str | None = None
-    num_parallel: int | None = None
+    num_parallel: str | None = Field(
+        default=None, description="OLLAMA_NUM_PARALLEL as set in quantgate's environment, verbatim."
+    )
     runtime: dict[str, Any] = Field(default_factory=dict)
     levels: list[LoadLevelEntry] = Field(default_factory=list)
 
