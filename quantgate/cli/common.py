@@ -44,7 +44,7 @@ def add_gate_flags(parser: argparse.ArgumentParser) -> None:
     """The gate flags of `run`, `decide` and `compare`: `--gates FILE` and one flag per gate."""
     group = parser.add_argument_group("gates (flags override the file; fractions: 0.05 = 5 points)")
     group.add_argument(
-        "--gates", metavar="FILE.toml", help="gates file (see quantgate/gates.py for the keys)"
+        "--gates", metavar="FILE.toml", help="gates file (see quantgate/inputs/gates.py for the keys)"
     )
     for key, info in Gates.model_fields.items():
         if key == "format_version":

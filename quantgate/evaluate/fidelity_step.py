@@ -27,7 +27,7 @@ from quantgate.evaluate.token_fidelity import (
     measure_ollama_token_fidelity,
     measure_token_fidelity,
 )
-from quantgate.evaluate.worker import WorkerDiedError, WorkerFailedError, run_in_worker
+from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.files import FIDELITY_FILE
@@ -175,12 +175,10 @@ def measure_in_worker(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
     """Run the measurement in a fresh process (all models loaded at once, then freed).
 
     Raises:
-        RuntimeError: The worker failed or died; the message says why.
+        BackendError: A model could not be opened, or the worker died.
+        RuntimeError: The worker failed; the message has its traceback.
     """
-    try:
-        return run_in_worker(_measure, job, name="quantgate-token-fidelity")
-    except (WorkerDiedError, WorkerFailedError, BackendError) as exc:
-        raise RuntimeError(f"the token-fidelity worker failed: {exc}") from None
+    return run_isolated(_measure, job, name="quantgate-token-fidelity", what="the token-fidelity worker")
 
 
 _MEASURES: dict[str, Callable[[FidelityJob], dict[str, TokenFidelityEntry]]] = {

@@ -1,6 +1,6 @@
 """The online guard: the decision's rollback signals, watched over a window of production calls.
 
-`quantgate decide` derives rollback signals for the variant it recommends (quantgate/rollback.py):
+`quantgate decide` derives rollback signals for the variant it recommends (quantgate/decide/rollback.py):
 format validity, error rate, p95 latency, memory and, for traffic shadowed by the reference,
 agreement with it. `OnlineGuard` watches them in production, computing each figure as the run
 computed it, and `guard_node` makes it a LangGraph node to put after the extraction graph:

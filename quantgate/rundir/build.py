@@ -7,7 +7,7 @@ the parts they own. Readers never rebuild a file: they parse it (`quantgate.rund
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from graphs.evaluation import CaseOutcome
 from quantgate.hardware import hardware, package_version
@@ -69,7 +69,7 @@ def new_summary(
     dataset: DatasetInfo,
     reference: str | None = None,
     options: RunOptionsInfo | None = None,
-    kind: str = "evaluation",
+    kind: Literal["evaluation", "load"] = "evaluation",
 ) -> RunSummary:
     """summary.json of a run that is starting: no variant yet."""
     return RunSummary.model_validate(
