@@ -147,3 +147,13 @@ def summarize_latency(cases: Iterable[CaseLatency]) -> LatencySummary:
         server_tokens_per_s=_pooled_rate([c.server_eval for c in timed]),
         server_prompt_tokens_per_s=_pooled_rate([c.server_prompt for c in timed]),
     )
+
+
+def throughput(output_tokens: Iterable[int | None], wall_s: float | None) -> float | None:
+    """Aggregate output tokens per second of cases run side by side over `wall_s`.
+
+    Cases whose token count was not measured (a failed call) add nothing; None when no count
+    was measured or the wall time is missing or zero.
+    """
+    counted = [n for n in output_tokens if n is not None]
+    return sum(counted) / wall_s if counted and wall_s else None

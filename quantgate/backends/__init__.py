@@ -43,10 +43,14 @@ class BackendCapabilities:
             evaluation (clean memory figures, a crash fails the variant, not the run). The
             variant must pickle and the backend must be registered in the worker too (at import
             of its module); a chat model object given from Python cannot cross processes.
-        parallel: How a load level of k concurrent requests is served: `"instances"` opens k
+        parallel: How k concurrent requests (a run's `--concurrency`, a load level) are
+            served: `"slots"` opens one model copy decoding k sequences at once in one context
+            (the backend takes a `slots=k` keyword; embedded llama.cpp), `"instances"` opens k
             copies of the model in process (within a memory bound), `"server"` sends them to
             one server that schedules its own slots (Ollama's `OLLAMA_NUM_PARALLEL`), `"none"`
             shares the one opened object.
+        default_concurrency: Cases in flight per variant when the run does not say: for the
+            embedded backend the slot count `benchmarks/throughput.py` found best.
         memory: Where the model's memory lives: `"process"` (the process that opened it; the
             load test then runs it in a worker of its own, when `process_isolation` allows) or
             `"server"` (the server's process tree when local, else not measured).
@@ -60,16 +64,23 @@ class BackendCapabilities:
 
     token_fidelity: Literal["logits", "logprobs"] | None = None
     process_isolation: bool = False
-    parallel: Literal["instances", "server", "none"] = "none"
+    parallel: Literal["slots", "instances", "server", "none"] = "none"
+    default_concurrency: int = 1
     memory: Literal["process", "server"] = "process"
     embeddings: bool = False
     model_file: bool = False
     from_python: bool = False
 
 
+EMBEDDED_SLOTS = 4
+"""Default slots of an embedded variant. `benchmarks/throughput.py` on 2 cores (Gemma 3 270M
+Q4_K_M, depth 1,800): raw decode gives 44 tokens/s at 1 sequence, 68 at 2, 101 at 4 and 87
+at 8, so 4 is where the aggregate peaks."""
+
 LLAMACPP_CAPABILITIES = BackendCapabilities(
-    token_fidelity="logits", process_isolation=True, parallel="instances", memory="process", model_file=True
-)
+    token_fidelity="logits", process_isolation=True, parallel="slots", memory="process", model_file=True,
+    default_concurrency=EMBEDDED_SLOTS,
+)  # fmt: skip
 OLLAMA_CAPABILITIES = BackendCapabilities(
     token_fidelity="logprobs", process_isolation=True, parallel="server", memory="server"
 )
@@ -111,7 +122,10 @@ class OpenedVariant:
 
 
 class Backend(Protocol):
-    """Opens a variant for a schema; the returned context manager frees it on exit."""
+    """Opens a variant for a schema; the returned context manager frees it on exit.
+
+    A backend that declares `parallel="slots"` is also called with a `slots=k` keyword.
+    """
 
     def __call__(self, variant: Variant, schema: Mapping[str, Any]) -> AbstractContextManager[OpenedVariant]:
         """Open `variant` with output constrained to `schema`."""
@@ -119,7 +133,9 @@ class Backend(Protocol):
 
 
 @contextmanager
-def _open_llamacpp(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
+def _open_llamacpp(
+    variant: Variant, schema: Mapping[str, Any], slots: int | None = None
+) -> Iterator[OpenedVariant]:
     from pathlib import Path
 
     from quantgate.backends.llamacpp import EmbeddedEngine, LlamaCppChatModel
@@ -129,6 +145,7 @@ def _open_llamacpp(variant: Variant, schema: Mapping[str, Any]) -> Iterator[Open
         raise BackendError(f"variant {variant.name}: no GGUF file at {path}")
     options = dict(variant.options)
     max_tokens = int(options.pop("max_tokens", 512))
+    options.setdefault("slots", slots)
     try:
         engine = EmbeddedEngine(path, **options)
     except (ValueError, RuntimeError, TypeError) as exc:
@@ -140,9 +157,11 @@ def _open_llamacpp(variant: Variant, schema: Mapping[str, Any]) -> Iterator[Open
                 "name": "llama.cpp (llama-cpp-python, in process)",
                 "version": package_version("llama-cpp-python"),
                 "n_ctx": engine.n_ctx,
-                "n_threads": engine.llama.n_threads,
+                "n_threads": engine.n_threads,
+                "slots": engine.slots,
+                "flash_attn": engine.flash_attn,
                 "seed": engine.seed,
-                "decoding": "greedy (temperature 0), JSON-schema grammar",
+                "decoding": "greedy (temperature 0), JSON-schema grammar (GBNF, argmax checked first)",
                 "use_mmap": False,
                 "max_array_items": engine.max_array_items,
             },
@@ -215,8 +234,16 @@ def capabilities(variant: Variant) -> BackendCapabilities:
     return declared
 
 
-def open_variant(variant: Variant, schema: Mapping[str, Any]) -> AbstractContextManager[OpenedVariant]:
+def open_variant(
+    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
+) -> AbstractContextManager[OpenedVariant]:
     """Open a variant with its backend.
+
+    Args:
+        variant: The variant.
+        schema: The JSON schema outputs are constrained to.
+        slots: Sequences decoded at once, for a backend with `parallel="slots"` (ignored by
+            the others); None: one at a time.
 
     Raises:
         BackendError: The backend is unknown or not available in this version.
@@ -225,10 +252,13 @@ def open_variant(variant: Variant, schema: Mapping[str, Any]) -> AbstractContext
     if backend is None:
         known = ", ".join(sorted(_BACKENDS))
         raise BackendError(f"variant {variant.name}: unknown backend {variant.backend!r}; known: {known}")
+    if slots is not None and capabilities(variant).parallel == "slots":
+        return backend(variant, schema, slots=slots)  # type: ignore[call-arg]
     return backend(variant, schema)
 
 
 __all__ = [
+    "EMBEDDED_SLOTS",
     "LANGCHAIN_CAPABILITIES",
     "LLAMACPP_CAPABILITIES",
     "OLLAMA_CAPABILITIES",

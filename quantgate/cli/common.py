@@ -20,6 +20,17 @@ DEFAULT_DATASET = "contacts-events"
 DEFAULT_LIMIT = 10
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1 (argparse names the flag in its error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
 def cli_dataset(name: str, skip_invalid_cases: bool) -> Dataset:
     """Load a dataset by directory or bundled name, printing its warnings to stderr."""
     dataset = load_dataset(name, skip_invalid_cases=skip_invalid_cases)

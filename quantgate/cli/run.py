@@ -14,6 +14,7 @@ from quantgate.cli.common import (
     cli_dataset,
     cli_gates,
     cli_variants,
+    positive_int,
     report_decision,
 )
 from quantgate.cli.load import add_load_flags, load_into, load_options
@@ -95,7 +96,13 @@ def _add_input_flags(run: argparse.ArgumentParser) -> None:
 
 def _add_run_flags(run: argparse.ArgumentParser) -> None:
     """How to evaluate and what to write: concurrency, repairs, output, token fidelity, report, load."""
-    run.add_argument("--concurrency", type=int, default=1, help="cases in flight per variant (default 1)")
+    run.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=None,
+        help="cases in flight per variant (default: 4 slots in one context for embedded variants, "
+        "1 otherwise)",
+    )
     run.add_argument(
         "--max-repairs", type=int, default=2, help="extra attempts after an invalid output (default 2)"
     )

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graphs.extraction import ExtractionContext
-from quantgate.backends import OpenedVariant
+from quantgate.backends import OpenedVariant, capabilities
 from quantgate.inputs.dataset import Case, Dataset
+from quantgate.inputs.variants import Variant
 
 
 @dataclass(kw_only=True)
@@ -22,8 +23,9 @@ class RunOptions:
 
     Attributes:
         limit: Evaluate only this many cases, balanced across `lang:` tags in file order.
-        concurrency: Cases in flight at once per variant (the embedded backend serializes
-            calls on one model, so more only helps server backends).
+        concurrency: Cases in flight at once per variant; None: the backend's default
+            (`BackendCapabilities.default_concurrency`: 4 slots for embedded variants, which
+            decode that many sequences in one batch, 1 otherwise).
         max_repairs: Extra attempts after an invalid output.
         out: Directory under which `<run-id>/` is created.
         progress: Show progress bars.
@@ -32,11 +34,16 @@ class RunOptions:
     """
 
     limit: int | None = None
-    concurrency: int = 1
+    concurrency: int | None = None
     max_repairs: int = 2
     out: Path = field(default_factory=lambda: Path("runs"))
     progress: bool = True
     token_fidelity: bool = True
+
+
+def variant_concurrency(options: RunOptions, variant: Variant) -> int:
+    """Cases in flight for `variant`: the run's `concurrency`, else its backend's default."""
+    return options.concurrency or capabilities(variant).default_concurrency
 
 
 def select_cases(cases: Sequence[Case], limit: int | None) -> list[Case]:

@@ -8,6 +8,7 @@ interrupted run leaves a readable directory.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,13 +18,14 @@ from tqdm import tqdm
 
 from evaluators import CaseScorer
 from evaluators.comparison import accuracy_delta
+from evaluators.latency import throughput
 from evaluators.memory import MemoryReading
 from graphs.evaluation import CaseInput, CaseOutcome, EvaluationContext
 from graphs.evaluation import graph as evaluation_graph
 from quantgate.backends import BackendError, OpenedVariant, capabilities, open_variant
 from quantgate.evaluate.fidelity_step import token_fidelity_step
 from quantgate.evaluate.measure import RssSampler, rss_mb
-from quantgate.evaluate.options import RunOptions, extraction_context, select_cases
+from quantgate.evaluate.options import RunOptions, extraction_context, select_cases, variant_concurrency
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Case, Dataset, write_dataset
 from quantgate.inputs.variants import Variant, VariantSet
@@ -96,13 +98,18 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
     variant, dataset, options = job.variant, job.dataset, job.options
     store = RunStore(job.run_dir)
     before = rss_mb()
+    concurrency = variant_concurrency(options, variant)
     progress = tqdm(total=len(job.cases), desc=variant.name, unit="case", disable=not options.progress)
+    started = last_end = time.perf_counter()  # both reset when the first case starts
 
     def on_record(outcome: CaseOutcome) -> None:
+        nonlocal last_end
+        last_end = time.perf_counter()
         store.write_record(case_record(variant.name, outcome))
         progress.update(1)
 
-    with store, progress, open_variant(variant, dataset.schema) as opened, _sampler(opened) as sampler:
+    opening = open_variant(variant, dataset.schema, slots=concurrency)
+    with store, progress, opening as opened, _sampler(opened) as sampler:
         context = EvaluationContext(
             extraction=extraction_context(dataset, opened, options),
             scorer=CaseScorer(schema=dataset.schema),
@@ -110,10 +117,11 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
             on_record=on_record,
             memory=lambda: _memory_reading(variant, opened, sampler, before),
         )
+        started = last_end = time.perf_counter()
         output = evaluation_graph.invoke(
             {"cases": _case_inputs(job.cases)},
             context=context,
-            config={"max_concurrency": options.concurrency},
+            config={"max_concurrency": concurrency},
         )
         metadata = variant_metadata(variant, runtime=opened.runtime)
     outcomes: list[CaseOutcome] = output["outcomes"]
@@ -122,9 +130,15 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
     records = {
         o.case_id: o.extraction.record if o.extraction.valid else None for o in outcomes if is_reference
     }
+    wall_s = last_end - started if outcomes else None
     entry = variant_entry(
         variant,
-        output["summary"],
+        {
+            **output["summary"],
+            "concurrency": concurrency,
+            "wall_s": wall_s,
+            "throughput_tokens_per_s": throughput((o.latency.output_tokens for o in outcomes), wall_s),
+        },
         is_reference=is_reference,
         quantization=variant.quantization or opened.quantization,
     )

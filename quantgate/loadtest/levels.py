@@ -7,11 +7,13 @@ flight at the deadline finish. Every request is appended to `RUN_DIR/load.jsonl`
 and the figures per variant and level go into the `load` section of summary.json.
 
 How a level of k is served is the backend's `BackendCapabilities.parallel`. The embedded
-backend (`"instances"`) decodes one sequence per llama.cpp context, so a level of k opens k
-instances of the model, each with its own weights and KV cache (llama.cpp releases the GIL
-while decoding, so the threads really run in parallel); a server backend (Ollama,
-`"server"`) gets one client shared by the threads, and the server's own parallelism decides
-what happens; any other backend (`"none"`) shares its one opened object.
+backend (`"slots"`) opens one model copy with as many slots as the largest level: k
+requests are decoded as k sequences of one batch, the analogue of Ollama's `NUM_PARALLEL`,
+and its memory is one copy plus one KV cache that the slots share. A backend with
+`"instances"` opens k copies of the model, each with its own weights and KV cache, within
+a memory bound. A server backend (Ollama, `"server"`) gets one client shared by the
+threads, and the server's own parallelism decides what happens; any other backend
+(`"none"`) shares its one opened object.
 """
 
 from __future__ import annotations
@@ -240,14 +242,20 @@ def _allowed_instances(job: LoadJob, count: int, per_instance: float) -> tuple[i
 
 @contextmanager
 def _instances(job: LoadJob, count: int) -> Iterator[tuple[list[OpenedVariant], dict[str, Any]]]:
-    """Open the model up to `count` times (a backend with `parallel="instances"`, within
-    memory), else once."""
+    """Open the model once with `count` slots (`parallel="slots"`), up to `count` times
+    (`"instances"`, within memory), else once."""
     schema = job.dataset.schema
+    parallel = capabilities(job.variant).parallel
     with ExitStack() as stack:
         before = rss_mb()
-        opened = [stack.enter_context(open_variant(job.variant, schema))]
-        cost: dict[str, Any] = {"instances_wanted": count, "capped": None, "instance_model_mb": None}
-        if capabilities(job.variant).parallel == "instances":
+        opened = [stack.enter_context(open_variant(job.variant, schema, slots=count))]
+        cost: dict[str, Any] = {
+            "instances_wanted": count if parallel != "slots" else 1,
+            "capped": None,
+            "instance_model_mb": None,
+            "slots": count if parallel == "slots" else None,
+        }
+        if parallel == "instances":
             per_instance = max(rss_mb() - before, 1.0)
             allowed, cost["capped"] = _allowed_instances(job, count, per_instance)
             opened += [stack.enter_context(open_variant(job.variant, schema)) for _ in range(allowed - 1)]

@@ -70,6 +70,15 @@ class VariantEntry(RunFileModel):
     cases_timed: int | None = None
     server_tokens_per_s: float | None = None
     server_prompt_tokens_per_s: float | None = None
+    concurrency: int | None = Field(
+        default=None, description="Cases in flight at once (slots of an embedded variant)."
+    )
+    wall_s: float | None = Field(
+        default=None, description="From the first case's start to the last case's end."
+    )
+    throughput_tokens_per_s: float | None = Field(
+        default=None, description="Output tokens of all cases (repairs included) / wall_s."
+    )
     # agreement with the reference (score_agreement)
     agreement_with_reference: float | None = None
     agreement_fields: dict[str, float | None] = Field(default_factory=dict)
@@ -125,6 +134,11 @@ class LoadVariantEntry(RunFileModel):
     instances: int | None = None
     capped: str | None = Field(default=None, description="Why fewer model copies were opened than wanted.")
     instance_model_mb: float | None = None
+    slots: int | None = Field(
+        default=None,
+        description="Sequences one model copy decodes at once (embedded variants): its memory is "
+        "one copy plus a KV cache of the runtime's n_ctx cells, which the slots share.",
+    )
     rss_after_open_mb: float | None = None
     memory_process: str | None = None
     num_parallel: str | None = Field(
@@ -168,7 +182,9 @@ class RunOptionsInfo(RunFileModel):
     """The options the run was started with."""
 
     limit: int | None
-    concurrency: int
+    concurrency: int | None = Field(
+        description="As given; None: each backend's default (see the variants' entries)."
+    )
     max_repairs: int
 
 

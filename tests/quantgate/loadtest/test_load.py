@@ -211,29 +211,31 @@ def test_run_with_load_adds_the_load_to_the_same_run(dataset, tmp_path, monkeypa
     assert "tok/s all" in out
 
 
-def test_embedded_instances_are_one_per_slot_capped_by_memory(dataset, tmp_path, monkeypatch):  # noqa: F811
+def test_instances_are_one_per_request_in_flight_capped_by_memory(dataset, tmp_path, monkeypatch):  # noqa: F811
     from collections import namedtuple
     from contextlib import contextmanager
 
     import psutil
 
     import quantgate.loadtest.levels
-    from quantgate.backends import OpenedVariant
+    from quantgate.backends import BackendCapabilities, OpenedVariant, register_backend
     from quantgate.loadtest.levels import LoadJob, load_variant
 
     opened = []
 
     @contextmanager
-    def fake_open(variant, schema):
+    def fake_open(variant, schema, *, slots=None):
         opened.append(variant.options["max_tokens"])
         yield OpenedVariant(chat_model=SleepyChatModel(delay_s=0.001))
+
+    register_backend("copies", fake_open, capabilities=BackendCapabilities(parallel="instances"))
 
     readings = iter([1000.0, 1100.0])  # before and after loading the first instance: 100 MiB each
     monkeypatch.setattr(quantgate.loadtest.levels, "open_variant", fake_open)
     monkeypatch.setattr(quantgate.loadtest.levels, "rss_mb", lambda: next(readings, 1400.0))
     memory = namedtuple("memory", "available")
     monkeypatch.setattr(psutil, "virtual_memory", lambda: memory(available=300 * 2**20))
-    variant = Variant(name="q4", backend="llamacpp", model="q4.gguf")
+    variant = Variant(name="q4", backend="copies", model="q4.gguf")
     options = LoadOptions(levels=parse_levels("normal=1,peak=4"), requests=4, max_tokens=32)
     job = LoadJob(variant=variant, dataset=dataset, cases=tuple(dataset.cases), options=options,
                   records_path=tmp_path / "load.jsonl")  # fmt: skip
@@ -247,3 +249,29 @@ def test_embedded_instances_are_one_per_slot_capped_by_memory(dataset, tmp_path,
     assert entry.memory_process == "quantgate"
     assert entry.levels[1].requests == 4
     assert entry.levels[1].errors == 0
+
+
+def test_embedded_levels_are_slots_of_one_copy(dataset, tmp_path, monkeypatch):  # noqa: F811
+    from contextlib import contextmanager
+
+    import quantgate.loadtest.levels
+    from quantgate.backends import OpenedVariant
+    from quantgate.loadtest.levels import LoadJob, load_variant
+
+    opened = []
+
+    @contextmanager
+    def fake_open(variant, schema, *, slots=None):
+        opened.append(slots)
+        yield OpenedVariant(chat_model=SleepyChatModel(delay_s=0.001))
+
+    monkeypatch.setattr(quantgate.loadtest.levels, "open_variant", fake_open)
+    variant = Variant(name="q4", backend="llamacpp", model="q4.gguf")
+    options = LoadOptions(levels=parse_levels("normal=1,peak=4"), requests=4)
+    job = LoadJob(variant=variant, dataset=dataset, cases=tuple(dataset.cases), options=options,
+                  records_path=tmp_path / "load.jsonl")  # fmt: skip
+    entry = load_variant(job)
+    assert opened == [4]  # one copy, as many slots as the largest level
+    assert (entry.instances, entry.slots, entry.instance_model_mb) == (1, 4, None)
+    assert [lv.instances for lv in entry.levels] == [1, 1]
+    assert {line["slot"] for line in map(json.loads, (tmp_path / "load.jsonl").open())} == {0, 1, 2, 3}

@@ -32,16 +32,16 @@ def assert_records_agree(variant, records):
         assert {r["slot"] for r in mine} <= set(range(level["concurrency"]))
 
 
-def test_load_on_the_embedded_model_opens_an_instance_per_slot(ladder, tmp_path, capsys):
+def test_load_on_the_embedded_model_decodes_the_levels_as_slots_of_one_copy(ladder, tmp_path, capsys):
     q4 = next(v for v in ladder.variants if v.name == "Q4_K_M")
     section, records = load_cli(tmp_path, capsys, [f"llamacpp:{q4.model}"], "normal=1,peak=2")
     (variant,) = section["variants"]
     assert variant["status"] == "ok"
-    assert variant["instances"] == 2
-    assert variant["instance_model_mb"] > 100  # the weights are read into memory, per instance
+    assert (variant["instances"], variant["slots"]) == (1, 2)
+    assert variant["runtime"]["slots"] == 2
     assert variant["memory_process"] == "quantgate"
     normal, peak = variant["levels"]
-    assert (normal["instances"], peak["instances"]) == (1, 2)
+    assert (normal["instances"], peak["instances"]) == (1, 1)
     for level in (normal, peak):
         assert level["answered"] == 4
         assert level["ttft_s_p50"] > 0
@@ -49,7 +49,7 @@ def test_load_on_the_embedded_model_opens_an_instance_per_slot(ladder, tmp_path,
         assert level["inter_token_s_mean"] > 0
         assert level["aggregate_tokens_per_s"] > 0
         assert level["requests_per_s"] > 0
-        assert level["rss_peak_mb"] > 2 * variant["instance_model_mb"]  # both instances are resident
+        assert level["rss_peak_mb"] > variant["rss_after_open_mb"] * 0.9  # the copy stays resident
     assert_records_agree(variant, records)
 
 

@@ -1,0 +1,91 @@
+"""One sequence's GBNF grammar state for greedy decoding, checking one token first.
+
+llama-cpp-python's `create_completion` applies the grammar to every candidate of the
+vocabulary at every step. Gemma 3 has 262,144 tokens, so that check costs as much as the
+model step itself. For greedy decoding the result is the same if we first take the
+unconstrained argmax and ask the grammar about that single token: when it is allowed (the
+usual case, since few-shot prompting already steers the model to valid JSON) it is also
+the argmax of the constrained distribution; only when it is rejected do we apply the
+grammar to the whole vocabulary. llama.cpp's own `common_sampler_sample` does the same.
+
+Each sequence being decoded owns one `GrammarState`; states made by one `GrammarChecker`
+share its candidate buffer, so they must be used from one thread (the decoder's).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+_TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")], align=True)
+
+
+class GrammarChecker:
+    """Makes grammar states for one vocabulary and holds the buffers they share."""
+
+    def __init__(self, vocab: Any, n_vocab: int) -> None:
+        import llama_cpp
+
+        self._c = llama_cpp
+        self.vocab = vocab
+        self.n_vocab = n_vocab
+        self.candidates = np.zeros(n_vocab, dtype=_TOKEN_DATA)
+        self.candidates["id"] = np.arange(n_vocab, dtype=np.int32)
+        self.single = (llama_cpp.llama_token_data * 1)()
+
+    def start(self, gbnf: str) -> GrammarState:
+        """A fresh state at the start of `gbnf` (a grammar with a `root` rule).
+
+        Raises:
+            ValueError: llama.cpp cannot parse the grammar.
+        """
+        sampler = self._c.llama_sampler_init_grammar(self.vocab, gbnf.encode("utf-8"), b"root")
+        if not sampler:
+            raise ValueError("llama.cpp could not parse the grammar")
+        return GrammarState(self, sampler)
+
+
+class GrammarState:
+    """Where one sequence stands in its grammar: which token it may take next."""
+
+    def __init__(self, checker: GrammarChecker, sampler: Any) -> None:
+        self._checker = checker
+        self._c = checker._c
+        self._sampler = sampler
+        self.fallbacks = 0
+        """Steps where the unconstrained argmax was rejected and the whole vocabulary checked."""
+
+    def _allowed(self, token: int, logit: float) -> bool:
+        single = self._checker.single
+        single[0] = self._c.llama_token_data(token, logit, 0.0)
+        array = self._c.llama_token_data_array(data=single, size=1, selected=-1, sorted=False)
+        self._c.llama_sampler_apply(self._sampler, ctypes.byref(array))
+        return bool(np.isfinite(single[0].logit))
+
+    def choose(self, logits: np.ndarray[Any, np.dtype[np.float32]]) -> int:
+        """The greedy token the grammar allows after these logits; -1 when none is allowed."""
+        token = int(np.argmax(logits))
+        if self._allowed(token, float(logits[token])):
+            return token
+        self.fallbacks += 1
+        candidates = self._checker.candidates
+        candidates["logit"] = logits
+        data = candidates.ctypes.data_as(ctypes.POINTER(self._c.llama_token_data))
+        array = self._c.llama_token_data_array(
+            data=data, size=self._checker.n_vocab, selected=-1, sorted=False
+        )
+        self._c.llama_sampler_apply(self._sampler, ctypes.byref(array))
+        best = int(np.argmax(candidates["logit"]))
+        return best if np.isfinite(candidates["logit"][best]) else -1
+
+    def accept(self, token: int) -> None:
+        """Advance the grammar past `token`."""
+        self._c.llama_sampler_accept(self._sampler, token)
+
+    def close(self) -> None:
+        """Free the llama.cpp sampler (idempotent)."""
+        if self._sampler is not None:
+            self._c.llama_sampler_free(self._sampler)
+            self._sampler = None

@@ -1,0 +1,343 @@
+"""Parallel sequences (slots) in one llama.cpp context, with continuous batching.
+
+`SlotScheduler` decodes up to `slots` requests at once in one model copy, as
+`llama-server -np N` does and as Ollama does with `OLLAMA_NUM_PARALLEL`. Callers in any
+thread call `generate`, which streams the request's tokens as they come. One decoder thread
+owns the context; every step it builds one unified batch holding the next token of each
+generating sequence plus chunks of the prompts still being read, decodes it, and picks the
+next token of each sequence by its own grammar state. A sequence that finishes frees its
+slot at once and a waiting request takes it on the next step.
+
+The shared prompt prefix (the system text and few-shot examples) is read once: the KV of
+the first prompt is kept in a sequence of its own (the prefix sequence), shrunk to the
+longest prefix common with later prompts, and copied into each new sequence's slot
+(`llama_memory_seq_cp`, which shares the cells rather than copying them).
+
+Admission keeps to the KV budget: a request is admitted when its prompt (past the shared
+prefix) and its `max_tokens` fit next to what the running sequences have reserved.
+
+The context is reached through the small `BatchContext` protocol so that the scheduler can
+be tested against a fake model; `quantgate.backends.batch.LlamaBatchContext` is the real one.
+"""
+
+from __future__ import annotations
+
+import codecs
+import queue
+import threading
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from quantgate.backends.greedy import Generation
+
+
+class SequenceGrammar(Protocol):
+    """A sequence's grammar state (`grammar.GrammarState` is the real one)."""
+
+    fallbacks: int
+
+    def choose(self, logits: np.ndarray[Any, Any]) -> int:
+        """The greedy allowed token, or -1 when none is allowed."""
+        ...
+
+    def accept(self, token: int) -> None:
+        """Advance past `token`."""
+        ...
+
+    def close(self) -> None:
+        """Free the state."""
+        ...
+
+
+class BatchContext(Protocol):
+    """What the scheduler needs from a model context holding several sequences."""
+
+    n_ctx: int
+    n_batch: int
+
+    def decode(self, tokens: Sequence[int], positions: Sequence[int], seqs: Sequence[int],
+               logits: Sequence[bool]) -> None:  # fmt: skip
+        """Decode one batch. Raises RuntimeError on failure."""
+        ...
+
+    def logits(self, index: int) -> np.ndarray[Any, Any]:
+        """The logits after batch entry `index` of the last decode (valid until the next)."""
+        ...
+
+    def copy_sequence(self, src: int, dst: int) -> None:
+        """Make `dst` share every cell of `src`."""
+        ...
+
+    def remove(self, seq: int, start: int = 0) -> None:
+        """Drop `seq`'s cells from position `start` on."""
+        ...
+
+    def is_end(self, token: int) -> bool:
+        """Whether `token` ends generation (end of generation / end of turn)."""
+        ...
+
+    def piece(self, token: int) -> bytes:
+        """The bytes of `token`."""
+        ...
+
+    def grammar(self, text: str) -> SequenceGrammar:
+        """A fresh state of the grammar `text`."""
+        ...
+
+
+_END = object()
+
+
+@dataclass(eq=False, kw_only=True)
+class _Request:
+    tokens: list[int]
+    grammar: str | None
+    max_tokens: int
+    stats: Generation
+    out: queue.Queue[Any] = field(default_factory=queue.Queue)
+    cancelled: bool = False
+
+
+@dataclass(eq=False, kw_only=True)
+class _Sequence:
+    seq: int
+    request: _Request
+    pending: list[int]
+    pos: int
+    shared: int
+    grammar: SequenceGrammar | None
+    text: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace"))
+    next_token: int | None = None
+
+    @property
+    def reserved(self) -> int:
+        """KV cells this sequence may still come to hold beyond the shared prefix."""
+        return len(self.request.tokens) - self.shared + self.request.max_tokens
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two token lists."""
+    size = min(len(a), len(b))
+    if not size:
+        return 0
+    differ = np.flatnonzero(np.asarray(a[:size]) != np.asarray(b[:size]))
+    return int(differ[0]) if differ.size else size
+
+
+class SlotScheduler:
+    """Decodes up to `slots` requests at once in one context; thread-safe `generate`.
+
+    Sequence ids 0..slots-1 are the slots and `slots` is the prefix sequence, so the
+    context needs `slots + 1` sequences.
+    """
+
+    def __init__(self, context: BatchContext, slots: int) -> None:
+        if slots < 1:
+            raise ValueError(f"slots must be at least 1, got {slots}")
+        self.context = context
+        self.slots = slots
+        self._prefix_seq = slots
+        self._prefix: list[int] = []
+        self._donor: _Sequence | None = None
+        self._waiting: deque[_Request] = deque()
+        self._running: dict[int, _Sequence] = {}
+        self._wake = threading.Condition()
+        self._closed = False
+        self.steps = 0
+        self.peak_running = 0
+        self._thread = threading.Thread(target=self._loop, name="quantgate-slots", daemon=True)
+        self._thread.start()
+
+    def generate(
+        self, tokens: list[int], grammar: str | None, max_tokens: int, stats: Generation
+    ) -> Iterator[str]:
+        """Queue a request and yield the text of each generated token as it is decoded.
+
+        Args:
+            tokens: The prompt's tokens (BOS included).
+            grammar: Grammar text for `BatchContext.grammar`, or None (unconstrained).
+            max_tokens: Generation limit (finish reason `length`).
+            stats: Receives token counts, the finish reason and grammar fallbacks.
+
+        Raises:
+            RuntimeError: The decoder failed or was closed; the message says why.
+        """
+        if not tokens:
+            raise ValueError("the prompt has no tokens")
+        stats.prompt_tokens = len(tokens)
+        request = _Request(tokens=list(tokens), grammar=grammar, max_tokens=max_tokens, stats=stats)
+        with self._wake:
+            if self._closed:
+                raise RuntimeError("the slot scheduler is closed")
+            self._waiting.append(request)
+            self._wake.notify()
+        try:
+            while (item := request.out.get()) is not _END:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            request.cancelled = True  # a caller that stops reading frees its slot
+
+    def close(self) -> None:
+        """Stop the decoder thread; requests still queued or running get an error."""
+        with self._wake:
+            self._closed = True
+            self._wake.notify()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                with self._wake:
+                    while not self._closed and not self._waiting and not self._running:
+                        self._wake.wait()
+                    if self._closed:
+                        break
+                    self._admit()
+                self._step()
+            except Exception as exc:  # a failed decode fails the requests in it, not the thread
+                self._fail_all(RuntimeError(f"llama.cpp decoding failed: {exc}"))
+        closed = RuntimeError("the model was closed while this request was queued or running")
+        for sequence in list(self._running.values()):
+            self._finish(sequence, error=closed)
+        for request in self._waiting:
+            request.out.put(closed)
+
+    def _fail_all(self, error: Exception) -> None:
+        """Fail every running sequence and forget the prefix (the KV state is not trusted)."""
+        for sequence in list(self._running.values()):
+            self._finish(sequence, error=error)
+        self.context.remove(self._prefix_seq)
+        self._prefix = []
+        self._donor = None
+
+    def _budget_left(self) -> int:
+        return self.context.n_ctx - len(self._prefix) - sum(s.reserved for s in self._running.values())
+
+    def _admit(self) -> None:
+        """Move waiting requests into free slots while the KV budget allows (FIFO)."""
+        while self._waiting and len(self._running) < self.slots and self._donor is None:
+            request = self._waiting[0]
+            if request.cancelled:
+                self._waiting.popleft()
+                continue
+            shared = min(common_prefix(self._prefix, request.tokens), len(request.tokens) - 1)
+            if shared < len(self._prefix):
+                self._shrink_prefix(shared)
+            need = len(request.tokens) - shared + request.max_tokens
+            if self._running and need > self._budget_left():
+                return
+            self._waiting.popleft()
+            seq = min(set(range(self.slots)) - set(self._running))
+            if shared:
+                self.context.copy_sequence(self._prefix_seq, seq)
+            try:
+                grammar = self.context.grammar(request.grammar) if request.grammar is not None else None
+            except Exception as exc:
+                self.context.remove(seq)
+                request.out.put(ValueError(f"{exc}"))
+                continue
+            sequence = _Sequence(
+                seq=seq, request=request, pending=request.tokens[shared:], pos=shared, shared=shared,
+                grammar=grammar,
+            )  # fmt: skip
+            self._running[seq] = sequence
+            self.peak_running = max(self.peak_running, len(self._running))
+            if not self._prefix:
+                self._donor = sequence  # its prompt becomes the prefix once read
+
+    def _shrink_prefix(self, length: int) -> None:
+        """Keep only the first `length` tokens of the prefix sequence."""
+        self.context.remove(self._prefix_seq, length)
+        for sequence in self._running.values():
+            sequence.shared = min(sequence.shared, length)
+        del self._prefix[length:]
+
+    def _step(self) -> None:
+        """One batch: a token per generating sequence, then prompt chunks; then choose."""
+        tokens: list[int] = []
+        positions: list[int] = []
+        seqs: list[int] = []
+        wants: list[bool] = []
+        owners: list[_Sequence] = []
+        for sequence in list(self._running.values()):
+            if sequence.request.cancelled:
+                self._finish(sequence)
+            elif sequence.next_token is not None:
+                tokens.append(sequence.next_token)
+                positions.append(sequence.pos)
+                seqs.append(sequence.seq)
+                wants.append(True)
+                owners.append(sequence)
+        room = self.context.n_batch - len(tokens)
+        for sequence in list(self._running.values()):
+            if room <= 0 or not sequence.pending:
+                continue
+            chunk, sequence.pending = sequence.pending[:room], sequence.pending[room:]
+            tokens += chunk
+            positions += range(sequence.pos, sequence.pos + len(chunk))
+            seqs += [sequence.seq] * len(chunk)
+            wants += [False] * (len(chunk) - 1) + [not sequence.pending]
+            owners += [sequence] * len(chunk)
+            room -= len(chunk)
+        if not tokens:
+            return
+        self.context.decode(tokens, positions, seqs, wants)
+        self.steps += 1
+        for index, (sequence, want) in enumerate(zip(owners, wants, strict=True)):
+            sequence.pos += 1
+            if want:
+                self._choose(sequence, self.context.logits(index))
+
+    def _choose(self, sequence: _Sequence, logits: np.ndarray[Any, Any]) -> None:
+        """Pick the sequence's next token, stream its text, or finish the sequence."""
+        if sequence is self._donor:
+            self.context.copy_sequence(sequence.seq, self._prefix_seq)
+            self.context.remove(self._prefix_seq, len(sequence.request.tokens) - 1)
+            self._prefix = sequence.request.tokens[:-1]
+            sequence.shared = len(self._prefix)
+            self._donor = None
+        request, stats = sequence.request, sequence.request.stats
+        if stats.output_tokens >= request.max_tokens:
+            return self._finish(sequence, reason="length")
+        token = sequence.grammar.choose(logits) if sequence.grammar is not None else int(np.argmax(logits))
+        if token < 0:
+            return self._finish(sequence, reason="grammar_dead_end")
+        if self.context.is_end(token):
+            return self._finish(sequence, reason="stop")
+        if sequence.grammar is not None:
+            sequence.grammar.accept(token)
+        stats.output_tokens += 1
+        text = sequence.text.decode(self.context.piece(token))
+        if text:
+            request.out.put(text)
+        if stats.output_tokens >= request.max_tokens:
+            return self._finish(sequence, reason="length")
+        sequence.next_token = token
+        return None
+
+    def _finish(
+        self, sequence: _Sequence, *, reason: str | None = None, error: Exception | None = None
+    ) -> None:
+        """Free the sequence's slot and tell its caller how it ended."""
+        self._running.pop(sequence.seq, None)
+        if sequence is self._donor:
+            self._donor = None
+        self.context.remove(sequence.seq)
+        request = sequence.request
+        if sequence.grammar is not None:
+            request.stats.grammar_fallbacks = sequence.grammar.fallbacks
+            sequence.grammar.close()
+        if error is not None:
+            request.out.put(error)
+            return
+        request.stats.finish_reason = reason
+        tail = sequence.text.decode(b"", final=True)
+        if tail:
+            request.out.put(tail)
+        request.out.put(_END)
