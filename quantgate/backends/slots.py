@@ -26,7 +26,7 @@ import codecs
 import queue
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -154,7 +154,7 @@ class SlotScheduler:
 
     def generate(
         self, tokens: list[int], grammar: str | None, max_tokens: int, stats: Generation
-    ) -> Iterator[str]:
+    ) -> Generator[str, None, None]:
         """Queue a request and yield the text of each generated token as it is decoded.
 
         Args:
