@@ -1,9 +1,9 @@
 """Load on the embedded backend: the ladder's Q4_K_M (and F16) at concurrency 1, 2 (and 4).
 
 Runs `quantgate load` (`run_load`) with a few requests per level and small outputs, so it
-ends in a few minutes on 2 cores, then prints the load table, the memory per instance and
-the speed-up of the aggregate throughput over level 1. Each level of k opens k llama.cpp
-instances in one worker process; on 2 cores a level above 2 only queues for the CPU.
+ends in a few minutes on 2 cores, then prints the load table and the speed-up of the
+aggregate throughput over level 1. The variant is opened once, in one worker process, with
+as many slots as the largest level: a level of k decodes k sequences in one batch.
 
     python benchmarks/load.py [--variants Q4_K_M F16] [--levels 1,2,4] [--requests 6]
         [--max-tokens 96] [--dataset contacts-events] [--limit 6]

@@ -5,10 +5,12 @@ Both are measured in this one process run, one after the other, on the same mach
 1. quantgate: `run_evaluation` of one ladder variant over N cases (spawned worker process,
    model load, extraction graph, evaluator nodes, records written to disk), wall time.
 2. raw: the same model file loaded with llama-cpp-python and the same greedy grammar decoding
-   (`GreedyDecoder`), called directly on exactly the prompts the graph sent (first attempts),
-   wall time including the load; no LangChain, LangGraph, scoring, process or disk.
-3. for context: llama-cpp-python's own `create_completion` with the same grammar on the
-   same prompts (the decoding quantgate replaced because it is slower on a 262k vocabulary).
+   (`EmbeddedEngine.generate` with one slot), called directly on exactly the prompts the graph
+   sent (first attempts), wall time including the load; no LangChain, LangGraph, scoring,
+   process or disk.
+
+Both at one case at a time (`--concurrency 1`); `benchmarks/throughput.py` measures
+several sequences at once against raw llama.cpp decode.
 
 The ratio harness / raw is the overhead; the target is at most 1.10. The outputs are
 compared to check that the same generations were timed.
@@ -41,29 +43,9 @@ def raw_time(
 ) -> tuple[float, list[str]]:
     """Load the model and decode each prompt directly, with nothing of the harness around it."""
     started = time.perf_counter()
-    engine = EmbeddedEngine(model_path)
+    engine = EmbeddedEngine(model_path, slots=1)
     grammar = engine.grammar(schema)
-    outputs = ["".join(engine.decoder.generate(p, grammar, max_tokens, Generation())) for p in prompts]
-    elapsed = time.perf_counter() - started
-    engine.close()
-    return elapsed, outputs
-
-
-def create_completion_time(
-    model_path: str, schema: dict[str, Any], prompts: list[str], max_tokens: int
-) -> tuple[float, list[str]]:
-    """The same with llama-cpp-python's `create_completion` (grammar applied to every candidate)."""
-    from llama_cpp.llama_grammar import LlamaGrammar
-
-    started = time.perf_counter()
-    engine = EmbeddedEngine(model_path)
-    grammar = LlamaGrammar.from_string(engine.grammar(schema), verbose=False)
-    outputs = []
-    for prompt in prompts:
-        stream: Any = engine.llama.create_completion(
-            prompt, max_tokens=max_tokens, temperature=0.0, grammar=grammar, stream=True
-        )
-        outputs.append("".join(chunk["choices"][0]["text"] for chunk in stream))
+    outputs = ["".join(engine.generate(p, grammar, max_tokens, Generation())) for p in prompts]
     elapsed = time.perf_counter() - started
     engine.close()
     return elapsed, outputs
@@ -86,7 +68,7 @@ def main() -> None:
         run_dir = run_evaluation(
             dataset,
             VariantSet(variants=[variant]),
-            options=RunOptions(limit=args.limit, out=Path(tmp), progress=False),
+            options=RunOptions(limit=args.limit, concurrency=1, out=Path(tmp), progress=False),
         )
         harness_s = time.perf_counter() - started
         records = {r.case_id: r for r in read_records(run_dir)}
@@ -96,13 +78,9 @@ def main() -> None:
         render_prompt(build_messages(schema=dataset.schema, examples=examples, text=c.text)) for c in cases
     ]
     raw_s, raw_outputs = raw_time(variant.model, dataset.schema, prompts, max_tokens=512)
-    completion_s, completion_outputs = create_completion_time(
-        variant.model, dataset.schema, prompts, max_tokens=512
-    )
 
     first_outputs = [records[c.id].raw for c in cases if records[c.id].attempts == 1]
     same = sum(a == b for a, b in zip(first_outputs, raw_outputs, strict=False))
-    same_completion = sum(a == b for a, b in zip(raw_outputs, completion_outputs, strict=True))
     repairs = sum(max(records[c.id].attempts - 1, 0) for c in cases)
     tokens = sum(records[c.id].output_tokens or 0 for c in cases)
     report = {
@@ -112,12 +90,10 @@ def main() -> None:
         "generated_tokens": tokens,
         "repair_attempts_not_in_raw": repairs,
         "identical_outputs_harness_vs_raw": f"{same}/{len(cases)}",
-        "identical_outputs_raw_vs_create_completion": f"{same_completion}/{len(cases)}",
         "harness_s": round(harness_s, 2),
         "raw_s": round(raw_s, 2),
         "ratio": round(harness_s / raw_s, 3),
         "target": 1.10,
-        "create_completion_s": round(completion_s, 2),
         "machine": {k: hardware()[k] for k in ("cpu_model", "cpu_cores_logical", "ram_gb")},
     }
     print(json.dumps(report, indent=2))

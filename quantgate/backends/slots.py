@@ -23,6 +23,7 @@ be tested against a fake model; `quantgate.backends.batch.LlamaBatchContext` is 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import queue
 import threading
 from collections import deque
@@ -211,8 +212,12 @@ class SlotScheduler:
     def _fail_all(self, error: Exception) -> None:
         """Fail every running sequence and forget the prefix (the KV state is not trusted)."""
         for sequence in list(self._running.values()):
-            self._finish(sequence, error=error)
-        self.context.remove(self._prefix_seq)
+            self._running.pop(sequence.seq)
+            sequence.request.out.put(error)
+            with contextlib.suppress(Exception):  # a broken context must not stop the decoder thread
+                self._finish(sequence)
+        with contextlib.suppress(Exception):
+            self.context.remove(self._prefix_seq)
         self._prefix = []
         self._donor = None
 

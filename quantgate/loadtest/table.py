@@ -36,7 +36,7 @@ def load_rows(section: LoadSection) -> list[tuple[str, ...]]:
 
 
 def render_load(section: LoadSection) -> str:
-    """The load figures as a fixed-width text table, with a note per variant on its instances."""
+    """The load figures as a fixed-width text table, with a note per variant on how it served the levels."""
     rows = load_rows(section)
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
@@ -44,9 +44,12 @@ def render_load(section: LoadSection) -> str:
     for variant in section.variants:
         if variant.status != "ok":
             continue
-        if backend_capabilities(variant.backend).parallel == "instances":
+        parallel = backend_capabilities(variant.backend).parallel
+        if parallel == "slots":
+            note = f"one model copy with {variant.slots} slots sharing one KV cache"
+        elif parallel == "instances":
             each = fixed(variant.instance_model_mb, 0)
-            note = f"{variant.instances} llama.cpp instance(s), about {each} MiB each"
+            note = f"{variant.instances} model instance(s), about {each} MiB each"
         else:
             note = f"one shared client; OLLAMA_NUM_PARALLEL={variant.num_parallel or 'not set here'}"
         process = variant.memory_process or "a remote server: not measured"

@@ -237,15 +237,20 @@ def test_load_table_note_follows_parallel(fake_backend):
     fake_backend(BackendCapabilities(parallel="instances"))
     entries = [
         LoadVariantEntry(
-            name=name, backend=backend, instances=2, instance_model_mb=100.0, memory_process="quantgate"
+            name=name,
+            backend=backend,
+            instances=2,
+            instance_model_mb=100.0,
+            slots=4,
+            memory_process="quantgate",
         )
         for name, backend in (("emb", "llamacpp"), ("f", "fake"), ("srv", "ollama"))
     ]
     section = LoadSection(levels=[LoadLevelSpec(name="1", concurrency=1)], requests_per_level=1,
                           duration_s_per_level=None, max_tokens=None, cases=1, variants=entries)  # fmt: skip
     notes = {line.split(":", 1)[0]: line for line in render_load(section).splitlines()}
-    assert "2 llama.cpp instance(s), about 100 MiB each" in notes["emb"]
-    assert "instance(s)" in notes["f"]
+    assert "one model copy with 4 slots sharing one KV cache" in notes["emb"]
+    assert "2 model instance(s), about 100 MiB each" in notes["f"]
     assert "one shared client; OLLAMA_NUM_PARALLEL=not set here" in notes["srv"]
 
 

@@ -300,7 +300,8 @@ def test_a_failed_decode_fails_its_requests_and_the_scheduler_goes_on():
 
 def test_requests_wait_for_kv_room_instead_of_overfilling():
     a, b = prompt(2), prompt(3)
-    context = FakeContext({a: [5] * 6, b: [6] * 6}, n_ctx=2 * len(a) + 8)
+    own = len(a) - len(PREFIX) + 8  # cells a request may hold past the prefix: own prompt + max_tokens
+    context = FakeContext({a: [5] * 6, b: [6] * 6}, n_ctx=len(PREFIX) + 2 * own - 1)
     scheduler = SlotScheduler(context, slots=2)
     results: dict[str, Any] = {}
     try:
@@ -310,7 +311,7 @@ def test_requests_wait_for_kv_room_instead_of_overfilling():
         scheduler.close()
     assert results["a"][0] == text_of([5] * 6)
     assert results["b"][0] == text_of([6] * 6)
-    assert scheduler.peak_running == 1  # prefix + two sequences of 1 + 8 cells do not fit in 26
+    assert scheduler.peak_running == 1  # the prefix and two such requests do not fit
 
 
 def test_close_fails_queued_requests_with_a_clear_error():

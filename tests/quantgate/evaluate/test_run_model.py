@@ -1,7 +1,9 @@
 """End-to-end runs on the real embedded ladder (Gemma 3 270M, llama.cpp in process)."""
 
 import json
+import os
 
+import psutil
 import pytest
 
 from quantgate.cli.main import main
@@ -57,6 +59,17 @@ def test_reference_and_q4_on_real_cases(ladder, tmp_path):
     variants = json.loads((run_dir / "variants.json").read_text())["variants"]
     assert variants[0]["runtime"]["name"].startswith("llama.cpp")
     assert variants[0]["hardware"]["cpu_cores_logical"] >= 1
+    physical = psutil.cpu_count(logical=False) or os.cpu_count()
+    assert [v["runtime"]["n_threads"] for v in variants] == [physical, physical]  # all cores, not half
+    assert [v["runtime"]["slots"] for v in variants] == [4, 4]  # the embedded default
+    for entry in (f16, q4):
+        assert entry.concurrency == 4
+        assert entry.wall_s is not None
+        assert entry.throughput_tokens_per_s is not None
+        own = [r for r in records if r.variant == entry.name]
+        assert entry.wall_s < sum(r.total_s or 0 for r in own)  # the 3 cases ran side by side
+        tokens = sum(r.output_tokens or 0 for r in own)
+        assert entry.throughput_tokens_per_s == pytest.approx(tokens / entry.wall_s)
 
 
 def test_readme_run_command_smoke(ladder, tmp_path, capsys):
