@@ -5,7 +5,7 @@ and at each output position we compare the next-token distributions they predict
 
 - KLD is KL(P_reference || P_variant) = sum_t p_ref(t) * (log p_ref(t) - log p_var(t)), in
   nats, with both distributions the softmax of the raw logits over the whole vocabulary
-  (computed as a log-softmax in float64). The direction is the one llama.cpp's
+  (elementwise in float32, the logits' precision, with float64 sums). The direction is the one llama.cpp's
   `llama-perplexity --kl-divergence` uses: how much probability mass the variant moves away
   from where the reference puts it. It is 0 only when the distributions are equal.
 - Top-1 agreement is whether the variant's most likely token is the reference's; llama.cpp
@@ -31,13 +31,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import log_softmax
 
 _MASS_FLOOR = 1e-12
 """Smallest probability given to a bucket, so rounding in the server's logprobs cannot give log 0."""
 
 _ROWS_PER_CHUNK = 16
-"""Positions converted to float64 at a time: a row of a 262,144-token vocabulary is 2 MB."""
+"""Positions computed at a time: a row of a 262,144-token vocabulary is 1 MB in float32."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,15 +88,30 @@ class TokenFidelitySummary:
         return asdict(self)
 
 
+def _log_normalizer(logits: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Per row, logsumexp in float64 and the float32 exponentials it was summed from."""
+    top = logits.max(axis=-1, keepdims=True)
+    exps = np.exp(logits - top)
+    return top.astype(np.float64) + np.log(exps.sum(axis=-1, keepdims=True, dtype=np.float64)), exps
+
+
 def _kld_rows(reference: np.ndarray[Any, Any], variant: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    log_p = log_softmax(reference.astype(np.float64), axis=-1)
-    log_q = log_softmax(variant.astype(np.float64), axis=-1)
-    p = np.exp(log_p)
-    terms = np.zeros_like(p)
-    with np.errstate(invalid="ignore"):  # -inf - -inf where both exclude a token; masked out below
-        difference = log_p - log_q
-    np.multiply(p, difference, out=terms, where=p > 0)  # 0 * log 0 = 0, even against a -inf logit
-    return np.asarray(terms.sum(axis=-1))
+    """KL(P || Q) per row, as sum_t p(t) * ((r(t) - v(t)) - (logsumexp(r) - logsumexp(v))).
+
+    The elementwise work stays in the logits' own precision (float32 from llama.cpp: r - v of
+    two close float32 values is exact) and every sum is in float64; for float32 logits the
+    result is within 1e-3 relative of a float64 log-softmax (a test checks it), about 3 times
+    faster.
+    """
+    work = np.result_type(reference, variant, np.float32)  # float64 logits stay float64
+    reference, variant = reference.astype(work, copy=False), variant.astype(work, copy=False)
+    lse_r, exps_r = _log_normalizer(reference)
+    lse_v, _ = _log_normalizer(variant)
+    p = exps_r / exps_r.sum(axis=-1, keepdims=True, dtype=np.float64).astype(work)
+    with np.errstate(invalid="ignore"):  # -inf - -inf where both exclude a token
+        difference = (reference - variant) - (lse_r - lse_v).astype(work)
+    difference[p == 0] = 0.0  # 0 * log 0 = 0, even against a -inf logit
+    return np.asarray((p * difference).sum(axis=-1, dtype=np.float64))
 
 
 def token_fidelity(

@@ -21,13 +21,22 @@ from typing import Any
 
 import numpy as np
 
-from quantgate.backends.grammar import GrammarChecker, GrammarState
+from quantgate.backends.grammar import GrammarChecker, GrammarEngine, SequenceGrammar
 
 
 class LlamaBatchContext:
     """A multi-sequence context over the model of a loaded `llama_cpp.Llama`."""
 
-    def __init__(self, llama: Any, *, sequences: int, n_ctx: int, n_threads: int, n_batch: int = 512) -> None:
+    def __init__(
+        self,
+        llama: Any,
+        *,
+        sequences: int,
+        n_ctx: int,
+        n_threads: int,
+        grammars: GrammarEngine | None = None,
+        n_batch: int = 512,
+    ) -> None:
         import llama_cpp
         from llama_cpp._internals import LlamaContext
 
@@ -51,7 +60,7 @@ class LlamaBatchContext:
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
         self._vocab = llama._model.vocab
         self._n_vocab = llama.n_vocab()
-        self._grammars = GrammarChecker(self._vocab, self._n_vocab)
+        self._grammars = grammars or GrammarChecker(self._vocab, self._n_vocab)
 
     def decode(self, tokens: Sequence[int], positions: Sequence[int], seqs: Sequence[int],
                logits: Sequence[bool]) -> None:  # fmt: skip
@@ -95,8 +104,8 @@ class LlamaBatchContext:
         """The token's bytes, as `Llama.detokenize` gives them."""
         return bytes(self._llama.detokenize([token]))
 
-    def grammar(self, text: str) -> GrammarState:
-        """A fresh GBNF grammar state."""
+    def grammar(self, text: str) -> SequenceGrammar:
+        """A fresh grammar state (GBNF, or llguidance Lark, as the grammar engine takes)."""
         return self._grammars.start(text)
 
     def close(self) -> None:

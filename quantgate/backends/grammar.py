@@ -15,11 +15,38 @@ share its candidate buffer, so they must be used from one thread (the decoder's)
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+import warnings
+from typing import Any, Protocol
 
 import numpy as np
 
 _TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")], align=True)
+
+
+class SequenceGrammar(Protocol):
+    """A sequence's grammar state: `GrammarState` (GBNF) or `LlguidanceState`."""
+
+    fallbacks: int
+
+    def choose(self, logits: np.ndarray[Any, Any]) -> int:
+        """The greedy allowed token, or -1 when none is allowed."""
+        ...
+
+    def accept(self, token: int) -> None:
+        """Advance past `token`."""
+        ...
+
+    def close(self) -> None:
+        """Free the state."""
+        ...
+
+
+class GrammarEngine(Protocol):
+    """Makes grammar states from grammar text: `GrammarChecker` or `LlguidanceChecker`."""
+
+    def start(self, text: str) -> SequenceGrammar:
+        """A fresh state at the start of the grammar."""
+        ...
 
 
 class GrammarChecker:
@@ -89,3 +116,83 @@ class GrammarState:
         if self._sampler is not None:
             self._c.llama_sampler_free(self._sampler)
             self._sampler = None
+
+
+def lark_of_schema(schema: dict[str, Any]) -> str:
+    """An llguidance Lark grammar for one JSON value of `schema`, after an optional space.
+
+    The prompt ends with ``JSON:`` and Gemma's tokenizer has ``' {"'`` as one token, so the
+    grammar allows that leading space, as the GBNF grammar does.
+    """
+    import json
+
+    return f'start: " "? answer\nanswer: %json {json.dumps(schema)}\n'
+
+
+class LlguidanceChecker:
+    """Makes llguidance matcher states for one vocabulary.
+
+    The tokenizer is built from the GGUF vocabulary (about 2 s for Gemma 3's 262,144 tokens),
+    once per loaded model. Like `GrammarChecker`, the states share a buffer (the token
+    bitmask) and must be used from one thread.
+    """
+
+    def __init__(self, vocab: Any, n_vocab: int, end_tokens: list[int]) -> None:
+        import llguidance.llamacpp
+        import llguidance.numpy
+
+        self._ll = llguidance
+        with warnings.catch_warnings():  # it calls a deprecated llama-cpp-python function per token
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(
+                vocab, n_vocab=n_vocab, eos_token=end_tokens
+            )
+        self.bitmask = llguidance.numpy.allocate_token_bitmask(1, n_vocab)
+        self.n_vocab = n_vocab
+        self.end_tokens = end_tokens
+
+    def start(self, lark: str) -> LlguidanceState:
+        """A fresh matcher at the start of `lark` (see `lark_of_schema`).
+
+        Raises:
+            ValueError: llguidance rejects the grammar (its message says why).
+        """
+        matcher = self._ll.LLMatcher(self.tokenizer, lark)
+        if matcher.is_error():
+            raise ValueError(f"llguidance rejected the grammar: {matcher.get_error()}")
+        return LlguidanceState(self, matcher)
+
+
+class LlguidanceState:
+    """One sequence's llguidance matcher, checking the unconstrained argmax first."""
+
+    def __init__(self, checker: LlguidanceChecker, matcher: Any) -> None:
+        self._checker = checker
+        self._matcher = matcher
+        self.fallbacks = 0
+
+    def choose(self, logits: np.ndarray[Any, np.dtype[np.float32]]) -> int:
+        """The greedy token the grammar allows after these logits; -1 when none is allowed."""
+        import llguidance.numpy
+
+        token = int(np.argmax(logits))
+        if self._matcher.validate_tokens([token]) == 1:
+            return token
+        self.fallbacks += 1
+        if self._matcher.is_error():
+            return -1
+        if self._matcher.is_stopped():  # the answer is complete: only the end may follow
+            return self._checker.end_tokens[0]
+        bitmask = self._checker.bitmask
+        llguidance.numpy.fill_next_token_bitmask(self._matcher, bitmask, 0)
+        masked = np.array(logits[: self._checker.n_vocab], dtype=np.float32)
+        llguidance.numpy.apply_token_bitmask_inplace(masked, bitmask[0])
+        best = int(np.argmax(masked))
+        return best if np.isfinite(masked[best]) else -1
+
+    def accept(self, token: int) -> None:
+        """Advance the matcher past `token`."""
+        self._matcher.consume_token(token)
+
+    def close(self) -> None:
+        """Nothing to free (the matcher is garbage-collected)."""

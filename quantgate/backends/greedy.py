@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from quantgate.backends.grammar import GrammarChecker
+from quantgate.backends.grammar import GrammarChecker, GrammarEngine
 
 
 @dataclass
@@ -45,14 +45,14 @@ class GreedyDecoder:
     does, so a shared few-shot prefix is evaluated once.
     """
 
-    def __init__(self, llama: Any) -> None:
+    def __init__(self, llama: Any, grammars: GrammarEngine | None = None) -> None:
         import llama_cpp
 
         self._c = llama_cpp
         self.llama = llama
         self._vocab = llama._model.vocab
         self._n_vocab = llama.n_vocab()
-        self._grammars = GrammarChecker(self._vocab, self._n_vocab)
+        self._grammars = grammars or GrammarChecker(self._vocab, self._n_vocab)
 
     def _logits(self) -> np.ndarray[Any, np.dtype[np.float32]]:
         pointer = self._c.llama_get_logits_ith(self.llama._ctx.ctx, -1)

@@ -16,7 +16,7 @@ import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
@@ -24,6 +24,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from pydantic import ConfigDict
 
 from graphs.prompting import REPAIR_NAME
+from quantgate.backends.grammar import GrammarChecker, GrammarEngine, LlguidanceChecker, lark_of_schema
 from quantgate.backends.greedy import Generation, GreedyDecoder
 from quantgate.backends.streaming import StreamingChatModel
 
@@ -72,6 +73,13 @@ def grammar_schema(schema: Mapping[str, Any], max_items: int) -> dict[str, Any]:
     return node
 
 
+GrammarEngineName = Literal["gbnf", "llguidance"]
+GRAMMAR_ENGINES: tuple[str, ...] = get_args(GrammarEngineName)
+DEFAULT_GRAMMAR_ENGINE: GrammarEngineName = "gbnf"
+"""llama.cpp's GBNF grammar sampler, checked on the argmax first; llguidance is the other
+choice (`grammar_engine="llguidance"`). Measured against each other in
+`benchmarks/grammar_engines.py`."""
+
 _TOKENIZER_CTX = 512
 """With slots, the `Llama`'s own context only serves tokenization: kept small."""
 
@@ -113,6 +121,7 @@ class EmbeddedEngine:
         n_threads: int | None = None,
         slots: int | None = None,
         flash_attn: bool = True,
+        grammar_engine: GrammarEngineName = DEFAULT_GRAMMAR_ENGINE,
         seed: int = 0,
         max_array_items: int = 20,
     ) -> None:
@@ -124,6 +133,11 @@ class EmbeddedEngine:
 
         if slots is not None and slots < 1:
             raise ValueError(f"slots must be at least 1, got {slots}")
+        if grammar_engine not in GRAMMAR_ENGINES:
+            raise ValueError(
+                f"grammar_engine must be one of {', '.join(GRAMMAR_ENGINES)}, got {grammar_engine!r}"
+            )
+        self.grammar_engine = grammar_engine
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
         self.n_threads = n_threads or physical_cores()
@@ -146,13 +160,27 @@ class EmbeddedEngine:
                 use_mmap=False,
                 verbose=False,
             )
+            self._checker = self._grammar_checker()
             if slots is not None:
                 self._batch_context = LlamaBatchContext(
-                    self.llama, sequences=slots + 1, n_ctx=n_ctx, n_threads=self.n_threads
+                    self.llama,
+                    sequences=slots + 1,
+                    n_ctx=n_ctx,
+                    n_threads=self.n_threads,
+                    grammars=self._checker,
                 )
                 self.scheduler = SlotScheduler(self._batch_context, slots)
         if slots is None:
-            self._decoder = GreedyDecoder(self.llama)
+            self._decoder = GreedyDecoder(self.llama, self._checker)
+
+    def _grammar_checker(self) -> GrammarEngine:
+        vocab, n_vocab = self.llama._model.vocab, self.llama.n_vocab()
+        if self.grammar_engine == "gbnf":
+            return GrammarChecker(vocab, n_vocab)
+        import llama_cpp
+
+        ends = [t for t in range(n_vocab) if llama_cpp.llama_vocab_is_eog(vocab, t)]
+        return LlguidanceChecker(vocab, n_vocab, ends)
 
     @property
     def decoder(self) -> GreedyDecoder:
@@ -178,12 +206,16 @@ class EmbeddedEngine:
             yield from self.decoder.generate(prompt, grammar, max_tokens, stats)
 
     def grammar(self, schema: Mapping[str, Any]) -> str:
-        """The GBNF grammar of a JSON schema (arrays capped), converted once per schema."""
+        """The grammar of a JSON schema (arrays capped) for the engine's grammar engine, once per schema."""
         import llama_cpp
 
         key = json.dumps(schema, sort_keys=True)
-        if key not in self._grammars:
-            prepared = grammar_schema(schema, self.max_array_items)
+        if key in self._grammars:
+            return self._grammars[key]
+        prepared = grammar_schema(schema, self.max_array_items)
+        if self.grammar_engine == "llguidance":
+            self._grammars[key] = lark_of_schema(prepared)
+        else:
             gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(prepared))
             gbnf = gbnf.replace(r'char ::= [^"\\] |', _JSON_STRING_CHAR, 1)
             self._grammars[key] = gbnf.replace("root ::= ", 'root ::= " "? ', 1)

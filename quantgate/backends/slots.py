@@ -33,25 +33,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from quantgate.backends.grammar import SequenceGrammar
 from quantgate.backends.greedy import Generation
-
-
-class SequenceGrammar(Protocol):
-    """A sequence's grammar state (`grammar.GrammarState` is the real one)."""
-
-    fallbacks: int
-
-    def choose(self, logits: np.ndarray[Any, Any]) -> int:
-        """The greedy allowed token, or -1 when none is allowed."""
-        ...
-
-    def accept(self, token: int) -> None:
-        """Advance past `token`."""
-        ...
-
-    def close(self) -> None:
-        """Free the state."""
-        ...
 
 
 class BatchContext(Protocol):

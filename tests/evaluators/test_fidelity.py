@@ -38,6 +38,21 @@ def test_kld_matches_a_direct_computation_on_a_three_token_vocabulary():
     assert result.positions == 2
 
 
+def test_float32_kld_on_a_gemma_sized_vocabulary_is_within_1e_3_of_float64():
+    from scipy.special import log_softmax
+
+    rng = np.random.default_rng(0)
+    reference = rng.normal(0, 3, (8, 262_144)).astype(np.float32)
+    reference[:, :50] += 12  # a few likely tokens, as a language model has
+    variant = (reference + rng.normal(0, 0.05, reference.shape)).astype(np.float32)
+    log_p = log_softmax(reference.astype(np.float64), axis=-1)
+    log_q = log_softmax(variant.astype(np.float64), axis=-1)
+    exact = (np.exp(log_p) * (log_p - log_q)).sum(axis=-1)
+    result = token_fidelity(reference_logits=reference, variant_logits=variant)
+    assert np.array(result.kld) == pytest.approx(exact, rel=1e-3)
+    assert min(exact) > 1e-5  # small KLDs, where float32 cancellation would show
+
+
 def test_direction_is_reference_to_variant():
     forward = token_fidelity(reference_logits=REFERENCE, variant_logits=VARIANT).kld
     backward = token_fidelity(reference_logits=VARIANT, variant_logits=REFERENCE).kld

@@ -1,0 +1,88 @@
+"""Grammar engines: llama.cpp's GBNF sampler against llguidance, on the bundled datasets.
+
+For each bundled dataset, one `quantgate run` (`run_evaluation`) of the same model file as
+two variants that differ only in `grammar_engine` ("gbnf", "llguidance"), at one case at a
+time (so batching cannot make the outputs differ) and without token fidelity. Per dataset
+and engine it prints wall time, throughput, format validity and field accuracy, and how many
+outputs are identical between the engines; then one JSON line with all the figures.
+
+    python benchmarks/grammar_engines.py [--variant Q4_K_M] [--limit 6] [--datasets invoices ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.inputs.dataset import bundled_datasets, load_dataset
+from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.ladder.build import build_ladder
+from quantgate.rundir.store import load_run, read_records
+
+ENGINES = ("gbnf", "llguidance")
+
+
+def compare(dataset_name: str, model: Variant, limit: int, out: Path) -> dict[str, Any]:
+    """Both engines on one dataset: figures per engine and identical outputs."""
+    variants = [
+        Variant(name=engine, backend="llamacpp", model=model.model, options={"grammar_engine": engine})
+        for engine in ENGINES
+    ]
+    options = RunOptions(limit=limit, concurrency=1, out=out, progress=False, token_fidelity=False)
+    run_dir = run_evaluation(load_dataset(dataset_name), VariantSet(variants=variants), options=options)
+    summary = load_run(run_dir).summary
+    raw: dict[str, dict[str, str | None]] = {engine: {} for engine in ENGINES}
+    for record in read_records(run_dir):
+        raw[record.variant][record.case_id] = record.raw
+    figures: dict[str, Any] = {"dataset": dataset_name}
+    for entry in summary.variants:
+        figures[entry.name] = {
+            "status": entry.status,
+            "error": entry.error,
+            "wall_s": entry.wall_s,
+            "throughput_tokens_per_s": entry.throughput_tokens_per_s,
+            "format_validity": entry.format_validity,
+            "field_accuracy": entry.field_accuracy,
+        }
+    cases = raw["gbnf"].keys() & raw["llguidance"].keys()
+    figures["identical_outputs"] = sum(raw["gbnf"][c] == raw["llguidance"][c] for c in cases)
+    figures["cases"] = len(cases)
+    return figures
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "—" if value is None else format(value, spec)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variant", default="Q4_K_M")
+    parser.add_argument("--limit", type=int, default=6)
+    parser.add_argument("--datasets", nargs="+", default=bundled_datasets())
+    args = parser.parse_args()
+
+    ladder, _ = build_ladder(progress=False)
+    model = next(v for v in ladder.variants if v.name == args.variant)
+    results = []
+    print(f"{'dataset':16} {'engine':11} {'wall s':>7} {'tok/s':>6} {'valid':>6} {'accuracy':>8}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.datasets:
+            figures = compare(name, model, args.limit, Path(tmp))
+            results.append(figures)
+            for engine in ENGINES:
+                row = figures[engine]
+                print(
+                    f"{name:16} {engine:11} {_fmt(row['wall_s'], '7.1f')} "
+                    f"{_fmt(row['throughput_tokens_per_s'], '6.1f')} {_fmt(row['format_validity'], '6.0%')} "
+                    f"{_fmt(row['field_accuracy'], '8.1%')}"
+                )
+            print(f"{name:16} identical outputs: {figures['identical_outputs']} of {figures['cases']}")
+    print(json.dumps({"variant": args.variant, "limit": args.limit, "datasets": results}))
+
+
+if __name__ == "__main__":
+    main()

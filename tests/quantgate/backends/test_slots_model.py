@@ -1,0 +1,90 @@
+"""Slots and grammar engines on the real embedded model (Gemma 3 270M Q4_K_M)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import jsonschema
+import psutil
+import pytest
+
+from graphs.prompting import build_messages
+from quantgate.backends.greedy import Generation
+from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
+from quantgate.evaluate.options import select_cases
+from quantgate.inputs.dataset import load_dataset
+
+pytestmark = pytest.mark.model
+
+
+def _q4(ladder: Any) -> str:
+    return str(next(v.model for v in ladder.variants if v.name == "Q4_K_M"))
+
+
+def _prompt(name: str, index: int = 0) -> tuple[str, dict[str, Any]]:
+    dataset = load_dataset(name)
+    examples = [(e.text, e.expected) for e in dataset.examples[:1] if e.expected is not None]
+    case = select_cases(dataset.cases, index + 1)[index]
+    prompt = render_prompt(build_messages(schema=dataset.schema, examples=examples, text=case.text))
+    return prompt, dataset.schema
+
+
+def _answer(
+    engine: EmbeddedEngine, prompt: str, schema: dict[str, Any], max_tokens: int = 160
+) -> tuple[str, Generation]:
+    stats = Generation()
+    return "".join(engine.generate(prompt, engine.grammar(schema), max_tokens, stats)), stats
+
+
+def test_each_slot_keeps_its_own_grammar_with_two_schemas_at_once(ladder):
+    """Two requests decoded in the same batches, each constrained to a different schema."""
+    engine = EmbeddedEngine(_q4(ladder), n_ctx=8192, slots=2)
+    prompts = {name: _prompt(name) for name in ("contacts-events", "tech-config")}
+    answers: dict[str, tuple[str, Generation]] = {}
+
+    def ask(name: str) -> None:
+        answers[name] = _answer(engine, *prompts[name], max_tokens=512)
+
+    try:
+        threads = [threading.Thread(target=ask, args=(name,)) for name in prompts]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=300)
+        assert engine.scheduler is not None
+        assert engine.scheduler.peak_running == 2  # the two were decoded side by side
+    finally:
+        engine.close()
+    for name, (text, stats) in answers.items():
+        assert stats.finish_reason == "stop", name
+        jsonschema.validate(json.loads(text), prompts[name][1])  # each answer matches its own schema
+
+
+def test_engine_uses_all_physical_cores_by_default(ladder):
+    engine = EmbeddedEngine(_q4(ladder), n_ctx=1024, slots=1)
+    try:
+        assert engine.n_threads == psutil.cpu_count(logical=False)
+        assert engine.llama.n_threads == engine.n_threads
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("engine_name", ["gbnf", "llguidance"])
+def test_both_grammar_engines_give_schema_valid_answers(ladder, engine_name):
+    engine = EmbeddedEngine(_q4(ladder), n_ctx=8192, slots=1, grammar_engine=engine_name)
+    try:
+        for index in range(2):
+            prompt, schema = _prompt("tech-config", index)
+            text, stats = _answer(engine, prompt, schema, max_tokens=400)
+            assert stats.finish_reason == "stop"
+            jsonschema.validate(json.loads(text), schema)
+            assert stats.output_tokens > 10
+    finally:
+        engine.close()
+
+
+def test_an_unknown_grammar_engine_is_named():
+    with pytest.raises(ValueError, match="grammar_engine must be one of gbnf, llguidance"):
+        EmbeddedEngine("missing.gguf", grammar_engine="regex")  # type: ignore[arg-type]
