@@ -1,8 +1,8 @@
 """Grammar engines: llama.cpp's GBNF sampler against llguidance, on the bundled datasets.
 
-For each bundled dataset, one `quantgate run` (`run_evaluation`) of the same model file as
-two variants that differ only in `grammar_engine` ("gbnf", "llguidance"), at one case at a
-time (so batching cannot make the outputs differ) and without token fidelity. Per dataset
+For each bundled dataset, two `quantgate run`s (`run_evaluation`) of the same model file,
+one per `grammar_engine` ("gbnf", "llguidance"; a run's variants share one engine), at one
+case at a time (so batching cannot make the outputs differ) and without token fidelity. Per dataset
 and engine it prints wall time, throughput, format validity and field accuracy, and how many
 outputs are identical between the engines; then one JSON line with all the figures.
 
@@ -27,20 +27,16 @@ ENGINES = ("gbnf", "llguidance")
 
 
 def compare(dataset_name: str, model: Variant, limit: int, out: Path) -> dict[str, Any]:
-    """Both engines on one dataset: figures per engine and identical outputs."""
-    variants = [
-        Variant(name=engine, backend="llamacpp", model=model.model, options={"grammar_engine": engine})
-        for engine in ENGINES
-    ]
+    """Both engines on one dataset (one run each): figures per engine and identical outputs."""
     options = RunOptions(limit=limit, concurrency=1, out=out, progress=False, token_fidelity=False)
-    run_dir = run_evaluation(load_dataset(dataset_name), VariantSet(variants=variants), options=options)
-    summary = load_run(run_dir).summary
-    raw: dict[str, dict[str, str | None]] = {engine: {} for engine in ENGINES}
-    for record in read_records(run_dir):
-        raw[record.variant][record.case_id] = record.raw
+    raw: dict[str, dict[str, str | None]] = {}
     figures: dict[str, Any] = {"dataset": dataset_name}
-    for entry in summary.variants:
-        figures[entry.name] = {
+    for engine in ENGINES:
+        variant = model.model_copy(update={"name": engine, "options": {"grammar_engine": engine}})
+        run_dir = run_evaluation(load_dataset(dataset_name), VariantSet(variants=[variant]), options=options)
+        (entry,) = load_run(run_dir).summary.variants
+        raw[engine] = {record.case_id: record.raw for record in read_records(run_dir)}
+        figures[engine] = {
             "status": entry.status,
             "error": entry.error,
             "wall_s": entry.wall_s,

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import tomli_w
 from langchain_core.language_models import BaseChatModel
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from quantgate.inputs.dataset import validation_problems
 
@@ -102,6 +102,15 @@ class VariantSet(BaseModel):
     format_version: Literal[1] = 1
     reference: str | None = None
     variants: list[Variant]
+
+    @model_validator(mode="after")
+    def _one_grammar_engine(self) -> VariantSet:
+        """Every variant of a run decodes under the same grammar engine, or the comparison is confounded."""
+        engines = {str(v.options.get("grammar_engine", "the default")): v.name for v in self.variants}
+        if len(engines) > 1:
+            named = ", ".join(f"{name} uses {engine}" for engine, name in engines.items())
+            raise ValueError(f"the variants must share one grammar_engine option ({named})")
+        return self
 
 
 def _unique(variants: list[Variant]) -> list[Variant]:

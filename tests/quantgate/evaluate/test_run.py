@@ -73,6 +73,11 @@ def test_run_writes_records_variants_and_summary(dataset, tmp_path):
     assert quant.fields["currency"] == pytest.approx(4 / 5)
     assert quant.slices["lang:es"] == pytest.approx(1 - 1 / 12)
     assert quant.file_size_mb is None  # a chat model object has no file: not measured, not 0
+    assert summary.options is not None
+    assert summary.options.concurrency is None  # not given: each backend's default
+    assert quant.concurrency == 1  # a chat model object: one case at a time
+    assert quant.wall_s is not None
+    assert quant.wall_s > 0
     assert quant.memory_mb is not None
     records = list(read_records(run_dir))
     assert len(records) == 10
@@ -164,3 +169,26 @@ def test_unloadable_gguf_fails_in_its_worker_process_and_is_skipped(dataset, tmp
     assert junk_entry.error is not None
     assert "llama.cpp could not load" in junk_entry.error
     assert summary.variants[0].status == "ok"
+
+
+def test_wall_time_and_throughput_of_cases_side_by_side(dataset, tmp_path):
+    """Cases that each take 0.2 s, 5 at once: the wall time is about one case's, not five."""
+    import time
+
+    class SlowChatModel(QueuedChatModel):
+        def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+            time.sleep(0.2)
+            yield from super()._stream(messages, stop, run_manager, **kwargs)
+
+    slow = SlowChatModel(outputs=[json.dumps(GOOD)])
+    variant_set = VariantSet(variants=[Variant.from_chat_model("slow", slow)])
+    options = RunOptions(out=tmp_path / "runs", concurrency=5, progress=False, token_fidelity=False)
+    run_dir = run_evaluation(dataset, variant_set, options=options)
+    (entry,) = load_run(run_dir).summary.variants
+    records = list(read_records(run_dir))
+    assert entry.concurrency == 5
+    assert entry.wall_s is not None
+    assert entry.wall_s < 0.6 * sum(r.total_s or 0 for r in records)
+    tokens = sum(r.output_tokens or 0 for r in records)
+    assert tokens > 0
+    assert entry.throughput_tokens_per_s == pytest.approx(tokens / entry.wall_s)

@@ -67,6 +67,11 @@ def test_toml_round_trip_and_mixing(tmp_path):
             "reference 'z' is not one of its variants",
         ),
         ('[[variants]]\nname = "a"\nbackend = "x"\n[[variants]]\nname = "a"\nbackend = "y"\n', "named 'a'"),
+        (
+            '[[variants]]\nname = "a"\nbackend = "x"\noptions = {grammar_engine = "llguidance"}\n'
+            '[[variants]]\nname = "b"\nbackend = "x"\n',
+            "share one grammar_engine option \\(a uses llguidance, b uses the default\\)",
+        ),
     ],
 )
 def test_invalid_files(tmp_path, text, message):
