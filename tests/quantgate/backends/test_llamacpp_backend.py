@@ -61,12 +61,26 @@ def test_grammar_enforces_enums_and_json_strings():
     engine = EmbeddedEngine.__new__(EmbeddedEngine)  # grammar conversion needs no model
     engine._grammars = {}
     engine.max_array_items = 20
+    engine.grammar_engine = "gbnf"
     gbnf = engine.grammar(SCHEMA)
     rules = dict(line.split(" ::= ", 1) for line in gbnf.splitlines() if " ::= " in line)
     assert rules["currency"] == '"\\"EUR\\"" | "\\"USD\\"" | "null"'
     assert rules["char"].startswith(r'[^"\\\x00-\x1f]')
     assert rules["root"].startswith('" "? "{"')
     assert engine.grammar(json.loads(json.dumps(SCHEMA))) is gbnf  # converted once per schema
+
+
+def test_llguidance_grammar_is_the_prepared_schema_after_an_optional_space():
+    llguidance = pytest.importorskip("llguidance")
+    engine = EmbeddedEngine.__new__(EmbeddedEngine)  # grammar conversion needs no model
+    engine._grammars = {}
+    engine.max_array_items = 7
+    engine.grammar_engine = "llguidance"
+    lark = engine.grammar(SCHEMA)
+    start, answer = lark.splitlines()
+    assert start == 'start: " "? answer'
+    assert json.loads(answer.removeprefix("answer: %json ")) == grammar_schema(SCHEMA, 7)
+    assert llguidance.LLMatcher.validate_grammar(lark) == ""  # llguidance compiles it
 
 
 class _FakeLlama:
