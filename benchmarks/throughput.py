@@ -53,7 +53,8 @@ def first_attempt_prompts(dataset: Dataset, cases: int) -> list[list[BaseMessage
 
 def raw_decode(model_path: Path, prompt_tokens: list[int], sequences: int, steps: int) -> float:
     """Aggregate tokens/s of `sequences` greedy sequences decoded in lock-step after the prompt."""
-    engine = EmbeddedEngine(model_path, n_ctx=512)  # its Llama serves only as the loaded model here
+    # its Llama serves only as the loaded model here, with the harness's context settings
+    engine = EmbeddedEngine(model_path, n_ctx=512, flash_attn=True)
     context = LlamaBatchContext(engine.llama, sequences=sequences, n_ctx=8192, n_threads=engine.n_threads)
     try:
         depth = len(prompt_tokens)

@@ -102,9 +102,12 @@ class EmbeddedEngine:
 
     The weights are read into memory (`use_mmap=False`) so that the process RSS growth
     after loading is the model's real footprint. Generation and prompt batches use
-    `n_threads` threads, all physical cores by default. Flash attention is on by default: on
-    2 CPU cores it makes a decode step at a depth of 1,800 tokens about 20% faster, with 1 to
-    4 sequences (`benchmarks/throughput.py`).
+    `n_threads` threads, all physical cores by default. Flash attention is on by default with
+    slots: on 2 CPU cores it makes a decode step at a depth of 1,800 tokens about 20% faster,
+    with 1 to 4 sequences (`benchmarks/throughput.py`). Without slots it is off by default, so
+    that the one-sequence decoder gives exactly llama-cpp-python's `create_completion` tokens and
+    teacher forcing one token at a time reproduces generation's logits bit for bit (with flash
+    attention, llama.cpp's results depend slightly on how the KV cache is filled).
 
     With `slots` set, requests are decoded by a `SlotScheduler`: up to `slots` sequences at
     once in one context of `n_ctx` KV cells shared by them (the shared prompt prefix is held
@@ -120,7 +123,7 @@ class EmbeddedEngine:
         n_ctx: int = 8192,
         n_threads: int | None = None,
         slots: int | None = None,
-        flash_attn: bool = True,
+        flash_attn: bool | None = None,
         grammar_engine: GrammarEngineName = DEFAULT_GRAMMAR_ENGINE,
         seed: int = 0,
         max_array_items: int = 20,
@@ -142,7 +145,7 @@ class EmbeddedEngine:
         self.n_ctx = n_ctx
         self.n_threads = n_threads or physical_cores()
         self.slots = slots
-        self.flash_attn = flash_attn
+        self.flash_attn = flash_attn if flash_attn is not None else slots is not None
         self.seed = seed
         self.max_array_items = max_array_items
         self.lock = threading.Lock()
@@ -155,7 +158,7 @@ class EmbeddedEngine:
                 n_ctx=n_ctx if slots is None else _TOKENIZER_CTX,
                 n_threads=self.n_threads,
                 n_threads_batch=self.n_threads,
-                flash_attn=flash_attn,
+                flash_attn=self.flash_attn,
                 seed=seed,
                 use_mmap=False,
                 verbose=False,
