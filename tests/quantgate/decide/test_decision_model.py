@@ -40,7 +40,10 @@ def _case_mean(fields: dict[str, float]) -> float:
 
 
 def test_q2k_fails_the_gates_while_q8_0_passes(q2k_variants: Path, tmp_path: Path, capsys) -> None:
-    args = ["run", "--variants", str(q2k_variants), "--dataset", "tech-config", "--limit", str(CASES)]
+    # one case at a time: batching changes some of a quantized variant's greedy choices
+    # (docs/performance.md), which on 10 cases is enough to make Q8_0 inconclusive
+    args = ["run", "--variants", str(q2k_variants), "--dataset", "tech-config", "--limit", str(CASES),
+            "--concurrency", "1"]  # fmt: skip
     gates = ["--min-cases", str(CASES), "--min-slice-cases", str(CASES)]  # the defaults ask for 30 and 20
     code = main([*args, "--out", str(tmp_path / "runs"), "--max-repairs", "0", *gates])
     out = capsys.readouterr().out
