@@ -142,6 +142,7 @@ class LlguidanceChecker:
         import llguidance.numpy
 
         self._ll = llguidance
+        self.masks = llguidance.numpy
         with warnings.catch_warnings():  # it calls a deprecated llama-cpp-python function per token
             warnings.simplefilter("ignore", DeprecationWarning)
             self.tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(
@@ -173,8 +174,6 @@ class LlguidanceState:
 
     def choose(self, logits: np.ndarray[Any, np.dtype[np.float32]]) -> int:
         """The greedy token the grammar allows after these logits; -1 when none is allowed."""
-        import llguidance.numpy
-
         token = int(np.argmax(logits))
         if self._matcher.validate_tokens([token]) == 1:
             return token
@@ -184,9 +183,10 @@ class LlguidanceState:
         if self._matcher.is_stopped():  # the answer is complete: only the end may follow
             return self._checker.end_tokens[0]
         bitmask = self._checker.bitmask
-        llguidance.numpy.fill_next_token_bitmask(self._matcher, bitmask, 0)
+        masks = self._checker.masks
+        masks.fill_next_token_bitmask(self._matcher, bitmask, 0)
         masked = np.array(logits[: self._checker.n_vocab], dtype=np.float32)
-        llguidance.numpy.apply_token_bitmask_inplace(masked, bitmask[0])
+        masks.apply_token_bitmask_inplace(masked, bitmask[0])
         best = int(np.argmax(masked))
         return best if np.isfinite(masked[best]) else -1
 

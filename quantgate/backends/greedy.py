@@ -10,7 +10,7 @@ several sequences in one context.
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,15 @@ class Generation:
     output_tokens: int = 0
     finish_reason: str | None = None
     grammar_fallbacks: int = 0
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two token lists."""
+    size = min(len(a), len(b))
+    if not size:
+        return 0
+    differ = np.flatnonzero(np.asarray(a[:size]) != np.asarray(b[:size]))
+    return int(differ[0]) if differ.size else size
 
 
 @dataclass(frozen=True)
@@ -60,12 +69,7 @@ class GreedyDecoder:
 
     def _eval_prompt(self, tokens: list[int]) -> None:
         llama = self.llama
-        cached = llama.input_ids[: llama.n_tokens].tolist()
-        prefix = 0
-        for a, b in zip(cached, tokens[:-1], strict=False):
-            if a != b:
-                break
-            prefix += 1
+        prefix = common_prefix(llama.input_ids[: llama.n_tokens], tokens[:-1])
         llama.n_tokens = prefix
         llama.eval(tokens[prefix:])
 

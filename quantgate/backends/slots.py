@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from quantgate.backends.grammar import SequenceGrammar
-from quantgate.backends.greedy import Generation
+from quantgate.backends.greedy import Generation, common_prefix
 
 
 class BatchContext(Protocol):
@@ -101,15 +101,6 @@ class _Sequence:
     def reserved(self) -> int:
         """KV cells this sequence may still come to hold beyond the shared prefix."""
         return len(self.request.tokens) - self.shared + self.request.max_tokens
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """Length of the longest common prefix of two token lists."""
-    size = min(len(a), len(b))
-    if not size:
-        return 0
-    differ = np.flatnonzero(np.asarray(a[:size]) != np.asarray(b[:size]))
-    return int(differ[0]) if differ.size else size
 
 
 class SlotScheduler:

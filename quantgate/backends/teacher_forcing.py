@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from quantgate.backends.greedy import common_prefix
+
 DEFAULT_ROWS_PER_BATCH = 64
 """Positions with logits per llama.cpp decode call. llama.cpp keeps an output buffer of one
 vocabulary row per output position (1 MB for Gemma 3's 262,144 tokens), grown to the largest
@@ -35,16 +37,9 @@ batch seen and never shrunk: 64 rows keep ~130 MB per loaded model, a full `n_ba
 ~600 MB, for no measured speed gain (within 10% either way on 2 CPU cores)."""
 
 
-def _common_prefix(llama: Any, tokens: Sequence[int]) -> int:
-    cached = llama.input_ids[: llama.n_tokens]
-    size = min(len(cached), len(tokens))
-    differ = np.flatnonzero(cached[:size] != np.asarray(tokens[:size], dtype=cached.dtype))
-    return int(differ[0]) if differ.size else size
-
-
 def _eval_prompt(llama: Any, tokens: Sequence[int]) -> None:
     """Evaluate the prompt after its cached prefix, as `GreedyDecoder` does (logits of the last token)."""
-    llama.n_tokens = min(_common_prefix(llama, tokens), len(tokens) - 1)
+    llama.n_tokens = min(common_prefix(llama.input_ids[: llama.n_tokens], tokens), len(tokens) - 1)
     llama.eval(tokens[llama.n_tokens :])  # drops the cache after the prefix first
 
 
