@@ -202,6 +202,7 @@ def variant_table(view: RunView) -> pd.DataFrame:
                 "ttft_s_p50": percentile(ttfts, 50),
                 "latency_s_p95": measured.latency_s_p95,
                 "passes": decided[name].passes if name in decided else None,
+                "verdict": decided[name].verdict if name in decided else None,
             }
         )
     numbers = ["field_accuracy", "accuracy_delta", "footprint_mb", "format_validity", "error_rate"]

@@ -57,9 +57,12 @@ def _show(value: Any) -> str:
 def _headline(decision: Decision) -> str:
     chosen = decision.recommended
     if chosen is None:
-        return "No variant passes every gate (exit status 3)."
+        return f"No variant passes every gate, not even the reference (exit status {decision.exit_status})."
     if decision.recommended_is_reference:
-        return f"Keep the reference, {chosen}: no quantized variant passes every gate."
+        return (
+            f"Keep the reference, {chosen}: no quantized variant passes every gate "
+            f"(exit status {decision.exit_status})."
+        )
     footprint = decision.variants[chosen].footprint_mb
     size = number(footprint, "{:.0f} MiB")
     return f"Recommended: {chosen}, the smallest footprint ({size}) among the variants passing every gate."
@@ -75,6 +78,7 @@ def _decision_row(name: str, section: VariantDecision) -> dict[str, Any]:
         "name": name,
         "is_reference": section.is_reference,
         "passes": section.passes,
+        "gates_verdict": section.verdict,
         "status": section.status,
         "error": section.error,
         "delta": points(overall.delta if overall else None),

@@ -12,6 +12,7 @@ from quantgate.inputs.gates import GATE_KEYS, Gates, load_gates
 
 if TYPE_CHECKING:
     from quantgate.inputs.variants import VariantSet
+    from quantgate.rundir.decision import Decision
 
     Commands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
     """The root parser's subcommands, which each command module's `add_parser` adds to."""
@@ -72,6 +73,14 @@ def cli_gates(args: argparse.Namespace) -> Gates:
     return load_gates(args.gates, overrides=overrides)
 
 
+def _decision_line(decision: Decision) -> str:
+    if decision.outcome == "none_passes":
+        return "no variant passes every gate, not even the reference"
+    if decision.outcome == "keep_reference":
+        return f"keep the reference {decision.recommended}: no quantized variant is shown safe"
+    return f"{decision.recommended} replaces the reference {decision.reference}"
+
+
 def report_decision(run_dir: Path, gates: Gates, *, quiet: bool = False) -> int:
     """Decide a run, print each variant's verdict and the decision; return the decision's exit status."""
     from quantgate.decide.decision import decide
@@ -79,19 +88,10 @@ def report_decision(run_dir: Path, gates: Gates, *, quiet: bool = False) -> int:
 
     decision = decide(run_dir, gates)
     if not quiet:
-        chosen = decision.recommended
         for name, section in decision.variants.items():
-            failed = [f"{g.gate} {g.status}" for g in section.gates if g.status != "pass"]
-            verdict = "passes every gate" if section.passes else "; ".join(failed) or section.status
-            print(f"  {name:<10} {verdict}")
-        if chosen is None:
-            print("decision: no variant passes every gate (exit status 3)")
-        else:
-            note = (
-                " (the reference: no quantized variant is shown safe)"
-                if decision.recommended_is_reference
-                else ""
-            )
-            print(f"decision: {chosen}{note}")
+            unsettled = [f"{g.gate} {g.status}" for g in section.gates if g.status != "pass"]
+            detail = "every gate passes" if section.passes else "; ".join(unsettled) or section.status
+            print(f"  {name:<10} {section.verdict:<12} {detail}")
+        print(f"decision: {_decision_line(decision)} (exit status {decision.exit_status})")
         print(f"decision record: {run_dir / DECISION_MD}")
     return decision.exit_status

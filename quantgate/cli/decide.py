@@ -21,7 +21,8 @@ def add_parser(commands: Commands) -> None:
     """Add `quantgate decide`, with the gate flags."""
     decide = commands.add_parser(
         "decide",
-        help="judge a run against the gates; write decision.json/.md; exit 0 if a variant passes, 3 if none",
+        help="judge a run against the gates; write decision.json/.md; exit 0 if a quantized candidate "
+        "passes, 4 to keep the reference, 3 if nothing passes",
     )
     decide.add_argument("run_dir", metavar="RUN_DIR")
     add_gate_flags(decide)

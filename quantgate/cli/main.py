@@ -20,6 +20,11 @@ from quantgate.cli import (
     score,
 )
 
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+"""argparse's own status for a bad command line; also for bad input files (named in the message).
+The decision's statuses (0, 4, 3) are `quantgate.rundir.decision.EXIT_STATUS`."""
+
 _COMMANDS = (datasets, score, ladder, run, load, decide, report, compare, doctor, ollama, schemas)
 """The command modules, in the order `quantgate --help` lists them; each has `add_parser`."""
 
@@ -41,9 +46,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))
-    except (FileNotFoundError, ValueError, RuntimeError) as exc:
+    except (FileNotFoundError, ValueError) as exc:  # bad input, named in the message
         print(f"quantgate: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except RuntimeError as exc:  # the work itself failed (a run that cannot be decided, ...)
+        print(f"quantgate: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     except KeyboardInterrupt:
         print("quantgate: interrupted", file=sys.stderr)
         return 130

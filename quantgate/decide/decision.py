@@ -5,7 +5,9 @@ run's copy of its cases) and recomputes every figure it judges from the records:
 accuracy deltas with bootstrap intervals and McNemar's test, validity, error rate,
 latency. Memory comes from the summary, which the run's sampler wrote. The recommended
 variant is the one with the smallest memory footprint among those passing every gate;
-the reference is a candidate too, so "keep the reference" is a possible answer.
+the reference is a candidate too, so "keep the reference" is a possible answer. The outcome
+(a quantized candidate passes, keep the reference, nothing passes) sets the exit status that
+`run` and `decide` return (`quantgate.rundir.decision.EXIT_STATUS`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from quantgate.hardware import package_version
 from quantgate.inputs.dataset import Dataset, DatasetError, load_dataset
 from quantgate.inputs.gates import Gates, comparison_options
 from quantgate.rundir.decision import (
+    EXIT_STATUS,
     Decision,
     DecisionRecord,
     GateResult,
@@ -39,15 +42,14 @@ from quantgate.rundir.decision import (
     Rollback,
     StatisticsRecord,
     VariantDecision,
+    outcome_of,
+    variant_verdict,
 )
 from quantgate.rundir.files import DATASET_DIR, DECISION_JSON, DECISION_MD, REGRESSIONS_DIR
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.pairing import paired_cases
 from quantgate.rundir.store import Run, latest_records, load_run, read_decision, write_model
 from quantgate.rundir.summary import VariantEntry
-
-EXIT_PASSED = 0
-EXIT_NONE_PASSED = 3
 
 
 class DecisionError(RuntimeError):
@@ -70,7 +72,7 @@ class _Judged:
 
 
 def _skipped(entry: VariantEntry) -> _Judged:
-    section = VariantDecision(status=entry.status, error=entry.error, passes=False)
+    section = VariantDecision(status=entry.status, error=entry.error, passes=False, verdict="skipped")
     return _Judged(name=entry.name, measured=None, agreement=None, section=section, regressions=[])
 
 
@@ -87,6 +89,7 @@ def _section(
         is_reference=entry.is_reference,
         quantization=entry.quantization,
         passes=passes(results),
+        verdict=variant_verdict("ok", list(results)),
         footprint_mb=measured.footprint_mb,
         footprint_source=measured.footprint_source,
         measured=MeasuredFigures(
@@ -196,10 +199,12 @@ def decide(run_dir: str | Path, gates: Gates | None = None) -> Decision:
     chosen = recommend(
         (j.name, j.section.passes, j.measured.footprint_mb if j.measured else None) for j in judged
     )
+    outcome = outcome_of(chosen, reference)
     decision = Decision(
         recommended=chosen,
         recommended_is_reference=chosen == reference,
-        exit_status=EXIT_PASSED if chosen else EXIT_NONE_PASSED,
+        outcome=outcome,
+        exit_status=EXIT_STATUS[outcome],
         reference=reference,
         gates=gates,
         variants={j.name: j.section for j in judged},

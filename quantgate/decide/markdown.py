@@ -51,7 +51,7 @@ def _overview_row(name: str, v: VariantDecision) -> list[str]:
     fidelity = v.token_fidelity
     return [
         name + (" (reference)" if v.is_reference else ""),
-        "pass" if v.passes else "fail",
+        v.verdict,
         number(v.footprint_mb, "{:.0f}"),
         points(overall.delta if overall else None),
         interval_points(overall.interval if overall else None),

@@ -20,6 +20,34 @@ from quantgate.rundir.summary import DatasetInfo, RunOptionsInfo, TokenFidelityE
 
 GateStatus = Literal["pass", "fail", "inconclusive", "not_measured"]
 
+VariantVerdict = Literal["pass", "fail", "inconclusive", "skipped"]
+"""pass: every gate passed; fail: at least one gate failed; inconclusive: none failed, but at
+least one could not be judged (too few cases, an interval straddling the threshold, not
+measured); skipped: the variant did not run."""
+
+Outcome = Literal["candidate_passes", "keep_reference", "none_passes"]
+
+EXIT_STATUS: dict[Outcome, int] = {"candidate_passes": 0, "keep_reference": 4, "none_passes": 3}
+"""The exit status of `quantgate run` and `quantgate decide` for each outcome (2: usage error,
+1: failure, set by the CLI): 0 a quantized candidate passes and is recommended; 4 keep the
+reference, no candidate is shown safe; 3 nothing passes, not even the reference."""
+
+
+def variant_verdict(status: str, gates: list[GateResult]) -> VariantVerdict:
+    """A variant's verdict from its gates (see `VariantVerdict`)."""
+    if status != "ok":
+        return "skipped"
+    if any(g.status == "fail" for g in gates):
+        return "fail"
+    return "pass" if gates and all(g.status == "pass" for g in gates) else "inconclusive"
+
+
+def outcome_of(recommended: str | None, reference: str) -> Outcome:
+    """What a decision that recommends `recommended` (None: nothing passed) means."""
+    if recommended is None:
+        return "none_passes"
+    return "keep_reference" if recommended == reference else "candidate_passes"
+
 
 class GateResult(RunFileModel):
     """One gate's verdict for one variant, with its evidence.
@@ -80,6 +108,7 @@ class VariantDecision(RunFileModel):
     status: Literal["ok", "skipped"]
     error: str | None = None
     passes: bool
+    verdict: VariantVerdict = Field(description="pass, fail (a gate failed), inconclusive or skipped.")
     is_reference: bool = False
     quantization: str | None = None
     footprint_mb: float | None = Field(default=None, description="What the recommendation ranks by (MiB).")
@@ -138,10 +167,13 @@ class DecisionRecord(RunFileModel):
 class Decision(RunFileModel):
     """decision.json."""
 
-    format_version: Literal[1] = DECISION_FORMAT_VERSION
+    format_version: Literal[2] = DECISION_FORMAT_VERSION
     recommended: str | None = Field(description="The variant to deploy; None when none passed.")
     recommended_is_reference: bool
-    exit_status: int = Field(description="0 when a variant passed, 3 when none did.")
+    outcome: Outcome = Field(
+        description="candidate_passes (a quantized variant is recommended), keep_reference, none_passes."
+    )
+    exit_status: int = Field(description="The CLI's exit status for the outcome: 0, 4 or 3 (`EXIT_STATUS`).")
     reference: str
     gates: Gates
     variants: dict[str, VariantDecision]

@@ -32,5 +32,5 @@ RUN_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of summary.json, records.jsonl, variants.json and fidelity.jsonl."""
 LOAD_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of load.jsonl and the summary's `load` section."""
-DECISION_FORMAT_VERSION: Final[Literal[1]] = 1
+DECISION_FORMAT_VERSION: Final[Literal[2]] = 2
 """Of decision.json."""

@@ -191,7 +191,7 @@ def _fake_variants():
 
 def test_run_writes_the_report_at_the_end(tmp_path, monkeypatch, capsys):
     code, run_dir = _cli_run(tmp_path, monkeypatch)
-    assert code == 0
+    assert code == 4  # the only variant is the reference: keep it
     page = run_dir / REPORT_DIR / REPORT_HTML
     assert page.is_file()
     assert f"report: {page}" in capsys.readouterr().out
@@ -199,7 +199,7 @@ def test_run_writes_the_report_at_the_end(tmp_path, monkeypatch, capsys):
 
 def test_run_no_report(tmp_path, monkeypatch):
     code, run_dir = _cli_run(tmp_path, monkeypatch, "--no-report")
-    assert code == 0
+    assert code == 4  # the only variant is the reference: keep it
     assert not (run_dir / REPORT_DIR).exists()
     assert (run_dir / "decision.json").is_file()
 
@@ -210,7 +210,7 @@ def test_a_report_failure_keeps_the_run(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr("quantgate.analysis.report.write_report", broken)
     code, run_dir = _cli_run(tmp_path, monkeypatch)
-    assert code == 0  # the decision's exit status, not the report's
+    assert code == 4  # the decision's exit status (keep the only variant, the reference), not the report's
     err = capsys.readouterr().err
     assert "the report could not be written (RuntimeError: chart exploded)" in err
     assert f"quantgate report {run_dir}" in err

@@ -1,4 +1,5 @@
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -46,22 +47,28 @@ def _synthetic_run(directory, b_scores):
 
 def test_decide_exit_status_gates_a_pipeline(tmp_path, capsys):
     run = _synthetic_run(tmp_path / "run", [1.0] * 12)
-    assert main(["decide", str(run)]) == 0  # default gates: 12 cases are too few to show Q is safe
-    assert "decision: R (the reference" in capsys.readouterr().out
+    assert main(["decide", str(run)]) == 4  # default gates: 12 cases are too few to show Q is safe
+    out = capsys.readouterr().out
+    assert "decision: keep the reference R: no quantized variant is shown safe (exit status 4)" in out
+    assert re.search(r"^  Q +inconclusive +max_accuracy_drop inconclusive", out, re.MULTILINE)
+    assert json.loads((run / "decision.json").read_text())["outcome"] == "keep_reference"
     assert main(["decide", str(run), "--min-cases", "10"]) == 0
     out = capsys.readouterr().out
-    assert "decision: Q" in out
+    assert "decision: Q replaces the reference R (exit status 0)" in out
+    assert re.search(r"^  Q +pass +every gate passes", out, re.MULTILINE)
     assert (run / "decision.md").is_file()
     assert main(["decide", str(run), "--min-cases", "10", "--max-memory-mb", "100"]) == 3
-    assert "no variant passes every gate (exit status 3)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "no variant passes every gate, not even the reference (exit status 3)" in out
+    assert re.search(r"^  Q +fail +max_memory_mb fail", out, re.MULTILINE)
 
 
 def test_decide_reads_a_gates_file_and_reports_its_errors(tmp_path, capsys):
     run = _synthetic_run(tmp_path / "run", [1.0] * 12)
     gates = tmp_path / "gates.toml"
     gates.write_text("min_cases = 13\n")  # 12 paired cases: Q's accuracy gate is inconclusive
-    assert main(["decide", str(run), "--gates", str(gates)]) == 0
-    assert "decision: R (the reference" in capsys.readouterr().out
+    assert main(["decide", str(run), "--gates", str(gates)]) == 4
+    assert "decision: keep the reference R" in capsys.readouterr().out
     gates.write_text("min_format_validity = 95\n")
     assert main(["decide", str(run), "--gates", str(gates)]) == 2
     assert f"{gates}: min_format_validity" in capsys.readouterr().err

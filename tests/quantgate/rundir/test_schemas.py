@@ -101,7 +101,7 @@ def test_the_schemas_describe_their_files(tmp_path: Path) -> None:
     assert record["properties"]["format_version"]["const"] == 1
     assert {"variant", "case_id"} <= set(record["required"])
     decision = json.loads((tmp_path / "decision.schema.json").read_text())
-    assert decision["properties"]["format_version"]["const"] == 1
+    assert decision["properties"]["format_version"]["const"] == 2
 
 
 @pytest.mark.model
