@@ -21,6 +21,34 @@ DEFAULT_DATASET = "contacts-events"
 DEFAULT_LIMIT = 10
 
 
+def examples_count(text: str) -> int:
+    """An argparse type for `--examples`: a count of at least 0, or `none` (0: a zero-shot prompt)."""
+    if text.strip().lower() == "none":
+        return 0
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of examples or 'none', got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of examples (0 or more) or 'none', got {value}")
+    return value
+
+
+def add_examples_flag(parser: argparse.ArgumentParser) -> None:
+    """`--examples N|none`: labeled cases taken as few-shot examples from a dataset without any."""
+    from quantgate.inputs.examples import DEFAULT_EXAMPLES
+
+    parser.add_argument(
+        "--examples",
+        type=examples_count,
+        default=DEFAULT_EXAMPLES,
+        metavar="N|none",
+        help="when the dataset has no examples.jsonl, take N labeled cases (spread across languages and "
+        f"tags) as few-shot examples and leave them out of scoring (default {DEFAULT_EXAMPLES}); "
+        "none: a zero-shot prompt, even when the dataset has examples",
+    )
+
+
 def positive_int(text: str) -> int:
     """An argparse type: an integer of at least 1 (argparse names the flag in its error)."""
     try:

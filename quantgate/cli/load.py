@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from quantgate.cli.common import DEFAULT_DATASET, DEFAULT_LIMIT, cli_dataset, cli_variants
+from quantgate.cli.common import DEFAULT_DATASET, DEFAULT_LIMIT, add_examples_flag, cli_dataset, cli_variants
 from quantgate.evaluate.predictions import dump_json
 from quantgate.inputs.dataset import Dataset
 from quantgate.rundir.files import LOAD_FILE
@@ -28,6 +28,7 @@ def load_options(args: argparse.Namespace) -> LoadOptions:
         duration_s=args.duration,
         max_tokens=args.max_tokens,
         cases=cases,
+        examples=args.examples,
     )
 
 
@@ -104,5 +105,6 @@ def add_parser(commands: Commands) -> None:
     load.add_argument("--out", default="runs", help="where run directories go (default: ./runs)")
     load.add_argument("--json", action="store_true", help="print the summary's load section as JSON")
     load.add_argument("--skip-invalid-cases", action="store_true", help="leave out dataset lines with errors")
+    add_examples_flag(load)
     add_load_flags(load, prefix="")
     load.set_defaults(handler=_load)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from quantgate.cli.common import (
     DEFAULT_DATASET,
     DEFAULT_LIMIT,
+    add_examples_flag,
     add_gate_flags,
     cli_dataset,
     cli_gates,
@@ -42,6 +43,7 @@ def _run(args: argparse.Namespace) -> int:
         out=Path(args.out),
         progress=not args.json,
         token_fidelity=not args.no_token_fidelity,
+        examples=args.examples,
     )
     run_dir = run_evaluation(dataset, variant_set, reference=args.reference, options=options)
     summary = load_run(run_dir).summary
@@ -92,6 +94,7 @@ def _add_input_flags(run: argparse.ArgumentParser) -> None:
         "--reference", help="name of the reference variant (default: the file's, else the first)"
     )
     run.add_argument("--limit", type=int, help="evaluate only N cases, balanced across languages")
+    add_examples_flag(run)
 
 
 def _add_run_flags(run: argparse.ArgumentParser) -> None:

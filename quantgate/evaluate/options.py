@@ -14,6 +14,7 @@ from pathlib import Path
 from graphs.extraction import ExtractionContext
 from quantgate.backends import OpenedVariant, capabilities
 from quantgate.inputs.dataset import Case, Dataset
+from quantgate.inputs.examples import DEFAULT_EXAMPLES
 from quantgate.inputs.variants import Variant
 
 
@@ -31,6 +32,9 @@ class RunOptions:
         progress: Show progress bars.
         token_fidelity: Measure token-level KLD and top-1 agreement of embedded variants
             against the reference by teacher forcing, after all variants have run.
+        examples: Labeled cases taken as few-shot examples (and left out of scoring) when
+            the dataset has no examples.jsonl; 0 or None for a zero-shot prompt
+            (`quantgate.inputs.examples.choose_examples`).
     """
 
     limit: int | None = None
@@ -39,6 +43,7 @@ class RunOptions:
     out: Path = field(default_factory=lambda: Path("runs"))
     progress: bool = True
     token_fidelity: bool = True
+    examples: int | None = DEFAULT_EXAMPLES
 
 
 def variant_concurrency(options: RunOptions, variant: Variant) -> int:

@@ -8,6 +8,7 @@ interrupted run leaves a readable directory.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -28,6 +29,7 @@ from quantgate.evaluate.measure import RssSampler, rss_mb
 from quantgate.evaluate.options import RunOptions, extraction_context, select_cases, variant_concurrency
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Case, Dataset, write_dataset
+from quantgate.inputs.examples import choose_examples
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.build import (
     case_record,
@@ -40,7 +42,14 @@ from quantgate.rundir.build import (
 from quantgate.rundir.files import DATASET_DIR
 from quantgate.rundir.pairing import paired_cases
 from quantgate.rundir.store import RunStore, latest_records, read_records
-from quantgate.rundir.summary import RunOptionsInfo, RunSummary, VariantEntry, VariantMetadata, VariantsFile
+from quantgate.rundir.summary import (
+    ExamplesInfo,
+    RunOptionsInfo,
+    RunSummary,
+    VariantEntry,
+    VariantMetadata,
+    VariantsFile,
+)
 
 __all__ = ["RunOptions", "order_variants", "run_evaluation", "select_cases"]
 
@@ -180,8 +189,9 @@ def _with_deltas(summary: RunSummary, reference: str, run_dir: Path) -> None:
 def _copy_cases(dataset: Dataset, cases: Sequence[Case], store: RunStore) -> None:
     card = (
         f"# Cases of `{dataset.name}` evaluated in run {store.run_id}\n\n"
-        f"A copy written by `quantgate run`: {len(cases)} of the {len(dataset.cases)} cases of "
-        f"{dataset.path} (sha256 {dataset.sha256}).\n\n{dataset.card or ''}"
+        f"A copy written by `quantgate run`: {len(cases)} of the {len(dataset.cases)} scored cases of "
+        f"{dataset.path} (sha256 {dataset.sha256}), and the {len(dataset.examples)} few-shot "
+        f"examples the run prompted with.\n\n{dataset.card or ''}"
     )
     write_dataset(
         store.directory / DATASET_DIR,
@@ -231,6 +241,11 @@ def run_evaluation(
     """
     options = options or RunOptions()
     variants, reference_name = order_variants(variant_set, reference)
+    chosen = choose_examples(dataset, options.examples)
+    for note in (chosen.message, chosen.warning and f"warning: {chosen.warning}"):
+        if note:
+            print(f"quantgate: {note}", file=sys.stderr)
+    dataset = chosen.dataset
     cases = select_cases(dataset.cases, options.limit)
     store = RunStore.create(options.out)
     _copy_cases(dataset, cases, store)
@@ -241,6 +256,7 @@ def run_evaluation(
         options=RunOptionsInfo(
             limit=options.limit, concurrency=options.concurrency, max_repairs=options.max_repairs
         ),
+        examples=ExamplesInfo(source=chosen.source, ids=list(chosen.ids)),
     )
     jobs = [
         _VariantJob(

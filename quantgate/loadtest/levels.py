@@ -38,6 +38,7 @@ from quantgate.backends import OpenedVariant, capabilities, open_variant
 from quantgate.evaluate.measure import RssSampler, rss_mb
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.inputs.dataset import Case, Dataset
+from quantgate.inputs.examples import DEFAULT_EXAMPLES
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.lines import LoadLine
 from quantgate.rundir.store import JsonLines
@@ -90,6 +91,8 @@ class LoadOptions:
         memory_fraction: Embedded instances are capped so their weights fit in this share
             of the memory available when the first one is loaded.
         cases: Cases whose prompts are sent (None: all of the dataset's).
+        examples: Few-shot examples taken from the cases when the dataset has none, as
+            `quantgate run` takes them (`quantgate.inputs.examples.choose_examples`).
     """
 
     levels: tuple[LoadLevel, ...] = field(default_factory=lambda: parse_levels(DEFAULT_LEVELS))
@@ -98,6 +101,7 @@ class LoadOptions:
     max_tokens: int | None = None
     memory_fraction: float = 0.8
     cases: int | None = 10
+    examples: int | None = DEFAULT_EXAMPLES
 
     def __post_init__(self) -> None:
         if self.requests is None and self.duration_s is None:

@@ -14,6 +14,7 @@ from quantgate.backends import BackendError, capabilities
 from quantgate.evaluate.options import select_cases
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Dataset
+from quantgate.inputs.examples import choose_examples
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.loadtest.levels import LoadJob, LoadOptions, failed_entry, load_variant
 from quantgate.rundir.build import dataset_info, new_summary
@@ -68,6 +69,7 @@ def run_load(
     """
     options = options or LoadOptions()
     variants = variant_set.variants if isinstance(variant_set, VariantSet) else variant_set
+    dataset = choose_examples(dataset, options.examples).dataset  # the prompts `quantgate run` sends
     cases = tuple(select_cases(dataset.cases, options.cases))
     run_dir = run_dir or _new_run(dataset, out, len(cases))
     records_path = run_dir / LOAD_FILE

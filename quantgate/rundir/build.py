@@ -14,7 +14,14 @@ from quantgate.hardware import hardware, package_version
 from quantgate.inputs.dataset import Dataset
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.lines import CaseRecord
-from quantgate.rundir.summary import DatasetInfo, RunOptionsInfo, RunSummary, VariantEntry, VariantMetadata
+from quantgate.rundir.summary import (
+    DatasetInfo,
+    ExamplesInfo,
+    RunOptionsInfo,
+    RunSummary,
+    VariantEntry,
+    VariantMetadata,
+)
 
 
 def case_record(variant: str, outcome: CaseOutcome) -> CaseRecord:
@@ -69,6 +76,7 @@ def new_summary(
     dataset: DatasetInfo,
     reference: str | None = None,
     options: RunOptionsInfo | None = None,
+    examples: ExamplesInfo | None = None,
     kind: Literal["evaluation", "load"] = "evaluation",
 ) -> RunSummary:
     """summary.json of a run that is starting: no variant yet."""
@@ -81,6 +89,7 @@ def new_summary(
             "dataset": dataset,
             "reference": reference,
             "options": options,
+            "examples": examples,
             "hardware": hardware(),
         }
     )

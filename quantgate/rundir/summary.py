@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from evaluators.fidelity import TokenFidelitySummary
+from quantgate.inputs.examples import ExamplesSource
 from quantgate.inputs.variants import VariantSpec
 from quantgate.rundir.files import LOAD_FORMAT_VERSION, RUN_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel
@@ -188,6 +189,19 @@ class RunOptionsInfo(RunFileModel):
     max_repairs: int
 
 
+class ExamplesInfo(RunFileModel):
+    """Where the run's few-shot examples came from (`quantgate.inputs.examples`).
+
+    Attributes:
+        source: "dataset" (examples.jsonl), "cases" (labeled cases taken as examples and left
+            out of scoring) or "none" (a zero-shot prompt).
+        ids: The examples' ids.
+    """
+
+    source: ExamplesSource
+    ids: list[str] = Field(default_factory=list)
+
+
 class RunSummary(RunFileModel):
     """summary.json: the run, and one entry per variant in run order (reference first)."""
 
@@ -199,6 +213,9 @@ class RunSummary(RunFileModel):
     dataset: DatasetInfo
     reference: str | None = None
     options: RunOptionsInfo | None = None
+    examples: ExamplesInfo | None = Field(
+        default=None, description="The few-shot examples; None in runs written before it was recorded."
+    )
     hardware: dict[str, Any] = Field(default_factory=dict)
     variants: list[VariantEntry] = Field(default_factory=list)
     load: LoadSection | None = None
