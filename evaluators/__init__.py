@@ -1,7 +1,7 @@
 """Scoring of extraction outputs: pure functions and typed results, no I/O, no model calls."""
 
 from evaluators.aggregate import CaseScore, DatasetScore, aggregate, mean
-from evaluators.case import CaseScorer
+from evaluators.case import CaseScorer, case_language
 from evaluators.comparison import (
     AgreementSummary,
     Comparison,
@@ -73,6 +73,7 @@ __all__ = [
     "accuracy_delta",
     "aggregate",
     "bootstrap_interval",
+    "case_language",
     "compare_paired",
     "equivalence_verdict",
     "error_path",

@@ -1,8 +1,11 @@
-"""Scoring one case end to end: format validity, then field accuracy of what parsed."""
+"""Scoring one case end to end: format validity, then field accuracy of what parsed.
+
+A case's language is its `lang:xx` tag (`case_language`); fields are read in it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -12,6 +15,13 @@ from evaluators.fields import no_output, score_fields
 from evaluators.format import FormatError, FormatEvaluator, FormatResult
 from evaluators.matchers import DEFAULT_OPTIONS, MatchOptions
 from evaluators.schema import FieldSpec, parse_schema
+
+_LANGUAGE_TAG = "lang:"
+
+
+def case_language(tags: Iterable[str]) -> str | None:
+    """The language of a case from its first `lang:xx` tag (`"lang:fr"` -> `"fr"`); None without one."""
+    return next((t[len(_LANGUAGE_TAG) :] for t in tags if t.startswith(_LANGUAGE_TAG)), None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,7 +63,7 @@ class CaseScorer:
             outputs: Raw model text (parsed here), a parsed record, or None when the
                 system produced nothing (then every field fails and the format is invalid).
             reference_outputs: The gold record, or None for an unlabeled case.
-            tags: The case's slices.
+            tags: The case's slices; its `lang:xx` tag sets the language fields are read in.
             missing_reason: The format error recorded when `outputs` is None.
             record: The record to score fields on when it differs from the parsed output
                 (a pipeline's normalized record); format validity is still judged on `outputs`.
@@ -78,5 +88,6 @@ class CaseScorer:
                 reference_outputs=reference_outputs,
                 schema=self.spec,
                 options=self.options,
+                lang=case_language(tags),
             )
         return CaseScore(case_id=case_id, tags=tuple(tags), fields=fields, format=fmt)

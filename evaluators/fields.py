@@ -67,6 +67,7 @@ def score_fields(
     reference_outputs: Mapping[str, Any],
     schema: Mapping[str, Any] | FieldSpec,
     options: MatchOptions = DEFAULT_OPTIONS,
+    lang: str | None = None,
 ) -> FieldAccuracy:
     """Score a predicted record field by field.
 
@@ -76,6 +77,8 @@ def score_fields(
         reference_outputs: The gold record (or another variant's record, for agreement).
         schema: The dataset's JSON Schema, or its parsed `FieldSpec`.
         options: Matcher tolerances.
+        lang: The case's language (from its `lang:xx` tag, see `case_language`): numbers
+            and dates are read in it. None reads them with the language-free rules.
 
     Returns:
         The per-field scores.
@@ -83,7 +86,7 @@ def score_fields(
     root = schema if isinstance(schema, FieldSpec) else parse_schema(schema)
     if outputs is None:
         return no_output(root, reference_outputs)
-    scores = _score_node(root, reference_outputs, outputs, options)
+    scores = _score_node(root, reference_outputs, outputs, options, lang=lang)
     return FieldAccuracy(fields={leaf.name: scores[leaf.name] for leaf in root.leaves()})
 
 
@@ -120,21 +123,25 @@ def _is_null(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
 
-def _score_node(node: FieldSpec, gold: Any, predicted: Any, options: MatchOptions) -> dict[str, FieldScore]:
+def _score_node(
+    node: FieldSpec, gold: Any, predicted: Any, options: MatchOptions, *, lang: str | None
+) -> dict[str, FieldScore]:
     if node.kind == "object":
         gold_map = gold if isinstance(gold, Mapping) else {}
         pred_map = predicted if isinstance(predicted, Mapping) else {}
         merged: dict[str, FieldScore] = {}
         for child in node.children:
             merged.update(
-                _score_node(child, gold_map.get(child.leaf_name), pred_map.get(child.leaf_name), options)
+                _score_node(
+                    child, gold_map.get(child.leaf_name), pred_map.get(child.leaf_name), options, lang=lang
+                )
             )
         return merged
     if node.kind == "object_array":
-        return _score_object_array(node, _as_list(gold), _as_list(predicted), options)
+        return _score_object_array(node, _as_list(gold), _as_list(predicted), options, lang=lang)
     if node.kind == "scalar_array":
-        return {node.name: _score_scalar_array(node, _as_list(gold), _as_list(predicted))}
-    return {node.name: _score_scalar(node, gold, predicted, options)}
+        return {node.name: _score_scalar_array(node, _as_list(gold), _as_list(predicted), lang=lang)}
+    return {node.name: _score_scalar(node, gold, predicted, options, lang=lang)}
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -143,7 +150,9 @@ def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-def _score_scalar(node: FieldSpec, gold: Any, predicted: Any, options: MatchOptions) -> FieldScore:
+def _score_scalar(
+    node: FieldSpec, gold: Any, predicted: Any, options: MatchOptions, *, lang: str | None
+) -> FieldScore:
     gold_null, pred_null = _is_null(gold), _is_null(predicted)
     outcome: Outcome
     if gold_null or pred_null:
@@ -152,7 +161,7 @@ def _score_scalar(node: FieldSpec, gold: Any, predicted: Any, options: MatchOpti
         else:
             score, outcome = 0.0, ("missed" if pred_null else "false_positive")
         return FieldScore(field=node.name, score=score, outcome=outcome, expected=gold, predicted=predicted)
-    score = match_scalar(node.kind, gold, predicted, options)
+    score = match_scalar(node.kind, gold, predicted, options, lang=lang)
     return FieldScore(
         field=node.name,
         score=score,
@@ -172,9 +181,11 @@ def _array_outcome(score: float, n_gold: int, n_predicted: int) -> Outcome:
     return "wrong" if score == 0.0 else "partial"
 
 
-def _score_scalar_array(node: FieldSpec, gold: list[Any], predicted: list[Any]) -> FieldScore:
+def _score_scalar_array(
+    node: FieldSpec, gold: list[Any], predicted: list[Any], *, lang: str | None
+) -> FieldScore:
     assert node.item_kind is not None
-    result = match_set(node.item_kind, gold, predicted)
+    result = match_set(node.item_kind, gold, predicted, lang=lang)
     return FieldScore(
         field=node.name,
         score=result.f1,
@@ -189,7 +200,7 @@ def _item_spec(node: FieldSpec) -> FieldSpec:
 
 
 def _score_object_array(
-    node: FieldSpec, gold: list[Any], predicted: list[Any], options: MatchOptions
+    node: FieldSpec, gold: list[Any], predicted: list[Any], options: MatchOptions, *, lang: str | None
 ) -> dict[str, FieldScore]:
     """Pair gold and predicted items by best assignment, then average per sub-field.
 
@@ -198,7 +209,7 @@ def _score_object_array(
     """
     item = _item_spec(node)
     leaves = [leaf.name for leaf in node.leaves()]
-    pair_scores = [[_score_node(item, g, p, options) for p in predicted] for g in gold]
+    pair_scores = [[_score_node(item, g, p, options, lang=lang) for p in predicted] for g in gold]
     totals = dict.fromkeys(leaves, 0.0)
     if gold and predicted:
         similarity = np.array(

@@ -1,7 +1,9 @@
 """Per-kind comparison of one predicted value with its gold value.
 
 Each matcher returns a score in [0, 1]. Which matcher applies is chosen from the schema
-(`FieldSpec.kind`); the tolerances are set by `MatchOptions`.
+(`FieldSpec.kind`); the tolerances are set by `MatchOptions`. Every matcher takes the case's
+language as `lang` (None: the language-free rules of `evaluators.normalize`); numbers and
+dates are read in it, the other kinds do not depend on it.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from rapidfuzz import fuzz
 
@@ -36,7 +38,17 @@ class MatchOptions:
 DEFAULT_OPTIONS = MatchOptions()
 
 
-def match_string(gold: Any, predicted: Any, options: MatchOptions = DEFAULT_OPTIONS) -> float:
+class ScalarMatcher(Protocol):
+    """The signature every scalar matcher has."""
+
+    def __call__(
+        self, gold: Any, predicted: Any, options: MatchOptions = ..., *, lang: str | None = None
+    ) -> float: ...
+
+
+def match_string(
+    gold: Any, predicted: Any, options: MatchOptions = DEFAULT_OPTIONS, *, lang: str | None = None
+) -> float:
     """Equal after normalization (NFC, case, whitespace, trailing punctuation), or fuzzy-equal."""
     if not isinstance(predicted, str) or not isinstance(gold, str):
         predicted, gold = _as_text(predicted), _as_text(gold)
@@ -57,24 +69,30 @@ def _as_text(value: Any) -> str:
     return str(value)
 
 
-def match_number(gold: Any, predicted: Any, options: MatchOptions = DEFAULT_OPTIONS) -> float:
-    """Equal within the relative or absolute tolerance; numeric strings are read."""
-    left, right = parse_number(gold), parse_number(predicted)
+def match_number(
+    gold: Any, predicted: Any, options: MatchOptions = DEFAULT_OPTIONS, *, lang: str | None = None
+) -> float:
+    """Equal within the relative or absolute tolerance; numeric strings are read (in `lang`)."""
+    left, right = parse_number(gold, lang=lang), parse_number(predicted, lang=lang)
     if left is None or right is None or not math.isfinite(right):
         return 0.0
     close = math.isclose(left, right, rel_tol=options.number_rel_tol, abs_tol=options.number_abs_tol)
     return 1.0 if close else 0.0
 
 
-def match_integer(gold: Any, predicted: Any, options: MatchOptions = DEFAULT_OPTIONS) -> float:
+def match_integer(
+    gold: Any, predicted: Any, options: MatchOptions = DEFAULT_OPTIONS, *, lang: str | None = None
+) -> float:
     """Exactly equal as integers; `3.0` and `"3"` equal `3`, `3.5` does not."""
-    left, right = parse_number(gold), parse_number(predicted)
+    left, right = parse_number(gold, lang=lang), parse_number(predicted, lang=lang)
     if left is None or right is None or not math.isfinite(right):
         return 0.0
     return 1.0 if right.is_integer() and left == right else 0.0
 
 
-def match_boolean(gold: Any, predicted: Any, options: MatchOptions = DEFAULT_OPTIONS) -> float:
+def match_boolean(
+    gold: Any, predicted: Any, options: MatchOptions = DEFAULT_OPTIONS, *, lang: str | None = None
+) -> float:
     """Equal booleans; the strings "true"/"false" are read."""
     return 1.0 if _as_bool(gold) is not None and _as_bool(gold) == _as_bool(predicted) else 0.0
 
@@ -87,20 +105,24 @@ def _as_bool(value: Any) -> bool | None:
     return None
 
 
-def match_date(gold: Any, predicted: Any, options: MatchOptions = DEFAULT_OPTIONS) -> float:
-    """The same calendar date; unreadable or ambiguous predictions do not match."""
-    left, right = parse_date(gold), parse_date(predicted)
+def match_date(
+    gold: Any, predicted: Any, options: MatchOptions = DEFAULT_OPTIONS, *, lang: str | None = None
+) -> float:
+    """The same calendar date (read in `lang`); unreadable or ambiguous predictions do not match."""
+    left, right = parse_date(gold, lang=lang), parse_date(predicted, lang=lang)
     if left is None or right is None:
         return match_string(gold, predicted, options)
     return 1.0 if left == right else 0.0
 
 
-def match_enum(gold: Any, predicted: Any, options: MatchOptions = DEFAULT_OPTIONS) -> float:
+def match_enum(
+    gold: Any, predicted: Any, options: MatchOptions = DEFAULT_OPTIONS, *, lang: str | None = None
+) -> float:
     """Exactly one of the allowed values, the same as gold."""
     return 1.0 if type(gold) is type(predicted) and gold == predicted else 0.0
 
 
-SCALAR_MATCHERS = {
+SCALAR_MATCHERS: dict[FieldKind, ScalarMatcher] = {
     "string": match_string,
     "number": match_number,
     "integer": match_integer,
@@ -111,10 +133,15 @@ SCALAR_MATCHERS = {
 
 
 def match_scalar(
-    kind: FieldKind, gold: Any, predicted: Any, options: MatchOptions = DEFAULT_OPTIONS
+    kind: FieldKind,
+    gold: Any,
+    predicted: Any,
+    options: MatchOptions = DEFAULT_OPTIONS,
+    *,
+    lang: str | None = None,
 ) -> float:
     """Dispatch to the matcher of `kind`."""
-    return SCALAR_MATCHERS[kind](gold, predicted, options)
+    return SCALAR_MATCHERS[kind](gold, predicted, options, lang=lang)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,13 +157,13 @@ class SetScore:
     f1: float
 
 
-def canonical_item(kind: FieldKind, value: Any) -> Hashable:
+def canonical_item(kind: FieldKind, value: Any, *, lang: str | None = None) -> Hashable:
     """The key under which an array item is compared (duplicates collapse to one)."""
     if kind in ("number", "integer"):
-        number = parse_number(value)
+        number = parse_number(value, lang=lang)
         return number if number is not None else normalize_string(_as_text(value))
     if kind == "date":
-        date = parse_date(value)
+        date = parse_date(value, lang=lang)
         return date.isoformat() if date is not None else normalize_string(_as_text(value))
     if kind == "boolean":
         return _as_bool(value)
@@ -145,13 +172,13 @@ def canonical_item(kind: FieldKind, value: Any) -> Hashable:
     return normalize_string(_as_text(value))
 
 
-def match_set(kind: FieldKind, gold: list[Any], predicted: list[Any]) -> SetScore:
-    """Compare two arrays of scalars as sets of canonical items.
+def match_set(kind: FieldKind, gold: list[Any], predicted: list[Any], *, lang: str | None = None) -> SetScore:
+    """Compare two arrays of scalars as sets of canonical items (numbers and dates read in `lang`).
 
     Both empty is a perfect match (F1 1.0); one empty and not the other is F1 0.0.
     """
-    gold_set = {canonical_item(kind, v) for v in gold}
-    predicted_set = {canonical_item(kind, v) for v in predicted}
+    gold_set = {canonical_item(kind, v, lang=lang) for v in gold}
+    predicted_set = {canonical_item(kind, v, lang=lang) for v in predicted}
     if not gold_set and not predicted_set:
         return SetScore(precision=None, recall=None, f1=1.0)
     hits = len(gold_set & predicted_set)

@@ -23,7 +23,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from evaluators import CaseScore, CaseScorer, FieldAccuracy, aggregate, score_fields
+from evaluators import CaseScore, CaseScorer, FieldAccuracy, aggregate, case_language, score_fields
 from evaluators.format import FormatResult
 from evaluators.latency import CaseLatency, case_latency, summarize_latency
 from evaluators.memory import MemoryReading, summarize_memory
@@ -135,6 +135,7 @@ def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dic
             reference_outputs=ctx.reference_records[case["id"]] or {},
             schema=ctx.scorer.spec,
             options=ctx.scorer.options,
+            lang=case_language(case["tags"]),
         )
     outcome = CaseOutcome(
         case_id=case["id"],

@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from evaluators import FieldSpec, FormatEvaluator, SchemaSupportError, error_path, parse_schema
+from evaluators import FieldSpec, FormatEvaluator, SchemaSupportError, case_language, error_path, parse_schema
 
 SCHEMA_FILE = "schema.json"
 CASES_FILE = "cases.jsonl"
@@ -46,7 +46,7 @@ class Case(BaseModel):
     @property
     def lang(self) -> str | None:
         """The language from a `lang:xx` tag, if any."""
-        return next((t.split(":", 1)[1] for t in self.tags if t.startswith("lang:")), None)
+        return case_language(self.tags)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -37,6 +37,34 @@ def test_spanish_formats_and_unicode_match_canonical_gold():
     assert {k: v.score for k, v in result.fields.items() if v.score != 1.0} == {}
 
 
+@pytest.mark.parametrize(
+    ("lang", "total", "amount", "issue_date"),
+    [
+        ("fr", "1 234,56 €", "1 200,00", "3 mars 2024"),
+        ("de", "1.234,56 €", "1.200", "3. März 2024"),
+        ("pt", "1.234,56 €", "1.200,00", "3 de março de 2024"),
+        ("it", "€ 1.234,56", "1.200", "03/03/2024"),
+    ],
+)
+def test_fields_are_read_in_the_case_language(lang, total, amount, issue_date):
+    predicted = copy.deepcopy(GOLD)
+    predicted.update(total=total, issue_date=issue_date)
+    predicted["items"][1]["amount"] = amount
+    result = score_fields(outputs=predicted, reference_outputs=GOLD, schema=INVOICE, lang=lang)
+    assert {k: v.score for k, v in result.fields.items() if v.score != 1.0} == {}
+
+
+def test_a_wrong_language_reading_does_not_match():
+    gold = {**GOLD, "total": 1.234, "issue_date": "2024-03-04"}
+    predicted = {**GOLD, "total": "1.234", "issue_date": "03/04/2024"}
+    english = score_fields(outputs=predicted, reference_outputs=gold, schema=INVOICE, lang="en").fields
+    french = score_fields(outputs=predicted, reference_outputs=gold, schema=INVOICE, lang="fr").fields
+    unknown = score_fields(outputs=predicted, reference_outputs=gold, schema=INVOICE).fields
+    assert (english["total"].score, english["issue_date"].score) == (1.0, 1.0)
+    assert (french["total"].score, french["issue_date"].score) == (0.0, 0.0)
+    assert unknown["issue_date"].score == 0.0  # ambiguous without a language
+
+
 def test_null_rules():
     gold = {**GOLD, "vendor": None, "total": 10.0}
     predicted = {**GOLD, "vendor": "Someone", "total": None, "paid": ""}

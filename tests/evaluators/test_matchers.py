@@ -83,3 +83,15 @@ def test_set_empty_and_duplicates():
     assert match_set("string", ["a", "b"], ["A", "a", "b", "b "]).f1 == 1.0
     assert match_set("number", [1.5, 2], ["1,5", 2.0]).f1 == 1.0
     assert match_set("date", ["2024-03-03"], ["3 de marzo de 2024"]).f1 == 1.0
+
+
+def test_numbers_and_dates_in_the_case_language():
+    assert match_number(1234, "1.234", lang="de") == 1.0
+    assert match_number(1234, "1.234", lang="en") == 0.0
+    assert match_integer(1234, "1 234", lang="fr") == 1.0
+    assert match_date("2024-04-03", "03/04/2024", lang="fr") == 1.0
+    assert match_date("2024-04-03", "03/04/2024", lang="en") == 0.0
+    assert match_date("2024-03-15", "15 de março de 2024", lang="pt") == 1.0
+    assert match_set("number", [1.5, 1234], ["1,5", "1.234"], lang="de").f1 == 1.0
+    assert match_set("date", ["2024-03-03"], ["3 marzo 2024"], lang="it").f1 == 1.0
+    assert match_string("Acme", "acme", lang="fr") == 1.0
