@@ -1,23 +1,28 @@
-"""The evaluation graph: one variant over a dataset's cases, scored by evaluator nodes.
+"""The evaluation graph: one variant over a dataset's cases, in rounds, scored by evaluator nodes.
 
-    START --Send per case--> run_case --> score_accuracy --+
-                                      --> score_latency  --+--> aggregate --> END
-                                      --> score_agreement -+
-                                      --> score_memory   --+
+    START --next_round: Send per case of the round--> run_case --> judge_round --+
+      ^                                                                          |
+      +------------------ next_round: another round, or ------------------------+
+                          --> score_accuracy, score_latency, score_agreement, score_memory
+                          --> aggregate --> END
 
 `run_case` runs the extraction graph (the very graph production uses) on one case, scores
 it at once and hands the record to `on_record` (which streams it to disk), so a run that
 stops midway keeps every case finished so far. Concurrency is bounded by the
-`max_concurrency` of the invoke config. The evaluator nodes each build one part of the
-variant's summary from the per-case results; `aggregate` merges them.
+`max_concurrency` of the invoke config. Cases run in rounds of `round_size` (one round of
+all cases by default); after each round `judge_round` asks the context's `judge` whether to
+stop (a sequential gate settled, a budget spent), and `next_round` sends the next round or
+goes on to the evaluator nodes. Those each build one part of the variant's summary from the
+per-case results; `aggregate` merges them.
 """
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -64,6 +69,8 @@ class EvaluationContext:
             reference, or there is none), for agreement.
         on_record: Called with each finished case (from worker threads).
         memory: Returns the memory readings so far (called once, at the end).
+        judge: Called after each round with the outcomes so far, in case order; a reason
+            (a string) stops the evaluation before the next round, None goes on.
     """
 
     extraction: ExtractionContext
@@ -71,18 +78,20 @@ class EvaluationContext:
     reference_records: Mapping[str, dict[str, Any] | None] | None = None
     on_record: Callable[[CaseOutcome], None] | None = None
     memory: Callable[[], MemoryReading] | None = None
+    judge: Callable[[list[CaseOutcome]], str | None] | None = None
 
 
 class EvaluationInput(TypedDict):
-    """The cases to run."""
+    """The cases to run, in order, and how many per round (absent or None: all in one)."""
 
     cases: list[CaseInput]
+    round_size: NotRequired[int | None]
 
 
 class EvaluationState(EvaluationInput, total=False):
     """Per-case outcomes accumulate; each evaluator node fills its part of the summary.
 
-    `case` is set only in the payload `fan_out` sends to each `run_case` task.
+    `case` is set only in the payload `next_round` sends to each `run_case` task.
     """
 
     case: CaseInput
@@ -92,13 +101,15 @@ class EvaluationState(EvaluationInput, total=False):
     agreement: dict[str, Any]
     memory: dict[str, Any]
     summary: dict[str, Any]
+    stopped: str | None
 
 
 class EvaluationOutput(TypedDict):
-    """The variant's summary and the per-case outcomes."""
+    """The variant's summary, the per-case outcomes, and why it stopped before the last case."""
 
     summary: dict[str, Any]
     outcomes: list[CaseOutcome]
+    stopped: NotRequired[str | None]
 
 
 class CaseTask(TypedDict):
@@ -118,7 +129,8 @@ def error_kind(result: ExtractionResult) -> str | None:
 def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:
     """Extract one case with the variant's model, score it and pass the record on."""
     ctx, case = runtime.context, state["case"]  # the Send payload: a CaseTask
-    output = extraction_graph.invoke({"text": case["text"]}, context=ctx.extraction)
+    lang = case_language(case["tags"])
+    output = extraction_graph.invoke({"text": case["text"], "lang": lang}, context=ctx.extraction)
     result = ExtractionResult.from_output(output)
     score = ctx.scorer(
         case_id=case["id"],
@@ -135,7 +147,7 @@ def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dic
             reference_outputs=ctx.reference_records[case["id"]] or {},
             schema=ctx.scorer.spec,
             options=ctx.scorer.options,
-            lang=case_language(case["tags"]),
+            lang=lang,
         )
     outcome = CaseOutcome(
         case_id=case["id"],
@@ -187,11 +199,30 @@ def retained(outcome: CaseOutcome, *, keep_record: bool = True) -> CaseOutcome:
     )
 
 
-def fan_out(state: EvaluationState) -> list[Send] | list[str]:
-    """One `run_case` task per case; straight to the evaluators when there are none."""
-    if not state["cases"]:
+def next_round(state: EvaluationState) -> list[Send] | list[str]:
+    """One `run_case` task per case of the next round; the evaluators when stopped or done."""
+    done = len(state.get("outcomes", []))  # each run_case adds one outcome
+    size = state.get("round_size") or len(state["cases"])
+    batch = [] if state.get("stopped") else state["cases"][done : done + size]
+    if not batch:
         return list(_EVALUATORS)
-    return [Send("run_case", CaseTask(case=case)) for case in state["cases"]]
+    return [Send("run_case", CaseTask(case=case)) for case in batch]
+
+
+def judge_round(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:
+    """After a round: ask the context's judge, with the outcomes in case order, whether to stop."""
+    judge = runtime.context.judge
+    if judge is None:
+        return {}
+    order = {case["id"]: i for i, case in enumerate(state["cases"])}
+    outcomes = sorted(state.get("outcomes", []), key=lambda o: order[o.case_id])
+    return {"stopped": judge(outcomes)}
+
+
+def rounds_limit(cases: int, round_size: int | None) -> int:
+    """The invoke config's `recursion_limit` for this many cases: two steps per round, and the end."""
+    rounds = math.ceil(cases / round_size) if round_size else 1
+    return 2 * rounds + 10
 
 
 def score_accuracy(state: EvaluationState) -> dict[str, Any]:
@@ -269,13 +300,14 @@ def build_evaluation_graph() -> Any:
     )
     builder.add_node("score_accuracy", score_accuracy)
     builder.add_node("run_case", run_case)
+    builder.add_node("judge_round", judge_round)
     builder.add_node("score_latency", score_latency)
     builder.add_node("score_agreement", score_agreement)
     builder.add_node("score_memory", score_memory)
     builder.add_node("aggregate", aggregate_summary)
-    builder.add_conditional_edges(START, fan_out, ["run_case", *_EVALUATORS])
-    for name in _EVALUATORS:
-        builder.add_edge("run_case", name)
+    builder.add_conditional_edges(START, next_round, ["run_case", *_EVALUATORS])
+    builder.add_edge("run_case", "judge_round")
+    builder.add_conditional_edges("judge_round", next_round, ["run_case", *_EVALUATORS])
     builder.add_edge(list(_EVALUATORS), "aggregate")
     builder.add_edge("aggregate", END)
     return builder.compile(name="evaluation")

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -109,9 +109,11 @@ class ExtractionContext:
 
 
 class ExtractionInput(TypedDict):
-    """What a caller gives the graph."""
+    """What a caller gives the graph: the text, and optionally its language (`fr`, `de-CH`, ...),
+    in which numbers and dates of the output are read ("1.234,56", "3 mars 2024")."""
 
     text: str
+    lang: NotRequired[str | None]
 
 
 class Attempt(TypedDict):
@@ -250,7 +252,7 @@ def validate(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dic
     parsed, syntax_error = parse_json_output(state.get("raw") or "")
     if syntax_error is not None:
         return {"valid": False, "record": None, "validation_errors": [str(syntax_error)]}
-    errors = ctx.format.schema_errors(normalize_record(ctx.spec, parsed))
+    errors = ctx.format.schema_errors(normalize_record(ctx.spec, parsed, lang=state.get("lang")))
     return {
         "valid": not errors,
         "record": parsed if isinstance(parsed, dict) else None,
@@ -266,7 +268,7 @@ def repair(state: ExtractionState) -> dict[str, Any]:
 
 def normalize(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:
     """Canonical values: ISO dates, numbers from numeric strings, null for blank strings."""
-    return {"record": normalize_record(runtime.context.spec, state.get("record"))}
+    return {"record": normalize_record(runtime.context.spec, state.get("record"), lang=state.get("lang"))}
 
 
 def after_extract(state: ExtractionState) -> Literal["validate", "__end__"]:

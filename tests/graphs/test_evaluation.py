@@ -6,7 +6,7 @@ import pytest
 
 from evaluators import CaseScorer
 from evaluators.memory import MemoryReading
-from graphs.evaluation import CaseOutcome, EvaluationContext, graph
+from graphs.evaluation import CaseOutcome, EvaluationContext, graph, rounds_limit
 from graphs.extraction import ExtractionContext
 
 from .fakes import QueuedChatModel
@@ -152,3 +152,55 @@ def test_a_variant_keeps_no_records_when_the_reference_has_them():
     out = evaluate(QueuedChatModel(outputs=[json.dumps(GOOD)]), cases(2), reference_records={"c0": GOOD})
     assert [o.extraction.record for o in out["outcomes"]] == [None, None]
     assert out["summary"]["agreement_with_reference"] == 1.0
+
+
+def test_rounds_stop_when_the_judge_says_so():
+    model = QueuedChatModel(outputs=[json.dumps(GOOD)])
+    seen: list[list[str]] = []
+
+    def judge(outcomes):
+        seen.append([o.case_id for o in outcomes])
+        return "settled" if len(outcomes) >= 6 else None
+
+    extraction = ExtractionContext(model=model, schema=SCHEMA)
+    context = EvaluationContext(extraction=extraction, scorer=CaseScorer(schema=SCHEMA), judge=judge)
+    inputs = cases(10)
+    out = graph.invoke(
+        {"cases": inputs, "round_size": 3},
+        context=context,
+        config={"max_concurrency": 3, "recursion_limit": rounds_limit(10, 3)},
+    )
+    assert seen == [["c0", "c1", "c2"], [f"c{i}" for i in range(6)]]  # in case order, after each round
+    assert out["stopped"] == "settled"
+    assert out["summary"]["cases"] == 6
+    assert sorted(o.case_id for o in out["outcomes"]) == [f"c{i}" for i in range(6)]
+
+
+def test_rounds_run_to_the_last_case_without_a_stop():
+    model = QueuedChatModel(outputs=[json.dumps(GOOD)])
+    rounds = []
+    context = EvaluationContext(
+        extraction=ExtractionContext(model=model, schema=SCHEMA),
+        scorer=CaseScorer(schema=SCHEMA),
+        judge=lambda outcomes: rounds.append(len(outcomes)),
+    )
+    out = graph.invoke(
+        {"cases": cases(7), "round_size": 3}, context=context, config={"recursion_limit": rounds_limit(7, 3)}
+    )
+    assert rounds == [3, 6, 7]
+    assert out["summary"]["cases"] == 7
+    assert out.get("stopped") is None
+    assert rounds_limit(7, 3) == 16
+    assert rounds_limit(7, None) == 12
+
+
+def test_the_case_language_reaches_the_extraction_graph_normalization():
+    german = json.dumps({**GOOD, "total": "1.234"})  # 1234 in German, 1.234 in English
+    model = QueuedChatModel(outputs=[german])
+    inputs = [
+        {"id": "de", "text": "Rechnung", "expected": {**GOOD, "total": 1234.0}, "tags": ["lang:de"]},
+        {"id": "en", "text": "invoice", "expected": {**GOOD, "total": 1234.0}, "tags": ["lang:en"]},
+    ]
+    out = evaluate(model, inputs)
+    scores = {o.case_id: o.score.fields.fields["total"].score for o in out["outcomes"]}
+    assert scores == {"de": 1.0, "en": 0.0}
