@@ -36,6 +36,14 @@ from evaluators.load import LoadRequest, LoadStats, summarize_load
 from evaluators.matchers import MatchOptions, SetScore, match_scalar, match_set
 from evaluators.normalize import normalize_string, parse_date, parse_number
 from evaluators.schema import FieldSpec, SchemaSupportError, field_names, parse_schema
+from evaluators.sequential import (
+    SequentialDrop,
+    SequentialStatus,
+    confidence_sequence,
+    confidence_sequence_path,
+    drop_status,
+    sequential_drop_status,
+)
 from evaluators.statistics import (
     Interval,
     Verdict,
@@ -66,6 +74,8 @@ __all__ = [
     "PairedDelta",
     "Regression",
     "SchemaSupportError",
+    "SequentialDrop",
+    "SequentialStatus",
     "SetScore",
     "TokenFidelity",
     "TokenFidelitySummary",
@@ -75,6 +85,9 @@ __all__ = [
     "bootstrap_interval",
     "case_language",
     "compare_paired",
+    "confidence_sequence",
+    "confidence_sequence_path",
+    "drop_status",
     "equivalence_verdict",
     "error_path",
     "field_names",
@@ -93,6 +106,7 @@ __all__ = [
     "regressions",
     "score_fields",
     "score_format",
+    "sequential_drop_status",
     "summarize_agreement",
     "summarize_load",
     "summarize_token_fidelity",
