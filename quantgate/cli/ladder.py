@@ -10,10 +10,15 @@ if TYPE_CHECKING:
     from quantgate.cli.common import Commands
 
 
-def _ladder(args: argparse.Namespace) -> int:
-    from quantgate.ladder.build import build_ladder
+LADDER_HELP = "Q8_0,Q5_K_M,Q4_K_M,Q2_K"
+"""The default of --quants as `--help` shows it, without importing the ladder at start-up
+(`quantgate.ladder.build.DEFAULT_QUANTS` is the one definition; a test keeps them equal)."""
 
-    quants = [q.strip() for q in args.quants.split(",") if q.strip()]
+
+def _ladder(args: argparse.Namespace) -> int:
+    from quantgate.ladder.build import DEFAULT_QUANTS, build_ladder
+
+    quants = [q.strip() for q in (args.quants or ",".join(DEFAULT_QUANTS)).split(",") if q.strip()]
     variant_set, variants_file = build_ladder(
         source=Path(args.source) if args.source else None,
         quants=quants,
@@ -34,8 +39,7 @@ def add_parser(commands: Commands) -> None:
     ladder.add_argument("--source", help="GGUF to start from (default: the bundled Gemma 3 270M Q4_K_M)")
     ladder.add_argument(
         "--quants",
-        default="Q8_0,Q5_K_M,Q4_K_M",
-        help="comma-separated llama.cpp types (also Q6_K, Q3_K_M, Q2_K, ...); default %(default)s",
+        help=f"comma-separated llama.cpp types (also Q6_K, Q3_K_M, Q4_0, ...); default {LADDER_HELP}",
     )
     ladder.add_argument("--out", help="output directory (default: the user cache dir, quantgate/ladder)")
     ladder.set_defaults(handler=_ladder)

@@ -145,3 +145,10 @@ def test_each_command_module_exposes_add_parser(module):
     tree = ast.parse(module.read_text(encoding="utf-8"))
     functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert "add_parser" in functions
+
+
+def test_the_ladder_help_shows_the_default_quants():
+    from quantgate.cli.ladder import LADDER_HELP
+    from quantgate.ladder.build import DEFAULT_QUANTS
+
+    assert ",".join(DEFAULT_QUANTS) == LADDER_HELP
