@@ -1,6 +1,15 @@
 """Scoring of extraction outputs: pure functions and typed results, no I/O, no model calls."""
 
 from evaluators.aggregate import CaseScore, DatasetScore, aggregate, mean
+from evaluators.baselines import (
+    BaselineScore,
+    BaselineScores,
+    above_baseline,
+    always_null_record,
+    baseline_accuracy,
+    baseline_scores,
+    majority_record,
+)
 from evaluators.case import CaseScorer, case_language
 from evaluators.comparison import (
     AgreementSummary,
@@ -55,6 +64,8 @@ from evaluators.statistics import (
 
 __all__ = [
     "AgreementSummary",
+    "BaselineScore",
+    "BaselineScores",
     "CaseScore",
     "CaseScorer",
     "Comparison",
@@ -80,8 +91,12 @@ __all__ = [
     "TokenFidelity",
     "TokenFidelitySummary",
     "Verdict",
+    "above_baseline",
     "accuracy_delta",
     "aggregate",
+    "always_null_record",
+    "baseline_accuracy",
+    "baseline_scores",
     "bootstrap_interval",
     "case_language",
     "compare_paired",
@@ -91,6 +106,7 @@ __all__ = [
     "equivalence_verdict",
     "error_path",
     "field_names",
+    "majority_record",
     "match_scalar",
     "match_set",
     "mcnemar_exact",

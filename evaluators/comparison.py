@@ -6,15 +6,21 @@ the same fields, their mean over cases is the micro field accuracy of the summar
 case is "right" for McNemar's test when all its fields are right; a field is right when
 it scores 1.0. Agreement with the reference needs no gold: it is the variant's record
 scored against the reference's record.
+
+Intervals of a delta are the paired percentile bootstrap (`method="bootstrap"`, a fixed
+sample), or the anytime-valid confidence sequence of the per-case differences in case order
+(`method="sequential"`, `evaluators.sequential`), which stays valid when a run looks at it
+after every round.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from evaluators.aggregate import mean
+from evaluators.sequential import confidence_sequence
 from evaluators.statistics import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
@@ -24,6 +30,8 @@ from evaluators.statistics import (
     equivalence_verdict,
     mcnemar_exact,
 )
+
+IntervalMethod = Literal["bootstrap", "sequential"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +44,8 @@ class ComparisonOptions:
         confidence: Coverage of the bootstrap intervals.
         resamples: Bootstrap resamples.
         seed: Bootstrap seed.
+        method: "bootstrap" (fixed sample) or "sequential" (confidence sequence over the
+            differences in case order; anytime-valid, so `min_cases` does not apply).
     """
 
     margin: float = 0.02
@@ -43,6 +53,16 @@ class ComparisonOptions:
     confidence: float = 0.95
     resamples: int = DEFAULT_RESAMPLES
     seed: int = DEFAULT_SEED
+    method: IntervalMethod = "bootstrap"
+
+
+def delta_interval(deltas: Sequence[float], options: ComparisonOptions) -> Interval | None:
+    """The interval of the mean of paired per-case deltas, by the options' method."""
+    if options.method == "sequential":
+        return confidence_sequence(deltas, confidence=options.confidence)
+    return bootstrap_interval(
+        deltas, confidence=options.confidence, resamples=options.resamples, seed=options.seed
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,13 +152,12 @@ def paired_delta(
     if not len(reference) == len(variant) == len(reference_correct) == len(variant_correct):
         raise ValueError("paired sequences must have the same length")
     deltas = [v - r for r, v in zip(reference, variant, strict=True)]
-    interval = bootstrap_interval(
-        deltas, confidence=options.confidence, resamples=options.resamples, seed=options.seed
-    )
+    interval = delta_interval(deltas, options)
     b = sum(r and not v for r, v in zip(reference_correct, variant_correct, strict=True))
     c = sum(v and not r for r, v in zip(reference_correct, variant_correct, strict=True))
+    min_cases = 1 if options.method == "sequential" else options.min_cases
     verdict, reason = equivalence_verdict(
-        interval=interval, margin=options.margin, cases=len(deltas), min_cases=options.min_cases
+        interval=interval, margin=options.margin, cases=len(deltas), min_cases=min_cases
     )
     ref_mean, var_mean = mean(reference), mean(variant)
     return PairedDelta(

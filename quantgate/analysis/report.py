@@ -21,7 +21,7 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from quantgate.analysis.explore import RunView, case_diff, failing_cases, load_run_view, only_variant_fails
-from quantgate.analysis.summary_table import summary_rows
+from quantgate.analysis.summary_table import BASELINE_NOTE, below_baseline, summary_rows
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.hardware import package_version
 from quantgate.loadtest.table import load_rows
@@ -197,6 +197,7 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
     """
     items, total = _failure_items(view, limit=max_failures)
     header, *rows = summary_rows(view.run.summary)
+    below = [below_baseline(entry) for entry in view.run.summary.variants]
     load = view.run.summary.load
     return (
         _environment()
@@ -205,6 +206,8 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
             run=_run_context(view),
             summary_header=header,
             summary_rows=rows,
+            summary_below_baseline=below,
+            baseline_note=BASELINE_NOTE if any(below) else None,
             load_rows=load_rows(load) if load else None,
             decision=_decision_context(view.decision),
             charts=_chart_context(charts),

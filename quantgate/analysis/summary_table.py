@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from evaluators.baselines import above_baseline
 from quantgate.formatting import MISSING, number
 from quantgate.rundir.summary import RunSummary, VariantEntry
 
@@ -11,6 +12,7 @@ _COLUMNS = [
     ("peak MiB", "memory_mb", "{:.0f}"),
     ("model MiB", "model_memory_mb", "{:.0f}"),
     ("accuracy", "field_accuracy", "{:.1%}"),
+    ("baseline", "baseline_accuracy", "{:.1%}"),
     ("Δ vs ref", "field_accuracy_delta", "{:+.1%}"),
     ("valid", "format_validity", "{:.0%}"),
     ("agree", "agreement_with_reference", "{:.1%}"),
@@ -19,6 +21,11 @@ _COLUMNS = [
     ("p95", "latency_s_p95", "{:.1f}s"),
     ("errors", "errors", "{}"),
 ]
+_ACCURACY = [key for _, key, _ in _COLUMNS].index("field_accuracy")
+
+BASELINE_MARK = "!"
+"""Appended to the accuracy of a variant that is not above the trivial baseline."""
+BASELINE_NOTE = f"{BASELINE_MARK} not above the trivial baseline (always null or majority value)"
 
 
 def _cell(entry: VariantEntry, key: str, template: str) -> str:
@@ -28,23 +35,40 @@ def _cell(entry: VariantEntry, key: str, template: str) -> str:
     return number(value, template)
 
 
+def below_baseline(entry: VariantEntry) -> bool:
+    """Whether a variant's field accuracy is not above its trivial baseline (False when either is missing)."""
+    above = above_baseline(field_accuracy=entry.field_accuracy, baseline_accuracy=entry.baseline_accuracy)
+    return above is False
+
+
 def summary_rows(summary: RunSummary) -> list[list[str]]:
     """The summary table as text cells: a header row, then one row per variant.
 
-    The reference's name is marked with ` *`; a figure that was not measured is `—`.
+    The reference's name is marked with ` *`; the accuracy of a variant not above its
+    trivial baseline (`below_baseline`) with `!`; a figure that was not measured is `—`.
     """
     rows = [[title for title, _, _ in _COLUMNS]]
     for entry in summary.variants:
         row = [_cell(entry, key, template) for _, key, template in _COLUMNS]
         if entry.is_reference:
             row[0] += " *"
+        if below_baseline(entry):
+            row[_ACCURACY] += BASELINE_MARK
         rows.append(row)
     return rows
 
 
 def render_summary(summary: RunSummary) -> str:
-    """A fixed-width table of the variants, reference marked with *; missing figures as —."""
+    """A fixed-width table of the variants, reference marked with *; missing figures as —.
+
+    A line under the legend explains the `!` when some variant carries it.
+    """
     rows = summary_rows(summary)
+    flagged = any(below_baseline(e) for e in summary.variants)
+    if flagged:  # keep the digits of the unmarked accuracies under those of the marked ones
+        for row in rows[1:]:
+            if row[_ACCURACY] and not row[_ACCURACY].endswith(BASELINE_MARK):
+                row[_ACCURACY] += " "
     widths = [max(len(r[i]) for r in rows) for i in range(len(_COLUMNS))]
     lines = [
         "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
@@ -55,4 +79,5 @@ def render_summary(summary: RunSummary) -> str:
         f"* reference   dataset {summary.dataset.name} ({summary.dataset.cases} cases)   "
         f"run {summary.run_id}   {MISSING} = not measured"
     )
-    return "\n".join([*lines, footer])
+    notes = [BASELINE_NOTE] if flagged else []
+    return "\n".join([*lines, footer, *notes])

@@ -13,12 +13,16 @@ from quantgate.inputs.gates import GATE_KEYS, Gates, load_gates
 if TYPE_CHECKING:
     from quantgate.inputs.variants import VariantSet
     from quantgate.rundir.decision import Decision
+    from quantgate.rundir.summary import SequentialEntry
 
     Commands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
     """The root parser's subcommands, which each command module's `add_parser` adds to."""
 
 DEFAULT_DATASET = "contacts-events"
 DEFAULT_LIMIT = 10
+"""Cases whose prompts `quantgate load` sends without --dataset or --limit."""
+DEFAULT_BUDGET_MINUTES = 4.0
+"""Minutes of case evaluation of a plain `quantgate run` (the default dataset, sequential)."""
 
 
 def examples_count(text: str) -> int:
@@ -49,6 +53,17 @@ def add_examples_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def positive_float(text: str) -> float:
+    """An argparse type: a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """An argparse type: an integer of at least 1 (argparse names the flag in its error)."""
     try:
@@ -75,7 +90,7 @@ def cli_variants(specs: list[str] | None) -> VariantSet:
 
     if specs:
         return resolve_variants(specs)
-    print("building the default ladder (Gemma 3 270M: F16 reference, Q8_0, Q5_K_M, Q4_K_M) if missing")
+    print("building the default ladder (Gemma 3 270M: F16 reference, Q8_0, Q5_K_M, Q4_K_M, Q2_K) if missing")
     variant_set, _ = build_ladder()
     return variant_set
 
@@ -101,6 +116,12 @@ def cli_gates(args: argparse.Namespace) -> Gates:
     return load_gates(args.gates, overrides=overrides)
 
 
+def sequential_note(entry: SequentialEntry) -> str:
+    """How a variant's sequential evaluation ended, in a few words."""
+    how = {"settled": "settled", "budget": "budget spent", "cases": "cases used up"}[entry.stopped]
+    return f"{how} after {entry.paired_cases} paired cases"
+
+
 def _decision_line(decision: Decision) -> str:
     if decision.outcome == "none_passes":
         return "no variant passes every gate, not even the reference"
@@ -119,6 +140,8 @@ def report_decision(run_dir: Path, gates: Gates, *, quiet: bool = False) -> int:
         for name, section in decision.variants.items():
             unsettled = [f"{g.gate} {g.status}" for g in section.gates if g.status != "pass"]
             detail = "every gate passes" if section.passes else "; ".join(unsettled) or section.status
+            if section.sequential is not None:
+                detail += f" ({sequential_note(section.sequential)})"
             print(f"  {name:<10} {section.verdict:<12} {detail}")
         print(f"decision: {_decision_line(decision)} (exit status {decision.exit_status})")
         print(f"decision record: {run_dir / DECISION_MD}")

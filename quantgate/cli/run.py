@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from quantgate.cli.common import (
+    DEFAULT_BUDGET_MINUTES,
     DEFAULT_DATASET,
-    DEFAULT_LIMIT,
     add_examples_flag,
     add_gate_flags,
     cli_dataset,
     cli_gates,
     cli_variants,
+    positive_float,
     positive_int,
     report_decision,
 )
@@ -33,11 +34,20 @@ def _run(args: argparse.Namespace) -> int:
     gates = cli_gates(args)  # a bad gates file fails before the run, not after it
     load = load_options(args) if args.load else None
     dataset_name = args.dataset or DEFAULT_DATASET
-    limit = args.limit if args.limit is not None or args.dataset else DEFAULT_LIMIT
+    sequential = args.limit is None and not args.all
+    if not sequential and (args.max_cases is not None or args.budget is not None):
+        raise ValueError(
+            "--max-cases and --budget bound a sequential run; they do not go with --limit or --all"
+        )
+    budget = args.budget if args.budget is not None or args.dataset else DEFAULT_BUDGET_MINUTES
     dataset = cli_dataset(dataset_name, args.skip_invalid_cases)
     variant_set = cli_variants(args.variants)
     options = RunOptions(
-        limit=limit,
+        limit=args.limit,
+        sequential=sequential,
+        gates=gates,
+        max_cases=args.max_cases,
+        budget_s=budget * 60 if sequential and budget is not None else None,
         concurrency=args.concurrency,
         max_repairs=args.max_repairs,
         out=Path(args.out),
@@ -81,8 +91,8 @@ def _add_input_flags(run: argparse.ArgumentParser) -> None:
     """What to evaluate: the dataset, the variants, the reference, how many cases."""
     run.add_argument(
         "--dataset",
-        help=f"dataset directory or bundled name (default: {DEFAULT_DATASET}, "
-        f"{DEFAULT_LIMIT} cases unless --limit is given)",
+        help=f"dataset directory or bundled name (default: {DEFAULT_DATASET}, with a "
+        f"{DEFAULT_BUDGET_MINUTES:g}-minute budget unless --budget is given)",
     )
     run.add_argument(
         "--variants",
@@ -93,7 +103,28 @@ def _add_input_flags(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--reference", help="name of the reference variant (default: the file's, else the first)"
     )
-    run.add_argument("--limit", type=int, help="evaluate only N cases, balanced across languages")
+    sample = run.add_mutually_exclusive_group()
+    sample.add_argument(
+        "--limit",
+        type=positive_int,
+        metavar="N",
+        help="a fixed sample: N cases balanced across languages, judged with the paired bootstrap "
+        "(default: sequential, in rounds, each variant stopping once its accuracy gates are settled)",
+    )
+    sample.add_argument(
+        "--all", action="store_true", help="a fixed sample of every case, judged with the paired bootstrap"
+    )
+    run.add_argument(
+        "--max-cases", type=positive_int, metavar="N", help="sequential: at most N cases (default: all)"
+    )
+    run.add_argument(
+        "--budget",
+        type=positive_float,
+        metavar="MINUTES",
+        help="sequential: minutes of case evaluation, shared by the variants still to run (model loads "
+        f"and token fidelity come on top; default: {DEFAULT_BUDGET_MINUTES:g} for the default dataset, "
+        "none with --dataset)",
+    )
     add_examples_flag(run)
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evaluators.comparison import Comparison, PairedDelta
+from evaluators.comparison import Comparison, IntervalMethod, PairedDelta
 from evaluators.latency import latency_p95
 from evaluators.rates import proportion
+from evaluators.sequential import drop_status
 from evaluators.statistics import Interval, proportion_interval
 from quantgate.formatting import points
 from quantgate.inputs.gates import Gates
@@ -75,8 +76,17 @@ def measure(records: Sequence[CaseRecord], entry: VariantEntry) -> Measured:
     )
 
 
-def judge_drop(gate: str, delta: PairedDelta, *, max_drop: float, min_cases: int) -> GateResult:
-    """An accuracy-drop gate: pass when the interval's lower bound is above -max_drop."""
+def judge_drop(
+    gate: str, delta: PairedDelta, *, max_drop: float, min_cases: int, method: IntervalMethod = "bootstrap"
+) -> GateResult:
+    """An accuracy-drop gate: pass when the interval's lower bound is above -max_drop.
+
+    With the bootstrap (a fixed sample), fewer than `min_cases` paired cases are inconclusive
+    and a drop whose estimate is beyond the threshold fails. With the sequential method the
+    interval is a confidence sequence: the gate fails only when all of it lies beyond the
+    threshold (`evaluators.sequential.drop_status`, the rule the run stops by), and any number
+    of cases may settle it.
+    """
     threshold = -max_drop
     if delta.delta is None or delta.interval is None:
         return GateResult(
@@ -90,7 +100,15 @@ def judge_drop(gate: str, delta: PairedDelta, *, max_drop: float, min_cases: int
     limit = points(threshold, " pts")
     shown = f"delta {points(delta.delta, ' pts')}, CI [{points(low, ' pts')}, {points(high, ' pts')}]"
     status: GateStatus
-    if delta.cases < min_cases:
+    if method == "sequential":
+        settled = drop_status(interval=delta.interval, max_drop=max_drop)
+        status = "inconclusive" if settled == "undecided" else settled
+        why = {
+            "pass": f"confidence sequence lower bound ≥ {limit}",
+            "fail": f"the whole confidence sequence lies below {limit}",
+            "undecided": f"the confidence sequence straddles {limit}",
+        }[settled]
+    elif delta.cases < min_cases:
         status, why = "inconclusive", f"{delta.cases} paired cases, fewer than {min_cases}"
     elif low >= threshold:
         status, why = "pass", f"CI lower bound ≥ {limit}"
@@ -141,7 +159,12 @@ def _limit(
 
 
 def judge_variant(
-    *, measured: Measured, comparison: Comparison | None, gates: Gates, is_reference: bool
+    *,
+    measured: Measured,
+    comparison: Comparison | None,
+    gates: Gates,
+    is_reference: bool,
+    method: IntervalMethod = "bootstrap",
 ) -> list[GateResult]:
     """Every set gate's verdict for one variant.
 
@@ -151,6 +174,7 @@ def judge_variant(
             when nothing could be paired).
         gates: The thresholds.
         is_reference: The reference passes the accuracy-drop gates by definition.
+        method: How the comparison's intervals were computed (see `judge_drop`).
     """
     results: list[GateResult] = []
     if gates.max_accuracy_drop is not None:
@@ -173,6 +197,7 @@ def judge_variant(
                     comparison.overall,
                     max_drop=gates.max_accuracy_drop,
                     min_cases=gates.min_cases,
+                    method=method,
                 )
             )
     if gates.max_slice_accuracy_drop is not None and comparison is not None and not is_reference:
@@ -184,6 +209,7 @@ def judge_variant(
                         delta,
                         max_drop=gates.max_slice_accuracy_drop,
                         min_cases=gates.min_slice_cases,
+                        method=method,
                     )
                 )
     results.extend(_absolute_gates(measured, gates))

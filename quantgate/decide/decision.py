@@ -20,6 +20,7 @@ from pathlib import Path
 from evaluators.comparison import (
     AgreementSummary,
     Comparison,
+    IntervalMethod,
     Regression,
     compare_paired,
     regressions,
@@ -105,22 +106,44 @@ def _section(
         agreement=agreement,
         token_fidelity=entry.token_fidelity,
         token_fidelity_missing=entry.token_fidelity_missing,
+        sequential=entry.sequential,
         regressions=found,
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Method:
+    """How the run sampled its cases, which sets how the accuracy deltas are judged."""
+
+    name: IntervalMethod
+    case_order: Mapping[str, int]  # the run's case order: a confidence sequence depends on it
+
+
 def _judge(
-    entry: VariantEntry, records: Mapping[str, Mapping[str, CaseRecord]], reference: str, gates: Gates
+    entry: VariantEntry,
+    records: Mapping[str, Mapping[str, CaseRecord]],
+    reference: str,
+    gates: Gates,
+    method: _Method,
 ) -> _Judged:
     if entry.status != "ok":
         return _skipped(entry)
     is_reference = entry.name == reference
     own = records.get(entry.name, {})
     paired = [] if is_reference else paired_cases(records.get(reference, {}), own)
-    comparison = compare_paired(paired, options=comparison_options(gates)) if paired else None
+    order = method.case_order
+    paired.sort(key=lambda c: order.get(c.case_id, len(order)))
+    options = comparison_options(gates, method.name)
+    comparison = compare_paired(paired, options=options) if paired else None
     agreement = None if is_reference else agreement_of(own.values(), gates)
     measured = measure(list(own.values()), entry)
-    results = judge_variant(measured=measured, comparison=comparison, gates=gates, is_reference=is_reference)
+    results = judge_variant(
+        measured=measured,
+        comparison=comparison,
+        gates=gates,
+        is_reference=is_reference,
+        method=method.name,
+    )
     found = regressions(paired)
     section = _section(entry, measured, results, comparison, agreement, found)
     return _Judged(
@@ -154,7 +177,15 @@ def run_dataset(run: Run) -> Dataset | None:
     return dataset if dataset.sha256 == run.summary.dataset.sha256 else None
 
 
-def _record_section(run: Run, gates: Gates) -> DecisionRecord:
+_SEQUENTIAL_INTERVAL = (
+    "anytime-valid confidence sequence of the mean paired per-case difference, over the cases in the "
+    "run's order, {confidence:.0%}: hedged betting (Waudby-Smith & Ramdas, JRSSB 2023), checked after "
+    "every round of {round_size} cases; each variant stopped once its accuracy gates were settled "
+    "(`sequential` per variant: the case count)"
+)
+
+
+def _record_section(run: Run, gates: Gates, method: IntervalMethod) -> DecisionRecord:
     summary = run.summary
     return DecisionRecord(
         run_id=summary.run_id,
@@ -167,7 +198,14 @@ def _record_section(run: Run, gates: Gates) -> DecisionRecord:
         options=summary.options,
         variants=run.variants.by_name(),
         statistics=StatisticsRecord(
-            accuracy_delta_interval=f"paired percentile bootstrap over cases, {gates.confidence:.0%}",
+            accuracy_delta_interval=(
+                _SEQUENTIAL_INTERVAL.format(
+                    confidence=gates.confidence,
+                    round_size=summary.options.round_size if summary.options else None,
+                )
+                if method == "sequential"
+                else f"paired percentile bootstrap over cases, {gates.confidence:.0%}"
+            ),
             mcnemar="exact two-sided binomial test on discordant cases; a case is right when all its "
             "fields are right, a field when it scores 1.0",
             equivalence_margin=gates.equivalence_margin,
@@ -195,7 +233,12 @@ def decide(run_dir: str | Path, gates: Gates | None = None) -> Decision:
         raise DecisionError(
             f"{run.directory}: no records of the reference {reference!r}; nothing to compare with"
         )
-    judged = [_judge(entry, records, reference, gates) for entry in run.summary.variants]
+    dataset = run_dataset(run)
+    method = _Method(
+        name=run.summary.options.method if run.summary.options else "bootstrap",
+        case_order={c.id: i for i, c in enumerate(dataset.cases)} if dataset else {},
+    )
+    judged = [_judge(entry, records, reference, gates, method) for entry in run.summary.variants]
     chosen = recommend(
         (j.name, j.section.passes, j.measured.footprint_mb if j.measured else None) for j in judged
     )
@@ -209,8 +252,8 @@ def decide(run_dir: str | Path, gates: Gates | None = None) -> Decision:
         gates=gates,
         variants={j.name: j.section for j in judged},
         rollback=_rollback(judged, chosen, gates),
-        regression_sets=_export_all(run, {j.name: j.regressions for j in judged}, reference),
-        record=_record_section(run, gates),
+        regression_sets=_export_all(run, dataset, {j.name: j.regressions for j in judged}, reference),
+        record=_record_section(run, gates, method.name),
     )
     write_model(run.directory / DECISION_JSON, decision)
     (run.directory / DECISION_MD).write_text(render_decision(decision), encoding="utf-8")
@@ -226,9 +269,8 @@ def _rollback(judged: list[_Judged], chosen: str | None, gates: Gates) -> Rollba
 
 
 def _export_all(
-    run: Run, found_by_variant: Mapping[str, list[Regression]], reference: str
+    run: Run, dataset: Dataset | None, found_by_variant: Mapping[str, list[Regression]], reference: str
 ) -> dict[str, RegressionSet]:
-    dataset = run_dataset(run)
     exported: dict[str, RegressionSet] = {}
     for name, found in found_by_variant.items():
         if name == reference or not found:

@@ -18,18 +18,21 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 def _headline(decision: Decision) -> list[str]:
     chosen = decision.recommended
     if chosen is None:
-        text = "**No variant passes every gate.** Exit status 3."
+        text = (
+            f"**No variant passes every gate, not even the reference.** Exit status {decision.exit_status}."
+        )
     elif decision.recommended_is_reference:
         text = (
             f"**Keep the reference, {chosen}.** No quantized variant passes every gate; the "
-            "reference does. Exit status 0."
+            f"reference does. Exit status {decision.exit_status}."
         )
     else:
         section = decision.variants[chosen]
         footprint = number(section.footprint_mb, "{:.0f}")
         text = (
             f"**Recommended: {chosen}**, the smallest footprint ({footprint} MiB, "
-            f"{section.footprint_source}) among the variants that pass every gate. Exit status 0."
+            f"{section.footprint_source}) among the variants that pass every gate. "
+            f"Exit status {decision.exit_status}."
         )
     record = decision.record
     dataset = record.dataset
@@ -94,6 +97,10 @@ def _gates(decision: Decision) -> list[str]:
             continue
         rows = [[g.gate, g.status, g.evidence] for g in v.gates]
         lines += [f"### {name}", "", *_table(["gate", "status", "evidence"], rows)]
+        if v.sequential is not None:
+            s = v.sequential
+            how = f"settled {s.settled}" if s.settled else f"not settled (stopped: {s.stopped})"
+            lines += [f"Sequential: {how} after {s.paired_cases} paired cases ({s.cases} evaluated).", ""]
     return lines
 
 

@@ -13,9 +13,14 @@ from pathlib import Path
 
 from graphs.extraction import ExtractionContext
 from quantgate.backends import OpenedVariant, capabilities
+from quantgate.evaluate.sequential import DEFAULT_ROUND_SIZE
 from quantgate.inputs.dataset import Case, Dataset
-from quantgate.inputs.examples import DEFAULT_EXAMPLES
+from quantgate.inputs.examples import DEFAULT_EXAMPLES, interleaved
+from quantgate.inputs.gates import Gates
 from quantgate.inputs.variants import Variant
+
+DEFAULT_TOKEN_FIDELITY_CASES = 10
+ROUND_ORDER_SEED = 0
 
 
 @dataclass(kw_only=True)
@@ -35,6 +40,16 @@ class RunOptions:
         examples: Labeled cases taken as few-shot examples (and left out of scoring) when
             the dataset has no examples.jsonl; 0 or None for a zero-shot prompt
             (`quantgate.inputs.examples.choose_examples`).
+        sequential: Evaluate in rounds and stop each variant once its accuracy gates are
+            settled (`quantgate.evaluate.sequential`); `limit` is then not used.
+        gates: The gates a sequential run judges after each round (those `decide` uses).
+        round_size: Cases per round of a sequential run.
+        max_cases: At most this many cases in a sequential run (None: the whole dataset).
+        budget_s: Seconds of case evaluation a sequential run may spend, shared evenly by
+            the variants still to run (model loading and token fidelity come on top).
+        token_fidelity_cases: Token fidelity is measured on the run's first this many cases
+            (those the reference answered validly at the first attempt; it costs about as much
+            per case as the evaluation itself); None: on all of them.
     """
 
     limit: int | None = None
@@ -44,11 +59,39 @@ class RunOptions:
     progress: bool = True
     token_fidelity: bool = True
     examples: int | None = DEFAULT_EXAMPLES
+    sequential: bool = False
+    gates: Gates = field(default_factory=Gates)
+    round_size: int = DEFAULT_ROUND_SIZE
+    max_cases: int | None = None
+    budget_s: float | None = None
+    token_fidelity_cases: int | None = DEFAULT_TOKEN_FIDELITY_CASES
+
+    def __post_init__(self) -> None:
+        for name in ("limit", "max_cases", "token_fidelity_cases"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name.replace('_', '-')} must be at least 1, got {value}")
+        if self.round_size < 1:
+            raise ValueError(f"round size must be at least 1, got {self.round_size}")
+        if self.budget_s is not None and self.budget_s <= 0:
+            raise ValueError(f"the budget must be positive, got {self.budget_s / 60:g} minutes")
 
 
 def variant_concurrency(options: RunOptions, variant: Variant) -> int:
     """Cases in flight for `variant`: the run's `concurrency`, else its backend's default."""
     return options.concurrency or capabilities(variant).default_concurrency
+
+
+def run_cases(cases: Sequence[Case], options: RunOptions) -> list[Case]:
+    """The cases a run evaluates, in the order it evaluates them.
+
+    Sequential: all (or `max_cases`), languages and tag groups taking turns, so every round is
+    spread across them, in a shuffled order within each group (`ROUND_ORDER_SEED`, so the same
+    dataset gives the same order). Otherwise `select_cases` with the limit, in file order.
+    """
+    if options.sequential:
+        return interleaved(cases, seed=ROUND_ORDER_SEED)[: options.max_cases]
+    return select_cases(cases, options.limit)
 
 
 def select_cases(cases: Sequence[Case], limit: int | None) -> list[Case]:

@@ -18,20 +18,29 @@ from typing import Any
 from tqdm import tqdm
 
 from evaluators import CaseScorer
+from evaluators.baselines import BaselineScores, baseline_accuracy, baseline_scores
 from evaluators.comparison import accuracy_delta
 from evaluators.latency import throughput
 from evaluators.memory import MemoryReading
-from graphs.evaluation import CaseInput, CaseOutcome, EvaluationContext
+from graphs.evaluation import CaseInput, CaseOutcome, EvaluationContext, rounds_limit
 from graphs.evaluation import graph as evaluation_graph
 from quantgate.backends import BackendError, OpenedVariant, capabilities, open_variant
 from quantgate.evaluate.fidelity_step import token_fidelity_step
 from quantgate.evaluate.measure import RssSampler, rss_mb
-from quantgate.evaluate.options import RunOptions, extraction_context, select_cases, variant_concurrency
+from quantgate.evaluate.options import (
+    RunOptions,
+    extraction_context,
+    run_cases,
+    select_cases,
+    variant_concurrency,
+)
+from quantgate.evaluate.sequential import SequentialJudge
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Case, Dataset, write_dataset
 from quantgate.inputs.examples import choose_examples
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.build import (
+    baselines_info,
     case_record,
     dataset_info,
     new_summary,
@@ -46,6 +55,7 @@ from quantgate.rundir.summary import (
     ExamplesInfo,
     RunOptionsInfo,
     RunSummary,
+    SequentialEntry,
     VariantEntry,
     VariantMetadata,
     VariantsFile,
@@ -69,6 +79,8 @@ class _VariantRun:
     entry: VariantEntry
     records: dict[str, dict[str, Any] | None]
     metadata: VariantMetadata
+    scores: dict[str, dict[str, float]]  # the reference's field scores per labeled case
+    case_ids: list[str]  # the cases it evaluated, in run order
 
 
 def _case_inputs(cases: Sequence[Case]) -> list[CaseInput]:
@@ -85,6 +97,8 @@ class _VariantJob:
     run_dir: Path
     reference_records: dict[str, dict[str, Any] | None] | None
     options: RunOptions
+    reference_scores: dict[str, dict[str, float]] | None = None
+    time_share_s: float | None = None
 
 
 def _memory_reading(
@@ -119,18 +133,30 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
 
     opening = open_variant(variant, dataset.schema, slots=concurrency)
     with store, progress, opening as opened, _sampler(opened) as sampler:
+        judge = (
+            SequentialJudge(
+                gates=options.gates, reference=job.reference_scores, time_share_s=job.time_share_s
+            )
+            if options.sequential
+            else None
+        )
         context = EvaluationContext(
             extraction=extraction_context(dataset, opened, options),
             scorer=CaseScorer(schema=dataset.schema),
             reference_records=job.reference_records,
             on_record=on_record,
             memory=lambda: _memory_reading(variant, opened, sampler, before),
+            judge=judge,
         )
+        round_size = options.round_size if options.sequential else None
         started = last_end = time.perf_counter()
         output = evaluation_graph.invoke(
-            {"cases": _case_inputs(job.cases)},
+            {"cases": _case_inputs(job.cases), "round_size": round_size},
             context=context,
-            config={"max_concurrency": concurrency},
+            config={
+                "max_concurrency": concurrency,
+                "recursion_limit": rounds_limit(len(job.cases), round_size),
+            },
         )
         metadata = variant_metadata(variant, runtime=opened.runtime)
     outcomes: list[CaseOutcome] = output["outcomes"]
@@ -139,6 +165,13 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
     records = {
         o.case_id: o.extraction.record if o.extraction.valid else None for o in outcomes if is_reference
     }
+    scores = {
+        o.case_id: {name: f.score for name, f in o.score.fields.fields.items()}
+        for o in outcomes
+        if is_reference and o.score.fields is not None
+    }
+    order = {case.id: i for i, case in enumerate(job.cases)}
+    case_ids = sorted((o.case_id for o in outcomes), key=order.__getitem__)
     wall_s = last_end - started if outcomes else None
     entry = variant_entry(
         variant,
@@ -147,11 +180,20 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
             "concurrency": concurrency,
             "wall_s": wall_s,
             "throughput_tokens_per_s": throughput((o.latency.output_tokens for o in outcomes), wall_s),
+            "sequential": _sequential_entry(judge),
         },
         is_reference=is_reference,
         quantization=variant.quantization or opened.quantization,
     )
-    return _VariantRun(entry=entry, records=records, metadata=metadata)
+    return _VariantRun(entry=entry, records=records, metadata=metadata, scores=scores, case_ids=case_ids)
+
+
+def _sequential_entry(judge: SequentialJudge | None) -> SequentialEntry | None:
+    if judge is None:
+        return None
+    return SequentialEntry(
+        settled=judge.settled, paired_cases=judge.paired_cases, cases=judge.cases, stopped=judge.stopped
+    )
 
 
 def _sampler(opened: OpenedVariant) -> RssSampler:
@@ -186,6 +228,19 @@ def _with_deltas(summary: RunSummary, reference: str, run_dir: Path) -> None:
         entry.field_accuracy_delta = accuracy_delta(paired)
 
 
+def _options_info(options: RunOptions) -> RunOptionsInfo:
+    sequential = options.sequential
+    return RunOptionsInfo(
+        limit=None if sequential else options.limit,
+        concurrency=options.concurrency,
+        max_repairs=options.max_repairs,
+        method="sequential" if sequential else "bootstrap",
+        round_size=options.round_size if sequential else None,
+        max_cases=options.max_cases if sequential else None,
+        budget_minutes=options.budget_s / 60 if sequential and options.budget_s is not None else None,
+    )
+
+
 def _copy_cases(dataset: Dataset, cases: Sequence[Case], store: RunStore) -> None:
     card = (
         f"# Cases of `{dataset.name}` evaluated in run {store.run_id}\n\n"
@@ -203,25 +258,41 @@ def _copy_cases(dataset: Dataset, cases: Sequence[Case], store: RunStore) -> Non
 
 
 def _evaluate_all(
-    jobs: Sequence[_VariantJob], reference_name: str, summary: RunSummary, store: RunStore
+    jobs: Sequence[_VariantJob],
+    reference_name: str,
+    summary: RunSummary,
+    store: RunStore,
+    baselines: BaselineScores,
 ) -> None:
     """Each variant in turn (the reference first, whose records serve the others' agreement)."""
     metadata = VariantsFile()
-    reference_records: dict[str, dict[str, Any] | None] | None = None
-    for job in jobs:
+    reference: _VariantRun | None = None
+    started = time.perf_counter()
+    for left, job in zip(range(len(jobs), 0, -1), jobs, strict=True):
         variant = job.variant
         is_reference = variant.name == reference_name
+        budget = job.options.budget_s
+        share = None if budget is None else max(budget - (time.perf_counter() - started), 0.0) / left
+        if reference is not None:  # the others run on the cases the reference ran, in its order
+            ran = set(reference.case_ids)
+            job = replace(
+                job,
+                cases=tuple(c for c in job.cases if c.id in ran),
+                reference_records=reference.records,
+                reference_scores=reference.scores,
+            )
         try:
-            result = _evaluate_isolated(replace(job, reference_records=reference_records))
+            result = _evaluate_isolated(replace(job, time_share_s=share))
         except BackendError as exc:
             print(f"quantgate: skipping variant {variant.name}: {exc}")
             summary.variants.append(skipped_entry(variant, str(exc), is_reference=is_reference))
             metadata.variants.append(variant_metadata(variant, error=str(exc)))
         else:
+            result.entry.baseline_accuracy = baseline_accuracy(scores=baselines, case_ids=result.case_ids)
             summary.variants.append(result.entry)
             metadata.variants.append(result.metadata)
             if is_reference:
-                reference_records = result.records
+                reference = result
         _with_deltas(summary, reference_name, store.directory)
         store.write_variants(metadata)
         store.write_summary(summary)
@@ -246,17 +317,21 @@ def run_evaluation(
         if note:
             print(f"quantgate: {note}", file=sys.stderr)
     dataset = chosen.dataset
-    cases = select_cases(dataset.cases, options.limit)
+    cases = run_cases(dataset.cases, options)
+    if not cases:
+        raise ValueError(f"{dataset.path}: no case to evaluate")
+    baselines = baseline_scores(
+        golds={c.id: c.expected for c in cases}, tags={c.id: c.tags for c in cases}, schema=dataset.schema
+    )
     store = RunStore.create(options.out)
     _copy_cases(dataset, cases, store)
     summary = new_summary(
         run_id=store.run_id,
         dataset=dataset_info(dataset, len(cases)),
         reference=reference_name,
-        options=RunOptionsInfo(
-            limit=options.limit, concurrency=options.concurrency, max_repairs=options.max_repairs
-        ),
+        options=_options_info(options),
         examples=ExamplesInfo(source=chosen.source, ids=list(chosen.ids)),
+        baselines=baselines_info(baselines),
     )
     jobs = [
         _VariantJob(
@@ -270,10 +345,10 @@ def run_evaluation(
         for v in variants
     ]
     try:
-        _evaluate_all(jobs, reference_name, summary, store)
+        _evaluate_all(jobs, reference_name, summary, store, baselines)
         token_fidelity_step(
             dataset=dataset,
-            cases=cases,
+            cases=cases[: options.token_fidelity_cases],
             variants=variants,
             reference_name=reference_name,
             entries=summary.variants,

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import random
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -44,21 +46,33 @@ class ChosenExamples:
     warning: str | None = None
 
 
-def spread(cases: list[Case], k: int) -> list[Case]:
-    """`k` cases taken in turn from each (language, tags) group, in file order within a group."""
+def interleaved(cases: Sequence[Case], *, seed: int | None = None) -> list[Case]:
+    """All cases, languages taking turns and, within a language, its tag groups taking turns:
+    any prefix is spread across languages and tags.
+
+    Within a group the order is the file's, or with `seed` a seeded shuffle of it (a sequential
+    run's rounds should not follow whatever order the file was written in).
+    """
     groups: dict[tuple[str | None, tuple[str, ...]], list[Case]] = defaultdict(list)
     for case in cases:
         groups[(case.lang, tuple(sorted(case.tags)))].append(case)
+    if seed is not None:
+        rng = random.Random(seed)
+        for members in groups.values():
+            rng.shuffle(members)
     by_lang: dict[str | None, list[list[Case]]] = defaultdict(list)
     for (lang, _), members in groups.items():
         by_lang[lang].append(members)
-    # languages take turns; within a language, its tag groups take turns
     per_lang = [
         [c for batch in itertools.zip_longest(*lists) for c in batch if c is not None]
         for lists in by_lang.values()
     ]
-    turns = (c for batch in itertools.zip_longest(*per_lang) for c in batch if c is not None)
-    chosen = {c.id for c in itertools.islice(turns, k)}
+    return [c for batch in itertools.zip_longest(*per_lang) for c in batch if c is not None]
+
+
+def spread(cases: Sequence[Case], k: int) -> list[Case]:
+    """`k` cases spread across languages and tags (`interleaved`), in file order."""
+    chosen = {c.id for c in interleaved(cases)[:k]}
     return [c for c in cases if c.id in chosen]
 
 

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evaluators.comparison import ComparisonOptions
+from evaluators.comparison import ComparisonOptions, IntervalMethod
 
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -107,12 +107,13 @@ def load_gates(path: str | Path | None = None, *, overrides: dict[str, Any] | No
         raise _errors(exc, f"{where} (with command-line values)" if given else where) from None
 
 
-def comparison_options(gates: Gates) -> ComparisonOptions:
-    """How the paired statistics are judged under these gates (margin, minimum cases, confidence).
+def comparison_options(gates: Gates, method: IntervalMethod = "bootstrap") -> ComparisonOptions:
+    """How the paired statistics are judged under these gates (margin, minimum cases, confidence),
+    with the run's interval method ("sequential" for a sequential run).
 
-    The one translation of gates into comparison options: `decide`, `compare` and `explore`
-    all judge deltas with it.
+    The one translation of gates into comparison options: `decide`, `compare`, `explore` and
+    the sequential run's stopping rule all judge deltas with it.
     """
     return ComparisonOptions(
-        margin=gates.equivalence_margin, min_cases=gates.min_cases, confidence=gates.confidence
+        margin=gates.equivalence_margin, min_cases=gates.min_cases, confidence=gates.confidence, method=method
     )

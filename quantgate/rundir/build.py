@@ -9,12 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from evaluators.baselines import BaselineScores
 from graphs.evaluation import CaseOutcome
 from quantgate.hardware import hardware, package_version
 from quantgate.inputs.dataset import Dataset
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.summary import (
+    BaselineFieldEntry,
+    BaselinesInfo,
     DatasetInfo,
     ExamplesInfo,
     RunOptionsInfo,
@@ -70,6 +73,20 @@ def dataset_info(dataset: Dataset, cases: int, *, full: bool = True) -> DatasetI
     )
 
 
+def baselines_info(scores: BaselineScores) -> BaselinesInfo:
+    """The summary's `baselines` part: each trivial baseline's micro and per-field accuracy."""
+    null, majority = scores.always_null, scores.majority
+    return BaselinesInfo(
+        cases=scores.cases,
+        always_null=null.field_accuracy,
+        majority=majority.field_accuracy,
+        fields={
+            name: BaselineFieldEntry(always_null=null.fields.get(name), majority=majority.fields.get(name))
+            for name in dict.fromkeys([*null.fields, *majority.fields])
+        },
+    )
+
+
 def new_summary(
     *,
     run_id: str,
@@ -77,6 +94,7 @@ def new_summary(
     reference: str | None = None,
     options: RunOptionsInfo | None = None,
     examples: ExamplesInfo | None = None,
+    baselines: BaselinesInfo | None = None,
     kind: Literal["evaluation", "load"] = "evaluation",
 ) -> RunSummary:
     """summary.json of a run that is starting: no variant yet."""
@@ -90,6 +108,7 @@ def new_summary(
             "reference": reference,
             "options": options,
             "examples": examples,
+            "baselines": baselines,
             "hardware": hardware(),
         }
     )

@@ -16,7 +16,13 @@ from evaluators.statistics import Interval
 from quantgate.inputs.gates import Gates
 from quantgate.rundir.files import DECISION_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel
-from quantgate.rundir.summary import DatasetInfo, RunOptionsInfo, TokenFidelityEntry, VariantMetadata
+from quantgate.rundir.summary import (
+    DatasetInfo,
+    RunOptionsInfo,
+    SequentialEntry,
+    TokenFidelityEntry,
+    VariantMetadata,
+)
 
 GateStatus = Literal["pass", "fail", "inconclusive", "not_measured"]
 
@@ -121,6 +127,9 @@ class VariantDecision(RunFileModel):
     agreement: AgreementSummary | None = None
     token_fidelity: TokenFidelityEntry | None = None
     token_fidelity_missing: str | None = None
+    sequential: SequentialEntry | None = Field(
+        default=None, description="In a sequential run: settled pass/fail or not, after how many cases."
+    )
     regressions: list[Regression] = Field(default_factory=list)
 
 

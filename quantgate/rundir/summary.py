@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from evaluators.comparison import IntervalMethod
 from evaluators.fidelity import TokenFidelitySummary
 from quantgate.inputs.examples import ExamplesSource
 from quantgate.inputs.variants import VariantSpec
@@ -37,6 +38,23 @@ class TokenFidelityEntry(RunFileModel):
     def of(cls, summary: TokenFidelitySummary, *, method: str, records: str) -> TokenFidelityEntry:
         """The entry for a pooled summary."""
         return cls(method=method, records=records, **summary.as_dict())
+
+
+class SequentialEntry(RunFileModel):
+    """How a variant's sequential evaluation ended (`quantgate.evaluate.sequential`).
+
+    Attributes:
+        settled: "pass" or "fail" when its accuracy gates were settled, None when it stopped unsettled.
+        paired_cases: Paired labeled cases when it stopped (for the reference: its labeled cases).
+        cases: Cases it evaluated.
+        stopped: "settled", "budget" (its share of `--budget` was spent), or "cases" (the
+            run's cases, or the reference's, were used up).
+    """
+
+    settled: Literal["pass", "fail"] | None
+    paired_cases: int
+    cases: int
+    stopped: Literal["settled", "budget", "cases"]
 
 
 class VariantEntry(RunFileModel):
@@ -96,9 +114,17 @@ class VariantEntry(RunFileModel):
         description="Paired accuracy delta against the reference on the labeled cases both have "
         "(evaluators.comparison.accuracy_delta), the figure the decision judges.",
     )
+    baseline_accuracy: float | None = Field(
+        default=None,
+        description="The best trivial baseline's field accuracy over this variant's labeled cases: "
+        "always null or the majority value, whichever scores higher (evaluators.baselines).",
+    )
     token_fidelity: TokenFidelityEntry | None = None
     token_fidelity_missing: str | None = Field(
         default=None, description="Why token fidelity is not measured."
+    )
+    sequential: SequentialEntry | None = Field(
+        default=None, description="How a sequential run ended for this variant (None: a fixed sample)."
     )
 
 
@@ -179,6 +205,36 @@ class DatasetInfo(RunFileModel):
     labeled: bool | None = None
 
 
+class BaselineFieldEntry(RunFileModel):
+    """One field's accuracy under each trivial baseline."""
+
+    always_null: float | None
+    majority: float | None
+
+
+class BaselinesInfo(RunFileModel):
+    """What predictors that never read the text score (`evaluators.baselines`), as a variant is scored.
+
+    Attributes:
+        cases: Labeled cases they were scored on.
+        always_null: Micro field accuracy of the record with every top-level property null.
+        majority: Micro field accuracy of the record of each top-level property's most common
+            gold value.
+        fields: Per field (dotted name), each baseline's accuracy.
+    """
+
+    cases: int = Field(description="Labeled cases the baselines were scored on.")
+    always_null: float | None = Field(
+        description="Micro field accuracy of the record with every top-level property null."
+    )
+    majority: float | None = Field(
+        description="Micro field accuracy of the record of each top-level property's most common gold value."
+    )
+    fields: dict[str, BaselineFieldEntry] = Field(
+        default_factory=dict, description="Per field (dotted name), each baseline's accuracy."
+    )
+
+
 class RunOptionsInfo(RunFileModel):
     """The options the run was started with."""
 
@@ -187,6 +243,13 @@ class RunOptionsInfo(RunFileModel):
         description="As given; None: each backend's default (see the variants' entries)."
     )
     max_repairs: int
+    method: IntervalMethod = Field(
+        default="bootstrap",
+        description="bootstrap: a fixed sample (--limit, --all); sequential: rounds with early stopping.",
+    )
+    round_size: int | None = None
+    max_cases: int | None = None
+    budget_minutes: float | None = None
 
 
 class ExamplesInfo(RunFileModel):
@@ -215,6 +278,11 @@ class RunSummary(RunFileModel):
     options: RunOptionsInfo | None = None
     examples: ExamplesInfo | None = Field(
         default=None, description="The few-shot examples; None in runs written before it was recorded."
+    )
+    baselines: BaselinesInfo | None = Field(
+        default=None,
+        description="Field accuracy of the trivial baselines (always null, majority value) on the "
+        "run's labeled cases (None figures without one); None in runs written before it was recorded.",
     )
     hardware: dict[str, Any] = Field(default_factory=dict)
     variants: list[VariantEntry] = Field(default_factory=list)

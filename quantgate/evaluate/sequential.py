@@ -1,0 +1,104 @@
+"""Sequential evaluation: cases in rounds, and the rule that stops a variant once it is settled.
+
+A sequential run (the default when neither `--limit` nor `--all` is given) evaluates the
+reference first, in rounds of `round_size` cases spread across languages and tags, until the
+dataset, `--max-cases` or its share of `--budget` is used up. Each other variant then runs on
+the reference's cases in the same order, in rounds, and after each round its accuracy gates
+(overall, and each slice with at least `min_slice_cases` paired cases) are judged with the
+anytime-valid confidence sequence of the paired per-case differences
+(`evaluators.sequential`), so looking after every round does not inflate the error rate. A
+variant stops as soon as it is settled: "fail" when any accuracy gate's whole sequence lies
+below its threshold, "pass" when every accuracy gate's lower bound is at or above it. `decide`
+judges the gates on the same records with the same intervals and thresholds, so its verdict
+on the accuracy gates is the one the run stopped on. The other gates (validity, errors,
+memory, latency) are judged by `decide` on the cases the variant ran.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from evaluators.comparison import PairedCase, compare_paired
+from evaluators.sequential import SequentialStatus, drop_status
+from graphs.evaluation import CaseOutcome
+from quantgate.inputs.gates import Gates, comparison_options
+
+DEFAULT_ROUND_SIZE = 12
+"""Cases per round: three waves of the embedded backend's 4 slots."""
+
+
+def paired_outcomes(
+    outcomes: list[CaseOutcome], reference: Mapping[str, Mapping[str, float]]
+) -> list[PairedCase]:
+    """The outcomes of labeled cases the reference also scored, paired with its field scores."""
+    return [
+        PairedCase(
+            case_id=o.case_id,
+            tags=o.score.tags,
+            reference=reference[o.case_id],
+            variant={name: f.score for name, f in o.score.fields.fields.items()},
+        )
+        for o in outcomes
+        if o.case_id in reference and o.score.fields is not None
+    ]
+
+
+def accuracy_gates_status(paired: list[PairedCase], gates: Gates) -> SequentialStatus:
+    """The accuracy gates together: "fail" if one failed, "pass" if all passed, else "undecided"."""
+    if not paired:
+        return "undecided"
+    comparison = compare_paired(paired, options=comparison_options(gates, "sequential"))
+    statuses: list[SequentialStatus] = []
+    if gates.max_accuracy_drop is not None:
+        statuses.append(drop_status(interval=comparison.overall.interval, max_drop=gates.max_accuracy_drop))
+    if gates.max_slice_accuracy_drop is not None:
+        statuses += [
+            drop_status(interval=delta.interval, max_drop=gates.max_slice_accuracy_drop)
+            for delta in comparison.slices.values()
+            if delta.cases >= gates.min_slice_cases
+        ]
+    if "fail" in statuses:
+        return "fail"
+    return "pass" if statuses and all(s == "pass" for s in statuses) else "undecided"
+
+
+@dataclass(kw_only=True)
+class SequentialJudge:
+    """The evaluation graph's `judge` for one variant: stop when settled or out of time.
+
+    Attributes:
+        gates: The gates whose accuracy part is judged after each round.
+        reference: The reference's field scores per labeled case id; None when judging the
+            reference itself, which only stops for its time share.
+        time_share_s: Seconds of evaluation this variant may use (its share of the budget).
+    """
+
+    gates: Gates
+    reference: Mapping[str, Mapping[str, float]] | None
+    time_share_s: float | None = None
+    started: float = field(default_factory=time.perf_counter)
+    settled: Literal["pass", "fail"] | None = None
+    paired_cases: int = 0
+    cases: int = 0
+    stopped: Literal["settled", "budget", "cases"] = "cases"
+
+    def __call__(self, outcomes: list[CaseOutcome]) -> str | None:
+        """After a round: a reason to stop, or None to go on."""
+        self.cases = len(outcomes)
+        if self.reference is None:
+            self.paired_cases = sum(o.score.fields is not None for o in outcomes)
+        else:
+            paired = paired_outcomes(outcomes, self.reference)
+            self.paired_cases = len(paired)
+            status = accuracy_gates_status(paired, self.gates)
+            if status != "undecided":
+                self.settled, self.stopped = status, "settled"
+                return f"settled: {status} after {len(paired)} paired cases"
+        elapsed = time.perf_counter() - self.started
+        if self.time_share_s is not None and elapsed >= self.time_share_s:
+            self.stopped = "budget"
+            return f"budget: {elapsed:.0f} s of its {self.time_share_s:.0f} s share spent"
+        return None
