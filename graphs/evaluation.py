@@ -12,7 +12,8 @@ stops midway keeps every case finished so far. Concurrency is bounded by the
 `max_concurrency` of the invoke config. Cases run in rounds of `round_size` (one round of
 all cases by default); after each round `judge_round` asks the context's `judge` whether to
 stop (a sequential gate settled, a budget spent), and `next_round` sends the next round or
-goes on to the evaluator nodes. Those each build one part of the variant's summary from the
+goes on to the evaluator nodes. Past the context's `deadline` a case is not started (and
+leaves no record), and no round follows. Those each build one part of the variant's summary from the
 per-case results; `aggregate` merges them.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import math
 import operator
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, NotRequired, TypedDict
@@ -71,6 +73,8 @@ class EvaluationContext:
         memory: Returns the memory readings so far (called once, at the end).
         judge: Called after each round with the outcomes so far, in case order; a reason
             (a string) stops the evaluation before the next round, None goes on.
+        deadline: A `time.perf_counter()` time after which no further case starts (the cases
+            in flight finish); the evaluation then ends after the round.
     """
 
     extraction: ExtractionContext
@@ -79,6 +83,7 @@ class EvaluationContext:
     on_record: Callable[[CaseOutcome], None] | None = None
     memory: Callable[[], MemoryReading] | None = None
     judge: Callable[[list[CaseOutcome]], str | None] | None = None
+    deadline: float | None = None
 
 
 class EvaluationInput(TypedDict):
@@ -96,6 +101,7 @@ class EvaluationState(EvaluationInput, total=False):
 
     case: CaseInput
     outcomes: Annotated[list[CaseOutcome], operator.add]
+    skipped: Annotated[list[str], operator.add]
     accuracy: dict[str, Any]
     latency: dict[str, Any]
     agreement: dict[str, Any]
@@ -129,6 +135,8 @@ def error_kind(result: ExtractionResult) -> str | None:
 def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:
     """Extract one case with the variant's model, score it and pass the record on."""
     ctx, case = runtime.context, state["case"]  # the Send payload: a CaseTask
+    if ctx.deadline is not None and time.perf_counter() >= ctx.deadline:
+        return {"skipped": [case["id"]]}  # never started: no record
     lang = case_language(case["tags"])
     output = extraction_graph.invoke({"text": case["text"], "lang": lang}, context=ctx.extraction)
     result = ExtractionResult.from_output(output)
@@ -201,9 +209,10 @@ def retained(outcome: CaseOutcome, *, keep_record: bool = True) -> CaseOutcome:
 
 def next_round(state: EvaluationState) -> list[Send] | list[str]:
     """One `run_case` task per case of the next round; the evaluators when stopped or done."""
-    done = len(state.get("outcomes", []))  # each run_case adds one outcome
+    skipped = state.get("skipped", [])
+    done = len(state.get("outcomes", [])) + len(skipped)  # each run_case adds one or the other
     size = state.get("round_size") or len(state["cases"])
-    batch = [] if state.get("stopped") else state["cases"][done : done + size]
+    batch = [] if state.get("stopped") or skipped else state["cases"][done : done + size]
     if not batch:
         return list(_EVALUATORS)
     return [Send("run_case", CaseTask(case=case)) for case in batch]

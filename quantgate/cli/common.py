@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 DEFAULT_DATASET = "contacts-events"
 DEFAULT_LIMIT = 10
 """Cases whose prompts `quantgate load` sends without --dataset or --limit."""
-DEFAULT_BUDGET_MINUTES = 4.0
+DEFAULT_BUDGET_MINUTES = 3.0
 """Minutes of case evaluation of a plain `quantgate run` (the default dataset, sequential)."""
 
 

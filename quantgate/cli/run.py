@@ -20,6 +20,7 @@ from quantgate.cli.common import (
     report_decision,
 )
 from quantgate.cli.load import add_load_flags, load_into, load_options
+from quantgate.evaluate.options import DEFAULT_TOKEN_FIDELITY_CASES
 from quantgate.evaluate.predictions import dump_json
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ def _run(args: argparse.Namespace) -> int:
         out=Path(args.out),
         progress=not args.json,
         token_fidelity=not args.no_token_fidelity,
+        token_fidelity_cases=args.token_fidelity_cases,
         examples=args.examples,
     )
     run_dir = run_evaluation(dataset, variant_set, reference=args.reference, options=options)
@@ -146,6 +148,14 @@ def _add_run_flags(run: argparse.ArgumentParser) -> None:
         "--no-token-fidelity",
         action="store_true",
         help="skip the token-level KLD / top-1 measurement of embedded variants against the reference",
+    )
+    run.add_argument(
+        "--token-fidelity-cases",
+        type=positive_int,
+        default=DEFAULT_TOKEN_FIDELITY_CASES,
+        metavar="N",
+        help=f"measure token fidelity on the run's first N cases (default {DEFAULT_TOKEN_FIDELITY_CASES}; "
+        "it costs about as much per case as the evaluation)",
     )
     run.add_argument(
         "--skip-invalid-cases",

@@ -64,16 +64,20 @@ def unmeasured_reason(variant: Variant, reference: Variant, *, enabled: bool) ->
     return None
 
 
-def reference_outputs(records: Mapping[str, CaseRecord]) -> dict[str, str]:
-    """The reference's raw output per case, for cases answered validly on the first attempt.
+def reference_outputs(records: Mapping[str, CaseRecord], *, cases: Sequence[str]) -> dict[str, str]:
+    """The reference's raw output per case of `cases`, for those answered validly on the first attempt.
 
     A repaired answer belongs to the repair prompt, not to the case's first prompt, so it is
-    left out rather than paired with the wrong prompt.
+    left out rather than paired with the wrong prompt. Cases the reference answered but that are
+    not in `cases` (token fidelity measures the first few of a run) are left out too.
     """
     return {
-        case_id: record.raw
-        for case_id, record in records.items()
-        if record.raw and record.attempts == 1 and not record.error
+        case_id: records[case_id].raw or ""
+        for case_id in cases
+        if case_id in records
+        and records[case_id].raw
+        and records[case_id].attempts == 1
+        and not records[case_id].error
     }
 
 
@@ -257,7 +261,8 @@ def token_fidelity_step(
             reasons[variant.name] = reason
         else:
             targets.append(variant)
-    outputs = reference_outputs(latest_records(read_records(run_dir)).get(reference_name, {}))
+    records = latest_records(read_records(run_dir)).get(reference_name, {})
+    outputs = reference_outputs(records, cases=[case.id for case in cases])
     if targets and not outputs:
         missing = "not measured: no case answered validly by the reference at first try"
         reasons |= {v.name: missing for v in targets}

@@ -133,13 +133,11 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
 
     opening = open_variant(variant, dataset.schema, slots=concurrency)
     with store, progress, opening as opened, _sampler(opened) as sampler:
-        judge = (
-            SequentialJudge(
-                gates=options.gates, reference=job.reference_scores, time_share_s=job.time_share_s
-            )
-            if options.sequential
-            else None
-        )
+        share = job.time_share_s
+        deadline = None if share is None else time.perf_counter() + share
+        judge = None
+        if options.sequential:
+            judge = SequentialJudge(gates=options.gates, reference=job.reference_scores, deadline=deadline)
         context = EvaluationContext(
             extraction=extraction_context(dataset, opened, options),
             scorer=CaseScorer(schema=dataset.schema),
@@ -147,6 +145,7 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
             on_record=on_record,
             memory=lambda: _memory_reading(variant, opened, sampler, before),
             judge=judge,
+            deadline=deadline,
         )
         round_size = options.round_size if options.sequential else None
         started = last_end = time.perf_counter()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from evaluators.comparison import PairedCase, compare_paired
@@ -73,13 +73,13 @@ class SequentialJudge:
         gates: The gates whose accuracy part is judged after each round.
         reference: The reference's field scores per labeled case id; None when judging the
             reference itself, which only stops for its time share.
-        time_share_s: Seconds of evaluation this variant may use (its share of the budget).
+        deadline: The `time.perf_counter()` time its share of the budget ends (the evaluation
+            graph starts no case after it either).
     """
 
     gates: Gates
     reference: Mapping[str, Mapping[str, float]] | None
-    time_share_s: float | None = None
-    started: float = field(default_factory=time.perf_counter)
+    deadline: float | None = None
     settled: Literal["pass", "fail"] | None = None
     paired_cases: int = 0
     cases: int = 0
@@ -97,8 +97,7 @@ class SequentialJudge:
             if status != "undecided":
                 self.settled, self.stopped = status, "settled"
                 return f"settled: {status} after {len(paired)} paired cases"
-        elapsed = time.perf_counter() - self.started
-        if self.time_share_s is not None and elapsed >= self.time_share_s:
+        if self.deadline is not None and time.perf_counter() >= self.deadline:
             self.stopped = "budget"
-            return f"budget: {elapsed:.0f} s of its {self.time_share_s:.0f} s share spent"
+            return "budget: its share of the run's budget is spent"
         return None

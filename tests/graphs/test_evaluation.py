@@ -204,3 +204,19 @@ def test_the_case_language_reaches_the_extraction_graph_normalization():
     out = evaluate(model, inputs)
     scores = {o.case_id: o.score.fields.fields["total"].score for o in out["outcomes"]}
     assert scores == {"de": 1.0, "en": 0.0}
+
+
+def test_no_case_starts_after_the_deadline():
+    model = QueuedChatModel(outputs=[json.dumps(GOOD)])
+    extraction = ExtractionContext(model=model, schema=SCHEMA)
+    judged = []
+    context = EvaluationContext(
+        extraction=extraction,
+        scorer=CaseScorer(schema=SCHEMA),
+        judge=judged.append,
+        deadline=time.perf_counter() - 1,
+    )
+    out = graph.invoke({"cases": cases(6), "round_size": 3}, context=context, config={"recursion_limit": 20})
+    assert out["outcomes"] == []
+    assert out["summary"]["cases"] == 0
+    assert judged == [[]]  # one round, all of it skipped, then the evaluators

@@ -14,6 +14,7 @@ from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import latest_records, load_run, read_records
 from tests.graphs.fakes import QueuedChatModel
 from tests.graphs.test_extraction import GOOD, SCHEMA
+from tests.quantgate.loadtest.test_load import SleepyChatModel
 
 GATES = Gates(max_accuracy_drop=0.2, max_slice_accuracy_drop=None)
 WRONG = {"vendor": "Nobody", "total": 99.0, "issued": "1999-01-01", "currency": "JPY"}
@@ -113,18 +114,29 @@ def test_the_decision_judges_the_same_sequences_and_records_the_method(dataset, 
     assert "after every round of 10 cases" in decision.record.statistics.accuracy_delta_interval
 
 
-def test_a_budget_stops_the_reference_and_bounds_the_others(dataset, tmp_path):
-    run_dir = run_evaluation(dataset, _variants(), options=_options(tmp_path, budget_s=1e-6))
+def test_a_budget_stops_starting_cases_and_bounds_the_others(dataset, tmp_path):
+    slow = QueuedChatModel(outputs=[json.dumps(GOOD)])
+    sleepy = VariantSet(
+        reference="ref",
+        variants=[
+            Variant.from_chat_model("ref", SleepyChatModel(delay_s=0.05), quantization="F16"),  # 0.2 s a case
+            Variant.from_chat_model("same", slow, quantization="Q8_0"),
+        ],
+    )
+    # the reference's share is half of 0.9 s: it starts about 3 cases, one at a time, then no more
+    run_dir = run_evaluation(dataset, sleepy, options=_options(tmp_path, budget_s=0.9))
     entries = {e.name: e.sequential for e in load_run(run_dir).summary.variants}
     ref, same = entries["ref"], entries["same"]
     assert ref is not None
-    assert (ref.cases, ref.stopped) == (10, "budget")
+    assert ref.stopped == "budget"
+    assert 1 <= ref.cases <= 4  # far fewer than one round of 10: the deadline holds inside a round
     assert same is not None
-    assert same.cases == 10
-    assert same.settled is None
+    assert same.cases == ref.cases  # at most the reference's cases
+    records = latest_records(read_records(run_dir))
+    assert len(records["ref"]) == ref.cases  # a case that was not started leaves no record
     options = load_run(run_dir).summary.options
     assert options is not None
-    assert options.budget_minutes == pytest.approx(1e-6 / 60)
+    assert options.budget_minutes == pytest.approx(0.9 / 60)
 
 
 def test_max_cases(dataset, tmp_path):

@@ -213,3 +213,23 @@ def test_reference_against_itself_and_against_q4(ladder):
     assert q4.kld_mean > 0
     assert q4.top1_agreement is not None
     assert 0.5 < q4.top1_agreement <= 1.0
+
+
+def test_reference_outputs_are_those_of_the_measured_cases_answered_at_the_first_attempt():
+    from quantgate.evaluate.fidelity_step import reference_outputs
+    from quantgate.rundir.lines import CaseRecord
+
+    def record(case_id: str, **kwargs: Any) -> CaseRecord:
+        return CaseRecord(variant="F16", case_id=case_id, **kwargs)
+
+    records = {
+        "a": record("a", raw='{"x": 1}', attempts=1),
+        "b": record("b", raw='{"x": 2}', attempts=2),  # repaired: belongs to the repair prompt
+        "c": record("c", raw='{"x": 3}', attempts=1, error="timeout"),
+        "d": record("d", raw='{"x": 4}', attempts=1),  # answered, but not among the measured cases
+        "e": record("e", raw='{"x": 5}', attempts=1),
+    }
+    assert reference_outputs(records, cases=["e", "a", "b", "c", "missing"]) == {
+        "e": '{"x": 5}',
+        "a": '{"x": 1}',
+    }
