@@ -35,7 +35,7 @@ from quantgate.rundir.store import load_run
 
 def without_examples(name: str, out: Path) -> Path:
     """A copy of the dataset without its examples.jsonl."""
-    copy = out / name
+    copy = out / Path(name).name
     shutil.copytree(resolve_dataset(name), copy)
     (copy / EXAMPLES_FILE).unlink(missing_ok=True)
     return copy
@@ -57,7 +57,7 @@ def run(dataset: Path, variants: VariantSet, *, examples: int, limit: int, out: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=10)
-    parser.add_argument("--datasets", nargs="+", default=bundled_datasets())
+    parser.add_argument("--datasets", nargs="+", default=bundled_datasets(), help="names or directories")
     args = parser.parse_args()
 
     ladder, _ = build_ladder(progress=False)
@@ -69,7 +69,7 @@ def main() -> None:
             copy = without_examples(name, root / "data")
             # the zero-shot run scores the same cases: without the ones the other run takes as examples
             chosen = choose_examples(load_dataset(copy), DEFAULT_EXAMPLES)
-            same_cases = root / "data" / f"{name}-scored"
+            same_cases = root / "data" / f"{copy.name}-scored"
             write_dataset(same_cases, schema=chosen.dataset.schema, cases=chosen.dataset.cases, card=name)
             results[name] = {
                 "examples_3": run(

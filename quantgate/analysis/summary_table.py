@@ -58,6 +58,14 @@ def summary_rows(summary: RunSummary) -> list[list[str]]:
     return rows
 
 
+def _cases_shown(summary: RunSummary) -> str:
+    """How many cases: the run's, or in a sequential run how many the reference got to."""
+    reference = summary.entry(summary.reference) if summary.reference else None
+    if reference is not None and reference.sequential is not None:
+        return f"sequential: {reference.sequential.cases} of {summary.dataset.cases} cases"
+    return f"{summary.dataset.cases} cases"
+
+
 def render_summary(summary: RunSummary) -> str:
     """A fixed-width table of the variants, reference marked with *; missing figures as —.
 
@@ -76,7 +84,7 @@ def render_summary(summary: RunSummary) -> str:
     ]
     lines.insert(1, "-" * len(lines[0]))
     footer = (
-        f"* reference   dataset {summary.dataset.name} ({summary.dataset.cases} cases)   "
+        f"* reference   dataset {summary.dataset.name} ({_cases_shown(summary)})   "
         f"run {summary.run_id}   {MISSING} = not measured"
     )
     notes = [BASELINE_NOTE] if flagged else []

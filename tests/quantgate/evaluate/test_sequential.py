@@ -163,6 +163,7 @@ def test_cli_sequential_by_default_and_fixed_with_limit_or_all(dataset, tmp_path
     assert summary.options.budget_minutes is None  # no default budget with --dataset
     out = capsys.readouterr().out
     assert "broken     fail" in out
+    assert "dataset sixty (sequential: 60 of 60 cases)" in out
     assert main([*base, "--out", str(tmp_path / "b"), "--limit", "5"]) == 4  # 5 cases: inconclusive
     (fixed,) = (tmp_path / "b").iterdir()
     fixed_options = load_run(fixed).summary.options
