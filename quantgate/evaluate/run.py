@@ -37,7 +37,7 @@ from quantgate.evaluate.options import (
 from quantgate.evaluate.sequential import SequentialJudge
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Case, Dataset, write_dataset
-from quantgate.inputs.examples import choose_examples
+from quantgate.inputs.examples import ChosenExamples, choose_examples
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.build import (
     baselines_info,
@@ -133,11 +133,7 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
 
     opening = open_variant(variant, dataset.schema, slots=concurrency)
     with store, progress, opening as opened, _sampler(opened) as sampler:
-        share = job.time_share_s
-        deadline = None if share is None else time.perf_counter() + share
-        judge = None
-        if options.sequential:
-            judge = SequentialJudge(gates=options.gates, reference=job.reference_scores, deadline=deadline)
+        judge, deadline = _judge_of(job)
         context = EvaluationContext(
             extraction=extraction_context(dataset, opened, options),
             scorer=CaseScorer(schema=dataset.schema),
@@ -159,18 +155,7 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
         )
         metadata = variant_metadata(variant, runtime=opened.runtime)
     outcomes: list[CaseOutcome] = output["outcomes"]
-    # only the reference's records are used (for agreement); the others would be held for nothing
     is_reference = job.reference_records is None
-    records = {
-        o.case_id: o.extraction.record if o.extraction.valid else None for o in outcomes if is_reference
-    }
-    scores = {
-        o.case_id: {name: f.score for name, f in o.score.fields.fields.items()}
-        for o in outcomes
-        if is_reference and o.score.fields is not None
-    }
-    order = {case.id: i for i, case in enumerate(job.cases)}
-    case_ids = sorted((o.case_id for o in outcomes), key=order.__getitem__)
     wall_s = last_end - started if outcomes else None
     entry = variant_entry(
         variant,
@@ -184,6 +169,36 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
         is_reference=is_reference,
         quantization=variant.quantization or opened.quantization,
     )
+    return _variant_run(job, outcomes, entry, metadata)
+
+
+def _judge_of(job: _VariantJob) -> tuple[SequentialJudge | None, float | None]:
+    """The sequential judge of a variant (None for a fixed sample) and its deadline, from now."""
+    share = job.time_share_s
+    deadline = None if share is None else time.perf_counter() + share
+    if not job.options.sequential:
+        return None, deadline
+    return SequentialJudge(
+        gates=job.options.gates, reference=job.reference_scores, deadline=deadline
+    ), deadline
+
+
+def _variant_run(
+    job: _VariantJob, outcomes: list[CaseOutcome], entry: VariantEntry, metadata: VariantMetadata
+) -> _VariantRun:
+    # only the reference's records and scores are used (for agreement and pairing); the others'
+    # would be held for nothing
+    is_reference = job.reference_records is None
+    records = {
+        o.case_id: o.extraction.record if o.extraction.valid else None for o in outcomes if is_reference
+    }
+    scores = {
+        o.case_id: {name: f.score for name, f in o.score.fields.fields.items()}
+        for o in outcomes
+        if is_reference and o.score.fields is not None
+    }
+    order = {case.id: i for i, case in enumerate(job.cases)}
+    case_ids = sorted((o.case_id for o in outcomes), key=order.__getitem__)
     return _VariantRun(entry=entry, records=records, metadata=metadata, scores=scores, case_ids=case_ids)
 
 
@@ -297,6 +312,15 @@ def _evaluate_all(
         store.write_summary(summary)
 
 
+def _examples(dataset: Dataset, options: RunOptions) -> ChosenExamples:
+    """The run's few-shot examples, with what was done said on stderr."""
+    chosen = choose_examples(dataset, options.examples)
+    for note in (chosen.message, chosen.warning and f"warning: {chosen.warning}"):
+        if note:
+            print(f"quantgate: {note}", file=sys.stderr)
+    return chosen
+
+
 def run_evaluation(
     dataset: Dataset,
     variant_set: VariantSet,
@@ -311,10 +335,7 @@ def run_evaluation(
     """
     options = options or RunOptions()
     variants, reference_name = order_variants(variant_set, reference)
-    chosen = choose_examples(dataset, options.examples)
-    for note in (chosen.message, chosen.warning and f"warning: {chosen.warning}"):
-        if note:
-            print(f"quantgate: {note}", file=sys.stderr)
+    chosen = _examples(dataset, options)
     dataset = chosen.dataset
     cases = run_cases(dataset.cases, options)
     if not cases:
@@ -333,16 +354,10 @@ def run_evaluation(
         baselines=baselines_info(baselines),
     )
     jobs = [
-        _VariantJob(
-            variant=v,
-            dataset=dataset,
-            cases=tuple(cases),
-            run_dir=store.directory,
-            reference_records=None,
-            options=options,
-        )
+        _VariantJob(variant=v, dataset=dataset, cases=tuple(cases), run_dir=store.directory,
+                    reference_records=None, options=options)
         for v in variants
-    ]
+    ]  # fmt: skip
     try:
         _evaluate_all(jobs, reference_name, summary, store, baselines)
         token_fidelity_step(

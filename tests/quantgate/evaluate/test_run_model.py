@@ -75,7 +75,7 @@ def test_reference_and_q4_on_real_cases(ladder, tmp_path):
 def test_readme_run_command_smoke(ladder, tmp_path, capsys):
     variants_file = ladder_file(ladder, tmp_path)
     code = main(["run", "--variants", str(variants_file), "--limit", "1", "--out", str(tmp_path / "runs")])
-    assert code == 0
+    assert code == 4  # one case cannot show a quantized variant safe: keep the reference
     out = capsys.readouterr().out
     assert "F16 *" in out
     assert "Q4_K_M" in out
@@ -97,7 +97,7 @@ def test_shared_development_sets(ladder, tmp_path, capsys, name, extra):
     root = shared_set(name)
     variants_file = ladder_file(only(ladder, "F16", "Q4_K_M"), tmp_path)
     args = ["run", "--dataset", str(root), "--variants", str(variants_file), "--limit", "1", "--json"]
-    assert main([*args, "--out", str(tmp_path / "runs"), *extra]) == 0
+    assert main([*args, "--out", str(tmp_path / "runs"), *extra]) == 4  # one case: keep the reference
     summary = json.loads(capsys.readouterr().out)
     assert [v["status"] for v in summary["variants"]] == ["ok", "ok"]
     assert summary["dataset"]["cases"] == 1
@@ -111,14 +111,15 @@ def test_readme_first_command_with_a_limit(tmp_path, monkeypatch, capsys):
     """`quantgate run` exactly as the README says (default ladder, default dataset), one case."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the default ladder goes here
     monkeypatch.chdir(tmp_path)
-    assert main(["run", "--limit", "1"]) == 0
+    assert main(["run", "--limit", "1"]) == 4  # one case: keep the reference
     out = capsys.readouterr().out
-    for name in ("F16 *", "Q8_0", "Q5_K_M", "Q4_K_M"):
+    for name in ("F16 *", "Q8_0", "Q5_K_M", "Q4_K_M", "Q2_K"):
         assert name in out
     assert "dataset contacts-events (1 cases)" in out
+    assert "decision: keep the reference F16" in out
     assert (tmp_path / "cache" / "quantgate" / "ladder" / "variants.toml").is_file()
     (run_dir,) = (tmp_path / "runs").iterdir()
-    assert len(list(read_records(run_dir))) == 4
+    assert len(list(read_records(run_dir))) == 5
 
 
 def test_concurrency_4_stays_within_the_documented_differences_from_concurrency_1(ladder, tmp_path):
