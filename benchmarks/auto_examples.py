@@ -1,11 +1,12 @@
 """Few-shot examples taken from the cases, against a zero-shot prompt, on datasets without examples.jsonl.
 
 For each dataset, a copy without its `examples.jsonl` (what most users bring: cases and a
-schema) is evaluated with the F16 reference over the same `--limit` cases twice: with
-`--examples 3` (three labeled cases as examples, left out of scoring) and with `--examples
-none` (zero-shot). Both runs score the same cases: the zero-shot run leaves the three example
-cases out too. It prints field accuracy, format validity and the trivial baseline (always null
-or the majority value, whichever is higher) per dataset and prompt, then one JSON line.
+schema) is evaluated with the F16 reference over the same `--limit` cases: with `--examples 3`
+(three labeled cases as examples, left out of scoring), with `--examples none` (zero-shot), and,
+where the dataset has one, with its own curated `examples.jsonl`. All runs score the same cases:
+the others leave the three example cases out too. It prints field accuracy, format validity and
+the trivial baseline (always null or the majority value, whichever is higher) per dataset and
+prompt, then one JSON line.
 
     python benchmarks/auto_examples.py [--limit 10] [--datasets contacts-events ...]
 """
@@ -44,7 +45,8 @@ def without_examples(name: str, out: Path) -> Path:
 def run(dataset: Path, variants: VariantSet, *, examples: int, limit: int, out: Path) -> dict[str, Any]:
     """Field accuracy, validity and the trivial baseline of the F16 reference."""
     options = RunOptions(limit=limit, out=out, progress=False, token_fidelity=False, examples=examples)
-    summary = load_run(run_evaluation(load_dataset(dataset), variants, options=options)).summary
+    loaded = load_dataset(dataset, skip_invalid_cases=True)
+    summary = load_run(run_evaluation(loaded, variants, options=options)).summary
     entry = summary.variants[0]
     return {
         "field_accuracy": entry.field_accuracy,
@@ -68,7 +70,7 @@ def main() -> None:
         for name in args.datasets:
             copy = without_examples(name, root / "data")
             # the zero-shot run scores the same cases: without the ones the other run takes as examples
-            chosen = choose_examples(load_dataset(copy), DEFAULT_EXAMPLES)
+            chosen = choose_examples(load_dataset(copy, skip_invalid_cases=True), DEFAULT_EXAMPLES)
             same_cases = root / "data" / f"{copy.name}-scored"
             write_dataset(same_cases, schema=chosen.dataset.schema, cases=chosen.dataset.cases, card=name)
             results[name] = {
@@ -78,14 +80,26 @@ def main() -> None:
                 "zero_shot": run(same_cases, reference, examples=0, limit=args.limit, out=root / "runs"),
                 "example_ids": list(chosen.ids),
             }
+            curated = load_dataset(resolve_dataset(name), skip_invalid_cases=True).examples
+            if curated:
+                with_curated = root / "data" / f"{copy.name}-curated"
+                write_dataset(
+                    with_curated, schema=chosen.dataset.schema, cases=chosen.dataset.cases,
+                    examples=curated, card=name,
+                )  # fmt: skip
+                results[name]["curated"] = run(
+                    with_curated, reference, examples=DEFAULT_EXAMPLES, limit=args.limit, out=root / "runs"
+                )
     print(f"F16, {args.limit} cases per dataset, examples.jsonl hidden")
-    print(f"{'dataset':18} {'prompt':12} {'accuracy':>9} {'valid':>7} {'baseline':>9}")
+    print(f"{'dataset':22} {'prompt':12} {'accuracy':>9} {'valid':>7} {'baseline':>9}")
     for name, figures in results.items():
-        for prompt in ("examples_3", "zero_shot"):
+        for prompt in ("examples_3", "zero_shot", "curated"):
+            if prompt not in figures:
+                continue
             f = figures[prompt]
             cells = [f["field_accuracy"], f["format_validity"], f["baseline_accuracy"]]
             shown = ["—" if v is None else f"{v:.1%}" for v in cells]
-            print(f"{name:18} {prompt:12} {shown[0]:>9} {shown[1]:>7} {shown[2]:>9}")
+            print(f"{Path(name).name:22} {prompt:12} {shown[0]:>9} {shown[1]:>7} {shown[2]:>9}")
     print(json.dumps(results))
 
 
