@@ -209,7 +209,7 @@ def test_the_case_language_reaches_the_extraction_graph_normalization():
 def test_no_case_starts_after_the_deadline():
     model = QueuedChatModel(outputs=[json.dumps(GOOD)])
     extraction = ExtractionContext(model=model, schema=SCHEMA)
-    judged = []
+    judged: list[list[CaseOutcome]] = []
     context = EvaluationContext(
         extraction=extraction,
         scorer=CaseScorer(schema=SCHEMA),
