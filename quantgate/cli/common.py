@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from quantgate.inputs.dataset import Dataset, load_dataset
 from quantgate.inputs.gates import GATE_KEYS, Gates, load_gates
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     Commands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
     """The root parser's subcommands, which each command module's `add_parser` adds to."""
 
+Number = TypeVar("Number", int, float)
+
 DEFAULT_DATASET = "contacts-events"
 DEFAULT_LIMIT = 10
 """Cases whose prompts `quantgate load` sends without --dataset or --limit."""
@@ -25,17 +28,24 @@ DEFAULT_BUDGET_MINUTES = 3.0
 """Minutes of case evaluation of a plain `quantgate run` (the default dataset, sequential)."""
 
 
+def _checked(
+    text: str, parse: Callable[[str], Number], accept: Callable[[Number], bool], expected: str
+) -> Number:
+    """`parse(text)` if it parses and `accept`s, else an argparse error (argparse names the flag)."""
+    try:
+        value = parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+    if not accept(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text.strip()}")
+    return value
+
+
 def examples_count(text: str) -> int:
     """An argparse type for `--examples`: a count of at least 0, or `none` (0: a zero-shot prompt)."""
     if text.strip().lower() == "none":
         return 0
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of examples or 'none', got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of examples (0 or more) or 'none', got {value}")
-    return value
+    return _checked(text, int, lambda v: v >= 0, "a number of examples (0 or more) or 'none'")
 
 
 def add_examples_flag(parser: argparse.ArgumentParser) -> None:
@@ -54,25 +64,13 @@ def add_examples_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def positive_float(text: str) -> float:
-    """An argparse type: a number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
-    return value
+    """An argparse type: a finite number above 0."""
+    return _checked(text, float, lambda v: 0 < v < float("inf"), "a positive number")
 
 
 def positive_int(text: str) -> int:
-    """An argparse type: an integer of at least 1 (argparse names the flag in its error)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+    """An argparse type: an integer of at least 1."""
+    return _checked(text, int, lambda v: v >= 1, "a positive integer")
 
 
 def cli_dataset(name: str, skip_invalid_cases: bool) -> Dataset:
