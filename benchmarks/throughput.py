@@ -15,16 +15,22 @@ In one process and one sitting, on one model file:
    wall time. The time spent inside `llama_decode` is reported, so the harness's own cost
    (scheduling, grammar, LangChain) shows apart from reading the cases' prompts.
 
+The four measurements are taken `--repeat` times in turn (raw 1, harness 1, raw N, harness N,
+then again), and each figure is the median of its repeats, so that a slow or fast stretch of a
+noisy machine falls on both sides of each ratio. The harness decodes with the run's default
+grammar settings unless `--grammar-engine` / `--fast-forward` say otherwise.
+
 It prints a table, then one JSON line with `raw_tps_1`, `raw_tps_n`, `harness_tps_1`,
 `harness_tps_n`, `n` and the rest of the figures.
 
-    python benchmarks/throughput.py [--variant Q4_K_M] [--cases 8] [--n 4] [--steps 48]
+    python benchmarks/throughput.py [--variant Q4_K_M] [--cases 8] [--n 4] [--steps 48] [--repeat 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -37,7 +43,13 @@ from langchain_core.messages import BaseMessage
 from graphs.extraction import prompt_messages
 from quantgate.backends import EMBEDDED_SLOTS, OpenedVariant
 from quantgate.backends.batch import LlamaBatchContext
-from quantgate.backends.llamacpp import EmbeddedEngine, LlamaCppChatModel, physical_cores, render_prompt
+from quantgate.backends.llamacpp import (
+    GRAMMAR_ENGINES,
+    EmbeddedEngine,
+    LlamaCppChatModel,
+    physical_cores,
+    render_prompt,
+)
 from quantgate.evaluate.options import RunOptions, extraction_context, select_cases
 from quantgate.hardware import hardware
 from quantgate.inputs.dataset import Dataset, load_dataset
@@ -76,10 +88,14 @@ def raw_decode(model_path: Path, prompt_tokens: list[int], sequences: int, steps
 
 
 def harness(
-    model_path: Path, schema: dict[str, Any], prompts: list[list[BaseMessage]], concurrency: int
+    model_path: Path,
+    schema: dict[str, Any],
+    prompts: list[list[BaseMessage]],
+    concurrency: int,
+    settings: dict[str, Any],
 ) -> dict[str, Any]:
     """The chat model over a slot engine, `concurrency` prompts in flight; outputs and timings."""
-    engine = EmbeddedEngine(model_path, slots=concurrency)
+    engine = EmbeddedEngine(model_path, slots=concurrency, **settings)
     model = LlamaCppChatModel(engine=engine, json_schema=schema)
     decode_s = 0.0
     context: Any = engine._batch_context
@@ -91,11 +107,12 @@ def harness(
         decode(*args)
         decode_s += time.perf_counter() - started
 
-    def one(messages: list[BaseMessage]) -> tuple[str, int]:
+    def one(messages: list[BaseMessage]) -> tuple[str, int, int]:
         message: Any = None
         for chunk in model.stream(messages):
             message = chunk if message is None else message + chunk
-        return str(message.content), int(message.usage_metadata["output_tokens"])
+        forced = int(message.response_metadata.get("forced_tokens", 0))
+        return str(message.content), int(message.usage_metadata["output_tokens"]), forced
 
     try:
         started = time.perf_counter()
@@ -108,15 +125,46 @@ def harness(
         wall = time.perf_counter() - started
     finally:
         engine.close()
-    tokens = sum(n for _, n in answers)
+    tokens = sum(n for _, n, _ in answers)
     return {
-        "outputs": [text for text, _ in answers],
+        "grammar": engine.grammar_engine + (" with fast_forward" if engine.fast_forward else ""),
+        "outputs": [text for text, _, _ in answers],
         "tokens": tokens,
+        "forced_tokens": sum(f for _, _, f in answers),
         "wall_s": wall,
         "tps": tokens / wall,
         "decode_share": decode_s / wall,
         "prefix_s": prefix_s,
     }
+
+
+def measure(
+    model_path: Path, schema: dict[str, Any], prompts: list[list[BaseMessage]], args: argparse.Namespace
+) -> tuple[dict[str, list[float]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Raw and harness at 1 and N, `args.repeat` times in turn: raw rates and harness results."""
+    settings: dict[str, Any] = {}
+    if args.grammar_engine is not None:
+        settings["grammar_engine"] = args.grammar_engine
+    if args.fast_forward is not None:
+        settings["fast_forward"] = args.fast_forward
+    tokenizer = EmbeddedEngine(model_path, n_ctx=512)
+    prompt_tokens = [tokenizer.llama.tokenize(render_prompt(p).encode("utf-8")) for p in prompts]
+    tokenizer.close()
+    depth = int(np.mean([len(t) for t in prompt_tokens]))
+    raw: dict[str, list[float]] = {"1": [], "n": []}
+    ones: list[dict[str, Any]] = []
+    manys: list[dict[str, Any]] = []
+    for _ in range(args.repeat):
+        raw["1"].append(raw_decode(model_path, prompt_tokens[0][:depth], 1, args.steps))
+        ones.append(harness(model_path, schema, prompts, 1, settings))
+        raw["n"].append(raw_decode(model_path, prompt_tokens[0][:depth], args.n, args.steps))
+        manys.append(harness(model_path, schema, prompts, args.n, settings))
+    raw["depth"] = [depth]
+    return raw, ones, manys
+
+
+def _median(results: list[dict[str, Any]], key: str) -> float:
+    return float(statistics.median(r[key] for r in results))
 
 
 def main() -> None:
@@ -126,44 +174,51 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=8)
     parser.add_argument("--n", type=int, default=EMBEDDED_SLOTS, help="sequences at once")
     parser.add_argument("--steps", type=int, default=48, help="raw decode steps")
+    parser.add_argument("--repeat", type=int, default=2, help="rounds of the four measurements")
+    parser.add_argument("--grammar-engine", choices=GRAMMAR_ENGINES, help="default: the run's")
+    parser.add_argument("--fast-forward", action=argparse.BooleanOptionalAction, help="default: the run's")
     args = parser.parse_args()
 
     ladder, _ = build_ladder(progress=False)
     model_path = Path(next(v.model for v in ladder.variants if v.name == args.variant))
     dataset = load_dataset(args.dataset)
     prompts = first_attempt_prompts(dataset, args.cases)
-    tokenizer = EmbeddedEngine(model_path, n_ctx=512)
-    prompt_tokens = [tokenizer.llama.tokenize(render_prompt(p).encode("utf-8")) for p in prompts]
-    tokenizer.close()
-    depth = int(np.mean([len(t) for t in prompt_tokens]))
-
-    raw_1 = raw_decode(model_path, prompt_tokens[0][:depth], 1, args.steps)
-    raw_n = raw_decode(model_path, prompt_tokens[0][:depth], args.n, args.steps)
-    one = harness(model_path, dataset.schema, prompts, 1)
-    many = harness(model_path, dataset.schema, prompts, args.n)
-    differ = sum(a != b for a, b in zip(one["outputs"], many["outputs"], strict=True))
+    raw, ones, manys = measure(model_path, dataset.schema, prompts, args)
+    raw_1, raw_n, depth = statistics.median(raw["1"]), statistics.median(raw["n"]), int(raw["depth"][0])
+    one_tps, many_tps = _median(ones, "tps"), _median(manys, "tps")
+    differ = sum(a != b for a, b in zip(ones[0]["outputs"], manys[0]["outputs"], strict=True))
+    settings = ones[0]["grammar"]
 
     print(f"{args.variant}, {physical_cores()} threads, {len(prompts)} cases of {args.dataset}, "
-          f"prompts {depth} tokens deep")  # fmt: skip
+          f"prompts {depth} tokens deep, {settings}, median of {args.repeat}")  # fmt: skip
     print(f"{'':28} {'1 sequence':>12} {f'{args.n} sequences':>13}")
     print(f"{'raw llama.cpp decode tok/s':28} {raw_1:12.1f} {raw_n:13.1f}")
-    print(f"{'harness tok/s':28} {one['tps']:12.1f} {many['tps']:13.1f}")
-    print(f"{'harness / raw':28} {one['tps'] / raw_1:12.2f} {many['tps'] / raw_n:13.2f}")
-    print(f"{'harness wall s':28} {one['wall_s']:12.1f} {many['wall_s']:13.1f}")
-    print(f"{'share of wall in llama_decode':28} {one['decode_share']:12.0%} {many['decode_share']:13.0%}")
+    print(f"{'harness tok/s':28} {one_tps:12.1f} {many_tps:13.1f}")
+    print(f"{'harness / raw':28} {one_tps / raw_1:12.2f} {many_tps / raw_n:13.2f}")
+    print(f"{'harness wall s':28} {_median(ones, 'wall_s'):12.1f} {_median(manys, 'wall_s'):13.1f}")
+    print(f"{'share of wall in llama_decode':28} {_median(ones, 'decode_share'):12.0%} "
+          f"{_median(manys, 'decode_share'):13.0%}")  # fmt: skip
+    print(f"{'forced tokens (fast-forward)':28} {ones[0]['forced_tokens']:12} {manys[0]['forced_tokens']:13}")
     print(f"outputs that differ between 1 and {args.n} sequences: {differ} of {len(prompts)}")
-    print(f"prefix read once before timing: {one['prefix_s']:.1f} s")
+    rates = {"1": [round(x, 1) for x in raw["1"]], "n": [round(x, 1) for x in raw["n"]]}
+    print(f"raw tok/s per repeat: 1: {rates['1']}, {args.n}: {rates['n']}")
+    print(f"harness tok/s per repeat: 1: {[round(r['tps'], 1) for r in ones]}, "
+          f"{args.n}: {[round(r['tps'], 1) for r in manys]}")  # fmt: skip
     figures = {
         "raw_tps_1": round(raw_1, 2),
         "raw_tps_n": round(raw_n, 2),
-        "harness_tps_1": round(one["tps"], 2),
-        "harness_tps_n": round(many["tps"], 2),
+        "harness_tps_1": round(one_tps, 2),
+        "harness_tps_n": round(many_tps, 2),
         "n": args.n,
         "cases": len(prompts),
         "depth": depth,
+        "repeat": args.repeat,
+        "grammar": settings,
         "outputs_differ": differ,
-        "harness_decode_share_1": round(one["decode_share"], 3),
-        "harness_decode_share_n": round(many["decode_share"], 3),
+        "output_tokens": ones[0]["tokens"],
+        "forced_tokens": ones[0]["forced_tokens"],
+        "harness_decode_share_1": round(_median(ones, "decode_share"), 3),
+        "harness_decode_share_n": round(_median(manys, "decode_share"), 3),
         "variant": args.variant,
         "cpu": hardware().get("cpu_model"),
         "threads": physical_cores(),

@@ -163,6 +163,7 @@ def _open_llamacpp(
                 "seed": engine.seed,
                 "decoding": "greedy (temperature 0), JSON-schema grammar, argmax checked first",
                 "grammar_engine": engine.grammar_engine,
+                "fast_forward": engine.fast_forward,
                 "use_mmap": False,
                 "max_array_items": engine.max_array_items,
             },

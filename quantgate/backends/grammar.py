@@ -36,6 +36,14 @@ class SequenceGrammar(Protocol):
         """Advance past `token`."""
         ...
 
+    def fast_forward(self) -> list[int]:
+        """The tokens the grammar forces next, already accepted; empty when it cannot tell."""
+        ...
+
+    def rollback(self, tokens: int) -> None:
+        """Undo the last `tokens` accepted tokens."""
+        ...
+
     def close(self) -> None:
         """Free the state."""
         ...
@@ -110,6 +118,15 @@ class GrammarState:
     def accept(self, token: int) -> None:
         """Advance the grammar past `token`."""
         self._c.llama_sampler_accept(self._sampler, token)
+
+    def fast_forward(self) -> list[int]:
+        """Nothing: llama.cpp's grammar sampler cannot say which tokens are forced."""
+        return []
+
+    def rollback(self, tokens: int) -> None:
+        """Not possible with llama.cpp's grammar sampler (it never drafts, so never asked to)."""
+        if tokens:
+            raise ValueError("llama.cpp's grammar sampler cannot roll back")
 
     def close(self) -> None:
         """Free the llama.cpp sampler (idempotent)."""
@@ -193,6 +210,24 @@ class LlguidanceState:
     def accept(self, token: int) -> None:
         """Advance the matcher past `token`."""
         self._matcher.consume_token(token)
+
+    def fast_forward(self) -> list[int]:
+        """The tokens the schema forces next (keys, punctuation), already accepted.
+
+        llguidance tokenizes the forced text itself (canonically, holding back a last token
+        that could merge with what follows), so the tokens can differ from the ones the
+        model would have chosen one at a time: the caller checks them against the model
+        (`slots.SlotScheduler`) and rolls back what the model would not have chosen.
+        """
+        tokens: list[int] = self._matcher.compute_ff_tokens()
+        if tokens:
+            self._matcher.consume_tokens(tokens)
+        return tokens
+
+    def rollback(self, tokens: int) -> None:
+        """Undo the last `tokens` accepted tokens."""
+        if tokens:
+            self._matcher.rollback(tokens)
 
     def close(self) -> None:
         """Nothing to free (the matcher is garbage-collected)."""

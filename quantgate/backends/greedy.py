@@ -27,6 +27,8 @@ class Generation:
     output_tokens: int = 0
     finish_reason: str | None = None
     grammar_fallbacks: int = 0
+    forced_tokens: int = 0
+    """Output tokens the grammar forced and that were decoded in a chunk (fast-forward)."""
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

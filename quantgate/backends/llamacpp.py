@@ -114,6 +114,11 @@ class EmbeddedEngine:
     once). Without it, one sequence at a time on the `Llama`'s own context (`decoder`, which
     also hands out each step's logits), serialized by `lock`; the longest common token prefix
     of consecutive prompts stays in the KV cache, so the few-shot prefix is evaluated once.
+
+    With `fast_forward` (llguidance only), the tokens the schema forces after each chosen
+    token (keys, punctuation) are decoded in the same batch as a draft that the model checks
+    (`SlotScheduler.fast_forward`). It applies with slots; the one-sequence decoder goes
+    token by token.
     """
 
     def __init__(
@@ -125,6 +130,7 @@ class EmbeddedEngine:
         slots: int | None = None,
         flash_attn: bool | None = None,
         grammar_engine: GrammarEngineName = DEFAULT_GRAMMAR_ENGINE,
+        fast_forward: bool = False,
         seed: int = 0,
         max_array_items: int = 20,
     ) -> None:
@@ -140,7 +146,10 @@ class EmbeddedEngine:
             raise ValueError(
                 f"grammar_engine must be one of {', '.join(GRAMMAR_ENGINES)}, got {grammar_engine!r}"
             )
+        if fast_forward and grammar_engine != "llguidance":
+            raise ValueError('fast_forward needs grammar_engine = "llguidance"')
         self.grammar_engine = grammar_engine
+        self.fast_forward = fast_forward and slots is not None
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
         self.n_threads = n_threads or physical_cores()
@@ -172,7 +181,7 @@ class EmbeddedEngine:
                     n_threads=self.n_threads,
                     grammars=self._checker,
                 )
-                self.scheduler = SlotScheduler(self._batch_context, slots)
+                self.scheduler = SlotScheduler(self._batch_context, slots, fast_forward=fast_forward)
         if slots is None:
             self._decoder = GreedyDecoder(self.llama, self._checker)
 
@@ -287,6 +296,7 @@ class LlamaCppChatModel(StreamingChatModel):
                     "finish_reason": stats.finish_reason,
                     "model_name": self.engine.model_path.name,
                     "grammar_fallbacks": stats.grammar_fallbacks,
+                    "forced_tokens": stats.forced_tokens,
                 },
                 chunk_position="last",
             )

@@ -8,6 +8,13 @@ generating sequence plus chunks of the prompts still being read, decodes it, and
 next token of each sequence by its own grammar state. A sequence that finishes frees its
 slot at once and a waiting request takes it on the next step.
 
+With `fast_forward`, the tokens a sequence's grammar forces after its chosen token (JSON
+keys and punctuation, which llguidance can name) go into the same batch as a draft, with
+logits after each. The model checks the draft as in speculative decoding: a forced token
+is kept only where the model's own greedy choice is that token, so the answer is the one
+token-by-token decoding gives (up to llama.cpp's batch-shape rounding, see
+docs/performance.md); the rest of the draft is dropped at the first disagreement.
+
 The shared prompt prefix (the system text and few-shot examples) is read once: the KV of
 the first prompt is kept in a sequence of its own (the prefix sequence), shrunk to the
 longest prefix common with later prompts, and copied into each new sequence's slot
@@ -75,6 +82,9 @@ class BatchContext(Protocol):
 
 _END = object()
 
+MAX_DRAFT = 32
+"""Forced tokens drafted at most after one chosen token (a logits row each)."""
+
 
 @dataclass(eq=False, kw_only=True)
 class _Request:
@@ -96,11 +106,34 @@ class _Sequence:
     grammar: SequenceGrammar | None
     text: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace"))
     next_token: int | None = None
+    draft: list[int] = field(default_factory=list)
+    """Tokens the grammar forces after `next_token`, decoded with it and checked against the model."""
+    skip: int = 0
+    """Entries of the current batch that belong to a dropped draft."""
 
     @property
     def reserved(self) -> int:
         """KV cells this sequence may still come to hold beyond the shared prefix."""
         return len(self.request.tokens) - self.shared + self.request.max_tokens
+
+
+@dataclass
+class _Batch:
+    """The entries of one decode, with the sequence each belongs to."""
+
+    tokens: list[int] = field(default_factory=list)
+    positions: list[int] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)
+    wants: list[bool] = field(default_factory=list)
+    owners: list[_Sequence] = field(default_factory=list)
+
+    def add(self, sequence: _Sequence, chunk: list[int], wants: list[bool]) -> None:
+        """Append `chunk` at the sequence's next positions."""
+        self.tokens += chunk
+        self.positions += range(sequence.pos, sequence.pos + len(chunk))
+        self.seqs += [sequence.seq] * len(chunk)
+        self.wants += wants
+        self.owners += [sequence] * len(chunk)
 
 
 class SlotScheduler:
@@ -110,11 +143,13 @@ class SlotScheduler:
     context needs `slots + 1` sequences.
     """
 
-    def __init__(self, context: BatchContext, slots: int) -> None:
+    def __init__(self, context: BatchContext, slots: int, *, fast_forward: bool = False) -> None:
         if slots < 1:
             raise ValueError(f"slots must be at least 1, got {slots}")
         self.context = context
         self.slots = slots
+        self.fast_forward = fast_forward
+        """Decode the tokens the grammar forces after each chosen token in the same batch (a draft)."""
         self._prefix_seq = slots
         self._prefix: list[int] = []
         self._donor: _Sequence | None = None
@@ -238,39 +273,38 @@ class SlotScheduler:
         del self._prefix[length:]
 
     def _step(self) -> None:
-        """One batch: a token per generating sequence, then prompt chunks; then choose."""
-        tokens: list[int] = []
-        positions: list[int] = []
-        seqs: list[int] = []
-        wants: list[bool] = []
-        owners: list[_Sequence] = []
+        """One batch: each generating sequence's next token and draft, then prompt chunks; then choose."""
+        batch = _Batch()
+        generating: list[tuple[_Sequence, int]] = []
         for sequence in list(self._running.values()):
             if sequence.request.cancelled:
                 self._finish(sequence)
             elif sequence.next_token is not None:
-                tokens.append(sequence.next_token)
-                positions.append(sequence.pos)
-                seqs.append(sequence.seq)
-                wants.append(True)
-                owners.append(sequence)
-        room = self.context.n_batch - len(tokens)
+                generating.append((sequence, sequence.next_token))
+        for sequence, token in generating:  # logits after every entry: a draft is checked token by token
+            self._fit_draft(sequence, self.context.n_batch // len(generating) - 1)
+            chunk = [token, *sequence.draft]
+            batch.add(sequence, chunk, [True] * len(chunk))
         for sequence in list(self._running.values()):
+            room = self.context.n_batch - len(batch.tokens)
             if room <= 0 or not sequence.pending:
                 continue
             chunk, sequence.pending = sequence.pending[:room], sequence.pending[room:]
-            tokens += chunk
-            positions += range(sequence.pos, sequence.pos + len(chunk))
-            seqs += [sequence.seq] * len(chunk)
-            wants += [False] * (len(chunk) - 1) + [not sequence.pending]
-            owners += [sequence] * len(chunk)
-            room -= len(chunk)
-        if not tokens:
+            batch.add(sequence, chunk, [False] * (len(chunk) - 1) + [not sequence.pending])
+        if not batch.tokens:
             return
-        self.context.decode(tokens, positions, seqs, wants)
+        self.context.decode(batch.tokens, batch.positions, batch.seqs, batch.wants)
         self.steps += 1
-        for index, (sequence, want) in enumerate(zip(owners, wants, strict=True)):
+        for index, (sequence, want) in enumerate(zip(batch.owners, batch.wants, strict=True)):
+            if sequence.skip:  # an entry of a draft dropped earlier in this batch
+                sequence.skip -= 1
+                continue
             sequence.pos += 1
-            if want:
+            if not want or self._running.get(sequence.seq) is not sequence:
+                continue
+            if sequence.draft:
+                self._check_draft(sequence, self.context.logits(index))
+            else:
                 self._choose(sequence, self.context.logits(index))
 
     def _choose(self, sequence: _Sequence, logits: np.ndarray[Any, Any]) -> None:
@@ -291,14 +325,58 @@ class SlotScheduler:
             return self._finish(sequence, reason="stop")
         if sequence.grammar is not None:
             sequence.grammar.accept(token)
-        stats.output_tokens += 1
-        text = sequence.text.decode(self.context.piece(token))
-        if text:
-            request.out.put(text)
+        self._emit(sequence, token)
         if stats.output_tokens >= request.max_tokens:
             return self._finish(sequence, reason="length")
         sequence.next_token = token
+        sequence.draft = self._draft(sequence)
         return None
+
+    def _emit(self, sequence: _Sequence, token: int) -> None:
+        """Count a token of the answer and stream its text."""
+        sequence.request.stats.output_tokens += 1
+        text = sequence.text.decode(self.context.piece(token))
+        if text:
+            sequence.request.out.put(text)
+
+    def _draft(self, sequence: _Sequence) -> list[int]:
+        """The tokens the grammar forces next (accepted by it), within the token limit and `MAX_DRAFT`."""
+        if not self.fast_forward or sequence.grammar is None:
+            return []
+        forced = sequence.grammar.fast_forward()
+        keep = min(MAX_DRAFT, sequence.request.max_tokens - sequence.request.stats.output_tokens)
+        if len(forced) > keep:
+            sequence.grammar.rollback(len(forced) - keep)
+        return forced[: max(keep, 0)]
+
+    def _fit_draft(self, sequence: _Sequence, room: int) -> None:
+        """Cut the sequence's draft to `room` entries (the grammar rolled back to match)."""
+        excess = len(sequence.draft) - max(room, 0)
+        if excess > 0 and sequence.grammar is not None:
+            sequence.grammar.rollback(excess)
+            del sequence.draft[-excess:]
+
+    def _check_draft(self, sequence: _Sequence, logits: np.ndarray[Any, Any]) -> None:
+        """After one entry of a drafted chunk: keep the next draft token if the model chose it too.
+
+        The model's unconstrained argmax equal to the forced token is what greedy decoding
+        would have chosen (the grammar allows it). At the first disagreement the rest of the
+        draft is dropped (grammar rolled back, its KV cells removed, its batch entries
+        skipped) and the token is chosen from these logits as usual.
+        """
+        expected = sequence.draft[0]
+        if int(np.argmax(logits)) == expected:
+            del sequence.draft[0]
+            sequence.request.stats.forced_tokens += 1
+            self._emit(sequence, expected)
+            if sequence.request.stats.output_tokens >= sequence.request.max_tokens:
+                self._finish(sequence, reason="length")
+            return
+        assert sequence.grammar is not None  # only a grammar drafts
+        sequence.grammar.rollback(len(sequence.draft))
+        self.context.remove(sequence.seq, sequence.pos)
+        sequence.skip, sequence.draft = len(sequence.draft), []
+        self._choose(sequence, logits)
 
     def _finish(
         self, sequence: _Sequence, *, reason: str | None = None, error: Exception | None = None

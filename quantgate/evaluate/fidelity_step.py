@@ -49,6 +49,10 @@ OLLAMA_METHOD = (
 )
 
 
+_GENERATION_OPTIONS = frozenset({"max_tokens", "grammar_engine", "fast_forward"})
+"""Variant options that only concern generation, left out when the models are opened for teacher forcing."""
+
+
 def unmeasured_reason(variant: Variant, reference: Variant, *, enabled: bool) -> str | None:
     """Why a variant's token fidelity cannot be measured; None when it can."""
     if not enabled:
@@ -103,7 +107,8 @@ def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
     """
     options = RunOptions(max_repairs=job.max_repairs, progress=False)
     texts = {c.id: c.text for c in job.cases if c.id in job.outputs}
-    engine_options = {k: v for k, v in job.reference.options.items() if k != "max_tokens"}
+    # teacher forcing reads given tokens: no generation limit, no grammar
+    engine_options = {k: v for k, v in job.reference.options.items() if k not in _GENERATION_OPTIONS}
     sink = JsonLines(job.run_dir / FIDELITY_FILE)
     with open_variant(job.reference, job.dataset.schema) as opened, closing(sink):
         if not isinstance(opened.chat_model, LlamaCppChatModel):

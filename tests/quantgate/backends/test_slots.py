@@ -20,10 +20,14 @@ PREFIX = [1, 9, 9, 9, 9, 9, 9, 9]  # what every prompt starts with (BOS and a sh
 
 
 class FakeGrammar:
-    """Allows exactly the tokens of `sequence`, in order, then only the end."""
+    """Allows exactly the tokens of `sequence`, in order, then only the end.
 
-    def __init__(self, sequence: Sequence[int]) -> None:
+    The tokens in `forced` are the ones it reports as forced (fast-forward) when it reaches them.
+    """
+
+    def __init__(self, sequence: Sequence[int], forced: Sequence[int] = ()) -> None:
         self.sequence = list(sequence)
+        self.forced = set(forced)
         self.at = 0
         self.fallbacks = 0
         self.closed = False
@@ -37,6 +41,17 @@ class FakeGrammar:
     def accept(self, token: int) -> None:
         assert token == self.sequence[self.at]
         self.at += 1
+
+    def fast_forward(self) -> list[int]:
+        run: list[int] = []
+        while self.at < len(self.sequence) and self.at in self.forced:
+            run.append(self.sequence[self.at])
+            self.at += 1
+        return run
+
+    def rollback(self, tokens: int) -> None:
+        assert 0 <= tokens <= self.at
+        self.at -= tokens
 
     def close(self) -> None:
         self.closed = True
@@ -128,9 +143,12 @@ class FakeContext:
         return bytes([ord("a") + token - 1])
 
     def grammar(self, text: str) -> FakeGrammar:
+        """`text` lists the allowed tokens, e.g. "7,8!,9": a `!` marks a token the grammar forces."""
         if text == "bad":
             raise ValueError("cannot parse the grammar")
-        grammar = FakeGrammar([int(t) for t in text.split(",")])
+        items = text.split(",")
+        forced = [i for i, item in enumerate(items) if item.endswith("!")]
+        grammar = FakeGrammar([int(item.rstrip("!")) for item in items], forced)
         self.grammars.append(grammar)
         return grammar
 
@@ -251,6 +269,53 @@ def test_each_sequence_keeps_its_own_grammar_state():
     assert results["a"][1].grammar_fallbacks == 4  # the model wanted 5 each time, and no end
     assert results["b"][1].grammar_fallbacks == 3
     assert all(g.closed for g in context.grammars)
+
+
+@pytest.mark.parametrize("fast_forward", [False, True])
+def test_a_draft_of_forced_tokens_the_model_agrees_with_is_kept_in_one_step(fast_forward):
+    a = prompt(2)
+    context = FakeContext({a: [7, 8, 9, 10]})  # the model itself wants what the grammar forces
+    scheduler = SlotScheduler(context, slots=2, fast_forward=fast_forward)
+    results: dict[str, Any] = {}
+    try:
+        collect(scheduler, a, results, "full", grammar="7,8!,9!,10")()
+        collect(scheduler, a, results, "cut", grammar="7,8!,9!,10", max_tokens=2)()
+    finally:
+        scheduler.close()
+    text, stats = results["full"]
+    assert (text, stats.output_tokens, stats.finish_reason) == (text_of([7, 8, 9, 10]), 4, "stop")
+    assert stats.forced_tokens == (2 if fast_forward else 0)
+    assert stats.grammar_fallbacks == 0
+    read, one = [(-1, len(PREFIX)), (2, 1)], [(2, 1)]
+    if fast_forward:  # 7 with its draft 8, 9 in one batch, then 10; the cut one: its prompt token, 7 + 8
+        assert context.batches == [read, [(2, 3)], one, one, [(2, 2)]]
+    else:  # one token per step: 7, 8, 9, 10; then the cut one's own prompt token and 7
+        assert context.batches == [read, one, one, one, one, one, one]
+    cut_text, cut = results["cut"]
+    assert (cut_text, cut.output_tokens, cut.finish_reason) == (text_of([7, 8]), 2, "length")
+    assert all(g.at == len(g.sequence) for g in context.grammars[:1])  # the grammar saw each token once
+
+
+def test_a_draft_the_model_disagrees_with_is_dropped_and_positions_stay_right():
+    a = prompt(2)
+    context = FakeContext({a: [7]}, strict=False)  # the model always wants 7; the grammar steers
+    scheduler = SlotScheduler(context, slots=2, fast_forward=True)
+    results: dict[str, Any] = {}
+    try:
+        collect(scheduler, a, results, "a", grammar="7,8!,9!,10")()
+        collect(scheduler, a, results, "again", grammar="7,8!,9!,10")()  # the slot is clean afterwards
+    finally:
+        scheduler.close()
+    for key in ("a", "again"):
+        text, stats = results[key]
+        assert (text, stats.output_tokens, stats.finish_reason) == (text_of([7, 8, 9, 10]), 4, "stop")
+        assert stats.forced_tokens == 0  # every drafted token was refused by the model
+        assert stats.grammar_fallbacks == 4  # 8, 9, 10 and the end were the grammar's, not the model's
+    # 7 + draft [8, 9] (refused: 8 chosen from the logits after 7), 8 + draft [9] (refused), 9, 10;
+    # FakeContext checks that every position follows on from what the sequence holds
+    read, one = [(-1, len(PREFIX)), (2, 1)], [(2, 1)]
+    assert context.batches[:5] == [read, [(2, 3)], [(2, 2)], one, one]
+    assert context.kv[0] == []
 
 
 def test_length_limit_and_grammar_dead_end_and_bad_grammar():

@@ -71,9 +71,13 @@ def test_engine_uses_all_physical_cores_by_default(ladder):
         engine.close()
 
 
-@pytest.mark.parametrize("engine_name", ["gbnf", "llguidance"])
-def test_both_grammar_engines_give_schema_valid_answers(ladder, engine_name):
-    engine = EmbeddedEngine(_q4(ladder), n_ctx=8192, slots=1, grammar_engine=engine_name)
+@pytest.mark.parametrize(
+    ("engine_name", "fast_forward"), [("gbnf", False), ("llguidance", False), ("llguidance", True)]
+)
+def test_grammar_engines_give_schema_valid_answers(ladder, engine_name, fast_forward):
+    engine = EmbeddedEngine(
+        _q4(ladder), n_ctx=8192, slots=1, grammar_engine=engine_name, fast_forward=fast_forward
+    )
     try:
         for index in range(2):
             prompt, schema = _prompt("tech-config", index)
@@ -81,6 +85,13 @@ def test_both_grammar_engines_give_schema_valid_answers(ladder, engine_name):
             assert stats.finish_reason == "stop"
             jsonschema.validate(json.loads(text), schema)
             assert stats.output_tokens > 10
+            # every key of the schema's objects is forced text; without fast-forward none is taken at once
+            assert (
+                (stats.forced_tokens >= len(schema["properties"]))
+                if fast_forward
+                else stats.forced_tokens == 0
+            )
+            assert stats.forced_tokens < stats.output_tokens
     finally:
         engine.close()
 
@@ -88,3 +99,8 @@ def test_both_grammar_engines_give_schema_valid_answers(ladder, engine_name):
 def test_an_unknown_grammar_engine_is_named():
     with pytest.raises(ValueError, match="grammar_engine must be one of gbnf, llguidance"):
         EmbeddedEngine("missing.gguf", grammar_engine="regex")  # type: ignore[arg-type]
+
+
+def test_fast_forward_needs_llguidance():
+    with pytest.raises(ValueError, match='fast_forward needs grammar_engine = "llguidance"'):
+        EmbeddedEngine("missing.gguf", grammar_engine="gbnf", slots=1, fast_forward=True)
