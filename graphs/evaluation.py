@@ -125,11 +125,14 @@ class CaseTask(TypedDict):
 
 
 def error_kind(result: ExtractionResult) -> str | None:
-    """Why a case failed, as every figure counts errors: the backend's error kind, or
-    `invalid_output` when no valid record came after the repairs; None when it did not fail."""
+    """Why a case failed, as every figure counts errors: the backend's error kind,
+    `output_limit` when the last answer stopped at the output token limit before it was valid,
+    or `invalid_output` when no valid record came after the repairs; None when it did not fail."""
     if result.error:
         return result.error_kind or "backend_error"
-    return None if result.valid else "invalid_output"
+    if result.valid:
+        return None
+    return "output_limit" if result.output_limit else "invalid_output"
 
 
 def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:

@@ -147,6 +147,7 @@ class ExtractionOutput(TypedDict, total=False):
     attempts: Annotated[list[Attempt], operator.add]
     truncated: bool
     input_tokens_dropped: int
+    output_limit: bool
     error: str | None
     error_kind: str | None
     retries: int
@@ -251,13 +252,32 @@ def validate(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dic
     ctx = runtime.context
     parsed, syntax_error = parse_json_output(state.get("raw") or "")
     if syntax_error is not None:
-        return {"valid": False, "record": None, "validation_errors": [str(syntax_error)]}
+        return _invalid(state, ctx, None, [str(syntax_error)])
     errors = ctx.format.schema_errors(normalize_record(ctx.spec, parsed, lang=state.get("lang")))
-    return {
-        "valid": not errors,
-        "record": parsed if isinstance(parsed, dict) else None,
-        "validation_errors": [str(e) for e in errors],
-    }
+    if errors:
+        return _invalid(state, ctx, parsed if isinstance(parsed, dict) else None, [str(e) for e in errors])
+    return {"valid": True, "record": parsed if isinstance(parsed, dict) else None, "validation_errors": []}
+
+
+def _invalid(
+    state: ExtractionState, ctx: ExtractionContext, record: dict[str, Any] | None, errors: list[str]
+) -> dict[str, Any]:
+    """An invalid answer; when it stopped at the output limit, said so (no repair follows)."""
+    attempts = state.get("attempts") or []
+    limited = bool(attempts) and attempts[-1]["finish_reason"] == "length"
+    if limited:
+        errors = [*errors, output_limit_message(attempts[-1]["output_tokens"], ctx.max_output_tokens)]
+    return {"valid": False, "record": record, "validation_errors": errors, "output_limit": limited}
+
+
+def output_limit_message(output_tokens: int | None, max_tokens: int) -> str:
+    """Why an answer cut at the output limit is not repaired, and what to change."""
+    used = f"{output_tokens} tokens" if output_tokens is not None else "its token limit"
+    return (
+        f"the answer reached the output limit ({used}) before the JSON was complete; no repair "
+        f"was asked for, since a repair would get the same limit: raise the variant's max_tokens "
+        f"option (now {max_tokens}) if records of this schema need more"
+    )
 
 
 def repair(state: ExtractionState) -> dict[str, Any]:
@@ -279,10 +299,11 @@ def after_extract(state: ExtractionState) -> Literal["validate", "__end__"]:
 def after_validate(
     state: ExtractionState, runtime: Runtime[ExtractionContext]
 ) -> Literal["normalize", "repair", "__end__"]:
-    """Valid: normalize. Invalid: repair while attempts remain, else stop."""
+    """Valid: normalize. Invalid: repair while attempts remain, else stop; an answer cut at the
+    output limit is not repaired (the repair would get the same limit)."""
     if state.get("valid"):
         return "normalize"
-    if len(state.get("attempts", [])) <= runtime.context.max_repairs:
+    if not state.get("output_limit") and len(state.get("attempts", [])) <= runtime.context.max_repairs:
         return "repair"
     return "__end__"
 
@@ -323,6 +344,7 @@ class ExtractionResult:
     attempts: list[Attempt] = field(default_factory=list)
     truncated: bool = False
     input_tokens_dropped: int = 0
+    output_limit: bool = False
     error: str | None = None
     error_kind: str | None = None
     retries: int = 0
@@ -338,6 +360,7 @@ class ExtractionResult:
             attempts=list(output.get("attempts") or []),
             truncated=bool(output.get("truncated")),
             input_tokens_dropped=int(output.get("input_tokens_dropped") or 0),
+            output_limit=bool(output.get("output_limit")),
             error=output.get("error"),
             error_kind=output.get("error_kind"),
             retries=int(output.get("retries") or 0),

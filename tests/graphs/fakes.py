@@ -16,10 +16,13 @@ from quantgate.backends.streaming import StreamingChatModel
 
 class QueuedChatModel(StreamingChatModel):
     """Streams queued outputs in order (the last one repeats). An `Exception` in the queue
-    is raised instead; `by_text` maps a substring of the conversation to a fixed output."""
+    is raised instead; `by_text` maps a substring of the conversation to a fixed output.
+    With `max_tokens`, an output longer than that many 7-character pieces is cut there and
+    ends with finish reason `length`, as a backend's token limit does."""
 
     outputs: list[Any]
     by_text: dict[str, Any] = Field(default_factory=dict)
+    max_tokens: int | None = None
     _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
@@ -52,6 +55,8 @@ class QueuedChatModel(StreamingChatModel):
         if isinstance(output, BaseException):
             raise output
         pieces = [output[i : i + 7] for i in range(0, len(output), 7)] or [""]
+        cut = self.max_tokens is not None and len(pieces) > self.max_tokens
+        pieces = pieces[: self.max_tokens] if cut else pieces
         for piece in pieces:
             yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
         yield ChatGenerationChunk(
@@ -62,7 +67,11 @@ class QueuedChatModel(StreamingChatModel):
                     "output_tokens": len(pieces),
                     "total_tokens": 100 + len(pieces),
                 },
-                response_metadata={"finish_reason": "stop", "eval_count": len(pieces), "done": True},
+                response_metadata={
+                    "finish_reason": "length" if cut else "stop",
+                    "eval_count": len(pieces),
+                    "done": True,
+                },
                 chunk_position="last",
             )
         )

@@ -3,6 +3,7 @@ import json
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
+from graphs.evaluation import error_kind
 from graphs.extraction import ExtractionContext, ExtractionResult, build_extraction_graph, graph
 from graphs.prompting import REPAIR_NAME
 
@@ -73,6 +74,21 @@ def test_repair_loop_is_bounded():
     assert len(result.attempts) == 3
     assert result.validation_errors == ["vendor: 5 is not of type 'string', 'null'"]
     assert result.error is None
+
+
+def test_an_answer_cut_at_the_output_limit_is_not_repaired_and_says_why():
+    model = QueuedChatModel(outputs=[json.dumps(GOOD)], max_tokens=3)  # 21 characters of the JSON
+    result = run(model, max_repairs=2, max_output_tokens=3)
+    assert (result.valid, result.output_limit, len(result.attempts)) == (False, True, 1)
+    assert result.attempts[0]["finish_reason"] == "length"
+    assert result.validation_errors[-1] == (
+        "the answer reached the output limit (3 tokens) before the JSON was complete; no repair was "
+        "asked for, since a repair would get the same limit: raise the variant's max_tokens option "
+        "(now 3) if records of this schema need more"
+    )
+    assert error_kind(result) == "output_limit"
+    complete = run(QueuedChatModel(outputs=[json.dumps(GOOD)], max_tokens=100))  # within the limit
+    assert (complete.valid, complete.output_limit, error_kind(complete)) == (True, False, None)
 
 
 def test_normalize_fixes_what_it_can_without_a_repair():
