@@ -162,6 +162,10 @@ class ExtractionState(ExtractionInput, ExtractionOutput, total=False):
 def prompt_messages(ctx: ExtractionContext, text: str) -> tuple[list[BaseMessage], int]:
     """The first attempt's messages for a case, its text cut to what fits in the context.
 
+    A text longer than the input budget keeps its beginning (two thirds of the budget) and
+    its end (the rest), joined by `CUT_MARK`: what a record needs is often at either end of
+    a document (the parties and dates at the top, totals and signatures at the bottom).
+
     Args:
         ctx: The extraction context (prompt prefix, token counter, input budget).
         text: The case text.
@@ -175,12 +179,29 @@ def prompt_messages(ctx: ExtractionContext, text: str) -> tuple[list[BaseMessage
     if budget is not None:
         size = ctx.tokens(text)
         if size > budget:
-            keep = int(len(text) * budget / size)
-            while keep and ctx.tokens(text[:keep]) > budget:
-                keep = int(keep * 0.95)
-            dropped = size - ctx.tokens(text[:keep]) if keep else size
-            text = text[:keep]
+            head_budget = budget * 2 // 3
+            head = _fitting(ctx, text, head_budget, from_end=False)
+            tail_budget = max(budget - head_budget - ctx.tokens(CUT_MARK), 0)
+            tail = _fitting(ctx, text[len(head) :], tail_budget, from_end=True)
+            dropped = max(size - (ctx.tokens(head) if head else 0) - (ctx.tokens(tail) if tail else 0), 0)
+            text = f"{head}{CUT_MARK}{tail}"
     return [*ctx.prompt_prefix, HumanMessage(content=text)], dropped
+
+
+CUT_MARK = "\n[...]\n"
+"""What stands for the middle of a text cut to fit the context window."""
+
+
+def _fitting(ctx: ExtractionContext, text: str, budget: int, *, from_end: bool) -> str:
+    """The longest start (or end) of `text`, by a shrinking estimate, that fits in `budget` tokens."""
+    keep = int(len(text) * budget / max(ctx.tokens(text), 1))
+
+    def part(n: int) -> str:
+        return (text[len(text) - n :] if n else "") if from_end else text[:n]
+
+    while keep and ctx.tokens(part(keep)) > budget:
+        keep = int(keep * 0.95)
+    return part(min(keep, len(text)))
 
 
 def prepare(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from graphs.evaluation import error_kind
-from graphs.extraction import ExtractionContext, ExtractionResult, build_extraction_graph, graph
+from graphs.extraction import CUT_MARK, ExtractionContext, ExtractionResult, build_extraction_graph, graph
 from graphs.prompting import REPAIR_NAME
 
 from .fakes import QueuedChatModel
@@ -119,14 +119,24 @@ def test_backend_error_is_recorded_not_raised():
 
 def test_long_input_is_truncated_and_recorded():
     model = QueuedChatModel(outputs=[json.dumps(GOOD)])
-    text = "palabra " * 5000
+    words = [f"w{i}" for i in range(5000)]
     result = run(
-        model, text=text, context_window=2048, max_output_tokens=256, count_tokens=lambda s: len(s.split())
+        model,
+        text=" ".join(words),
+        context_window=2048,
+        max_output_tokens=256,
+        count_tokens=lambda s: len(s.split()),
     )
     assert result.truncated
-    assert result.input_tokens_dropped > 0
     sent = model.calls[0][-1].text
-    assert len(sent.split()) + result.input_tokens_dropped == 5000
+    head, tail = sent.split(CUT_MARK)
+    kept_head, kept_tail = head.split(), tail.split()
+    # the beginning and the end, the middle dropped (each cut may fall inside a word)
+    assert kept_head[:-1] == words[: len(kept_head) - 1]
+    assert kept_tail[1:] == words[len(words) - len(kept_tail) + 1 :]
+    assert 1.5 < len(kept_head) / len(kept_tail) < 2.5  # two thirds of the budget to the beginning
+    assert len(kept_head) + len(kept_tail) + result.input_tokens_dropped == 5000
+    assert 1000 < result.input_tokens_dropped < 5000
     short = run(
         QueuedChatModel(outputs=[json.dumps(GOOD)]),
         context_window=2048,
