@@ -19,11 +19,14 @@ from quantgate.cli import (
     schemas,
     score,
 )
+from quantgate.evaluate.signals import Interrupted, stop_on_signals
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 """argparse's own status for a bad command line; also for bad input files (named in the message).
 The decision's statuses (0, 4, 3) are `quantgate.rundir.decision.EXIT_STATUS`."""
+EXIT_INTERRUPTED = 130
+"""Ctrl-C (128 + SIGINT); SIGTERM exits with 143 (128 + SIGTERM), like a shell's killed command."""
 
 _COMMANDS = (datasets, score, ladder, run, load, decide, report, compare, doctor, ollama, schemas)
 """The command modules, in the order `quantgate --help` lists them; each has `add_parser`."""
@@ -44,17 +47,27 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `quantgate` console script."""
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.handler(args))
-    except (FileNotFoundError, ValueError) as exc:  # bad input, named in the message
-        print(f"quantgate: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except RuntimeError as exc:  # the work itself failed (a run that cannot be decided, ...)
-        print(f"quantgate: error: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
-    except KeyboardInterrupt:
+    with stop_on_signals():  # SIGTERM stops a run as Ctrl-C does
+        try:
+            return int(args.handler(args))
+        except (FileNotFoundError, ValueError) as exc:  # bad input, named in the message
+            print(f"quantgate: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except RuntimeError as exc:  # the work itself failed (a run that cannot be decided, ...)
+            print(f"quantgate: error: {exc}", file=sys.stderr)
+            return EXIT_FAILURE
+        except KeyboardInterrupt as exc:
+            return _interrupted(exc)
+
+
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    """Say what stopped quantgate and where the run so far is; return the exit status."""
+    if not isinstance(exc, Interrupted):  # raised by other code than our signal handler
         print("quantgate: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    where = f"; the run so far is in {exc.run_dir}" if exc.run_dir is not None else ""
+    print(f"quantgate: {exc}{where}", file=sys.stderr)
+    return exc.exit_status
 
 
 if __name__ == "__main__":

@@ -372,8 +372,11 @@ def run_evaluation(
             progress=options.progress,
         )
         summary.status = "complete"
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interruption:  # Ctrl-C, or SIGTERM under signals.stop_on_signals
+        from quantgate.evaluate.signals import note_run_dir
+
         summary.status = "interrupted"
+        note_run_dir(interruption, store.directory)
         raise
     finally:
         store.write_summary(summary)

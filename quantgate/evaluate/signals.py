@@ -1,0 +1,84 @@
+"""Stopping on a signal: SIGTERM handled as Ctrl-C, and a second signal that exits at once.
+
+`timeout`, systemd and Kubernetes stop a process with SIGTERM, whose default ends Python on the
+spot: summary.json would never say "interrupted", and the worker would be left running alone.
+Under `stop_on_signals()`, SIGINT and SIGTERM raise `Interrupted`, a `KeyboardInterrupt`, so the
+paths that already handle Ctrl-C (the run's summary, terminating the worker) handle both. A
+second signal while stopping exits at once with 128 + its number; the worker then dies with
+this process (`quantgate.evaluate.worker`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""The signals that stop quantgate cleanly."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop asked for by a signal.
+
+    Attributes:
+        signal: The signal received.
+        run_dir: The run directory the interruption left, once the run has said so.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)  # the args rebuild it when pickled
+        self.signal = signal.Signals(signum)
+        self.run_dir: Path | None = None
+
+    def __str__(self) -> str:
+        return f"interrupted by {self.signal.name}"
+
+    @property
+    def exit_status(self) -> int:
+        """The shell's status of a process ended by this signal: 128 + its number."""
+        return 128 + self.signal.value
+
+
+def note_run_dir(interruption: KeyboardInterrupt, run_dir: Path) -> None:
+    """Record in an `Interrupted` the run directory it interrupted (a plain KeyboardInterrupt
+    carries nothing)."""
+    if isinstance(interruption, Interrupted):
+        interruption.run_dir = run_dir
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM raise `Interrupted`; a second one exits at once.
+
+    The previous handlers come back when the block ends. A signal ignored when the block starts
+    (a shell's background job ignores SIGINT) stays ignored, and outside the main thread, where
+    Python cannot set handlers, nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stopping = False
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        if stopping:
+            name = signal.Signals(signum).name
+            os.write(2, f"quantgate: {name} while stopping: exiting at once\n".encode())
+            os._exit(128 + signum)
+        stopping = True
+        raise Interrupted(signum)
+
+    previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    for signum, handler in previous.items():
+        if handler != signal.SIG_IGN:
+            signal.signal(signum, stop)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)

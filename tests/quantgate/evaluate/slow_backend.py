@@ -1,0 +1,92 @@
+"""`quantgate` with one more backend, `slow`: a fake chat model that takes its time, in a worker.
+
+    python -m tests.quantgate.evaluate.slow_backend run --dataset DIR --variants FILE.toml ...
+
+runs the real command line. The backend declares `process_isolation`, so each variant runs in
+a spawned worker process as an embedded one would; it is registered at import, and the worker
+imports this module again (as its main module), so the worker knows it too. No model is loaded:
+each answer is a fixed valid record, given after `options.delay_s` seconds. With
+`options.sigterm_marker`, the worker ignores SIGTERM and touches that file instead, as a worker
+stuck in native code would not stop.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
+
+from quantgate.backends import BackendCapabilities, OpenedVariant, register_backend
+from quantgate.cli import main
+from quantgate.inputs.variants import Variant, VariantSet, write_variants_file
+from tests.graphs.fakes import QueuedChatModel
+from tests.graphs.test_extraction import GOOD, SCHEMA
+
+
+class SlowChatModel(QueuedChatModel):
+    """A `QueuedChatModel` that waits `delay_s` before each answer."""
+
+    delay_s: float
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        time.sleep(self.delay_s)
+        yield from super()._stream(messages, stop, run_manager, **kwargs)
+
+
+@contextmanager
+def _open_slow(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
+    model = SlowChatModel(outputs=[json.dumps(GOOD)], delay_s=float(variant.options["delay_s"]))
+    marker = variant.options.get("sigterm_marker")
+    if marker is not None:  # opened in the worker's main thread, where handlers are set
+        signal.signal(signal.SIGTERM, lambda signum, frame: Path(marker).touch())
+    yield OpenedVariant(chat_model=model, runtime={"name": "slow fake", "version": "0"})
+
+
+register_backend("slow", _open_slow, capabilities=BackendCapabilities(process_isolation=True))
+
+
+def write_inputs(
+    root: Path, *, cases: int, delay_s: float, sigterm_marker: Path | None = None
+) -> tuple[Path, Path]:
+    """A dataset of `cases` invoice cases and a variants file of one `slow` variant, under `root`.
+
+    Returns:
+        The dataset directory and the variants file.
+    """
+    dataset = root / "invoices"
+    dataset.mkdir(parents=True)
+    (dataset / "schema.json").write_text(json.dumps(SCHEMA))
+    lines = [
+        {"id": f"c{i}", "text": f"case {i}", "expected": GOOD, "tags": ["lang:en"]} for i in range(cases)
+    ]
+    (dataset / "cases.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (dataset / "examples.jsonl").write_text(
+        json.dumps({"id": "e1", "text": "example", "expected": GOOD}) + "\n"
+    )
+    (dataset / "README.md").write_text("invoices for the signal tests\n")
+    variants = root / "variants.toml"
+    options: dict[str, Any] = {"delay_s": delay_s}
+    if sigterm_marker is not None:
+        options["sigterm_marker"] = str(sigterm_marker)
+    slow = Variant(name="slow", backend="slow", model="none", options=options)
+    write_variants_file(variants, VariantSet(reference="slow", variants=[slow]))
+    return dataset, variants
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""`quantgate run` stopped by a signal, in real processes: nothing outlives it, SIGTERM is Ctrl-C.
+
+Each test starts the real command line (with the `slow` fake backend of `slow_backend.py`,
+evaluated in a spawned worker as an embedded variant is) in a process group of its own, waits
+until the worker has written records, and signals the main process only, as `kill`, systemd's
+main-process mode and Kubernetes do.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from quantgate.rundir.files import RECORDS_FILE
+from quantgate.rundir.store import load_run
+from tests.quantgate.evaluate.processes import describe, session, wait_for, wait_gone
+from tests.quantgate.evaluate.slow_backend import write_inputs
+
+STARTUP_S = 90.0
+"""Until the worker's first record: two Python processes importing quantgate, on a busy machine."""
+GONE_S = 5.0
+"""How soon every process of the run must be gone once it is stopped."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    process: subprocess.Popen[bytes]
+    out: Path
+    stderr: Path
+
+    @property
+    def run_dir(self) -> Path:
+        (run_dir,) = self.out.iterdir()
+        return run_dir
+
+    def records(self) -> int:
+        """Lines in records.jsonl so far."""
+        paths = list(self.out.glob(f"*/{RECORDS_FILE}"))
+        return len(paths[0].read_bytes().splitlines()) if paths else 0
+
+    def helpers(self) -> list[psutil.Process]:
+        """The worker and multiprocessing's resource tracker, once both have started."""
+        wait_for(lambda: self.records() > 0, timeout=STARTUP_S, what="record from the worker")
+        children = psutil.Process(self.process.pid).children(recursive=True)
+        commands = " ".join(" ".join(c.cmdline()) for c in children)
+        assert "spawn_main" in commands, describe(children)
+        assert "resource_tracker" in commands, describe(children)
+        return children
+
+    def assert_nothing_left(self, children: list[psutil.Process]) -> None:
+        """No child of the run, and no process of its group, runs `GONE_S` after it ended."""
+        wait_gone(children, self.process.pid, timeout=GONE_S, what="the stopped run's processes")
+        assert "leaked" not in self.stderr.read_text(), self.stderr.read_text()
+
+
+def start_run(sessions: ExitStack, root: Path, *, sigterm_marker: Path | None = None) -> Run:
+    """Start `quantgate run` on 400 slow cases (20 s at least), its files under `root`.
+
+    Args:
+        sessions: The test's `sessions`.
+        root: Where the inputs, the runs and the run's stderr go.
+        sigterm_marker: Have the worker ignore SIGTERM, touching this file instead.
+    """
+    dataset, variants = write_inputs(root, cases=400, delay_s=0.05, sigterm_marker=sigterm_marker)
+    out, stderr = root / "runs", root / "stderr.txt"
+    command = [sys.executable, "-m", "tests.quantgate.evaluate.slow_backend", "run", "--all", "--json",
+               "--dataset", str(dataset), "--variants", str(variants), "--out", str(out), "--no-report",
+               "--no-token-fidelity"]  # fmt: skip
+    return Run(process=sessions.enter_context(session(command, stderr=stderr)), out=out, stderr=stderr)
+
+
+def test_kill_9_of_the_run_takes_the_worker_and_the_resource_tracker_with_it(sessions, tmp_path):
+    run = start_run(sessions, tmp_path)
+    children = run.helpers()
+    os.kill(run.process.pid, signal.SIGKILL)
+    assert run.process.wait(timeout=GONE_S) == -signal.SIGKILL
+    run.assert_nothing_left(children)
+    written = run.records()
+    time.sleep(0.5)  # ten cases' time: a worker still going would have written more
+    assert run.records() == written
+
+
+def test_sigterm_ends_the_run_as_interrupted_with_status_143(sessions, tmp_path):
+    run = start_run(sessions, tmp_path)
+    children = run.helpers()
+    run.process.send_signal(signal.SIGTERM)
+    assert run.process.wait(timeout=GONE_S) == 128 + signal.SIGTERM
+    run.assert_nothing_left(children)
+    summary = load_run(run.run_dir).summary
+    assert summary.status == "interrupted"
+    stderr = run.stderr.read_text()
+    assert f"quantgate: interrupted by SIGTERM; the run so far is in {run.run_dir}\n" in stderr
+    assert "Traceback" not in stderr
+
+
+def test_a_second_signal_while_stopping_exits_at_once(sessions, tmp_path):
+    marker = tmp_path / "worker-got-sigterm"
+    run = start_run(sessions, tmp_path, sigterm_marker=marker)
+    children = run.helpers()
+    run.process.send_signal(signal.SIGTERM)
+    wait_for(marker.exists, timeout=GONE_S, what="SIGTERM sent to the worker")  # now stopping
+    started = time.monotonic()
+    run.process.send_signal(signal.SIGINT)
+    assert run.process.wait(timeout=GONE_S) == 128 + signal.SIGINT
+    assert time.monotonic() - started < 2.0  # not the grace a stuck worker gets before SIGKILL
+    assert "quantgate: SIGINT while stopping: exiting at once" in run.stderr.read_text()
+    run.assert_nothing_left(children)  # the worker that ignores SIGTERM too

@@ -1,0 +1,123 @@
+"""SIGINT and SIGTERM under `stop_on_signals`: an `Interrupted` (a KeyboardInterrupt) first, an
+immediate exit on the second; the previous handlers come back after the block."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+
+import pytest
+
+from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.evaluate.signals import Interrupted, stop_on_signals
+from quantgate.inputs.dataset import load_dataset
+from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.rundir.store import load_run
+from tests.graphs.fakes import QueuedChatModel
+from tests.graphs.test_extraction import GOOD
+from tests.quantgate.evaluate.processes import session, wait_for
+from tests.quantgate.evaluate.slow_backend import write_inputs
+
+STOPPING = """
+import sys, time
+from pathlib import Path
+from quantgate.evaluate.signals import stop_on_signals
+
+with stop_on_signals():
+    try:
+        Path(sys.argv[1]).touch()
+        time.sleep(120)
+    except KeyboardInterrupt:
+        Path(sys.argv[2]).touch()
+        time.sleep(120)  # a slow clean-up
+"""
+"""A process that takes its time to stop after the first signal; argv: two marker files."""
+
+
+def _signal_self(signum: int) -> None:
+    """Send `signum` to this process and give the handler the time to run."""
+    os.kill(os.getpid(), signum)
+    for _ in range(100):
+        time.sleep(0.05)
+
+
+def _unhandled(signum: int, frame: object) -> None:
+    raise AssertionError(f"{signal.Signals(signum).name} reached the handler set before the block")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_raises_interrupted_and_the_handlers_come_back(signum):
+    before = signal.signal(signum, _unhandled)  # a failure fails the test, not the test process
+    try:
+        with pytest.raises(Interrupted) as raised, stop_on_signals():
+            _signal_self(signum)
+        assert signal.getsignal(signum) is _unhandled
+    finally:
+        signal.signal(signum, before)
+    assert isinstance(raised.value, KeyboardInterrupt)
+    assert raised.value.signal == signum
+    assert raised.value.exit_status == 128 + signum
+    assert str(raised.value) == f"interrupted by {signal.Signals(signum).name}"
+
+
+def test_an_ignored_signal_stays_ignored():
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a shell's background job
+    try:
+        with stop_on_signals():
+            assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) != signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_outside_the_main_thread_nothing_changes():
+    seen: list[object] = []
+
+    def inside() -> None:
+        with stop_on_signals():
+            seen.append(signal.getsignal(signal.SIGTERM))
+
+    thread = threading.Thread(target=inside)
+    thread.start()
+    thread.join()
+    assert seen == [signal.getsignal(signal.SIGTERM)]
+
+
+def test_interrupted_survives_pickling():
+    copy = pickle.loads(pickle.dumps(Interrupted(signal.SIGTERM)))
+    assert (type(copy), copy.signal) == (Interrupted, signal.SIGTERM)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(signal.SIGTERM, signal.SIGINT), (signal.SIGINT, signal.SIGTERM)],
+    ids=["SIGTERM-then-SIGINT", "SIGINT-then-SIGTERM"],
+)
+def test_a_second_signal_while_stopping_exits_at_once_with_its_status(sessions, tmp_path, first, second):
+    ready, stopping = tmp_path / "ready", tmp_path / "stopping"
+    command = [sys.executable, "-c", STOPPING, str(ready), str(stopping)]
+    process = sessions.enter_context(session(command, stderr=tmp_path / "stderr.txt"))
+    wait_for(ready.exists, timeout=60, what="start of the stopping process")
+    process.send_signal(first)
+    wait_for(stopping.exists, timeout=5, what="clean-up after the first signal")
+    process.send_signal(second)
+    assert process.wait(timeout=2) == 128 + second
+    name = signal.Signals(second).name
+    assert (tmp_path / "stderr.txt").read_text() == f"quantgate: {name} while stopping: exiting at once\n"
+
+
+def test_an_interrupted_run_says_its_run_directory(tmp_path):
+    dataset_dir, _ = write_inputs(tmp_path, cases=5, delay_s=0)
+    model = QueuedChatModel(outputs=[json.dumps(GOOD)], by_text={"case 3": Interrupted(signal.SIGTERM)})
+    variants = VariantSet(variants=[Variant.from_chat_model("only", model)])
+    options = RunOptions(out=tmp_path / "runs", progress=False, concurrency=1)
+    with pytest.raises(Interrupted) as raised:
+        run_evaluation(load_dataset(dataset_dir), variants, options=options)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert raised.value.run_dir == run_dir
+    assert load_run(run_dir).summary.status == "interrupted"
