@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -82,15 +84,57 @@ def cli_dataset(name: str, skip_invalid_cases: bool) -> Dataset:
 
 
 def cli_variants(specs: list[str] | None) -> VariantSet:
-    """The variants given on the command line, else the default ladder (built if missing)."""
+    """The variants given on the command line, else the default ladder (built if missing).
+
+    Every embedded variant's model file is checked before any model loads (`check_model_files`):
+    there, readable, a complete GGUF, of the size and sha256 the variants file gives.
+    """
     from quantgate.inputs.variants import resolve_variants
     from quantgate.ladder.build import build_ladder
 
     if specs:
-        return resolve_variants(specs)
+        variant_set = resolve_variants(specs)
+        _check_model_files(variant_set, verify_sha256=True)
+        return variant_set
     print("building the default ladder (Gemma 3 270M: F16 reference, Q8_0, Q5_K_M, Q4_K_M, Q2_K) if missing")
     variant_set, _ = build_ladder()
+    _check_model_files(variant_set, verify_sha256=False)  # the build has just checked each file's sha256
     return variant_set
+
+
+def _check_model_files(variant_set: VariantSet, *, verify_sha256: bool) -> None:
+    from quantgate.backends import capabilities
+    from quantgate.inputs.model_files import check_model_files
+
+    embedded = [variant for variant in variant_set.variants if capabilities(variant).model_file]
+    check_model_files(embedded, verify_sha256=verify_sha256)
+
+
+def check_output_dir(out: Path) -> None:
+    """Check that `--out` can be created (if missing) and written, before any work starts.
+
+    Raises:
+        ValueError: `out` or the nearest of its parents that exists is a file, or is not writable;
+            the message names the path and why.
+    """
+    for path in (out, *out.absolute().parents):
+        try:
+            is_dir = stat.S_ISDIR(path.stat().st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # not there yet (or under a file, which a parent shows)
+        except OSError as exc:
+            raise ValueError(f"--out {out}: cannot look at {path}: {exc.strerror or exc}") from None
+        if path == out:
+            if not is_dir:
+                raise ValueError(f"--out {out}: it is a file, not a directory")
+            if not os.access(path, os.W_OK | os.X_OK):
+                raise ValueError(f"--out {out}: the directory is not writable")
+            return
+        if not is_dir:
+            raise ValueError(f"--out {out}: cannot create it: {path} is a file, not a directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise ValueError(f"--out {out}: cannot create it: {path} is not writable")
+        return
 
 
 def add_gate_flags(parser: argparse.ArgumentParser) -> None:

@@ -6,7 +6,14 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from quantgate.cli.common import DEFAULT_DATASET, DEFAULT_LIMIT, add_examples_flag, cli_dataset, cli_variants
+from quantgate.cli.common import (
+    DEFAULT_DATASET,
+    DEFAULT_LIMIT,
+    add_examples_flag,
+    check_output_dir,
+    cli_dataset,
+    cli_variants,
+)
 from quantgate.evaluate.predictions import dump_json
 from quantgate.inputs.dataset import Dataset
 from quantgate.rundir.files import LOAD_FILE
@@ -58,6 +65,7 @@ def _load(args: argparse.Namespace) -> int:
     from quantgate.rundir.store import load_run
 
     options = load_options(args)
+    check_output_dir(Path(args.out))
     dataset = cli_dataset(args.dataset or DEFAULT_DATASET, args.skip_invalid_cases)
     variant_set = cli_variants(args.variants)
     run_dir = load_into(None, dataset, variant_set, options, out=Path(args.out), quiet=args.json)

@@ -12,6 +12,7 @@ from quantgate.cli.common import (
     DEFAULT_DATASET,
     add_examples_flag,
     add_gate_flags,
+    check_output_dir,
     cli_dataset,
     cli_gates,
     cli_variants,
@@ -33,6 +34,7 @@ def _run(args: argparse.Namespace) -> int:
     from quantgate.rundir.store import load_run
 
     gates = cli_gates(args)  # a bad gates file fails before the run, not after it
+    check_output_dir(Path(args.out))
     load = load_options(args) if args.load else None
     dataset_name = args.dataset or DEFAULT_DATASET
     sequential = args.limit is None and not args.all

@@ -106,20 +106,34 @@ class VariantSet(BaseModel):
     @model_validator(mode="after")
     def _one_grammar_engine(self) -> VariantSet:
         """Every variant of a run decodes under the same grammar engine, or the comparison is confounded."""
-        engines = {str(v.options.get("grammar_engine", "the default")): v.name for v in self.variants}
+        engines = {_grammar_setting(v.options): v.name for v in self.variants}
         if len(engines) > 1:
             named = ", ".join(f"{name} uses {engine}" for engine, name in engines.items())
-            raise ValueError(f"the variants must share one grammar_engine option ({named})")
+            raise ValueError(f"the variants must share one grammar_engine and fast_forward option ({named})")
         return self
 
 
-def _unique(variants: list[Variant]) -> list[Variant]:
-    seen: set[str] = set()
-    for variant in variants:
-        if variant.name in seen:
-            raise VariantSpecError(f"two variants are named {variant.name!r}; names must be unique")
-        seen.add(variant.name)
+def _grammar_setting(options: dict[str, Any]) -> str:
+    """How a variant's options decode under the grammar, e.g. "llguidance with fast_forward"."""
+    engine = str(options.get("grammar_engine", "the default"))
+    return f"{engine} with fast_forward" if options.get("fast_forward") else engine
+
+
+def _unique(variants: list[Variant], origins: list[str]) -> list[Variant]:
+    """The variants, if no two share a name; `origins` says where each comes from, for the message."""
+    first: dict[str, str] = {}
+    for variant, origin in zip(variants, origins, strict=True):
+        if variant.name in first:
+            raise VariantSpecError(
+                f"two variants are named {variant.name!r}: {first[variant.name]} and {origin}; "
+                "names must be unique"
+            )
+        first[variant.name] = origin
     return variants
+
+
+def _file_origins(path: Path, count: int) -> list[str]:
+    return [f"{path} (variants entry {number})" for number in range(1, count + 1)]
 
 
 def parse_spec(spec: str) -> Variant:
@@ -160,7 +174,7 @@ def load_variants_file(path: Path) -> VariantSet:
     except ValidationError as exc:
         problems = "; ".join(str(p) for p in validation_problems(exc, file=path.name, line=None))
         raise VariantSpecError(problems) from exc
-    _unique(variant_set.variants)
+    _unique(variant_set.variants, _file_origins(path, len(variant_set.variants)))
     if variant_set.reference and variant_set.reference not in {v.name for v in variant_set.variants}:
         raise VariantSpecError(f"{path}: reference {variant_set.reference!r} is not one of its variants")
     return variant_set
@@ -170,17 +184,28 @@ def resolve_variants(items: list[str]) -> VariantSet:
     """Turn CLI arguments (TOML files and shorthands, mixed) into one variant set.
 
     The reference is the first file's `reference`, if any.
+
+    Raises:
+        VariantSpecError: A bad file or shorthand, two variants of one name, or variants that
+            cannot run together; the message names the files or shorthands.
     """
     variants: list[Variant] = []
+    origins: list[str] = []
     reference: str | None = None
     for item in items:
         if item.endswith(".toml"):
             loaded = load_variants_file(Path(item))
             reference = reference or loaded.reference
             variants.extend(loaded.variants)
+            origins.extend(_file_origins(Path(item), len(loaded.variants)))
         else:
             variants.append(parse_spec(item))
-    return VariantSet(reference=reference, variants=_unique(variants))
+            origins.append(item)
+    try:
+        return VariantSet(reference=reference, variants=_unique(variants, origins))
+    except ValidationError as exc:  # e.g. files that use different grammar engines
+        problems = "; ".join(p.message for p in validation_problems(exc, file="", line=None))
+        raise VariantSpecError(f"--variants {' '.join(items)}: {problems}") from exc
 
 
 def write_variants_file(path: Path, variant_set: VariantSet) -> None:

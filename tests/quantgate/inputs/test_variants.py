@@ -70,7 +70,13 @@ def test_toml_round_trip_and_mixing(tmp_path):
         (
             '[[variants]]\nname = "a"\nbackend = "x"\noptions = {grammar_engine = "llguidance"}\n'
             '[[variants]]\nname = "b"\nbackend = "x"\n',
-            "share one grammar_engine option \\(a uses llguidance, b uses the default\\)",
+            "share one grammar_engine and fast_forward option \\(a uses llguidance, b uses the default\\)",
+        ),
+        (
+            '[[variants]]\nname = "a"\nbackend = "x"\noptions = {grammar_engine = "llguidance"}\n'
+            '[[variants]]\nname = "b"\nbackend = "x"\n'
+            'options = {grammar_engine = "llguidance", fast_forward = true}\n',
+            "\\(a uses llguidance, b uses llguidance with fast_forward\\)",
         ),
     ],
 )
