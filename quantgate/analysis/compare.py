@@ -17,8 +17,10 @@ from typing import Any
 from evaluators.comparison import ComparisonOptions, compare_paired
 from quantgate.formatting import figure, interval_points, number, points
 from quantgate.inputs.gates import Gates, comparison_options
+from quantgate.rundir.completeness import Completeness, completeness_of
+from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.pairing import paired_cases
-from quantgate.rundir.store import latest_records, load_run
+from quantgate.rundir.store import LineProblem, Run, latest_records, load_run
 from quantgate.rundir.summary import VariantEntry
 
 _FIGURES = (
@@ -49,6 +51,13 @@ def _figures(a: VariantEntry, b: VariantEntry) -> dict[str, dict[str, Any]]:
     return figures
 
 
+def _read(run: Run) -> tuple[dict[str, dict[str, CaseRecord]], Completeness]:
+    """A run's latest records (the lines that cannot be read left out) and its completeness."""
+    line_problems: list[LineProblem] = []
+    records = latest_records(run.records(problems=line_problems))
+    return records, completeness_of(run.summary, records, line_problems)
+
+
 def compare_runs(
     run_a: str | Path,
     run_b: str | Path,
@@ -63,11 +72,13 @@ def compare_runs(
         options: Margin, minimum cases and bootstrap settings (default: the gates' defaults).
 
     Returns:
-        A JSON-ready dict: per variant the paired comparison (B minus A) and the figures.
+        A JSON-ready dict: per variant the paired comparison (B minus A) and the figures;
+        `incomplete` lists, per run (`a`, `b`), what an incomplete run lacks (empty: complete).
+        An incomplete run is compared on what its directory holds.
     """
     options = options or comparison_options(Gates())
     a, b = load_run(run_a), load_run(run_b)
-    records_a, records_b = latest_records(a.records()), latest_records(b.records())
+    (records_a, complete_a), (records_b, complete_b) = _read(a), _read(b)
     entries_a = {e.name: e for e in a.summary.variants}
     entries_b = {e.name: e for e in b.summary.variants}
     common = [n for n in entries_a if n in entries_b]
@@ -85,6 +96,7 @@ def compare_runs(
         "run_a": a.summary.run_id,
         "run_b": b.summary.run_id,
         "same_dataset": dataset_a.sha256 == dataset_b.sha256,
+        "incomplete": {"a": list(complete_a.problems), "b": list(complete_b.problems)},
         "datasets": {"a": dataset_a.model_dump(mode="json"), "b": dataset_b.model_dump(mode="json")},
         "options": {
             "margin": options.margin,
@@ -105,6 +117,11 @@ def _delta_row(label: str, d: Mapping[str, Any]) -> str:
 def render_comparison(result: Mapping[str, Any]) -> str:
     """A plain-text report of `compare_runs`' result."""
     lines = [f"run A {result['run_a']}  ->  run B {result['run_b']}   (deltas are B - A, in points)"]
+    for side in ("a", "b"):
+        problems = result["incomplete"][side]
+        if problems:
+            lines.append(f"warning: run {side.upper()} is incomplete; it is compared on what it holds:")
+            lines += [f"  - {problem}" for problem in problems]
     if not result["same_dataset"]:
         lines.append("warning: the runs used different data (dataset sha256 differs); cases are paired by id")
     for name in result["only_in_a"] + result["only_in_b"]:

@@ -12,6 +12,7 @@ that was not measured is NaN in a frame and None elsewhere, never 0.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,11 +29,12 @@ from quantgate.decide.checks import measure
 from quantgate.decide.decision import run_dataset
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.gates import Gates, comparison_options
+from quantgate.rundir.completeness import Completeness, completeness_of
 from quantgate.rundir.decision import Decision
 from quantgate.rundir.files import DECISION_JSON, SUMMARY_FILE
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.pairing import paired_cases
-from quantgate.rundir.store import Run, latest_records, load_run, read_decision
+from quantgate.rundir.store import LineProblem, Run, latest_records, load_run, read_decision
 
 _FIELD_COLUMNS = ["variant", "case_id", "field", "score", "outcome", "agreement", "tags"]
 
@@ -49,6 +51,8 @@ class RunView:
         dataset: The cases the run evaluated; None when neither the run's copy nor its
             source is readable.
         decision: decision.json, when the run has been decided.
+        completeness: Whether the directory holds the whole run, and if not what it lacks
+            (`quantgate.rundir.completeness`); the views show what there is.
     """
 
     run: Run
@@ -57,6 +61,7 @@ class RunView:
     records: Mapping[str, Mapping[str, CaseRecord]]
     dataset: Dataset | None
     decision: Decision | None
+    completeness: Completeness = dataclasses.field(default_factory=Completeness)
 
     @property
     def gates(self) -> Gates:
@@ -82,10 +87,14 @@ def load_run_view(run_dir: str | Path) -> RunView:
         run_dir: The run directory (`runs/<run-id>`).
 
     Returns:
-        The run with its records, cases and decision.
+        The run with its records, cases and decision, and whether it is complete: an
+        incomplete run (interrupted, killed, a damaged records.jsonl) is opened with what it
+        holds, the lines of records.jsonl that cannot be read left out and named in
+        `completeness`.
     """
     run = load_run(run_dir)
-    records = latest_records(run.records())
+    line_problems: list[LineProblem] = []
+    records = latest_records(run.records(problems=line_problems))
     listed = [entry.name for entry in run.summary.variants]
     names = [n for n in listed if n in records] + [n for n in records if n not in listed]
     decided = run.directory / DECISION_JSON
@@ -96,6 +105,7 @@ def load_run_view(run_dir: str | Path) -> RunView:
         records=records,
         dataset=run_dataset(run),
         decision=read_decision(run.directory) if decided.is_file() else None,
+        completeness=completeness_of(run.summary, records, line_problems),
     )
 
 
@@ -175,6 +185,14 @@ def field_deltas(view: RunView) -> pd.DataFrame:
     return table.rename_axis(index="field", columns="variant")
 
 
+_VARIANT_COLUMNS = [
+    "variant", "quantization", "is_reference", "status", "cases", "field_accuracy", "accuracy_delta",
+    "footprint_mb", "footprint_source", "format_validity", "error_rate", "ttft_s_p50", "latency_s_p95",
+    "passes", "verdict",
+]  # fmt: skip
+"""The columns of `variant_table` (before `variant` becomes its index), kept for a run with no variant."""
+
+
 def variant_table(view: RunView) -> pd.DataFrame:
     """One row per variant: accuracy, paired delta, footprint, validity, errors, latency, gates."""
     deltas = {name: c.overall.delta for name, c in comparisons(view).items()}
@@ -206,7 +224,7 @@ def variant_table(view: RunView) -> pd.DataFrame:
             }
         )
     numbers = ["field_accuracy", "accuracy_delta", "footprint_mb", "format_validity", "error_rate"]
-    table = pd.DataFrame(rows).set_index("variant")
+    table = pd.DataFrame(rows, columns=_VARIANT_COLUMNS).set_index("variant")
     return table.astype(dict.fromkeys([*numbers, "ttft_s_p50", "latency_s_p95"], float))
 
 

@@ -4,7 +4,9 @@ The page (`RUN_DIR/report/report.html`) holds the summary table, the decision wi
 gate's verdict, the charts (embedded as data URIs, so it opens without a network or the
 PNG files) and a failure browser: each case a variant got wrong, with its text, gold, the
 reference's and the variant's output, the differing fields highlighted and filters by
-variant, field and slice. Every string from the run (case text, outputs, names) goes
+variant, field and slice. An incomplete run (`quantgate.rundir.completeness`: interrupted,
+killed, a damaged records.jsonl) is reported with what it holds, under a notice at the top
+listing what it lacks. Every string from the run (case text, outputs, names) goes
 through Jinja's autoescaping: hostile case text renders as text. The data comes from
 `quantgate.analysis.explore`, the same view the notebooks use.
 """
@@ -204,6 +206,7 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
         .get_template("report.html.j2")
         .render(
             run=_run_context(view),
+            incomplete=list(view.completeness.problems),
             summary_header=header,
             summary_rows=rows,
             summary_below_baseline=below,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from quantgate.cli.common import add_gate_flags, cli_gates
@@ -15,8 +16,14 @@ if TYPE_CHECKING:
 def _compare(args: argparse.Namespace) -> int:
     from quantgate.analysis.compare import compare_runs, render_comparison
     from quantgate.inputs.gates import comparison_options
+    from quantgate.rundir.completeness import Completeness
 
     result = compare_runs(args.run_a, args.run_b, options=comparison_options(cli_gates(args)))
+    if args.json:  # the text has the notices at its top; JSON on stdout stays JSON
+        for side, run_dir in (("a", args.run_a), ("b", args.run_b)):
+            completeness = Completeness(problems=tuple(result["incomplete"][side]))
+            if not completeness.complete:
+                print(f"quantgate: warning: {run_dir}: {completeness.notice()}", file=sys.stderr)
     print(dump_json(result) if args.json else render_comparison(result))
     return 0
 

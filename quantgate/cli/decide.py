@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,8 +14,24 @@ if TYPE_CHECKING:
 
 
 def _decide(args: argparse.Namespace) -> int:
+    from quantgate.rundir.completeness import run_completeness
+    from quantgate.rundir.decision import EXIT_STATUS
+
     gates = cli_gates(args)
-    return report_decision(Path(args.run_dir), gates)
+    run_dir = Path(args.run_dir)
+    completeness = run_completeness(run_dir)
+    if not completeness.complete:
+        severity = "warning" if args.allow_incomplete else "error"
+        print(f"quantgate: {severity}: {run_dir}: {completeness.notice()}", file=sys.stderr)
+        if not args.allow_incomplete:
+            status = EXIT_STATUS["incomplete_run"]
+            print(
+                f"quantgate: not deciding on an incomplete run (exit status {status}); "
+                "--allow-incomplete decides on what it holds",
+                file=sys.stderr,
+            )
+            return status
+    return report_decision(run_dir, gates)
 
 
 def add_parser(commands: Commands) -> None:
@@ -22,8 +39,14 @@ def add_parser(commands: Commands) -> None:
     decide = commands.add_parser(
         "decide",
         help="judge a run against the gates; write decision.json/.md; exit 0 if a quantized candidate "
-        "passes, 4 to keep the reference, 3 if nothing passes",
+        "passes, 4 to keep the reference, 3 if nothing passes, 5 if the run is incomplete",
     )
     decide.add_argument("run_dir", metavar="RUN_DIR")
+    decide.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="decide on what an incomplete run holds (a run interrupted or killed, a variant lacking "
+        "cases, a damaged records.jsonl); the decision says so. Without it such a run exits 5",
+    )
     add_gate_flags(decide)
     decide.set_defaults(handler=_decide)

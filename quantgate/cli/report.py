@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,8 +13,13 @@ if TYPE_CHECKING:
 
 def _report(args: argparse.Namespace) -> int:
     from quantgate.analysis.report import write_report
+    from quantgate.rundir.completeness import run_completeness
 
-    print(write_report(Path(args.run_dir), max_failures=args.max_failures))
+    run_dir = Path(args.run_dir)
+    completeness = run_completeness(run_dir)
+    if not completeness.complete:
+        print(f"quantgate: warning: {run_dir}: {completeness.notice()}", file=sys.stderr)
+    print(write_report(run_dir, max_failures=args.max_failures))
     return 0
 
 

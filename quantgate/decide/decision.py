@@ -7,7 +7,9 @@ latency. Memory comes from the summary, which the run's sampler wrote. The recom
 variant is the one with the smallest memory footprint among those passing every gate;
 the reference is a candidate too, so "keep the reference" is a possible answer. The outcome
 (a quantized candidate passes, keep the reference, nothing passes) sets the exit status that
-`run` and `decide` return (`quantgate.rundir.decision.EXIT_STATUS`).
+`run` and `decide` return (`quantgate.rundir.decision.EXIT_STATUS`). A run directory that does
+not hold the whole run (`quantgate.rundir.completeness`) is decided on what it holds, and the
+decision lists what it lacks; the CLI refuses one unless given `--allow-incomplete`.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from quantgate.decide.rollback import rollback_signals
 from quantgate.hardware import package_version
 from quantgate.inputs.dataset import Dataset, DatasetError, load_dataset
 from quantgate.inputs.gates import Gates, comparison_options
+from quantgate.rundir.completeness import completeness_of
 from quantgate.rundir.decision import (
     EXIT_STATUS,
     Decision,
@@ -49,7 +52,7 @@ from quantgate.rundir.decision import (
 from quantgate.rundir.files import DATASET_DIR, DECISION_JSON, DECISION_MD, REGRESSIONS_DIR
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.pairing import paired_cases
-from quantgate.rundir.store import Run, latest_records, load_run, read_decision, write_model
+from quantgate.rundir.store import LineProblem, Run, latest_records, load_run, read_decision, write_model
 from quantgate.rundir.summary import VariantEntry
 
 
@@ -218,6 +221,9 @@ def decide(run_dir: str | Path, gates: Gates | None = None) -> Decision:
     """Judge every variant of a run against the gates, write decision.json and decision.md.
 
     Also writes each variant's regression cases as a dataset under `regressions/<variant>/`.
+    An incomplete run (`quantgate.rundir.completeness`) is decided on what its directory
+    holds, and the decision says so (`run_complete`, `run_problems`, a notice at the top of
+    decision.md); `quantgate decide` refuses one unless given `--allow-incomplete`.
 
     Returns:
         The decision as written to decision.json.
@@ -228,7 +234,9 @@ def decide(run_dir: str | Path, gates: Gates | None = None) -> Decision:
     gates = gates or Gates()
     run = load_run(run_dir)
     reference = run.summary.reference
-    records = latest_records(run.records())
+    line_problems: list[LineProblem] = []
+    records = latest_records(run.records(problems=line_problems))
+    completeness = completeness_of(run.summary, records, line_problems)
     if reference is None or reference not in records:
         raise DecisionError(
             f"{run.directory}: no records of the reference {reference!r}; nothing to compare with"
@@ -248,6 +256,8 @@ def decide(run_dir: str | Path, gates: Gates | None = None) -> Decision:
         recommended_is_reference=chosen == reference,
         outcome=outcome,
         exit_status=EXIT_STATUS[outcome],
+        run_complete=completeness.complete,
+        run_problems=list(completeness.problems),
         reference=reference,
         gates=gates,
         variants={j.name: j.section for j in judged},

@@ -1,4 +1,9 @@
-"""decision.md: the decision record rendered for people (decision.json is the source)."""
+"""decision.md: the decision record rendered for people (decision.json is the source).
+
+Every value from the run (variant and case ids, tags, field names, errors, hardware, ...)
+goes through `escape_markdown`, so a hostile case id such as `<script>|x` shows as text: it
+neither breaks a table nor renders as HTML or formatting.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +13,43 @@ from evaluators.comparison import PairedDelta
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.rundir.decision import Decision, VariantDecision
 
+_MARKDOWN_ESCAPES = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;"} | {char: "\\" + char for char in "\\`*_[]|"}
+)
+
+
+def escape_markdown(value: object) -> str:
+    """`value` as Markdown text that renders as itself, in running text or a table cell.
+
+    `<`, `>` (and `&`) become HTML entities, which every Markdown renderer shows as the
+    characters; backslash, backtick, `*`, `_`, `[`, `]` and `|` are backslash-escaped; a line
+    break becomes a visible `\\n`, so it cannot end a table row or start a block.
+    """
+    text = str(value).translate(_MARKDOWN_ESCAPES)
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\\\n")
+
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    """A Markdown table; every cell is escaped here."""
+    lines = ["| " + " | ".join(map(escape_markdown, header)) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(map(escape_markdown, row)) + " |" for row in rows]
     return [*lines, ""]
 
 
+def _incomplete(decision: Decision) -> list[str]:
+    if not decision.run_problems:
+        return []
+    return [
+        "> **Incomplete run.** This decision is of what the run directory held, not of the whole run:",
+        ">",
+        *(f"> - {escape_markdown(problem)}" for problem in decision.run_problems),
+        "",
+    ]
+
+
 def _headline(decision: Decision) -> list[str]:
-    chosen = decision.recommended
-    if chosen is None:
+    chosen = escape_markdown(decision.recommended)
+    if decision.recommended is None:
         text = (
             f"**No variant passes every gate, not even the reference.** Exit status {decision.exit_status}."
         )
@@ -27,22 +59,24 @@ def _headline(decision: Decision) -> list[str]:
             f"reference does. Exit status {decision.exit_status}."
         )
     else:
-        section = decision.variants[chosen]
+        section = decision.variants[decision.recommended]
         footprint = number(section.footprint_mb, "{:.0f}")
         text = (
             f"**Recommended: {chosen}**, the smallest footprint ({footprint} MiB, "
-            f"{section.footprint_source}) among the variants that pass every gate. "
+            f"{escape_markdown(section.footprint_source)}) among the variants that pass every gate. "
             f"Exit status {decision.exit_status}."
         )
     record = decision.record
     dataset = record.dataset
     return [
-        f"# Decision for run {record.run_id}",
+        f"# Decision for run {escape_markdown(record.run_id)}",
         "",
+        *_incomplete(decision),
         text,
         "",
-        f"Reference: {decision.reference}. Dataset: {dataset.name}, {dataset.cases} cases "
-        f"(sha256 {dataset.sha256}). Run status: {record.run_status}.",
+        f"Reference: {escape_markdown(decision.reference)}. Dataset: {escape_markdown(dataset.name)}, "
+        f"{dataset.cases} cases (sha256 {escape_markdown(dataset.sha256)}). "
+        f"Run status: {escape_markdown(record.run_status)}.",
         "",
     ]
 
@@ -96,7 +130,7 @@ def _gates(decision: Decision) -> list[str]:
         if not v.gates:
             continue
         rows = [[g.gate, g.status, g.evidence] for g in v.gates]
-        lines += [f"### {name}", "", *_table(["gate", "status", "evidence"], rows)]
+        lines += [f"### {escape_markdown(name)}", "", *_table(["gate", "status", "evidence"], rows)]
         if v.sequential is not None:
             s = v.sequential
             how = f"settled {s.settled}" if s.settled else f"not settled (stopped: {s.stopped})"
@@ -127,7 +161,8 @@ def _deltas(decision: Decision) -> list[str]:
             continue
         rows = [_delta_row(f"field {key}", d) for key, d in comparison.fields.items()]
         rows += [_delta_row(f"slice {key}", d) for key, d in comparison.slices.items()]
-        lines += [f"### {name} vs {decision.reference}", "", *_table(header, rows)]
+        title = f"### {escape_markdown(name)} vs {escape_markdown(decision.reference)}"
+        lines += [title, "", *_table(header, rows)]
     return lines
 
 
@@ -138,9 +173,14 @@ def _regressions(decision: Decision) -> list[str]:
             continue
         found = v.regressions
         exported = decision.regression_sets.get(name)
-        where = f" Exported as a dataset: `{exported.path}`." if exported and exported.path else ""
-        lines.append(f"- **{name}**: {len(found)} case(s).{where}")
-        lines += [f"  - {r.case_id}: {', '.join(r.fields)}" for r in found[:20]]
+        where = (
+            f" Exported as a dataset: {escape_markdown(exported.path)}." if exported and exported.path else ""
+        )
+        lines.append(f"- **{escape_markdown(name)}**: {len(found)} case(s).{where}")
+        lines += [
+            f"  - {escape_markdown(r.case_id)}: {', '.join(map(escape_markdown, r.fields))}"
+            for r in found[:20]
+        ]
         if len(found) > 20:
             lines.append(f"  - … and {len(found) - 20} more (decision.json has them all)")
     return [*lines, ""]
@@ -157,7 +197,7 @@ def _rollback(decision: Decision) -> list[str]:
     return [
         "## Rollback signals",
         "",
-        f"Roll {rollback.variant} back when any of these holds over a window of at least "
+        f"Roll {escape_markdown(rollback.variant)} back when any of these holds over a window of at least "
         f"{rollback.window_cases} production calls:",
         "",
         *_table(["metric", "when", "threshold", "measured", "derived as"], rows),
@@ -179,16 +219,16 @@ def _record(decision: Decision) -> list[str]:
                 str(meta.sha256 or runtime.get("model_digest") or MISSING),
             ]
         )
-    stats = record.statistics
+    stats, text = record.statistics, escape_markdown
     return [
         "## Record",
         "",
         *_table(["variant", "precision", "method", "calibration", "runtime", "model sha256 / digest"], rows),
-        f"- Hardware: {', '.join(f'{k}: {v}' for k, v in record.hardware.items())}",
-        f"- Run {record.run_id} with quantgate {record.run_quantgate_version}; decided with "
-        f"quantgate {record.decided_with_quantgate_version} at {record.decided_at}",
-        f"- Accuracy deltas: {stats.accuracy_delta_interval}. McNemar: {stats.mcnemar}. "
-        f"Rates: {stats.proportion_interval} intervals. Equivalence margin ±"
+        "- Hardware: " + ", ".join(f"{text(k)}: {text(v)}" for k, v in record.hardware.items()),
+        f"- Run {text(record.run_id)} with quantgate {text(record.run_quantgate_version)}; decided with "
+        f"quantgate {text(record.decided_with_quantgate_version)} at {text(record.decided_at)}",
+        f"- Accuracy deltas: {text(stats.accuracy_delta_interval)}. McNemar: {text(stats.mcnemar)}. "
+        f"Rates: {text(stats.proportion_interval)} intervals. Equivalence margin ±"
         f"{stats.equivalence_margin * 100:.1f} points.",
         "",
     ]

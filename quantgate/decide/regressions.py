@@ -11,23 +11,27 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evaluators.comparison import Regression
+from quantgate.decide.markdown import escape_markdown
 from quantgate.inputs.dataset import Dataset, write_dataset
 
 
 def _card(*, dataset: Dataset, run_id: str, reference: str, variant: str, found: Sequence[Regression]) -> str:
+    text = escape_markdown
+    reference_name, variant_name = text(reference), text(variant)
     lines = [
-        f"# Regression cases of {variant} against {reference}",
+        f"# Regression cases of {variant_name} against {reference_name}",
         "",
-        f"Written by `quantgate decide` from run {run_id} on the dataset `{dataset.name}`: the "
-        f"{len(found)} case(s) where the reference ({reference}) got at least one field right "
-        f"and {variant} did not. Texts, gold records and tags are copied unchanged from that "
+        f"Written by `quantgate decide` from run {text(run_id)} on the dataset {text(dataset.name)}: the "
+        f"{len(found)} case(s) where the reference ({reference_name}) got at least one field right "
+        f"and {variant_name} did not. Texts, gold records and tags are copied unchanged from that "
         "dataset, and so is its license (below).",
         "",
         "| case | fields lost | reference score | variant score |",
         "|---|---|---|---|",
     ]
     lines += [
-        f"| {r.case_id} | {', '.join(r.fields)} | {r.reference_score:.2f} | {r.variant_score:.2f} |"
+        f"| {text(r.case_id)} | {', '.join(map(text, r.fields))} | {r.reference_score:.2f} | "
+        f"{r.variant_score:.2f} |"
         for r in found
     ]
     lines += ["", "---", "", dataset.card or "(the source dataset has no card)"]

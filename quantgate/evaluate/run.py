@@ -168,6 +168,9 @@ def _evaluate_variant(job: _VariantJob) -> _VariantRun:
         },
         is_reference=is_reference,
         quantization=variant.quantization or opened.quantization,
+        cases=[case.id for case in job.cases],
+        recorded=[o.case_id for o in outcomes],
+        stopped=output.get("stopped"),
     )
     return _variant_run(job, outcomes, entry, metadata)
 
@@ -299,9 +302,11 @@ def _evaluate_all(
             result = _evaluate_isolated(replace(job, time_share_s=share))
         except BackendError as exc:
             print(f"quantgate: skipping variant {variant.name}: {exc}")
-            summary.variants.append(skipped_entry(variant, str(exc), is_reference=is_reference))
+            cases = [case.id for case in job.cases]
+            summary.variants.append(skipped_entry(variant, str(exc), is_reference=is_reference, cases=cases))
             metadata.variants.append(variant_metadata(variant, error=str(exc)))
         else:
+            _say_cuts(result.entry)
             result.entry.baseline_accuracy = baseline_accuracy(scores=baselines, case_ids=result.case_ids)
             summary.variants.append(result.entry)
             metadata.variants.append(result.metadata)
@@ -310,6 +315,17 @@ def _evaluate_all(
         _with_deltas(summary, reference_name, store.directory)
         store.write_variants(metadata)
         store.write_summary(summary)
+
+
+def _say_cuts(entry: VariantEntry) -> None:
+    """Say on stderr how many case texts were cut to fit the variant's context window."""
+    if entry.truncated_cases:
+        print(
+            f"quantgate: {entry.name}: {entry.truncated_cases} case text(s) did not fit the context "
+            "window and were cut (the beginning and the end kept, the middle dropped; records.jsonl "
+            "gives input_tokens_dropped per case)",
+            file=sys.stderr,
+        )
 
 
 def _examples(dataset: Dataset, options: RunOptions) -> ChosenExamples:

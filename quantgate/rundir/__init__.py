@@ -1,9 +1,11 @@
 """The run directory: its file names, typed models, readers and writers."""
 
+from quantgate.rundir.completeness import Completeness, completeness_of, run_completeness
 from quantgate.rundir.decision import Decision, GateResult, RollbackSignal, VariantDecision
 from quantgate.rundir.lines import CaseRecord, FidelityLine, LoadLine
 from quantgate.rundir.schemas import write_schemas
 from quantgate.rundir.store import (
+    LineProblem,
     Run,
     RunFileError,
     RunStore,
@@ -19,9 +21,11 @@ from quantgate.rundir.summary import LoadSection, RunSummary, VariantEntry, Vari
 
 __all__ = [
     "CaseRecord",
+    "Completeness",
     "Decision",
     "FidelityLine",
     "GateResult",
+    "LineProblem",
     "LoadLine",
     "LoadSection",
     "RollbackSignal",
@@ -33,6 +37,7 @@ __all__ = [
     "VariantEntry",
     "VariantMetadata",
     "VariantsFile",
+    "completeness_of",
     "latest_records",
     "load_run",
     "read_decision",
@@ -40,5 +45,6 @@ __all__ = [
     "read_load",
     "read_records",
     "read_summary",
+    "run_completeness",
     "write_schemas",
 ]

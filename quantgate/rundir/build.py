@@ -6,7 +6,7 @@ the parts they own. Readers never rebuild a file: they parse it (`quantgate.rund
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from evaluators.baselines import BaselineScores
@@ -114,10 +114,44 @@ def new_summary(
     )
 
 
+def missing_cases(cases: Sequence[str], recorded: Iterable[str], *, stopped: str | None = None) -> list[str]:
+    """The cases of a variant's list with no record, in its order.
+
+    Args:
+        cases: The case ids the variant was to evaluate, in run order.
+        recorded: The case ids it wrote a record of.
+        stopped: Why its evaluation stopped before the last case by a rule of the run (a
+            sequential gate settled, its budget spent); the cases after it were not due, so
+            none is missing. None: it was to evaluate them all.
+    """
+    if stopped:
+        return []
+    done = set(recorded)
+    return [case_id for case_id in cases if case_id not in done]
+
+
 def variant_entry(
-    variant: Variant, figures: Mapping[str, Any], *, is_reference: bool, quantization: str | None
+    variant: Variant,
+    figures: Mapping[str, Any],
+    *,
+    is_reference: bool,
+    quantization: str | None,
+    cases: Sequence[str],
+    recorded: Iterable[str],
+    stopped: str | None = None,
 ) -> VariantEntry:
-    """A variant's summary entry from the evaluation graph's summary (its evaluator nodes' figures)."""
+    """A variant's summary entry from the evaluation graph's summary (its evaluator nodes' figures).
+
+    Args:
+        variant: The variant.
+        figures: The evaluation graph's summary of it.
+        is_reference: It is the run's reference.
+        quantization: Its quantization, as declared or as its backend reported it.
+        cases: The case ids it was to evaluate, in run order.
+        recorded: The case ids it wrote a record of.
+        stopped: Why a rule of the run stopped it before its last case (see `missing_cases`).
+    """
+    missing = missing_cases(cases, recorded, stopped=stopped)
     return VariantEntry.model_validate(
         {
             **figures,
@@ -126,12 +160,16 @@ def variant_entry(
             "quantization": quantization,
             "is_reference": is_reference,
             "status": "ok",
+            "complete": not missing,
+            "missing_cases": missing,
         }
     )
 
 
-def skipped_entry(variant: Variant, error: str, *, is_reference: bool) -> VariantEntry:
-    """The summary entry of a variant that could not be evaluated."""
+def skipped_entry(
+    variant: Variant, error: str, *, is_reference: bool, cases: Sequence[str] = ()
+) -> VariantEntry:
+    """The summary entry of a variant that could not be evaluated (`cases`: those it was to evaluate)."""
     return VariantEntry(
         name=variant.name,
         backend=variant.backend,
@@ -139,6 +177,8 @@ def skipped_entry(variant: Variant, error: str, *, is_reference: bool) -> Varian
         is_reference=is_reference,
         status="skipped",
         error=error,
+        complete=False,
+        missing_cases=list(cases),
     )
 
 

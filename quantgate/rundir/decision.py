@@ -7,7 +7,7 @@ explore read it through this model.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -33,10 +33,20 @@ measured); skipped: the variant did not run."""
 
 Outcome = Literal["candidate_passes", "keep_reference", "none_passes"]
 
-EXIT_STATUS: dict[Outcome, int] = {"candidate_passes": 0, "keep_reference": 4, "none_passes": 3}
+ExitReason = Outcome | Literal["incomplete_run"]
+"""Why `quantgate decide` exits: the decision's outcome, or a run it would not decide on."""
+
+EXIT_STATUS: dict[ExitReason, int] = {
+    "candidate_passes": 0,
+    "keep_reference": 4,
+    "none_passes": 3,
+    "incomplete_run": 5,
+}
 """The exit status of `quantgate run` and `quantgate decide` for each outcome (2: usage error,
 1: failure, set by the CLI): 0 a quantized candidate passes and is recommended; 4 keep the
-reference, no candidate is shown safe; 3 nothing passes, not even the reference."""
+reference, no candidate is shown safe; 3 nothing passes, not even the reference. 5: `decide`
+refused an incomplete run (`quantgate.rundir.completeness`; `--allow-incomplete` decides on
+what it holds, with the outcome's status)."""
 
 
 def variant_verdict(status: str, gates: list[GateResult]) -> VariantVerdict:
@@ -176,13 +186,24 @@ class DecisionRecord(RunFileModel):
 class Decision(RunFileModel):
     """decision.json."""
 
-    format_version: Literal[2] = DECISION_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (2,)
+    format_version: Literal[3] = DECISION_FORMAT_VERSION
     recommended: str | None = Field(description="The variant to deploy; None when none passed.")
     recommended_is_reference: bool
     outcome: Outcome = Field(
         description="candidate_passes (a quantized variant is recommended), keep_reference, none_passes."
     )
     exit_status: int = Field(description="The CLI's exit status for the outcome: 0, 4 or 3 (`EXIT_STATUS`).")
+    run_complete: bool | None = Field(
+        default=None,
+        description="The run directory held the whole run when decided; None: decided before format 3 "
+        "recorded it.",
+    )
+    run_problems: list[str] = Field(
+        default_factory=list,
+        description="Why the run is incomplete (`quantgate.rundir.completeness`), when it is: the "
+        "decision is of what the run directory held.",
+    )
     reference: str
     gates: Gates
     variants: dict[str, VariantDecision]

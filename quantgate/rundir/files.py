@@ -29,8 +29,13 @@ REGRESSIONS_DIR = "regressions"
 REPORT_DIR = "report"
 
 RUN_FORMAT_VERSION: Final[Literal[1]] = 1
-"""Of summary.json, records.jsonl, variants.json and fidelity.jsonl."""
+"""Of records.jsonl, variants.json and fidelity.jsonl."""
+SUMMARY_FORMAT_VERSION: Final[Literal[2]] = 2
+"""Of summary.json. 2: each variant says whether it is complete and which cases it lacks
+(`complete`, `missing_cases`); a summary of version 1 is still read (as version 2, those
+keys unknown)."""
 LOAD_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of load.jsonl and the summary's `load` section."""
-DECISION_FORMAT_VERSION: Final[Literal[2]] = 2
-"""Of decision.json."""
+DECISION_FORMAT_VERSION: Final[Literal[3]] = 3
+"""Of decision.json. 3: whether the run was complete when decided, and what it lacked
+(`run_complete`, `run_problems`); a decision of version 2 is still read (as version 3)."""

@@ -6,7 +6,7 @@ through it, and `quantgate schemas` exports its JSON Schema.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +17,10 @@ class RunFileModel(BaseModel):
     """Base of every run-file model: unknown keys are refused, so the schema is the whole file."""
 
     model_config = ConfigDict(extra="forbid")
+
+    older_format_versions: ClassVar[tuple[int, ...]] = ()
+    """Earlier `format_version`s a reader still accepts. Each is the current format without
+    the keys added since (they all have defaults), so such a file is read as the current version."""
 
 
 class CaseRecord(RunFileModel):

@@ -1,7 +1,8 @@
 """A run on disk: `runs/<run-id>/`, written and read through the typed models.
 
 Records are appended and flushed one line per case as soon as the case finishes, so an
-interrupted run keeps everything done so far; readers skip a torn last line. JSON files
+interrupted run keeps everything done so far; readers tolerate a torn last line and can have
+it, and any damaged line, reported by line number (`read_lines`' `problems`). JSON files
 are replaced atomically. Every file is parsed by its model (`quantgate.rundir.lines`,
 `.summary`, `.decision`); a file written by a newer quantgate is refused with a message
 naming it and its `format_version`. pandas DataFrames are views built from the records.
@@ -65,17 +66,22 @@ def _known_version(model: type[BaseModel]) -> int:
     return int(field.default) if field is not None else 1
 
 
-def parse_model(model: type[ModelT], value: Any, *, where: str) -> ModelT:
-    """Validate one parsed JSON value against its model; errors name `where`.
+def _validated(model: type[ModelT], value: Any) -> ModelT | str:
+    """`value` through its model, or what is wrong with it (its version, the keys that do not match).
 
-    A missing `format_version` is read as 1 (files written before it was added).
+    A missing `format_version` is read as 1 (files written before it was added); one of the
+    model's `older_format_versions` is read as the current version.
     """
     if isinstance(value, dict):
         version = value.get("format_version", 1)
         known = _known_version(model)
-        if version != known:
-            raise RunFileError(
-                f"{where}: format_version {version!r} is not one this quantgate reads ({known}); "
+        older: tuple[int, ...] = getattr(model, "older_format_versions", ())
+        if version in older:
+            value = {**value, "format_version": known}
+        elif version != known:
+            readable = ", ".join(str(v) for v in sorted({*older, known}))
+            return (
+                f"format_version {version!r} is not one this quantgate reads ({readable}); "
                 "it was written by another version of quantgate"
             )
     try:
@@ -84,7 +90,19 @@ def parse_model(model: type[ModelT], value: Any, *, where: str) -> ModelT:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()[:5]
         )
-        raise RunFileError(f"{where}: does not match {model.__name__}: {problems}") from None
+        return f"does not match {model.__name__}: {problems}"
+
+
+def parse_model(model: type[ModelT], value: Any, *, where: str) -> ModelT:
+    """Validate one parsed JSON value against its model; errors name `where`.
+
+    A missing `format_version` is read as 1 (files written before it was added); one of the
+    model's `older_format_versions` is read as the current version.
+    """
+    parsed = _validated(model, value)
+    if isinstance(parsed, str):
+        raise RunFileError(f"{where}: {parsed}")
+    return parsed
 
 
 def read_model(path: Path, model: type[ModelT]) -> ModelT:
@@ -98,25 +116,75 @@ def read_model(path: Path, model: type[ModelT]) -> ModelT:
     return parse_model(model, value, where=str(path))
 
 
-def read_lines(path: Path, model: type[ModelT]) -> Iterator[ModelT]:
+@dataclass(frozen=True, kw_only=True)
+class LineProblem:
+    """A line of a JSONL run file that was not read.
+
+    Attributes:
+        file: The file's name (`records.jsonl`).
+        line: The line's number, from 1.
+        problem: What is wrong with it.
+        torn: It is the last line, cut short: a write the run did not finish (it was
+            interrupted, or is still writing).
+    """
+
+    file: str
+    line: int
+    problem: str
+    torn: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.file} line {self.line}: {self.problem}"
+
+
+_TORN = "the last line is cut short (a write the run did not finish); not read"
+
+
+def _line_problem(path: Path, number: int, raw: bytes) -> tuple[Any, LineProblem | None]:
+    """A line's JSON value, or why it is not one (a torn last line: no newline at its end)."""
+    torn = not raw.endswith(b"\n")
+    try:
+        return json.loads(raw.decode("utf-8").rstrip("\r\n")), None
+    except UnicodeDecodeError as exc:
+        problem = f"not UTF-8 text ({exc})"
+    except json.JSONDecodeError as exc:
+        problem = f"not JSON ({exc})"
+    return None, LineProblem(file=path.name, line=number, problem=_TORN if torn else problem, torn=torn)
+
+
+def read_lines(
+    path: Path, model: type[ModelT], *, problems: list[LineProblem] | None = None
+) -> Iterator[ModelT]:
     """The lines of a JSONL run file, each through its model.
 
-    A last line without its newline is a write the run did not finish (it was interrupted):
-    it is skipped. Any other line that does not parse is refused, naming the file and line,
-    so that a damaged file is never judged on fewer cases without a word.
+    A last line without its newline that does not parse is a write the run did not finish (it
+    was interrupted): it is tolerated, never read. Any other line that does not parse, or does
+    not match the model, is damage, so that a damaged file is never judged on fewer cases
+    without a word.
+
+    Args:
+        path: The file.
+        model: The model of one line.
+        problems: Where the lines not read are reported: given, each such line (the torn last
+            one too) is appended to it, in file order, and skipped. Without it, a damaged
+            line raises and a torn last line is skipped.
 
     Raises:
-        RunFileError: A complete line is not JSON, or does not match the model.
+        RunFileError: Without `problems`: a complete line is not JSON, or does not match the model.
     """
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if not line.endswith("\n"):
-                    return  # the torn last line of an interrupted run
-                raise RunFileError(f"{path}:{number}: not JSON ({exc})") from None
-            yield parse_model(model, value, where=f"{path}:{number}")
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            value, problem = _line_problem(path, number, raw)
+            if problem is None:
+                parsed = _validated(model, value)
+                if not isinstance(parsed, str):
+                    yield parsed
+                    continue
+                problem = LineProblem(file=path.name, line=number, problem=parsed)
+            if problems is not None:
+                problems.append(problem)
+            elif not problem.torn:
+                raise RunFileError(f"{path}:{number}: {problem.problem}")
 
 
 def _drop_torn_tail(path: Path) -> None:
@@ -202,9 +270,11 @@ class RunStore:
         self.close()
 
 
-def read_records(run_dir: Path) -> Iterator[CaseRecord]:
-    """The records of a run, skipping a torn last line left by an interrupted run."""
-    return read_lines(Path(run_dir) / RECORDS_FILE, CaseRecord)
+def read_records(run_dir: Path, *, problems: list[LineProblem] | None = None) -> Iterator[CaseRecord]:
+    """The records of a run (see `read_lines`: with `problems`, the lines not read are reported
+    there; without it, a torn last line left by an interrupted run is skipped and a damaged
+    line raises `RunFileError`)."""
+    return read_lines(Path(run_dir) / RECORDS_FILE, CaseRecord, problems=problems)
 
 
 def read_fidelity(run_dir: Path) -> Iterator[FidelityLine]:
@@ -245,9 +315,9 @@ class Run:
     summary: RunSummary
     variants: VariantsFile
 
-    def records(self) -> Iterator[CaseRecord]:
-        """Stream the records (one per case x variant)."""
-        return read_records(self.directory)
+    def records(self, *, problems: list[LineProblem] | None = None) -> Iterator[CaseRecord]:
+        """Stream the records (one per case x variant); `problems` as for `read_records`."""
+        return read_records(self.directory, problems=problems)
 
     def to_frame(self) -> pd.DataFrame:
         """All records as a DataFrame; per-field scores become `field:<name>` columns."""
@@ -258,12 +328,14 @@ _NESTED = {"fields", "outcomes", "agreement_fields", "attempt_timings"}
 
 
 def records_frame(records: Iterable[CaseRecord]) -> pd.DataFrame:
-    """A DataFrame view of records, one row per case x variant."""
+    """A DataFrame view of records, one row per case x variant (no record: no row, the columns kept)."""
     rows = []
     for record in records:
         row = record.model_dump(exclude=_NESTED)
         row.update({f"field:{name}": score for name, score in record.fields.items()})
         rows.append(row)
+    if not rows:
+        return pd.DataFrame(columns=[name for name in CaseRecord.model_fields if name not in _NESTED])
     return pd.DataFrame(rows)
 
 

@@ -7,7 +7,7 @@ records.jsonl instead of trusting these.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -15,7 +15,7 @@ from evaluators.comparison import IntervalMethod
 from evaluators.fidelity import TokenFidelitySummary
 from quantgate.inputs.examples import ExamplesSource
 from quantgate.inputs.variants import VariantSpec
-from quantgate.rundir.files import LOAD_FORMAT_VERSION, RUN_FORMAT_VERSION
+from quantgate.rundir.files import LOAD_FORMAT_VERSION, RUN_FORMAT_VERSION, SUMMARY_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel
 
 VariantStatus = Literal["ok", "skipped"]
@@ -66,6 +66,17 @@ class VariantEntry(RunFileModel):
     is_reference: bool = False
     status: VariantStatus = "ok"
     error: str | None = None
+    complete: bool | None = Field(
+        default=None,
+        description="Every case of the variant's list has a record: the run's cases (after the "
+        "reference, the cases the reference ran), less those a sequential run stopped before (settled, "
+        "or its budget spent). False for a skipped variant. None: a summary of format 1, which did not "
+        "record it.",
+    )
+    missing_cases: list[str] = Field(
+        default_factory=list,
+        description="The cases of the variant's list with no record, in run order (a skipped variant: all).",
+    )
     # accuracy and format (score_accuracy)
     cases: int | None = None
     field_accuracy: float | None = None
@@ -266,9 +277,15 @@ class ExamplesInfo(RunFileModel):
 
 
 class RunSummary(RunFileModel):
-    """summary.json: the run, and one entry per variant in run order (reference first)."""
+    """summary.json: the run, and one entry per variant in run order (reference first).
 
-    format_version: Literal[1] = RUN_FORMAT_VERSION
+    Written once when the run starts (status `running`), again after each variant, and last
+    with status `complete` or `interrupted`: a summary still `running` was left by a process
+    that died (or is still going).
+    """
+
+    older_format_versions: ClassVar[tuple[int, ...]] = (1,)
+    format_version: Literal[2] = SUMMARY_FORMAT_VERSION
     run_id: str
     quantgate_version: str | None
     status: Literal["running", "complete", "interrupted"]
