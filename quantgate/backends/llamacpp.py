@@ -97,6 +97,18 @@ def physical_cores() -> int:
     return psutil.cpu_count(logical=False) or os.cpu_count() or 1
 
 
+def _check_options(*, slots: int | None, grammar_engine: str, fast_forward: bool) -> None:
+    """Refuse option values that cannot work together (before the model is loaded)."""
+    if slots is not None and slots < 1:
+        raise ValueError(f"slots must be at least 1, got {slots}")
+    if grammar_engine not in GRAMMAR_ENGINES:
+        raise ValueError(
+            f"grammar_engine must be one of {', '.join(GRAMMAR_ENGINES)}, got {grammar_engine!r}"
+        )
+    if fast_forward and grammar_engine != "llguidance":
+        raise ValueError('fast_forward needs grammar_engine = "llguidance"')
+
+
 class EmbeddedEngine:
     """One GGUF loaded in this process by llama.cpp, shared by the chat models over it.
 
@@ -140,14 +152,7 @@ class EmbeddedEngine:
         from quantgate.backends.batch import LlamaBatchContext
         from quantgate.backends.slots import SlotScheduler
 
-        if slots is not None and slots < 1:
-            raise ValueError(f"slots must be at least 1, got {slots}")
-        if grammar_engine not in GRAMMAR_ENGINES:
-            raise ValueError(
-                f"grammar_engine must be one of {', '.join(GRAMMAR_ENGINES)}, got {grammar_engine!r}"
-            )
-        if fast_forward and grammar_engine != "llguidance":
-            raise ValueError('fast_forward needs grammar_engine = "llguidance"')
+        _check_options(slots=slots, grammar_engine=grammar_engine, fast_forward=fast_forward)
         self.grammar_engine = grammar_engine
         self.fast_forward = fast_forward and slots is not None
         self.model_path = Path(model_path)

@@ -35,6 +35,7 @@ from quantgate.evaluate.options import (
     variant_concurrency,
 )
 from quantgate.evaluate.sequential import SequentialJudge
+from quantgate.evaluate.signals import note_run_dir
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Case, Dataset, write_dataset
 from quantgate.inputs.examples import ChosenExamples, choose_examples
@@ -389,8 +390,6 @@ def run_evaluation(
         )
         summary.status = "complete"
     except KeyboardInterrupt as interruption:  # Ctrl-C, or SIGTERM under signals.stop_on_signals
-        from quantgate.evaluate.signals import note_run_dir
-
         summary.status = "interrupted"
         note_run_dir(interruption, store.directory)
         raise
