@@ -24,7 +24,7 @@ from quantgate.evaluate.signals import Interrupted, stop_on_signals
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 """argparse's own status for a bad command line; also for bad input files (named in the message).
-The decision's statuses (0, 4, 3) are `quantgate.rundir.decision.EXIT_STATUS`."""
+The decision's statuses (0, 4, 3, and 5 for an incomplete run) are `quantgate.rundir.decision.EXIT_STATUS`."""
 EXIT_INTERRUPTED = 130
 """Ctrl-C (128 + SIGINT); SIGTERM exits with 143 (128 + SIGTERM), like a shell's killed command."""
 
