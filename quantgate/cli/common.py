@@ -110,8 +110,9 @@ def _check_model_files(variant_set: VariantSet, *, verify_sha256: bool) -> None:
     check_model_files(embedded, verify_sha256=verify_sha256)
 
 
-def check_output_dir(out: Path) -> None:
-    """Check that `--out` can be created (if missing) and written, before any work starts.
+def check_output_dir(out: Path, what: str = "--out") -> None:
+    """Check that an output directory (`what`: the flag or argument that names it) can be
+    created (if missing) and written, before any work starts.
 
     Raises:
         ValueError: `out` or the nearest of its parents that exists is a file, or is not writable;
@@ -123,17 +124,17 @@ def check_output_dir(out: Path) -> None:
         except (FileNotFoundError, NotADirectoryError):
             continue  # not there yet (or under a file, which a parent shows)
         except OSError as exc:
-            raise ValueError(f"--out {out}: cannot look at {path}: {exc.strerror or exc}") from None
+            raise ValueError(f"{what} {out}: cannot look at {path}: {exc.strerror or exc}") from None
         if path == out:
             if not is_dir:
-                raise ValueError(f"--out {out}: it is a file, not a directory")
+                raise ValueError(f"{what} {out}: it is a file, not a directory")
             if not os.access(path, os.W_OK | os.X_OK):
-                raise ValueError(f"--out {out}: the directory is not writable")
+                raise ValueError(f"{what} {out}: the directory is not writable")
             return
         if not is_dir:
-            raise ValueError(f"--out {out}: cannot create it: {path} is a file, not a directory")
+            raise ValueError(f"{what} {out}: cannot create it: {path} is a file, not a directory")
         if not os.access(path, os.W_OK | os.X_OK):
-            raise ValueError(f"--out {out}: cannot create it: {path} is not writable")
+            raise ValueError(f"{what} {out}: cannot create it: {path} is not writable")
         return
 
 

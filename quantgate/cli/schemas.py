@@ -11,8 +11,10 @@ if TYPE_CHECKING:
 
 
 def _schemas(args: argparse.Namespace) -> int:
+    from quantgate.cli.common import check_output_dir
     from quantgate.rundir.schemas import write_schemas
 
+    check_output_dir(Path(args.dir), "schemas DIR")
     for path in write_schemas(Path(args.dir)):
         print(path)
     return 0
