@@ -13,16 +13,10 @@ from typing import Any
 import pytest
 from gguf import GGUFReader
 
+import quantgate.inputs.file_hashes as file_hashes
 import quantgate.inputs.model_files as model_files
-from quantgate.inputs.model_files import (
-    HASH_CACHE_ENV,
-    ModelFileError,
-    Sha256Cache,
-    check_model_files,
-    default_hash_cache,
-    file_sha256,
-    read_gguf_layout,
-)
+from quantgate.inputs.file_hashes import HASH_CACHE_ENV, Sha256Cache, default_hash_cache, file_sha256
+from quantgate.inputs.model_files import ModelFileError, check_model_files, read_gguf_layout
 from quantgate.inputs.variants import Variant, VariantSpecError
 from tests.quantgate.inputs.tiny_gguf import write_tiny_gguf
 
@@ -41,13 +35,13 @@ def cache_file(tmp_path: Path) -> Path:
 def hashes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """The files actually read to hash them, in order."""
     read: list[Path] = []
-    real = model_files._hash_file
+    real = file_hashes._hash_file
 
     def counting(path: Path) -> str:
         read.append(path)
         return real(path)
 
-    monkeypatch.setattr(model_files, "_hash_file", counting)
+    monkeypatch.setattr(file_hashes, "_hash_file", counting)
     return read
 
 
