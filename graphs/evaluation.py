@@ -1,24 +1,27 @@
 """The evaluation graph: one variant over a dataset's cases, in rounds, scored by evaluator nodes.
 
-    START --next_round: Send per case of the round--> run_case --> judge_round --+
-      ^                                                                          |
-      +------------------ next_round: another round, or ------------------------+
-                          --> score_accuracy, score_latency, score_agreement, score_memory
-                          --> aggregate --> END
+    START --> judge_round --next_round: Send per case of the next round--> run_case --+
+                  ^                                                                   |
+                  +-------------------------------------------------------------------+
+              judge_round --next_round: stopped or done-->
+                  score_accuracy, score_latency, score_agreement, score_memory --> aggregate --> END
 
 `run_case` runs the extraction graph (the very graph production uses) on one case, scores
-it at once and hands the record to `on_record` (which streams it to disk), so a run that
-stops midway keeps every case finished so far. Concurrency is bounded by the
+it at once (`score_case`) and hands the outcome to `on_record` (which streams it to disk), so
+a run that stops midway keeps every case finished so far. Concurrency is bounded by the
 `max_concurrency` of the invoke config. Cases run in rounds of `round_size` (one round of
-all cases by default); after each round `judge_round` asks the context's `judge` whether to
-stop (a sequential gate settled, a budget spent), and `next_round` sends the next round or
-goes on to the evaluator nodes. Past the context's `deadline` a case is not started (and
-leaves no record), and no round follows. Those each build one part of the variant's summary from the
-per-case results; `aggregate` merges them.
+all cases by default); before the first round and after each, `judge_round` asks the
+context's `judge` whether to stop (a sequential gate settled, a budget spent), and
+`next_round` sends the next round or goes on to the evaluator nodes. Past the context's
+`deadline` a case is not started (and leaves no record), and no round follows. The outcomes
+of cases already evaluated can be given with the input (a resumed run reads them back from
+its records): those cases are not run again. The evaluator nodes each build one part of the
+variant's summary from the per-case outcomes; `aggregate` merges them.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 import time
@@ -87,10 +90,13 @@ class EvaluationContext:
 
 
 class EvaluationInput(TypedDict):
-    """The cases to run, in order, and how many per round (absent or None: all in one)."""
+    """The cases in run order, how many per round (absent or None: all in one), and the
+    outcomes of those of them already evaluated (a resumed run's, read back from its records):
+    their cases are not run again, and the evaluator nodes summarize them with the new ones."""
 
     cases: list[CaseInput]
     round_size: NotRequired[int | None]
+    outcomes: NotRequired[Annotated[list[CaseOutcome], operator.add]]
 
 
 class EvaluationState(EvaluationInput, total=False):
@@ -100,7 +106,6 @@ class EvaluationState(EvaluationInput, total=False):
     """
 
     case: CaseInput
-    outcomes: Annotated[list[CaseOutcome], operator.add]
     skipped: Annotated[list[str], operator.add]
     accuracy: dict[str, Any]
     latency: dict[str, Any]
@@ -135,15 +140,28 @@ def error_kind(result: ExtractionResult) -> str | None:
     return "output_limit" if result.output_limit else "invalid_output"
 
 
-def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:
-    """Extract one case with the variant's model, score it and pass the record on."""
-    ctx, case = runtime.context, state["case"]  # the Send payload: a CaseTask
-    if ctx.deadline is not None and time.perf_counter() >= ctx.deadline:
-        return {"skipped": [case["id"]]}  # never started: no record
+def score_case(
+    case: CaseInput,
+    result: ExtractionResult,
+    *,
+    scorer: CaseScorer,
+    reference_records: Mapping[str, dict[str, Any] | None] | None,
+) -> CaseOutcome:
+    """Score one extracted case: format validity of the model's text, fields of the pipeline's
+    record against the gold, agreement with the reference's record, timings, the error kind.
+
+    The one definition of a case's outcome: `run_case` scores each new case with it, and a
+    resumed run rescores the records it reads back with it.
+
+    Args:
+        case: The case.
+        result: What the extraction graph returned for it.
+        scorer: Format and field scoring for the dataset's schema.
+        reference_records: The reference's normalized records by case id, for agreement
+            (None: this is the reference).
+    """
     lang = case_language(case["tags"])
-    output = extraction_graph.invoke({"text": case["text"], "lang": lang}, context=ctx.extraction)
-    result = ExtractionResult.from_output(output)
-    score = ctx.scorer(
+    score = scorer(
         case_id=case["id"],
         outputs=result.raw,  # format validity: the model's own text, strictly
         record=result.record if result.valid else None,  # fields: the pipeline's normalized record
@@ -152,21 +170,36 @@ def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dic
         missing_reason=result.error or "no output",
     )
     agreement = None
-    if ctx.reference_records is not None and ctx.reference_records.get(case["id"]) is not None:
+    if reference_records is not None and reference_records.get(case["id"]) is not None:
         agreement = score_fields(
             outputs=result.record if result.valid else None,
-            reference_outputs=ctx.reference_records[case["id"]] or {},
-            schema=ctx.scorer.spec,
-            options=ctx.scorer.options,
+            reference_outputs=reference_records[case["id"]] or {},
+            schema=scorer.spec,
+            options=scorer.options,
             lang=lang,
         )
-    outcome = CaseOutcome(
+    return CaseOutcome(
         case_id=case["id"],
         extraction=result,
         score=score,
         latency=case_latency(result.attempts),
         agreement=agreement,
         error_kind=error_kind(result),
+    )
+
+
+def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:
+    """Extract one case with the variant's model, score it and pass the record on."""
+    ctx, case = runtime.context, state["case"]  # the Send payload: a CaseTask
+    if ctx.deadline is not None and time.perf_counter() >= ctx.deadline:
+        return {"skipped": [case["id"]]}  # never started: no record
+    lang = case_language(case["tags"])
+    output = extraction_graph.invoke({"text": case["text"], "lang": lang}, context=ctx.extraction)
+    outcome = score_case(
+        case,
+        ExtractionResult.from_output(output),
+        scorer=ctx.scorer,
+        reference_records=ctx.reference_records,
     )
     if ctx.on_record:
         ctx.on_record(outcome)
@@ -211,18 +244,21 @@ def retained(outcome: CaseOutcome, *, keep_record: bool = True) -> CaseOutcome:
 
 
 def next_round(state: EvaluationState) -> list[Send] | list[str]:
-    """One `run_case` task per case of the next round; the evaluators when stopped or done."""
+    """One `run_case` task per case of the next round (the next cases in order without an
+    outcome); the evaluators when stopped, out of time (a case skipped) or done."""
     skipped = state.get("skipped", [])
-    done = len(state.get("outcomes", [])) + len(skipped)  # each run_case adds one or the other
     size = state.get("round_size") or len(state["cases"])
-    batch = [] if state.get("stopped") or skipped else state["cases"][done : done + size]
+    done = {o.case_id for o in state.get("outcomes", [])}
+    waiting = (case for case in state["cases"] if case["id"] not in done)
+    batch = [] if state.get("stopped") or skipped else list(itertools.islice(waiting, size))
     if not batch:
         return list(_EVALUATORS)
     return [Send("run_case", CaseTask(case=case)) for case in batch]
 
 
 def judge_round(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:
-    """After a round: ask the context's judge, with the outcomes in case order, whether to stop."""
+    """Before the first round and after each: ask the context's judge, with the outcomes in case
+    order, whether to stop (before the first, a resumed variant's outcomes may settle it)."""
     judge = runtime.context.judge
     if judge is None:
         return {}
@@ -232,7 +268,8 @@ def judge_round(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> 
 
 
 def rounds_limit(cases: int, round_size: int | None) -> int:
-    """The invoke config's `recursion_limit` for this many cases: two steps per round, and the end."""
+    """The invoke config's `recursion_limit` for this many cases: two steps per round, the first
+    judgement, and the end."""
     rounds = math.ceil(cases / round_size) if round_size else 1
     return 2 * rounds + 10
 
@@ -317,7 +354,7 @@ def build_evaluation_graph() -> Any:
     builder.add_node("score_agreement", score_agreement)
     builder.add_node("score_memory", score_memory)
     builder.add_node("aggregate", aggregate_summary)
-    builder.add_conditional_edges(START, next_round, ["run_case", *_EVALUATORS])
+    builder.add_edge(START, "judge_round")
     builder.add_edge("run_case", "judge_round")
     builder.add_conditional_edges("judge_round", next_round, ["run_case", *_EVALUATORS])
     builder.add_edge(list(_EVALUATORS), "aggregate")

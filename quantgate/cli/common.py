@@ -94,15 +94,16 @@ def cli_variants(specs: list[str] | None) -> VariantSet:
 
     if specs:
         variant_set = resolve_variants(specs)
-        _check_model_files(variant_set, verify_sha256=True)
+        check_variant_files(variant_set)
         return variant_set
     print("building the default ladder (Gemma 3 270M: F16 reference, Q8_0, Q5_K_M, Q4_K_M, Q2_K) if missing")
     variant_set, _ = build_ladder()
-    _check_model_files(variant_set, verify_sha256=False)  # the build has just checked each file's sha256
+    check_variant_files(variant_set, verify_sha256=False)  # the build has just checked each file's sha256
     return variant_set
 
 
-def _check_model_files(variant_set: VariantSet, *, verify_sha256: bool) -> None:
+def check_variant_files(variant_set: VariantSet, *, verify_sha256: bool = True) -> None:
+    """Check every embedded variant's model file before any model loads (`check_model_files`)."""
     from quantgate.backends import capabilities
     from quantgate.inputs.model_files import check_model_files
 

@@ -25,9 +25,10 @@ def _decide(args: argparse.Namespace) -> int:
         print(f"quantgate: {severity}: {run_dir}: {completeness.notice()}", file=sys.stderr)
         if not args.allow_incomplete:
             status = EXIT_STATUS["incomplete_run"]
+            resume = f"go on with: quantgate run --resume {run_dir}; " if completeness.resumable else ""
             print(
                 f"quantgate: not deciding on an incomplete run (exit status {status}); "
-                "--allow-incomplete decides on what it holds",
+                f"{resume}--allow-incomplete decides on what it holds",
                 file=sys.stderr,
             )
             return status

@@ -65,7 +65,9 @@ def _interrupted(exc: KeyboardInterrupt) -> int:
     if not isinstance(exc, Interrupted):  # raised by other code than our signal handler
         print("quantgate: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    where = f"; the run so far is in {exc.run_dir}" if exc.run_dir is not None else ""
+    where = ""
+    if exc.run_dir is not None:
+        where = f"; the run so far is in {exc.run_dir} (go on with: quantgate run --resume {exc.run_dir})"
     print(f"quantgate: {exc}{where}", file=sys.stderr)
     return exc.exit_status
 

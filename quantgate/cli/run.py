@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from quantgate.cli.common import (
     DEFAULT_BUDGET_MINUTES,
@@ -13,6 +15,7 @@ from quantgate.cli.common import (
     add_examples_flag,
     add_gate_flags,
     check_output_dir,
+    check_variant_files,
     cli_dataset,
     cli_gates,
     cli_variants,
@@ -26,12 +29,13 @@ from quantgate.evaluate.predictions import dump_json
 
 if TYPE_CHECKING:
     from quantgate.cli.common import Commands
+    from quantgate.inputs.gates import Gates
 
 
-def _run(args: argparse.Namespace) -> int:
-    from quantgate.analysis.summary_table import render_summary
+def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
+    if args.resume is not None:
+        return _resume(args, defaults)
     from quantgate.evaluate.run import RunOptions, run_evaluation
-    from quantgate.rundir.store import load_run
 
     gates = cli_gates(args)  # a bad gates file fails before the run, not after it
     check_output_dir(Path(args.out))
@@ -60,15 +64,66 @@ def _run(args: argparse.Namespace) -> int:
         examples=args.examples,
     )
     run_dir = run_evaluation(dataset, variant_set, reference=args.reference, options=options)
+    status = _conclude(run_dir, gates, args)
+    if load is not None:
+        load_into(run_dir, dataset, variant_set, load, out=Path(args.out), quiet=args.json)
+    if not args.no_report:
+        _write_report_after_run(run_dir, quiet=args.json)
+    return status
+
+
+def _conclude(run_dir: Path, gates: Gates, args: argparse.Namespace) -> int:
+    """Print the summary (table or JSON) and the decision; return the decision's exit status."""
+    from quantgate.analysis.summary_table import render_summary
+    from quantgate.rundir.store import load_run
+
     summary = load_run(run_dir).summary
     if args.json:
         print(dump_json(summary.model_dump(mode="json")))
     else:
         print(render_summary(summary))
         print(f"run directory: {run_dir}")
-    status = report_decision(run_dir, gates, quiet=args.json)
-    if load is not None:
-        load_into(run_dir, dataset, variant_set, load, out=Path(args.out), quiet=args.json)
+    return report_decision(run_dir, gates, quiet=args.json)
+
+
+_RESUME_KEEPS = ("dataset", "variants", "budget", "json", "no_report", "resume")
+"""The flags `--resume` takes: the inputs (checked to be the run's), a budget for the rest, and
+how to print. Every other flag would change how the run was started, so it is refused."""
+
+
+def _resume(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
+    """`run --resume RUN_DIR`: go on with an interrupted run as it was started, then decide and report."""
+    from quantgate.evaluate.resume import planned_variants
+    from quantgate.evaluate.run import resume_evaluation
+    from quantgate.inputs.gates import Gates
+    from quantgate.rundir.store import read_summary
+
+    changed = [
+        name
+        for name, default in defaults.items()
+        if name not in _RESUME_KEEPS and getattr(args, name) != default
+    ]
+    if changed:
+        flags = ", ".join("--" + name.replace("_", "-") for name in changed)
+        raise ValueError(
+            f"--resume goes on with the run as it was started; {flags} cannot be given with it "
+            "(--dataset and --variants are checked to be the run's; --budget sets the rest's)"
+        )
+    run_dir = Path(args.resume)
+    dataset = cli_dataset(args.dataset, skip_invalid_cases=False) if args.dataset else None
+    variant_set = cli_variants(args.variants) if args.variants else planned_variants(run_dir)
+    if not args.variants:
+        check_variant_files(variant_set)
+    run_dir = resume_evaluation(
+        run_dir,
+        dataset=dataset,
+        variant_set=variant_set,
+        budget_s=args.budget * 60 if args.budget is not None else None,
+        progress=not args.json,
+    )
+    summary_gates = read_summary(run_dir).options
+    gates = summary_gates.gates if summary_gates is not None and summary_gates.gates else Gates()
+    status = _conclude(run_dir, gates, args)
     if not args.no_report:
         _write_report_after_run(run_dir, quiet=args.json)
     return status
@@ -179,4 +234,12 @@ def add_parser(commands: Commands) -> None:
     _add_run_flags(run)
     add_load_flags(run, prefix="load-")
     add_gate_flags(run)
-    run.set_defaults(handler=_run)
+    run.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        help="go on with an interrupted run in its own directory, as it was started: its complete "
+        "variants are kept, the others go on from their records (each case recorded once); "
+        "--dataset and --variants, if given, must be the run's",
+    )
+    defaults = {action.dest: action.default for action in run._actions if action.dest != "help"}
+    run.set_defaults(handler=functools.partial(_run, defaults=defaults))

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from graphs.evaluation import CaseInput
 from graphs.extraction import ExtractionContext
 from quantgate.backends import OpenedVariant, capabilities
 from quantgate.evaluate.sequential import DEFAULT_ROUND_SIZE
@@ -93,6 +94,11 @@ def run_cases(cases: Sequence[Case], options: RunOptions) -> list[Case]:
     if options.sequential:
         return interleaved(cases, seed=ROUND_ORDER_SEED)[: options.max_cases]
     return select_cases(cases, options.limit)
+
+
+def case_input(case: Case) -> CaseInput:
+    """A case as the evaluation graph takes it."""
+    return CaseInput(id=case.id, text=case.text, expected=case.expected, tags=list(case.tags))
 
 
 def select_cases(cases: Sequence[Case], limit: int | None) -> list[Case]:

@@ -41,6 +41,7 @@ def case_record(variant: str, outcome: CaseOutcome) -> CaseRecord:
         valid=result.valid,
         format_valid=score.format.valid if score.format else None,
         attempts=len(result.attempts),
+        retries=result.retries,
         validation_errors=result.validation_errors,
         error=result.error,
         error_kind=outcome.error_kind,
@@ -180,6 +181,12 @@ def skipped_entry(
         complete=False,
         missing_cases=list(cases),
     )
+
+
+def planned_metadata(variant: Variant) -> VariantMetadata:
+    """A variant's line in variants.json before it is evaluated: its spec only (no runtime, no
+    hardware, no error), so the file lists every variant of the run from its start."""
+    return VariantMetadata.model_validate(variant.record())
 
 
 def variant_metadata(

@@ -40,9 +40,12 @@ class Completeness:
         problems: What it lacks, one sentence each, in the order: the run's status, the
             lines of records.jsonl not read, each listed variant's missing cases, the
             records of variants summary.json does not list. Empty for a complete run.
+        resumable: The run did not finish (summary.json is not `complete`): `quantgate run
+            --resume` can go on with it.
     """
 
     problems: tuple[str, ...] = ()
+    resumable: bool = False
 
     @property
     def complete(self) -> bool:
@@ -106,7 +109,7 @@ def completeness_of(
         for name, own in records.items()
         if name not in listed
     ]
-    return Completeness(problems=tuple(problems))
+    return Completeness(problems=tuple(problems), resumable=summary.status != "complete")
 
 
 def run_completeness(run_dir: str | Path) -> Completeness:

@@ -29,11 +29,17 @@ REGRESSIONS_DIR = "regressions"
 REPORT_DIR = "report"
 
 RUN_FORMAT_VERSION: Final[Literal[1]] = 1
-"""Of records.jsonl, variants.json and fidelity.jsonl."""
-SUMMARY_FORMAT_VERSION: Final[Literal[2]] = 2
+"""Of variants.json and fidelity.jsonl."""
+RECORDS_FORMAT_VERSION: Final[Literal[2]] = 2
+"""Of records.jsonl. 2: each record counts the calls repeated after retryable errors
+(`retries`), so a resumed run summarizes read-back cases exactly as it did when they ran;
+records of version 1 are still read (as version 2, `retries` unknown)."""
+SUMMARY_FORMAT_VERSION: Final[Literal[3]] = 3
 """Of summary.json. 2: each variant says whether it is complete and which cases it lacks
-(`complete`, `missing_cases`); a summary of version 1 is still read (as version 2, those
-keys unknown)."""
+(`complete`, `missing_cases`). 3: the options record the gates and the token-fidelity
+settings a resumed run goes on with, and each variant how many of its cases a resumed run
+read back (`resumed_cases`). Summaries of versions 1 and 2 are still read (as version 3,
+the keys added since unknown)."""
 LOAD_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of load.jsonl and the summary's `load` section."""
 DECISION_FORMAT_VERSION: Final[Literal[3]] = 3

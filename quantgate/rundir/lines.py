@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from quantgate.rundir.files import LOAD_FORMAT_VERSION, RUN_FORMAT_VERSION
+from quantgate.rundir.files import LOAD_FORMAT_VERSION, RECORDS_FORMAT_VERSION, RUN_FORMAT_VERSION
 
 
 class RunFileModel(BaseModel):
@@ -29,7 +29,8 @@ class CaseRecord(RunFileModel):
     A later line for the same variant and case replaces an earlier one.
     """
 
-    format_version: Literal[1] = RUN_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (1,)
+    format_version: Literal[2] = RECORDS_FORMAT_VERSION
     variant: str
     case_id: str
     tags: list[str] = Field(default_factory=list)
@@ -40,6 +41,11 @@ class CaseRecord(RunFileModel):
         default=None, description="The model's own text parsed as JSON and matched the schema, strictly."
     )
     attempts: int = 0
+    retries: int | None = Field(
+        default=None,
+        description="Model calls repeated after retryable errors, over all attempts (None: a record of "
+        "format 1, which did not count them).",
+    )
     validation_errors: list[str] = Field(default_factory=list)
     error: str | None = None
     error_kind: str | None = Field(default=None, description="Why the case failed; None when it did not.")

@@ -1,28 +1,23 @@
 """A run on disk: `runs/<run-id>/`, written and read through the typed models.
 
 Records are appended and flushed one line per case as soon as the case finishes, so an
-interrupted run keeps everything done so far; readers tolerate a torn last line and can have
-it, and any damaged line, reported by line number (`read_lines`' `problems`). JSON files
-are replaced atomically. Every file is parsed by its model (`quantgate.rundir.lines`,
-`.summary`, `.decision`); a file written by a newer quantgate is refused with a message
-naming it and its `format_version`. pandas DataFrames are views built from the records.
+interrupted run keeps everything done so far (`quantgate.rundir.jsonl`: torn and damaged
+lines). JSON files are replaced atomically and parsed by their models
+(`quantgate.rundir.jsonfile`). pandas DataFrames are views built from the records.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
+import fcntl
 import os
 import secrets
-import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
 
 import pandas as pd
-from pydantic import BaseModel, ValidationError
 
 from quantgate.rundir.decision import Decision
 from quantgate.rundir.files import (
@@ -33,15 +28,38 @@ from quantgate.rundir.files import (
     SUMMARY_FILE,
     VARIANTS_FILE,
 )
+from quantgate.rundir.jsonfile import RunFileError, parse_model, read_model, write_json, write_model
+from quantgate.rundir.jsonl import JsonLines, LineProblem, read_lines, set_aside_torn_tail
 from quantgate.rundir.lines import CaseRecord, FidelityLine, LoadLine
 from quantgate.rundir.summary import RunSummary, VariantsFile
 
-ModelT = TypeVar("ModelT", bound=BaseModel)
+__all__ = [
+    "JsonLines",
+    "LineProblem",
+    "Run",
+    "RunBusyError",
+    "RunFileError",
+    "RunStore",
+    "latest_records",
+    "load_run",
+    "new_run_id",
+    "parse_model",
+    "read_decision",
+    "read_fidelity",
+    "read_lines",
+    "read_load",
+    "read_model",
+    "read_records",
+    "read_summary",
+    "records_frame",
+    "set_aside_torn_tail",
+    "write_json",
+    "write_model",
+]
 
 
-class RunFileError(ValueError):
-    """A run file that cannot be read: missing, not JSON, of an unknown format version, or
-    not matching its model. The message names the file (and line)."""
+class RunBusyError(RuntimeError):
+    """A run directory another live process is writing (its lock is held)."""
 
 
 def new_run_id() -> str:
@@ -49,188 +67,14 @@ def new_run_id() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
-def write_json(path: Path, value: Any) -> None:
-    """Write JSON atomically (temporary file, then rename)."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(value, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-    os.replace(partial, path)
-
-
-def write_model(path: Path, value: BaseModel) -> None:
-    """Write a run-file model as indented JSON, atomically."""
-    write_json(path, value.model_dump(mode="json"))
-
-
-def _known_version(model: type[BaseModel]) -> int:
-    field = model.model_fields.get("format_version")
-    return int(field.default) if field is not None else 1
-
-
-def _validated(model: type[ModelT], value: Any) -> ModelT | str:
-    """`value` through its model, or what is wrong with it (its version, the keys that do not match).
-
-    A missing `format_version` is read as 1 (files written before it was added); one of the
-    model's `older_format_versions` is read as the current version.
-    """
-    if isinstance(value, dict):
-        version = value.get("format_version", 1)
-        known = _known_version(model)
-        older: tuple[int, ...] = getattr(model, "older_format_versions", ())
-        if version in older:
-            value = {**value, "format_version": known}
-        elif version != known:
-            readable = ", ".join(str(v) for v in sorted({*older, known}))
-            return (
-                f"format_version {version!r} is not one this quantgate reads ({readable}); "
-                "it was written by another version of quantgate"
-            )
-    try:
-        return model.model_validate(value)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()[:5]
-        )
-        return f"does not match {model.__name__}: {problems}"
-
-
-def parse_model(model: type[ModelT], value: Any, *, where: str) -> ModelT:
-    """Validate one parsed JSON value against its model; errors name `where`.
-
-    A missing `format_version` is read as 1 (files written before it was added); one of the
-    model's `older_format_versions` is read as the current version.
-    """
-    parsed = _validated(model, value)
-    if isinstance(parsed, str):
-        raise RunFileError(f"{where}: {parsed}")
-    return parsed
-
-
-def read_model(path: Path, model: type[ModelT]) -> ModelT:
-    """Read a JSON run file through its model."""
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunFileError(f"{path}: no such file") from None
-    except json.JSONDecodeError as exc:
-        raise RunFileError(f"{path}: not JSON ({exc})") from None
-    return parse_model(model, value, where=str(path))
-
-
-@dataclass(frozen=True, kw_only=True)
-class LineProblem:
-    """A line of a JSONL run file that was not read.
-
-    Attributes:
-        file: The file's name (`records.jsonl`).
-        line: The line's number, from 1.
-        problem: What is wrong with it.
-        torn: It is the last line, cut short: a write the run did not finish (it was
-            interrupted, or is still writing).
-    """
-
-    file: str
-    line: int
-    problem: str
-    torn: bool = False
-
-    def __str__(self) -> str:
-        return f"{self.file} line {self.line}: {self.problem}"
-
-
-_TORN = "the last line is cut short (a write the run did not finish); not read"
-
-
-def _line_problem(path: Path, number: int, raw: bytes) -> tuple[Any, LineProblem | None]:
-    """A line's JSON value, or why it is not one (a torn last line: no newline at its end)."""
-    torn = not raw.endswith(b"\n")
-    try:
-        return json.loads(raw.decode("utf-8").rstrip("\r\n")), None
-    except UnicodeDecodeError as exc:
-        problem = f"not UTF-8 text ({exc})"
-    except json.JSONDecodeError as exc:
-        problem = f"not JSON ({exc})"
-    return None, LineProblem(file=path.name, line=number, problem=_TORN if torn else problem, torn=torn)
-
-
-def read_lines(
-    path: Path, model: type[ModelT], *, problems: list[LineProblem] | None = None
-) -> Iterator[ModelT]:
-    """The lines of a JSONL run file, each through its model.
-
-    A last line without its newline that does not parse is a write the run did not finish (it
-    was interrupted): it is tolerated, never read. Any other line that does not parse, or does
-    not match the model, is damage, so that a damaged file is never judged on fewer cases
-    without a word.
-
-    Args:
-        path: The file.
-        model: The model of one line.
-        problems: Where the lines not read are reported: given, each such line (the torn last
-            one too) is appended to it, in file order, and skipped. Without it, a damaged
-            line raises and a torn last line is skipped.
-
-    Raises:
-        RunFileError: Without `problems`: a complete line is not JSON, or does not match the model.
-    """
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, 1):
-            value, problem = _line_problem(path, number, raw)
-            if problem is None:
-                parsed = _validated(model, value)
-                if not isinstance(parsed, str):
-                    yield parsed
-                    continue
-                problem = LineProblem(file=path.name, line=number, problem=parsed)
-            if problems is not None:
-                problems.append(problem)
-            elif not problem.torn:
-                raise RunFileError(f"{path}:{number}: {problem.problem}")
-
-
-def _drop_torn_tail(path: Path) -> None:
-    """Cut a file back to its last newline: an interrupted writer's partial last line would
-    otherwise be glued to the next line appended, and both lost."""
-    if not path.is_file() or path.stat().st_size == 0:
-        return
-    with path.open("rb+") as handle:
-        handle.seek(-1, os.SEEK_END)
-        if handle.read(1) == b"\n":
-            return
-        handle.seek(0)
-        data = handle.read()
-        handle.truncate(data.rfind(b"\n") + 1)
-
-
-class JsonLines:
-    """Appends model lines to a JSONL file and flushes each; thread-safe, opened on the first line."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        self._handle: TextIO | None = None
-
-    def append(self, line: BaseModel) -> None:
-        """Append one line and flush it to disk."""
-        text = line.model_dump_json()
-        with self._lock:
-            if self._handle is None:
-                _drop_torn_tail(self.path)
-                self._handle = self.path.open("a", encoding="utf-8")
-            self._handle.write(text + "\n")
-            self._handle.flush()
-
-    def close(self) -> None:
-        """Close the file."""
-        with self._lock:
-            if self._handle is not None:
-                self._handle.close()
-                self._handle = None
-
-
 class RunStore:
     """Writes one run directory; opening an existing one appends to its records.
 
-    Thread-safe: cases finish on worker threads.
+    Thread-safe: cases finish on worker threads. The process that runs the run (`create`,
+    `resume`) holds an exclusive lock on the directory until `close`, so a second quantgate
+    cannot resume a run that is still being written; the kernel releases the lock when the
+    process ends, even by `kill -9`. A worker process writing the records opens the store
+    without it.
     """
 
     def __init__(self, directory: Path) -> None:
@@ -239,13 +83,43 @@ class RunStore:
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / RECORDS_FILE).touch()
         self._records = JsonLines(self.directory / RECORDS_FILE)  # the parent process never writes one
+        self._lock: int | None = None
 
     @classmethod
     def create(cls, root: Path) -> RunStore:
-        """A store for a new run under `root`, with a fresh run id."""
+        """A store for a new run under `root`, with a fresh run id, locked by this process."""
         directory = root / new_run_id()
         directory.mkdir(parents=True, exist_ok=False)
-        return cls(directory)
+        store = cls(directory)
+        store._take_lock()
+        return store
+
+    @classmethod
+    def resume(cls, directory: Path) -> RunStore:
+        """The store of an existing run directory, locked by this process, to go on writing it.
+
+        Raises:
+            RunBusyError: Another live process holds the run's lock (it is still running).
+        """
+        store = cls(directory)
+        try:
+            store._take_lock()
+        except BlockingIOError:
+            store.close()
+            raise RunBusyError(
+                f"{directory}: another quantgate process is still writing this run; wait for it to end, "
+                "or stop it (Ctrl-C, or kill), then resume"
+            ) from None
+        return store
+
+    def _take_lock(self) -> None:
+        descriptor = os.open(self.directory, os.O_RDONLY)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BaseException:
+            os.close(descriptor)
+            raise
+        self._lock = descriptor
 
     def write_record(self, record: CaseRecord) -> None:
         """Append one record and flush it to disk."""
@@ -260,8 +134,11 @@ class RunStore:
         write_model(self.directory / VARIANTS_FILE, variants)
 
     def close(self) -> None:
-        """Close the records file."""
+        """Close the records file and release the run's lock."""
         self._records.close()
+        if self._lock is not None:
+            os.close(self._lock)  # releases the flock
+            self._lock = None
 
     def __enter__(self) -> RunStore:
         return self

@@ -14,6 +14,7 @@ from pydantic import Field
 from evaluators.comparison import IntervalMethod
 from evaluators.fidelity import TokenFidelitySummary
 from quantgate.inputs.examples import ExamplesSource
+from quantgate.inputs.gates import Gates
 from quantgate.inputs.variants import VariantSpec
 from quantgate.rundir.files import LOAD_FORMAT_VERSION, RUN_FORMAT_VERSION, SUMMARY_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel
@@ -136,6 +137,12 @@ class VariantEntry(RunFileModel):
     )
     sequential: SequentialEntry | None = Field(
         default=None, description="How a sequential run ended for this variant (None: a fixed sample)."
+    )
+    resumed_cases: int | None = Field(
+        default=None,
+        description="Cases of this variant a resumed run read back from records.jsonl instead of "
+        "running them again (None: none, or a run that was not resumed while this variant ran). Its "
+        "memory, wall_s and throughput_tokens_per_s are of the part run after the resume.",
     )
 
 
@@ -261,6 +268,18 @@ class RunOptionsInfo(RunFileModel):
     round_size: int | None = None
     max_cases: int | None = None
     budget_minutes: float | None = None
+    gates: Gates | None = Field(
+        default=None,
+        description="The gates the run was started with: a sequential run stops on their accuracy "
+        "part, and a resumed run goes on with them (None: a run written before they were recorded).",
+    )
+    token_fidelity: bool | None = Field(
+        default=None,
+        description="Token fidelity is measured after the variants (--no-token-fidelity: false).",
+    )
+    token_fidelity_cases: int | None = Field(
+        default=None, description="On the run's first this many cases (None: all, or not recorded)."
+    )
 
 
 class ExamplesInfo(RunFileModel):
@@ -284,8 +303,8 @@ class RunSummary(RunFileModel):
     that died (or is still going).
     """
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (1,)
-    format_version: Literal[2] = SUMMARY_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2)
+    format_version: Literal[3] = SUMMARY_FORMAT_VERSION
     run_id: str
     quantgate_version: str | None
     status: Literal["running", "complete", "interrupted"]

@@ -170,7 +170,8 @@ def test_rounds_stop_when_the_judge_says_so():
         context=context,
         config={"max_concurrency": 3, "recursion_limit": rounds_limit(10, 3)},
     )
-    assert seen == [["c0", "c1", "c2"], [f"c{i}" for i in range(6)]]  # in case order, after each round
+    # before the first round (nothing yet), then in case order after each round
+    assert seen == [[], ["c0", "c1", "c2"], [f"c{i}" for i in range(6)]]
     assert out["stopped"] == "settled"
     assert out["summary"]["cases"] == 6
     assert sorted(o.case_id for o in out["outcomes"]) == [f"c{i}" for i in range(6)]
@@ -187,7 +188,7 @@ def test_rounds_run_to_the_last_case_without_a_stop():
     out = graph.invoke(
         {"cases": cases(7), "round_size": 3}, context=context, config={"recursion_limit": rounds_limit(7, 3)}
     )
-    assert rounds == [3, 6, 7]
+    assert rounds == [0, 3, 6, 7]
     assert out["summary"]["cases"] == 7
     assert out.get("stopped") is None
     assert rounds_limit(7, 3) == 16
@@ -219,4 +220,4 @@ def test_no_case_starts_after_the_deadline():
     out = graph.invoke({"cases": cases(6), "round_size": 3}, context=context, config={"recursion_limit": 20})
     assert out["outcomes"] == []
     assert out["summary"]["cases"] == 0
-    assert judged == [[]]  # one round, all of it skipped, then the evaluators
+    assert judged == [[], []]  # before the first round, then one round, all of it skipped

@@ -14,7 +14,7 @@ import pytest
 
 import quantgate.backends as backends
 import quantgate.evaluate.fidelity_step as fidelity_step
-import quantgate.evaluate.run as evaluate_run
+import quantgate.evaluate.variant as evaluate_variant
 import quantgate.loadtest.run as load_run_module
 from quantgate.backends import (
     BackendCapabilities,
@@ -228,8 +228,8 @@ def test_run_job_of_the_built_in_backends(dataset, tmp_path, monkeypatch, backen
 )
 def test_evaluation_isolates_by_capabilities(fake_backend, monkeypatch, variant, isolated):
     fake_backend(BackendCapabilities(process_isolation=False))
-    ways = _record_ways(monkeypatch, evaluate_run, "_evaluate_variant")
-    evaluate_run._evaluate_isolated(SimpleNamespace(variant=variant))  # type: ignore[arg-type]
+    ways = _record_ways(monkeypatch, evaluate_variant, "_evaluate_variant")
+    evaluate_variant.evaluate_isolated(SimpleNamespace(variant=variant))  # type: ignore[arg-type]
     assert ways == (["worker"] if isolated else ["here"])
 
 

@@ -30,7 +30,7 @@ Q_UNLISTED = (
 TORN_LINE_6 = "records.jsonl line 6: the last line is cut short (a write the run did not finish); not read"
 Q_HOLDS_2 = "variant Q: records.jsonl holds 2 of the 3 cases summary.json counts for it"
 REFUSED = (
-    "quantgate: not deciding on an incomplete run (exit status 5); "
+    "quantgate: not deciding on an incomplete run (exit status 5); go on with: quantgate run --resume {run}; "
     "--allow-incomplete decides on what it holds"
 )
 
@@ -56,7 +56,7 @@ def test_decide_refuses_a_running_run_with_a_missing_case(
         f"quantgate: error: {run_dir}: incomplete run:",
         f"  - {RUNNING}",
         f"  - {MISSING_C2}",
-        REFUSED,
+        REFUSED.format(run=run_dir),
     ]
     assert captured.out == ""
     assert not (run_dir / DECISION_JSON).exists()

@@ -47,5 +47,7 @@ def test_an_interrupted_run_names_its_run_directory(monkeypatch, capsys, signum,
     monkeypatch.setattr(quantgate.cli.datasets, "bundled_datasets", interrupted)
     assert main(["datasets", "list"]) == status
     name = signal.Signals(signum).name
-    expected = f"quantgate: interrupted by {name}; the run so far is in runs/20260101-000000-abcdef\n"
+    run = "runs/20260101-000000-abcdef"
+    where = f"the run so far is in {run} (go on with: quantgate run --resume {run})"
+    expected = f"quantgate: interrupted by {name}; {where}\n"
     assert capsys.readouterr().err == expected

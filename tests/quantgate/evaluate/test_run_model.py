@@ -148,3 +148,72 @@ def test_concurrency_4_stays_within_the_documented_differences_from_concurrency_
     assert [v["runtime"]["slots"] for v in runtimes[4]] == [4, 4]
     ids = {n: sorted((r.variant, r.case_id) for r in read_records(d)) for n, d in runs.items()}
     assert ids[1] == ids[4]
+
+
+def test_kill_9_then_resume_with_the_real_model(ladder, tmp_path):
+    """`kill -9` of `quantgate run` while Q4_K_M runs, then `run --resume`: every (variant, case)
+    recorded once, the earlier records unchanged, Q4_K_M's outputs those of an uninterrupted run."""
+    import signal
+    import subprocess
+    import sys
+    from collections import Counter
+    from contextlib import ExitStack
+
+    from tests.quantgate.evaluate.processes import ROOT, session, wait_for
+
+    variants_file = ladder_file(only(ladder, "F16", "Q4_K_M"), tmp_path)
+    out = tmp_path / "runs"
+    command = [sys.executable, "-m", "quantgate.cli.main", "run", "--dataset", "tech-config", "--limit", "3",
+               "--concurrency", "1", "--variants", str(variants_file), "--out", str(out), "--json",
+               "--no-report", "--token-fidelity-cases", "1"]  # fmt: skip
+
+    def q4_records() -> int:
+        found = list(out.glob("*/records.jsonl"))
+        return sum('"variant":"Q4_K_M"' in line for line in found[0].read_text().splitlines()) if found else 0
+
+    with ExitStack() as sessions:
+        process = sessions.enter_context(session(command, stderr=tmp_path / "stderr.txt"))
+        wait_for(lambda: q4_records() >= 1, timeout=300, what="Q4_K_M record")
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    (run_dir,) = out.iterdir()
+    before = (run_dir / "records.jsonl").read_bytes()
+    held = Counter(r.variant for r in read_records(run_dir))
+    assert held["F16"] == 3
+    assert 1 <= held["Q4_K_M"] < 3
+
+    resume = [
+        sys.executable,
+        "-m",
+        "quantgate.cli.main",
+        "run",
+        "--resume",
+        str(run_dir),
+        "--json",
+        "--no-report",
+    ]
+    resumed = subprocess.run(resume, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 4, resumed.stderr  # 3 cases cannot show Q4_K_M safe: keep the reference
+    assert "Traceback" not in resumed.stderr
+    assert (run_dir / "records.jsonl").read_bytes().startswith(before.rpartition(b"\n")[0])
+    records = list(read_records(run_dir))
+    assert Counter((r.variant, r.case_id) for r in records).most_common(1)[0][1] == 1
+    assert Counter(r.variant for r in records) == {"F16": 3, "Q4_K_M": 3}
+    summary = load_run(run_dir).summary
+    assert summary.status == "complete"
+    q4 = summary.entry("Q4_K_M")
+    assert q4 is not None
+    assert (q4.complete, q4.cases, q4.resumed_cases) == (True, 3, held["Q4_K_M"])
+    assert q4.token_fidelity is not None  # measured at the end of the resumed run
+    assert json.loads(resumed.stdout)["status"] == "complete"
+
+    # the same cases at concurrency 1 without an interruption give the same outputs
+    whole = run_evaluation(
+        load_dataset("tech-config"),
+        only(ladder, "F16", "Q4_K_M"),
+        options=RunOptions(
+            limit=3, concurrency=1, out=tmp_path / "whole", progress=False, token_fidelity=False
+        ),
+    )
+    expected = {(r.variant, r.case_id): r.raw for r in read_records(whole)}
+    assert {(r.variant, r.case_id): r.raw for r in records} == expected

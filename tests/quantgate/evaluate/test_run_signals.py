@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +21,8 @@ from pathlib import Path
 import psutil
 
 from quantgate.rundir.files import RECORDS_FILE
-from quantgate.rundir.store import load_run
-from tests.quantgate.evaluate.processes import describe, session, wait_for, wait_gone
+from quantgate.rundir.store import load_run, read_records
+from tests.quantgate.evaluate.processes import ROOT, describe, session, wait_for, wait_gone
 from tests.quantgate.evaluate.slow_backend import write_inputs
 
 STARTUP_S = 90.0
@@ -61,17 +62,24 @@ class Run:
         assert "leaked" not in self.stderr.read_text(), self.stderr.read_text()
 
 
-def start_run(sessions: ExitStack, root: Path, *, sigterm_marker: Path | None = None) -> Run:
-    """Start `quantgate run` on 400 slow cases (20 s at least), its files under `root`.
+QUANTGATE = [sys.executable, "-m", "tests.quantgate.evaluate.slow_backend"]
+"""The command line, with the `slow` backend registered."""
+
+
+def start_run(
+    sessions: ExitStack, root: Path, *, cases: int = 400, sigterm_marker: Path | None = None
+) -> Run:
+    """Start `quantgate run` on `cases` slow cases (0.05 s each at least), its files under `root`.
 
     Args:
         sessions: The test's `sessions`.
         root: Where the inputs, the runs and the run's stderr go.
+        cases: How many.
         sigterm_marker: Have the worker ignore SIGTERM, touching this file instead.
     """
-    dataset, variants = write_inputs(root, cases=400, delay_s=0.05, sigterm_marker=sigterm_marker)
+    dataset, variants = write_inputs(root, cases=cases, delay_s=0.05, sigterm_marker=sigterm_marker)
     out, stderr = root / "runs", root / "stderr.txt"
-    command = [sys.executable, "-m", "tests.quantgate.evaluate.slow_backend", "run", "--all", "--json",
+    command = [*QUANTGATE, "run", "--all", "--json",
                "--dataset", str(dataset), "--variants", str(variants), "--out", str(out), "--no-report",
                "--no-token-fidelity"]  # fmt: skip
     return Run(process=sessions.enter_context(session(command, stderr=stderr)), out=out, stderr=stderr)
@@ -88,6 +96,39 @@ def test_kill_9_of_the_run_takes_the_worker_and_the_resource_tracker_with_it(ses
     assert run.records() == written
 
 
+def test_a_run_killed_by_kill_9_goes_on_with_resume_recording_each_case_once(sessions, tmp_path):
+    run = start_run(sessions, tmp_path, cases=120)
+    children = run.helpers()
+    wait_for(lambda: run.records() >= 20, timeout=STARTUP_S, what="20 records")
+    os.kill(run.process.pid, signal.SIGKILL)
+    run.process.wait(timeout=GONE_S)
+    run.assert_nothing_left(children)
+    run_dir = run.run_dir
+    before = (run_dir / RECORDS_FILE).read_bytes()
+    decided = subprocess.run([*QUANTGATE, "decide", str(run_dir)], cwd=ROOT, capture_output=True, text=True)
+    assert decided.returncode == 5, decided.stderr  # an incomplete run
+    assert f"go on with: quantgate run --resume {run_dir}" in decided.stdout + decided.stderr
+
+    resumed = subprocess.run(
+        [*QUANTGATE, "run", "--resume", str(run_dir), "--json", "--no-report"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 4, resumed.stderr  # the reference alone: keep it
+    assert "Traceback" not in resumed.stderr
+    assert (run_dir / RECORDS_FILE).read_bytes().startswith(before.rpartition(b"\n")[0])
+    counts = Counter(r.case_id for r in read_records(run_dir))
+    assert counts == Counter({f"c{i}": 1 for i in range(120)})
+    run_info = load_run(run_dir)
+    assert run_info.summary.status == "complete"
+    (entry,) = run_info.summary.variants
+    assert entry.complete
+    assert entry.resumed_cases is not None
+    assert entry.resumed_cases >= 20
+
+
 def test_sigterm_ends_the_run_as_interrupted_with_status_143(sessions, tmp_path):
     run = start_run(sessions, tmp_path)
     children = run.helpers()
@@ -97,7 +138,8 @@ def test_sigterm_ends_the_run_as_interrupted_with_status_143(sessions, tmp_path)
     summary = load_run(run.run_dir).summary
     assert summary.status == "interrupted"
     stderr = run.stderr.read_text()
-    assert f"quantgate: interrupted by SIGTERM; the run so far is in {run.run_dir}\n" in stderr
+    where = f"the run so far is in {run.run_dir} (go on with: quantgate run --resume {run.run_dir})"
+    assert f"quantgate: interrupted by SIGTERM; {where}\n" in stderr
     assert "Traceback" not in stderr
 
 

@@ -1,0 +1,401 @@
+"""Resuming an interrupted run: what its directory already holds, read back and checked.
+
+`quantgate run --resume RUN_DIR` goes on with a run that stopped before its end (Ctrl-C,
+SIGTERM, `kill -9`, a crash, a power cut). The directory holds all it needs: the copy of the
+dataset (`dataset/`: the cases in run order, the few-shot examples the run prompted with), the
+variants (`variants.json`, which lists every variant's spec from the start), the options and
+gates (`summary.json`), and every case finished so far (`records.jsonl`).
+
+Reading it back:
+
+- a variant whose summary entry is complete is not run again;
+- any other variant goes on from its records: each one is rescored here by the very code
+  that scored it (`graphs.evaluation.score_case`), and must score as it was recorded (or the
+  scoring changed since, and the run cannot be continued like for like); its cases are not
+  run again, and the evaluator nodes summarize them with the new ones;
+- a torn last line of records.jsonl (a write cut off) is set aside in `records.jsonl.torn`,
+  and its case runs again; any other damaged line stops the resume, naming the line;
+- the same dataset (its sha256) and the same variants are required when given again.
+
+So each (variant, case) is recorded exactly once, and the records written before are left
+as they are.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evaluators import CaseScorer
+from graphs.evaluation import CaseOutcome, retained, score_case
+from graphs.extraction import ExtractionResult
+from quantgate.backends import capabilities
+from quantgate.evaluate.options import RunOptions, case_input
+from quantgate.evaluate.sequential import DEFAULT_ROUND_SIZE
+from quantgate.hardware import hardware
+from quantgate.inputs.dataset import Case, Dataset, DatasetError, load_dataset
+from quantgate.inputs.variants import Variant, VariantSet, VariantSpec
+from quantgate.rundir.files import DATASET_DIR, FIDELITY_FILE, RECORDS_FILE, VARIANTS_FILE
+from quantgate.rundir.jsonfile import RunFileError
+from quantgate.rundir.jsonl import LineProblem
+from quantgate.rundir.lines import CaseRecord
+from quantgate.rundir.store import (
+    RunBusyError,
+    RunStore,
+    latest_records,
+    read_model,
+    read_records,
+    read_summary,
+    set_aside_torn_tail,
+)
+from quantgate.rundir.summary import RunSummary, VariantsFile
+
+__all__ = ["ReadBack", "ResumeError", "outcomes_read_back", "planned_variants", "read_back"]
+
+_SCORE_TOLERANCE = 1e-9
+
+
+class ResumeError(ValueError):
+    """A run directory that cannot be resumed; the message names it and says why."""
+
+
+@dataclass(kw_only=True)
+class ReadBack:
+    """An interrupted run, read back from its directory and locked for this process.
+
+    Attributes:
+        store: The run's store, holding its lock.
+        summary: Its summary with only the entries of the variants that are done, status `running`.
+        metadata: variants.json: every variant of the run, the evaluated ones with their runtime.
+        dataset: The run's copy of its dataset: the cases in run order, the run's examples.
+        variants: The variants to evaluate with (those given again, else the run's own), in run order.
+        reference: The reference's name.
+        options: The run's options (its budget: see `read_back`).
+        done: The variants whose entry is complete: not run again.
+        records: Each variant's latest record per case id, as read back.
+    """
+
+    store: RunStore
+    summary: RunSummary
+    metadata: VariantsFile
+    dataset: Dataset
+    variants: list[Variant]
+    reference: str
+    options: RunOptions
+    done: frozenset[str]
+    records: dict[str, dict[str, CaseRecord]] = field(default_factory=dict)
+
+
+def _summary(run_dir: Path) -> RunSummary:
+    if not run_dir.is_dir():
+        raise ResumeError(f"--resume {run_dir}: no such run directory")
+    try:
+        summary = read_summary(run_dir)
+    except RunFileError as exc:
+        raise ResumeError(f"--resume {run_dir}: {exc}; it cannot be resumed: start a new run") from None
+    if summary.kind != "evaluation":
+        raise ResumeError(f"--resume {run_dir}: a load-test run, not an evaluation: nothing to resume")
+    if summary.status == "complete":
+        raise ResumeError(
+            f"--resume {run_dir}: the run is complete, nothing to resume (quantgate decide {run_dir} "
+            "judges it again)"
+        )
+    if summary.options is None or summary.options.gates is None:
+        raise ResumeError(
+            f"--resume {run_dir}: the run was written by an earlier quantgate, which did not record what "
+            "resuming needs (its gates and its list of variants): start a new run"
+        )
+    return summary
+
+
+def _dataset(run_dir: Path, summary: RunSummary, given: Dataset | None) -> Dataset:
+    if given is not None and given.sha256 != summary.dataset.sha256:
+        raise ResumeError(
+            f"--dataset {given.path}: not the run's dataset (sha256 {given.sha256[:12]}…; the run read "
+            f"{summary.dataset.path}, sha256 {summary.dataset.sha256[:12]}…)"
+        )
+    try:
+        return load_dataset(run_dir / DATASET_DIR)
+    except (DatasetError, FileNotFoundError) as exc:
+        raise ResumeError(
+            f"--resume {run_dir}: the run's copy of its dataset cannot be read: {exc}"
+        ) from None
+
+
+def _planned(metadata: VariantsFile) -> list[Variant]:
+    spec_keys = set(VariantSpec.model_fields)
+    return [Variant.model_validate(line.model_dump(include=spec_keys)) for line in metadata.variants]
+
+
+def _identity(variant: VariantSpec) -> dict[str, Any]:
+    """What makes two specs the same variant: a model file may have moved if its sha256 is known."""
+    kept = variant.model_dump(exclude={"chat_model"})
+    if variant.sha256:
+        kept.pop("model")
+    return kept
+
+
+def _differences(given: VariantSpec, planned: VariantSpec) -> str:
+    mine, theirs = _identity(given), _identity(planned)
+    keys = sorted(k for k in {*mine, *theirs} if mine.get(k) != theirs.get(k))
+    return "; ".join(f"{k} {mine.get(k)!r} where the run has {theirs.get(k)!r}" for k in keys)
+
+
+def _variants(run_dir: Path, metadata: VariantsFile, given: VariantSet | None) -> list[Variant]:
+    planned = _planned(metadata)
+    if given is None:
+        own = [v.name for v in planned if capabilities(v).from_python]
+        if own:
+            raise ResumeError(
+                f"--resume {run_dir}: variant {own[0]} is a chat model given from Python; resume it from "
+                "Python, passing the same variants (resume_evaluation(..., variant_set=...))"
+            )
+        return planned
+    by_name = {v.name: v for v in given.variants}
+    if set(by_name) != {v.name for v in planned}:
+        raise ResumeError(
+            f"--variants: {', '.join(sorted(by_name))}; the run's variants are "
+            f"{', '.join(v.name for v in planned)}: resume with the same variants"
+        )
+    for variant in planned:
+        if not capabilities(variant).from_python and _identity(by_name[variant.name]) != _identity(variant):
+            raise ResumeError(
+                f"--variants: variant {variant.name} is not the run's: "
+                f"{_differences(by_name[variant.name], variant)}"
+            )
+    return [by_name[v.name] for v in planned]
+
+
+def _records(run_dir: Path, dataset: Dataset, names: Iterable[str]) -> dict[str, dict[str, CaseRecord]]:
+    """The records read back, a torn last line set aside; damage or strangers stop the resume."""
+    problems: list[LineProblem] = []
+    records = latest_records(read_records(run_dir, problems=problems))
+    damaged = [str(p) for p in problems if not p.torn]
+    if damaged:
+        raise ResumeError(
+            f"--resume {run_dir}: {RECORDS_FILE} has damaged lines, so which cases they held is unknown: "
+            f"{'; '.join(damaged[:5])}"
+        )
+    torn = set_aside_torn_tail(run_dir / RECORDS_FILE)
+    if torn:
+        print(
+            f"quantgate: {RECORDS_FILE}: its last line was cut short ({torn} bytes, a write the run did not "
+            f"finish); set aside in {RECORDS_FILE}.torn, and its case runs again",
+            file=sys.stderr,
+        )
+    known, cases = set(names), {c.id for c in dataset.cases}
+    for variant, own in records.items():
+        strangers = sorted(set(own) - cases)
+        if variant not in known or strangers:
+            what = f"variant {variant}" if variant not in known else f"case {strangers[0]}"
+            raise ResumeError(
+                f"--resume {run_dir}: {RECORDS_FILE} has records of {what}, which the run has not"
+            )
+    return records
+
+
+def _options(
+    summary: RunSummary, run_dir: Path, *, to_run: int, planned: int, budget_s: float | None, progress: bool
+) -> RunOptions:
+    """The run's options; its budget, unless `budget_s` is given: the run's share for the variants left."""
+    info = summary.options
+    assert info is not None  # _summary checked
+    assert info.gates is not None
+    if budget_s is None and info.budget_minutes is not None:
+        budget_s = info.budget_minutes * 60 * to_run / planned
+    return RunOptions(
+        limit=info.limit,
+        concurrency=info.concurrency,
+        max_repairs=info.max_repairs,
+        out=run_dir.parent,
+        progress=progress,
+        token_fidelity=info.token_fidelity is not False,
+        sequential=info.method == "sequential",
+        gates=info.gates,
+        round_size=info.round_size or DEFAULT_ROUND_SIZE,
+        max_cases=info.max_cases,
+        budget_s=budget_s if info.method == "sequential" else None,
+        token_fidelity_cases=info.token_fidelity_cases,
+    )
+
+
+def _warn_other_machine(summary: RunSummary) -> None:
+    here = hardware()
+    differ = sorted(k for k in {*here, *summary.hardware} if here.get(k) != summary.hardware.get(k))
+    if differ and summary.hardware:
+        print(
+            f"quantgate: warning: resuming on another machine than the run started on ({', '.join(differ)} "
+            "differ); the latency and memory of the variants evaluated now are this machine's "
+            "(variants.json records each variant's hardware)",
+            file=sys.stderr,
+        )
+
+
+def _set_aside_fidelity(run_dir: Path) -> None:
+    """An unfinished token-fidelity step's lines: kept aside, the step runs again at the end."""
+    path = run_dir / FIDELITY_FILE
+    if path.is_file():
+        path.replace(path.with_name(FIDELITY_FILE + ".interrupted"))
+        print(
+            f"quantgate: {FIDELITY_FILE}: the token-fidelity step had not finished; its lines are kept in "
+            f"{FIDELITY_FILE}.interrupted and it runs again at the end",
+            file=sys.stderr,
+        )
+
+
+def _plan(run_dir: Path) -> VariantsFile:
+    try:
+        return read_model(run_dir / VARIANTS_FILE, VariantsFile)
+    except RunFileError as exc:
+        raise ResumeError(f"--resume {run_dir}: {exc}") from None
+
+
+def planned_variants(run_dir: str | Path) -> VariantSet:
+    """The variants an interrupted run was started with (variants.json), to check and resume with.
+
+    Raises:
+        ResumeError: The directory cannot be resumed, or a variant is a chat model given from Python.
+    """
+    directory = Path(run_dir)
+    summary = _summary(directory)
+    return VariantSet(reference=summary.reference, variants=_variants(directory, _plan(directory), None))
+
+
+def read_back(
+    run_dir: str | Path,
+    *,
+    dataset: Dataset | None = None,
+    variant_set: VariantSet | None = None,
+    budget_s: float | None = None,
+    progress: bool = True,
+) -> ReadBack:
+    """Read an interrupted run back, check it can go on, and lock it for this process.
+
+    Args:
+        run_dir: The run directory.
+        dataset: The dataset given again, checked to be the run's (its sha256); the run's own
+            copy is what is evaluated.
+        variant_set: The variants given again, checked against the run's and then used (a
+            model file may have moved); needed for chat models given from Python.
+        budget_s: Seconds of case evaluation for the rest of the run; None: a sequential run's
+            budget, shared as when it started, for the variants not yet done.
+        progress: Show progress bars.
+
+    Raises:
+        ResumeError: The directory cannot be resumed; the message says why.
+    """
+    directory = Path(run_dir)
+    summary = _summary(directory)
+    copy = _dataset(directory, summary, dataset)
+    metadata = _plan(directory)
+    variants = _variants(directory, metadata, variant_set)
+    try:
+        store = RunStore.resume(directory)
+    except RunBusyError as exc:
+        raise ResumeError(f"--resume {exc}") from None
+    try:
+        records = _records(directory, copy, (v.name for v in variants))
+    except BaseException:
+        store.close()
+        raise
+    done = frozenset(e.name for e in summary.variants if e.status == "ok" and e.complete)
+    summary.variants = [e for e in summary.variants if e.name in done]
+    summary.status = "running"
+    _warn_other_machine(summary)
+    _set_aside_fidelity(directory)
+    to_run = len(variants) - len(done)
+    return ReadBack(
+        store=store,
+        summary=summary,
+        metadata=metadata,
+        dataset=copy,
+        variants=variants,
+        reference=summary.reference or variants[0].name,
+        options=_options(
+            summary, directory, to_run=to_run, planned=len(variants), budget_s=budget_s, progress=progress
+        ),
+        done=done,
+        records=records,
+    )
+
+
+def _extraction(record: CaseRecord) -> ExtractionResult:
+    """The extraction graph's result as a record keeps it."""
+    return ExtractionResult(
+        record=record.record,
+        raw=record.raw,
+        valid=record.valid,
+        validation_errors=list(record.validation_errors),
+        attempts=[dict(a) for a in record.attempt_timings],  # type: ignore[misc]
+        truncated=record.truncated,
+        input_tokens_dropped=record.input_tokens_dropped or 0,
+        output_limit=record.error_kind == "output_limit",
+        error=record.error,
+        error_kind=record.error_kind if record.error else None,
+        retries=record.retries or 0,
+    )
+
+
+def _mismatch(record: CaseRecord, outcome: CaseOutcome) -> str | None:
+    """How the rescored outcome differs from what the record says (None: it does not)."""
+    fields = outcome.score.fields
+    now: dict[str, Any] = {
+        "fields": {n: f.score for n, f in fields.fields.items()} if fields else {},
+        "field_accuracy": fields.score if fields else None,
+        "format_valid": outcome.score.format.valid if outcome.score.format else None,
+        "agreement": outcome.agreement.score if outcome.agreement else None,
+        "error_kind": outcome.error_kind,
+    }
+    then = {key: getattr(record, key) for key in now}
+    for key, value in now.items():
+        if not _same(value, then[key]):
+            return f"{key} was {then[key]!r}, is now {value!r}"
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= _SCORE_TOLERANCE
+    return bool(a == b)
+
+
+def outcomes_read_back(
+    records: Mapping[str, CaseRecord],
+    cases: Sequence[Case],
+    *,
+    scorer: CaseScorer,
+    reference_records: Mapping[str, dict[str, Any] | None] | None,
+) -> list[CaseOutcome]:
+    """The outcomes of a variant's recorded cases, rescored, in run order, as the graph keeps them.
+
+    Args:
+        records: The variant's records by case id.
+        cases: The run's cases, in run order.
+        scorer: The dataset's scorer.
+        reference_records: The reference's normalized records by case id (None: the variant is
+            the reference).
+
+    Raises:
+        ResumeError: A record does not score now as it was recorded.
+    """
+    outcomes = []
+    for case in cases:
+        record = records.get(case.id)
+        if record is None:
+            continue
+        outcome = score_case(
+            case_input(case), _extraction(record), scorer=scorer, reference_records=reference_records
+        )
+        mismatch = _mismatch(record, outcome)
+        if mismatch:
+            raise ResumeError(
+                f"{RECORDS_FILE}: case {case.id} of variant {record.variant} scores differently now "
+                f"({mismatch}): the scoring changed since the run was written; start a new run"
+            )
+        outcomes.append(retained(outcome, keep_record=reference_records is None))
+    return outcomes
