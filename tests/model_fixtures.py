@@ -19,13 +19,15 @@ def build_test_ladder(directory: Path) -> VariantSet:
 
 
 class OllamaDoubleProcess:
-    """The Ollama-protocol TEST DOUBLE (tests/ollama_double.py) running in its own process."""
+    """The Ollama-protocol TEST DOUBLE (tests/ollama_double/) running in its own process."""
 
-    def __init__(self, models: dict[str, str]) -> None:
+    def __init__(self, models: dict[str, str], *options: str) -> None:
+        """Start it serving `models` (tag: GGUF path); `options` are its own flags
+        (`--context-length N`, `--max-queue N`)."""
         import subprocess
         import sys
 
-        args = [sys.executable, "-m", "tests.ollama_double"]
+        args = [sys.executable, "-m", "tests.ollama_double", *options]
         for tag, path in models.items():
             args += ["--model", f"{tag}={path}"]
         root = Path(__file__).resolve().parents[1]

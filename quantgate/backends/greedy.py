@@ -88,13 +88,16 @@ class GreedyDecoder:
             if step.text:
                 yield step.text
 
-    def steps(self, prompt: str, grammar: str | None, max_tokens: int, stats: Generation) -> Iterator[Step]:
+    def steps(
+        self, prompt: str | Sequence[int], grammar: str | None, max_tokens: int, stats: Generation
+    ) -> Iterator[Step]:
         """Like `generate`, one `Step` per token with the logits it was chosen from.
 
-        A step's `logits` are valid only until the next step is requested. After the last
-        token, a step with `token` -1 carries text left in the UTF-8 decoder, if any.
+        `prompt` may also be given as its tokens. A step's `logits` are valid only until the
+        next step is requested. After the last token, a step with `token` -1 carries text left
+        in the UTF-8 decoder, if any.
         """
-        tokens = self.llama.tokenize(prompt.encode("utf-8"))
+        tokens = self.llama.tokenize(prompt.encode("utf-8")) if isinstance(prompt, str) else list(prompt)
         stats.prompt_tokens = len(tokens)
         self._eval_prompt(tokens)
         state = self._grammars.start(grammar) if grammar is not None else None

@@ -2,16 +2,17 @@
 
 Opening a variant asks the server for its version (`/api/version`) and the model's details
 (`/api/show`, `/api/tags`: quantization level, parameter size, family, format, digest,
-Modelfile parameters), then loads the model with an empty `/api/generate` so the cold load
-is timed on its own and never counted in a case's latency, then reads `/api/ps` (size in
-memory, size in VRAM, context length). Chat calls go through `ChatOllama` with `format`
-set to the dataset's JSON schema, temperature 0 and a fixed seed; transport failures become
-`ModelCallError`s with a kind, which the extraction graph retries when a retry can help.
+Modelfile parameters), then loads the model with an empty `/api/generate` carrying the
+run's `num_ctx`, so the cold load is timed on its own and never counted in a case's latency,
+then reads `/api/ps` (size in memory, size in VRAM, context length). Chat calls go through
+`ChatOllama` with `format` set to the dataset's JSON schema, temperature 0, a fixed seed and
+`num_ctx`; what can go wrong in a call is `quantgate.backends.ollama_chat`.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -20,19 +21,22 @@ from urllib.parse import urlsplit
 
 import httpx
 import psutil
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatGenerationChunk
 
-from graphs.extraction import ModelCallError
 from quantgate.backends import BackendError, OpenedVariant
-from quantgate.backends.streaming import StreamingChatModel
+from quantgate.backends.ollama_chat import (
+    DEFAULT_FIRST_TOKEN_TIMEOUT_S,
+    DEFAULT_NOTICE_EVERY_S,
+    DEFAULT_NUM_KEEP,
+    DEFAULT_TIMEOUT_S,
+    OllamaChatModel,
+    classify,
+)
 from quantgate.inputs.variants import Variant
+
+__all__ = ["DEFAULT_NUM_CTX", "DEFAULT_TIMEOUT_S", "OllamaServer", "classify", "ollama_host", "open_ollama"]
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_NUM_CTX = 8192
-DEFAULT_TIMEOUT_S = 300.0
 
 
 def ollama_host(variant: Variant) -> str:
@@ -46,53 +50,6 @@ def ollama_host(variant: Variant) -> str:
         host = "127.0.0.1"
     default_port = 443 if parts.scheme == "https" else 11434  # as the ollama client does
     return f"{parts.scheme}://{host}:{parts.port or default_port}"
-
-
-def classify(exc: BaseException) -> ModelCallError:
-    """Name a transport failure and say whether a retry can help."""
-    from ollama import ResponseError
-
-    if isinstance(exc, ModelCallError):
-        return exc
-    if isinstance(exc, ResponseError):
-        status = exc.status_code
-        if status == 404:
-            return ModelCallError("not_found", f"model not found: {exc.error}", retryable=False)
-        if status in (429, 503):
-            return ModelCallError("busy", f"server busy ({status}): {exc.error}", retryable=True)
-        if status >= 500:
-            return ModelCallError("server_error", f"server error {status}: {exc.error}", retryable=True)
-        return ModelCallError("bad_request", f"request refused ({status}): {exc.error}", retryable=False)
-    if isinstance(exc, httpx.TimeoutException):
-        return ModelCallError("timeout", f"timed out: {exc}", retryable=True)
-    if isinstance(exc, httpx.ConnectError | ConnectionError):
-        return ModelCallError("connection", f"server not reachable: {exc}", retryable=True)
-    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | ValueError):
-        return ModelCallError("stream_cut", f"the answer stream was cut: {exc}", retryable=True)
-    return ModelCallError("backend_error", f"{type(exc).__name__}: {exc}", retryable=False)
-
-
-class OllamaChatModel(StreamingChatModel):
-    """`ChatOllama` whose transport failures are raised as `ModelCallError`s with a kind."""
-
-    inner: BaseChatModel
-
-    @property
-    def _llm_type(self) -> str:
-        return "quantgate-ollama"
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        try:
-            for chunk in self.inner.stream(messages, stop=stop, **kwargs):
-                yield ChatGenerationChunk(message=chunk)
-        except Exception as exc:
-            raise classify(exc) from exc
 
 
 class OllamaServer:
@@ -115,7 +72,17 @@ class OllamaServer:
             raise BackendError(f"model {model!r} not found on {self.host}; run: ollama pull {model}")
         if response.status_code >= 400:
             raise BackendError(f"{self.host}{path} answered {response.status_code}: {response.text[:200]}")
-        body: dict[str, Any] = response.json()
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            kind = response.headers.get("content-type", "no content type")
+            raise BackendError(
+                f"{self.host}{path} answered {response.status_code} with a body that is not Ollama's JSON "
+                f"({kind}: {response.text[:80]!r}); is {self.host} an Ollama server? Set OLLAMA_HOST or the "
+                "variant's host option to the right address."
+            )
         return body
 
     def version(self) -> str:
@@ -128,8 +95,11 @@ class OllamaServer:
         tags = self._call("GET", "/api/tags").get("models", [])
         return next((m.get("digest") for m in tags if model in (m.get("model"), m.get("name"))), None)
 
-    def load(self, model: str, keep_alive: str) -> dict[str, Any]:
-        return self._call("POST", "/api/generate", json={"model": model, "keep_alive": keep_alive})
+    def load(self, model: str, keep_alive: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Load `model` with an empty generation, with the options the run's calls will send
+        (a call with another `num_ctx` would make the server load it again)."""
+        body = {"model": model, "keep_alive": keep_alive, "options": options or {}}
+        return self._call("POST", "/api/generate", json=body)
 
     def running(self, model: str) -> dict[str, Any] | None:
         loaded = self._call("GET", "/api/ps").get("models", [])
@@ -149,6 +119,24 @@ class OllamaServer:
         return None
 
 
+def _served_context(running: dict[str, Any]) -> int | None:
+    """The context the server runs the model with (`/api/ps` `context_length`), when it says."""
+    served = running.get("context_length")
+    return served if isinstance(served, int) and served > 0 else None
+
+
+def _warn_on_context(variant: Variant, running: dict[str, Any], num_ctx: int) -> None:
+    """Say so when the server runs the model with a smaller context than the run sends."""
+    served = _served_context(running)
+    if served is not None and served < num_ctx:
+        print(
+            f"quantgate: warning: variant {variant.name}: the server runs {variant.model} with a context of "
+            f"{served} tokens, not the num_ctx {num_ctx} quantgate sends (the model's own limit, or the "
+            "server's): quantgate fits each prompt to that context (each cut recorded on its case)",
+            file=sys.stderr,
+        )
+
+
 @contextmanager
 def open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
     """Open an `ollama:TAG` variant (see the module docstring)."""
@@ -160,12 +148,13 @@ def open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
     max_tokens = int(options.get("max_tokens", 512))
     seed = int(options.get("seed", 0))
     timeout_s = float(options.get("timeout_s", DEFAULT_TIMEOUT_S))
+    first_token_s = float(options.get("first_token_timeout_s", DEFAULT_FIRST_TOKEN_TIMEOUT_S))
     keep_alive = str(options.get("keep_alive", "10m"))
     server = OllamaServer(host, timeout_s)
     version = server.version()
     show = server.show(variant.model)
     started = time.perf_counter()
-    loaded = server.load(variant.model, keep_alive)
+    loaded = server.load(variant.model, keep_alive, {"num_ctx": num_ctx})
     cold_load_s = time.perf_counter() - started
     running = server.running(variant.model) or {}
     chat = ChatOllama(
@@ -177,16 +166,30 @@ def open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
         num_ctx=num_ctx,
         num_predict=max_tokens,
         keep_alive=keep_alive,
-        client_kwargs={"timeout": timeout_s},
+        client_kwargs={
+            "timeout": httpx.Timeout(min(first_token_s, timeout_s), connect=min(first_token_s, 30.0))
+        },
     )
     details = show.get("details", {})
+    _warn_on_context(variant, running, num_ctx)
+    context = min(num_ctx, _served_context(running) or num_ctx)
     yield OpenedVariant(
-        chat_model=OllamaChatModel(inner=chat),
+        chat_model=OllamaChatModel(
+            inner=chat,
+            host=host,
+            num_ctx=context,
+            num_keep=int(options.get("num_keep", DEFAULT_NUM_KEEP)),
+            first_token_timeout_s=first_token_s,
+            timeout_s=timeout_s,
+            notice_every_s=float(options.get("notice_every_s", DEFAULT_NOTICE_EVERY_S)),
+        ),
         runtime={
             "name": "ollama",
             "version": version,
             "host": host,
             "num_ctx": num_ctx,
+            "first_token_timeout_s": first_token_s,
+            "timeout_s": timeout_s,
             "seed": seed,
             "temperature": 0.0,
             "model_digest": server.digest(variant.model),
@@ -199,7 +202,7 @@ def open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
             "ps": running,
             "num_parallel": os.environ.get("OLLAMA_NUM_PARALLEL"),
         },
-        context_window=num_ctx,
+        context_window=context,
         max_output_tokens=max_tokens,
         quantization=details.get("quantization_level"),
         memory_pid=server.local_pid(),

@@ -37,6 +37,7 @@ from quantgate.rundir.build import (
     variant_metadata,
 )
 from quantgate.rundir.files import DATASET_DIR
+from quantgate.rundir.jsonfile import RunWriteError
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.pairing import paired_cases
 from quantgate.rundir.store import RunStore, latest_records, read_records
@@ -237,7 +238,13 @@ def _examples(dataset: Dataset, options: RunOptions) -> ChosenExamples:
 
 
 def _execute(session: _Session) -> Path:
-    """Evaluate the variants not done yet, then measure token fidelity; the summary says how it ended."""
+    """Evaluate the variants not done yet, then measure token fidelity; the summary says how it ended.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C or SIGTERM; the summary says `interrupted`.
+        RuntimeError: A run file could not be written (a full disk): the message says which,
+            and how to go on once the cause is fixed; what was written stays.
+    """
     store, summary, options = session.store, session.summary, session.options
     try:
         store.write_variants(session.metadata)
@@ -259,10 +266,28 @@ def _execute(session: _Session) -> Path:
         summary.status = "interrupted"
         note_run_dir(interruption, store.directory)
         raise
+    except RunWriteError as exc:
+        summary.status = "interrupted"
+        raise RuntimeError(
+            f"{exc}. The run stopped there; once the cause is fixed (free some disk space), go on with: "
+            f"quantgate run --resume {store.directory}"
+        ) from exc
     finally:
-        store.write_summary(summary)
-        store.close()
+        _write_summary_last(store, summary, failing=sys.exc_info()[1] is not None)
     return store.directory
+
+
+def _write_summary_last(store: RunStore, summary: RunSummary, *, failing: bool) -> None:
+    """Write the summary as the run ends and release the run; when the run is already `failing`,
+    a summary that cannot be written either is said, not raised over the first failure."""
+    try:
+        store.write_summary(summary)
+    except RunWriteError as exc:
+        if not failing:
+            raise
+        print(f"quantgate: {exc} (summary.json keeps its previous version)", file=sys.stderr)
+    finally:
+        store.close()
 
 
 def _baselines(dataset: Dataset, cases: Sequence[Case]) -> BaselineScores:

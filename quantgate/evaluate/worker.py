@@ -22,11 +22,13 @@ import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from typing import Any, TypeVar
 
 from tqdm import tqdm
 
 from quantgate.backends import BackendError
+from quantgate.rundir.jsonfile import RunWriteError
 
 Job = TypeVar("Job")
 Result = TypeVar("Result")
@@ -97,6 +99,8 @@ def _worker_main(sender: Connection, function: Callable[[Any], Any], job: Any) -
         pass  # the parent handles the interruption; what the job wrote to disk stays
     except BackendError as exc:
         sender.send(("backend_error", str(exc)))
+    except RunWriteError as exc:
+        sender.send(("write_error", (str(exc.path), exc.errno, exc.reason)))
     except Exception:
         sender.send(("crash", traceback.format_exc()))
     finally:
@@ -135,6 +139,7 @@ def run_in_worker(function: Callable[[Job], Result], job: Job, *, name: str) -> 
 
     Raises:
         BackendError: The job raised one (its message is kept).
+        RunWriteError: The job could not write a run file (its file and reason are kept).
         WorkerFailedError: The job raised anything else.
         WorkerDiedError: The process ended without a result.
         KeyboardInterrupt: Ctrl-C, or SIGTERM under `quantgate.evaluate.signals.stop_on_signals`;
@@ -159,6 +164,9 @@ def run_in_worker(function: Callable[[Job], Result], job: Job, *, name: str) -> 
     kind, payload = message
     if kind == "backend_error":
         raise BackendError(payload)
+    if kind == "write_error":
+        path, errno, reason = payload
+        raise RunWriteError(Path(path), OSError(errno, reason) if errno else OSError(reason))
     if kind == "crash":
         raise WorkerFailedError(payload)
     result: Result = payload

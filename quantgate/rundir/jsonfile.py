@@ -23,14 +23,37 @@ class RunFileError(ValueError):
     not matching its model. The message names the file (and line)."""
 
 
+class RunWriteError(RuntimeError):
+    """A run file that could not be written (the disk is full, the directory went away, ...).
+
+    What was written before stays: a JSONL file keeps its complete lines, a JSON file its
+    previous version. The message names the file and the reason.
+    """
+
+    def __init__(self, path: Path, error: OSError) -> None:
+        reason = error.strerror or str(error)
+        super().__init__(f"cannot write {path}: {reason}; what was written before it is kept")
+        self.path = path
+        self.errno = error.errno
+        self.reason = reason
+
+
 def write_json(path: Path, value: Any) -> None:
-    """Write JSON atomically (temporary file, then rename)."""
+    """Write JSON atomically (temporary file, then rename); a failure leaves the previous file.
+
+    Raises:
+        RunWriteError: The file could not be written (the previous version is left as it was).
+    """
     partial = path.with_name(path.name + ".partial")
-    with partial.open("w", encoding="utf-8") as handle:
-        handle.write(json.dumps(value, indent=2, ensure_ascii=False, default=str))
-        handle.flush()
-        os.fsync(handle.fileno())  # on disk before the rename: a power cut leaves the old file or the new
-    os.replace(partial, path)
+    try:
+        with partial.open("w", encoding="utf-8") as handle:
+            handle.write(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+            handle.flush()
+            os.fsync(handle.fileno())  # on disk before the rename: a power cut leaves the old file or the new
+        os.replace(partial, path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise RunWriteError(path, exc) from exc
 
 
 def write_model(path: Path, value: BaseModel) -> None:

@@ -8,6 +8,7 @@ aside (`set_aside_torn_tail`) before it appends again.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -18,7 +19,7 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel
 
-from quantgate.rundir.jsonfile import ModelT, RunFileError, validated
+from quantgate.rundir.jsonfile import ModelT, RunFileError, RunWriteError, validated
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,14 +142,30 @@ class JsonLines:
         self._handle: TextIO | None = None
 
     def append(self, line: BaseModel) -> None:
-        """Append one line and flush it to disk."""
+        """Append one line and flush it to disk.
+
+        Raises:
+            RunWriteError: It could not be written (a disk full, ...): the complete lines before
+                it stay, and the next append first cuts off what part of it reached the file.
+        """
         text = line.model_dump_json()
         with self._lock:
-            if self._handle is None:
-                _drop_torn_tail(self.path)
-                self._handle = self.path.open("a", encoding="utf-8")
-            self._handle.write(text + "\n")
-            self._handle.flush()
+            try:
+                if self._handle is None:
+                    _drop_torn_tail(self.path)
+                    self._handle = self.path.open("a", encoding="utf-8")
+                self._handle.write(text + "\n")
+                self._handle.flush()
+            except OSError as exc:
+                self._discard()
+                raise RunWriteError(self.path, exc) from exc
+
+    def _discard(self) -> None:
+        """Drop the handle after a failed write, and what it could not write."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            with contextlib.suppress(OSError):  # closing flushes: it fails again
+                handle.close()
 
     def close(self) -> None:
         """Close the file."""

@@ -1,10 +1,13 @@
 """How transport failures are named for the extraction graph (no server needed)."""
 
+import json
+
 import httpx
 import pytest
 from ollama import ResponseError
 
 from quantgate.backends.ollama import classify, ollama_host
+from quantgate.backends.ollama_chat import truncation_limits
 from quantgate.inputs.variants import Variant
 
 
@@ -20,12 +23,28 @@ from quantgate.inputs.variants import Variant
         (httpx.ConnectError("connection refused"), "connection", True),
         (ConnectionError("refused"), "connection", True),
         (httpx.RemoteProtocolError("peer closed connection"), "stream_cut", True),
+        (ResponseError("an error was encountered while running the model"), "stream_error", True),
+        (json.JSONDecodeError("Expecting value", "<html>", 0), "bad_response", False),
         (RuntimeError("something else"), "backend_error", False),
     ],
 )
 def test_classify(exc, kind, retryable):
     error = classify(exc)
     assert (error.kind, error.retryable) == (kind, retryable)
+
+
+def test_an_error_line_in_a_stream_says_so():
+    error = classify(ResponseError("an error was encountered while running the model"))
+    said = "the server reported an error in the middle of its answer: an error was encountered while running"
+    assert str(error).endswith(f"{said} the model")
+
+
+@pytest.mark.parametrize(
+    ("num_ctx", "limits"), [(8192, {8192, 4098}), (4096, {4096, 2050}), (2048, {2048, 1026})]
+)
+def test_the_prompt_lengths_ollama_cuts_to(num_ctx, limits):
+    """Ollama's own log lines: `limit=2050 prompt=4308 keep=4 new=2050` at its default 4096."""
+    assert truncation_limits(num_ctx) == limits
 
 
 @pytest.mark.parametrize(

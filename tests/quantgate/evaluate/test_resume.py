@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.completeness import run_completeness
 from quantgate.rundir.files import FIDELITY_FILE, RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
 from quantgate.rundir.store import RunStore, load_run, read_records, read_summary
+from quantgate.rundir.summary import RunSummary
 from tests.graphs.fakes import QueuedChatModel
 from tests.graphs.test_extraction import GOOD, SCHEMA
 
@@ -296,3 +298,89 @@ def test_a_run_of_an_earlier_quantgate_cannot_be_resumed(tmp_path):
     (run_dir / SUMMARY_FILE).write_text(json.dumps(summary))
     _refused(run_dir, "written by an earlier quantgate, which did not record what resuming needs")
     assert (run_dir / VARIANTS_FILE).is_file()
+
+
+# a full disk
+
+
+class FullDisk:
+    """A file handle on a disk that fills up: the next write gets part of its text out, then ENOSPC."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def write(self, text: str) -> int:
+        import errno
+
+        self.handle.write(text[:22])
+        self.handle.flush()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def test_a_full_disk_stops_the_run_saying_how_to_go_on_and_keeps_what_was_written(tmp_path, monkeypatch):
+    """ENOSPC on the third record (simulated under the real writer): a clear error, the two records
+    before it intact, then a resume once there is space records every case once."""
+    from quantgate.rundir import jsonl
+    from quantgate.rundir.jsonl import JsonLines
+
+    real_append = JsonLines.append
+    written: list[str] = []
+
+    def append_until_full(self: JsonLines, line: Any) -> None:
+        if self.path.name == RECORDS_FILE and len(written) >= 2:  # the disk is full from now on
+            if self._handle is None:  # reopened after a failed write, as the writer does
+                jsonl._drop_torn_tail(self.path)
+                self._handle = self.path.open("a", encoding="utf-8")
+            if not isinstance(self._handle, FullDisk):
+                self._handle = FullDisk(self._handle)  # type: ignore[assignment]
+        real_append(self, line)
+        written.append(self.path.name)
+
+    monkeypatch.setattr(JsonLines, "append", append_until_full)
+    with pytest.raises(RuntimeError) as caught:
+        run_evaluation(_dataset(tmp_path / "d"), _variants(), options=_options(tmp_path))
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    message = str(caught.value)
+    assert message.startswith(f"cannot write {run_dir / RECORDS_FILE}: No space left on device")
+    assert message.endswith(f"go on with: quantgate run --resume {run_dir}")
+    (line_1, line_2, torn) = (run_dir / RECORDS_FILE).read_text().split("\n")
+    assert [json.loads(line)["case_id"] for line in (line_1, line_2)] == ["c0", "c1"]
+    assert len(torn) == 22
+    assert read_summary(run_dir).status == "interrupted"
+
+    monkeypatch.setattr(JsonLines, "append", real_append)  # space again
+    resume_evaluation(run_dir, variant_set=_variants(), progress=False)
+    assert _counts(run_dir) == Counter({(v, f"c{i}"): 1 for v in ("ref", "quant") for i in range(6)})
+    assert (run_dir / (RECORDS_FILE + ".torn")).read_text() == torn + "\n"
+
+
+def test_a_summary_that_cannot_be_written_while_the_run_fails_is_said_not_raised(
+    tmp_path, monkeypatch, capsys
+):
+    import errno
+
+    from quantgate.rundir.jsonfile import RunWriteError
+
+    original = RunStore.write_summary
+
+    def no_space_at_the_end(self: RunStore, summary: RunSummary) -> None:
+        if summary.status == "interrupted":
+            raise RunWriteError(
+                self.directory / SUMMARY_FILE, OSError(errno.ENOSPC, "No space left on device")
+            )
+        original(self, summary)
+
+    monkeypatch.setattr(RunStore, "write_summary", no_space_at_the_end)
+    with pytest.raises(KeyboardInterrupt):  # the first failure is the one raised
+        run_evaluation(_dataset(tmp_path / "d"), _variants(stop_ref="c1"), options=_options(tmp_path))
+    err = capsys.readouterr().err
+    assert "summary.json: No space left on device; what was written before it is kept" in err
+    assert "(summary.json keeps its previous version)" in err
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert read_summary(run_dir).status == "running"  # the version written when the run started

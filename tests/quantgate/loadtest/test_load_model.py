@@ -56,11 +56,11 @@ def test_load_on_the_embedded_model_decodes_the_levels_as_slots_of_one_copy(ladd
 def test_load_over_ollama_counts_busy_refusals(ollama_double, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", ollama_double.url.removeprefix("http://"))
     monkeypatch.setenv("OLLAMA_NUM_PARALLEL", "1")  # what this server is told to allow, recorded
-    ollama_double.faults(max_parallel=1)
+    ollama_double.faults(max_queue=0)  # as OLLAMA_MAX_QUEUE=0: one served, none waiting
     try:
         section, records = load_cli(tmp_path, capsys, ["ollama:gemma3:270m-q4_K_M"], "normal=1,peak=3")
     finally:
-        ollama_double.faults(max_parallel=None)
+        ollama_double.faults(max_queue=512)
     (variant,) = section["variants"]
     assert variant["status"] == "ok"
     assert variant["instances"] == 1

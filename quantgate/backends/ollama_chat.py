@@ -1,0 +1,190 @@
+"""One chat call to an Ollama server: named failures, time limits, a word while waiting, and
+prompts the server cut.
+
+`OllamaChatModel` wraps langchain-ollama's `ChatOllama` (whose real client code makes the
+call) and turns what can go wrong into `ModelCallError`s with a kind, which the extraction
+graph retries when a retry can help and otherwise records on the case:
+
+- transport failures (`classify`): a server that is down, busy (HTTP 503, which Ollama answers
+  once `OLLAMA_MAX_QUEUE` requests wait), failing, silent, cutting its stream, reporting an
+  error in the middle of a 200 stream (docs.ollama.com/api/errors: "If an error occurs
+  mid-stream, the error will be returned as an object in the application/x-ndjson format with
+  an error property"), or answering something that is not Ollama's JSON at all;
+- time: the first token must come within `first_token_timeout_s` (waiting in the server's
+  queue and reading the prompt included), no silence may last longer, and the whole answer
+  must end within `timeout_s`. While it waits for a first token, the call says so on stderr
+  every `notice_every_s` seconds ("waiting for Ollama ... 40 s of 120 s");
+- a prompt the server cut to its context (`server_truncated`): Ollama cuts a prompt longer than
+  its context silently, keeping its first `num_keep` tokens and its end, and logs
+  `truncating input prompt limit=L prompt=P keep=4 new=L`; the prompt it then evaluates has
+  exactly L tokens, L being `num_ctx` or, for its llama.cpp runner, `num_keep + (num_ctx -
+  num_keep) // 2`. A call whose `prompt_eval_count` is one of those limits was cut: its answer
+  is to another prompt than quantgate sent, so the case is recorded as an error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
+from tqdm import tqdm
+
+from graphs.extraction import ModelCallError
+from quantgate.backends.streaming import StreamingChatModel
+
+DEFAULT_FIRST_TOKEN_TIMEOUT_S = 120.0
+DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_NOTICE_EVERY_S = 20.0
+DEFAULT_NUM_KEEP = 4
+"""Ollama's `num_keep`: the prompt tokens its truncation keeps at the start."""
+
+
+def classify(exc: BaseException) -> ModelCallError:
+    """Name a transport failure and say whether a retry can help."""
+    from ollama import ResponseError
+
+    if isinstance(exc, ModelCallError):
+        return exc
+    if isinstance(exc, ResponseError):
+        status = exc.status_code
+        if status == -1:  # an {"error": ...} line inside a 200 stream (the client gives it no status)
+            return ModelCallError(
+                "stream_error", f"the server reported an error in the middle of its answer: {exc.error}",
+                retryable=True,
+            )  # fmt: skip
+        if status == 404:
+            return ModelCallError("not_found", f"model not found: {exc.error}", retryable=False)
+        if status in (429, 503):
+            return ModelCallError("busy", f"server busy ({status}): {exc.error}", retryable=True)
+        if status >= 500:
+            return ModelCallError("server_error", f"server error {status}: {exc.error}", retryable=True)
+        return ModelCallError("bad_request", f"request refused ({status}): {exc.error}", retryable=False)
+    if isinstance(exc, httpx.TimeoutException):
+        return ModelCallError("timeout", f"timed out: {exc}", retryable=True)
+    if isinstance(exc, httpx.ConnectError | ConnectionError):
+        return ModelCallError("connection", f"server not reachable: {exc}", retryable=True)
+    if isinstance(exc, json.JSONDecodeError):
+        what = f"the server's answer is not Ollama's JSON lines ({exc}); is it an Ollama server?"
+        return ModelCallError("bad_response", what, retryable=False)
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | ValueError):
+        return ModelCallError("stream_cut", f"the answer stream was cut: {exc}", retryable=True)
+    return ModelCallError("backend_error", f"{type(exc).__name__}: {exc}", retryable=False)
+
+
+def truncation_limits(num_ctx: int, num_keep: int = DEFAULT_NUM_KEEP) -> frozenset[int]:
+    """The prompt lengths Ollama cuts a too-long prompt to, for a context of `num_ctx` tokens."""
+    return frozenset({num_ctx, num_keep + (num_ctx - num_keep) // 2})
+
+
+class _Waiting:
+    """Says on stderr, every `every_s` seconds until `stop`, how long a call has waited."""
+
+    def __init__(self, what: str, limit_s: float, every_s: float) -> None:
+        self.what, self.limit_s, self.every_s = what, limit_s, every_s
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="quantgate-waiting")
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        while not self._stopped.wait(self.every_s):
+            waited = time.monotonic() - started
+            tqdm.write(
+                f"quantgate: waiting for {self.what}: {waited:.0f} s of {self.limit_s:g}", file=sys.stderr
+            )
+
+    def __enter__(self) -> _Waiting:
+        if self.every_s > 0:
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+class OllamaChatModel(StreamingChatModel):
+    """`ChatOllama` whose failures, slowness and cut prompts are raised as `ModelCallError`s.
+
+    Attributes:
+        inner: The `ChatOllama` that makes the call; its client's read timeout should be
+            `min(first_token_timeout_s, timeout_s)`, so that a silent server ends the call.
+        host: The server, for messages.
+        num_ctx: The context sent with each call (`options.num_ctx`).
+        num_keep: The server's `num_keep`.
+        first_token_timeout_s: Longest wait for the first token (and longest silence).
+        timeout_s: Longest a whole answer may take.
+        notice_every_s: How often a call still waiting for its first token says so (0: never).
+    """
+
+    inner: BaseChatModel
+    host: str = ""
+    num_ctx: int | None = None
+    num_keep: int = DEFAULT_NUM_KEEP
+    first_token_timeout_s: float = DEFAULT_FIRST_TOKEN_TIMEOUT_S
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    notice_every_s: float = DEFAULT_NOTICE_EVERY_S
+
+    @property
+    def _llm_type(self) -> str:
+        return "quantgate-ollama"
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        started = time.monotonic()
+        model = getattr(self.inner, "model", "the model")
+        what = f"Ollama at {self.host} to answer with {model} (first token)"
+        prompt_tokens: int | None = None
+        with _Waiting(what, self.first_token_timeout_s, self.notice_every_s) as waiting:
+            try:
+                for chunk in self.inner.stream(messages, stop=stop, **kwargs):
+                    waiting.stop()
+                    if time.monotonic() - started > self.timeout_s:
+                        raise ModelCallError(
+                            "timeout", f"the answer took longer than {self.timeout_s:g} s (timeout_s)",
+                            retryable=True,
+                        )  # fmt: skip
+                    prompt_tokens = chunk.response_metadata.get("prompt_eval_count", prompt_tokens)
+                    yield ChatGenerationChunk(message=chunk)
+            except httpx.TimeoutException as exc:
+                raise self._silence(started) from exc
+            except Exception as exc:
+                raise classify(exc) from exc
+        self._check_truncation(prompt_tokens)
+
+    def _silence(self, started: float) -> ModelCallError:
+        silent = min(self.first_token_timeout_s, self.timeout_s)
+        return ModelCallError(
+            "timeout",
+            f"no answer from {self.host} for {silent:g} s (first_token_timeout_s; waited "
+            f"{time.monotonic() - started:.0f} s in all): the server is hung, or busy with other requests",
+            retryable=True,
+        )
+
+    def _check_truncation(self, prompt_tokens: int | None) -> None:
+        if self.num_ctx is None or prompt_tokens is None:
+            return
+        if prompt_tokens in truncation_limits(self.num_ctx, self.num_keep):
+            raise ModelCallError(
+                "server_truncated",
+                f"the server cut the prompt to {prompt_tokens} tokens (its prompt_eval_count), the limit "
+                f"of a context of {self.num_ctx} tokens: the answer is to part of the prompt; raise the "
+                "variant's num_ctx option, or check the server's context (OLLAMA_CONTEXT_LENGTH, the "
+                "model's own limit)",
+                retryable=False,
+            )
