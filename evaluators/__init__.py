@@ -38,6 +38,7 @@ from evaluators.format import (
     FormatEvaluator,
     FormatResult,
     error_path,
+    loads_json,
     parse_json_output,
     score_format,
 )
@@ -106,6 +107,7 @@ __all__ = [
     "equivalence_verdict",
     "error_path",
     "field_names",
+    "loads_json",
     "majority_record",
     "match_scalar",
     "match_set",

@@ -60,6 +60,24 @@ def error_path(parts: Iterable[str | int], prefix: str = "") -> str:
     return path or "<root>"
 
 
+def loads_json(text: str) -> Any:
+    """`json.loads`, with every way a text can fail to be JSON raised as `json.JSONDecodeError`.
+
+    `json.loads` also raises `RecursionError` for nesting deeper than Python's recursion limit
+    (a model that repeats `[`) and a plain `ValueError` for an integer of more than 4,300 digits;
+    callers that handle `JSONDecodeError` then handle those too, as text that is not JSON.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply to read", text, 0) from None
+    except ValueError as exc:  # an integer longer than int()'s digit limit
+        reason = str(exc).split(":")[0]
+        raise json.JSONDecodeError(f"{reason[:1].lower()}{reason[1:]}", text, 0) from None
+
+
 def parse_json_output(raw: str) -> tuple[Any, FormatError | None]:
     """Parse a model's text as JSON, tolerating surrounding whitespace and one code fence.
 
@@ -71,7 +89,7 @@ def parse_json_output(raw: str) -> tuple[Any, FormatError | None]:
     if fenced:
         text = fenced.group(1)
     try:
-        return json.loads(text), None
+        return loads_json(text), None
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
         return None, FormatError(path="<root>", message=f"not valid JSON ({exc.msg} at {where})")

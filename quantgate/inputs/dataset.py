@@ -18,7 +18,15 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from evaluators import FieldSpec, FormatEvaluator, SchemaSupportError, case_language, error_path, parse_schema
+from evaluators import (
+    FieldSpec,
+    FormatEvaluator,
+    SchemaSupportError,
+    case_language,
+    error_path,
+    loads_json,
+    parse_schema,
+)
 
 SCHEMA_FILE = "schema.json"
 CASES_FILE = "cases.jsonl"
@@ -144,7 +152,7 @@ def _read_schema(path: Path, problems: list[Problem]) -> tuple[dict[str, Any], F
         problems.append(Problem(file=SCHEMA_FILE, message="missing"))
         return None
     try:
-        schema = json.loads(file.read_text(encoding="utf-8"))
+        schema = loads_json(file.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         problems.append(Problem(file=SCHEMA_FILE, message=f"not valid JSON: {exc}"))
         return None
@@ -183,7 +191,7 @@ def _read_lines(file: Path, problems: list[Problem]) -> Iterator[tuple[int, Case
 
 def _parse_case(name: str, lineno: int, line: str, problems: list[Problem]) -> Case | None:
     try:
-        raw = json.loads(line)
+        raw = loads_json(line)
     except json.JSONDecodeError as exc:
         problems.append(
             Problem(file=name, line=lineno, message=f"invalid JSON: {exc.msg} (column {exc.colno})")

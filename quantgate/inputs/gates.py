@@ -100,6 +100,10 @@ def load_gates(path: str | Path | None = None, *, overrides: dict[str, Any] | No
             raise GatesError(f"{path}: no such gates file") from None
         except tomllib.TOMLDecodeError as exc:
             raise GatesError(f"{path}: not valid TOML: {exc}") from None
+        except UnicodeDecodeError as exc:
+            raise GatesError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        except OSError as exc:
+            raise GatesError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     try:
         return Gates.model_validate({**values, **given})

@@ -169,6 +169,8 @@ def load_variants_file(path: Path) -> VariantSet:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise VariantSpecError(f"{path}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise VariantSpecError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     try:
         variant_set = VariantSet.model_validate(raw)
     except ValidationError as exc:

@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from evaluators import loads_json
+
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
@@ -108,7 +110,7 @@ def parse_model(model: type[ModelT], value: Any, *, where: str) -> ModelT:
 def read_model(path: Path, model: type[ModelT]) -> ModelT:
     """Read a JSON run file through its model."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = loads_json(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise RunFileError(f"{path}: no such file") from None
     except json.JSONDecodeError as exc:

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from pydantic import BaseModel
 
+from evaluators import loads_json
 from quantgate.rundir.jsonfile import ModelT, RunFileError, RunWriteError, validated
 
 
@@ -50,7 +51,7 @@ def _line_problem(path: Path, number: int, raw: bytes) -> tuple[Any, LineProblem
     """A line's JSON value, or why it is not one (a torn last line: no newline at its end)."""
     torn = not raw.endswith(b"\n")
     try:
-        return json.loads(raw.decode("utf-8").rstrip("\r\n")), None
+        return loads_json(raw.decode("utf-8").rstrip("\r\n")), None
     except UnicodeDecodeError as exc:
         problem = f"not UTF-8 text ({exc})"
     except json.JSONDecodeError as exc:
