@@ -78,6 +78,9 @@ class EvaluationContext:
             (a string) stops the evaluation before the next round, None goes on.
         deadline: A `time.perf_counter()` time after which no further case starts (the cases
             in flight finish); the evaluation then ends after the round.
+        stop: Asked before each case starts; True (an interruption: Ctrl-C, SIGTERM) starts no
+            further case, as past the deadline. Cases run on worker threads, which a signal
+            does not reach.
     """
 
     extraction: ExtractionContext
@@ -87,6 +90,7 @@ class EvaluationContext:
     memory: Callable[[], MemoryReading] | None = None
     judge: Callable[[list[CaseOutcome]], str | None] | None = None
     deadline: float | None = None
+    stop: Callable[[], bool] | None = None
 
 
 class EvaluationInput(TypedDict):
@@ -191,7 +195,8 @@ def score_case(
 def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:
     """Extract one case with the variant's model, score it and pass the record on."""
     ctx, case = runtime.context, state["case"]  # the Send payload: a CaseTask
-    if ctx.deadline is not None and time.perf_counter() >= ctx.deadline:
+    out_of_time = ctx.deadline is not None and time.perf_counter() >= ctx.deadline
+    if out_of_time or (ctx.stop is not None and ctx.stop()):
         return {"skipped": [case["id"]]}  # never started: no record
     lang = case_language(case["tags"])
     output = extraction_graph.invoke({"text": case["text"], "lang": lang}, context=ctx.extraction)

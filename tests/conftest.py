@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +29,14 @@ def shared_set(name: str) -> Path:
     if not (path / "cases.jsonl").is_file():
         pytest.skip(f"{path} is absent: the shared development sets exist only beside the project checkout")
     return path
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _sha256_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Model-file hashes are cached in the session's temporary directory, not the user's cache."""
+    from quantgate.inputs.file_hashes import HASH_CACHE_ENV
+
+    os.environ.setdefault(HASH_CACHE_ENV, str(tmp_path_factory.mktemp("hashes") / "sha256.json"))
 
 
 @pytest.fixture(params=bundled_datasets())

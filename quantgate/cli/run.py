@@ -73,8 +73,11 @@ def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
 
 
 def _conclude(run_dir: Path, gates: Gates, args: argparse.Namespace) -> int:
-    """Print the summary (table or JSON) and the decision; return the decision's exit status."""
+    """Print the summary (table or JSON) and the decision; return the decision's exit status, or
+    the incomplete-run status when the run directory does not hold the whole run."""
     from quantgate.analysis.summary_table import render_summary
+    from quantgate.rundir.completeness import run_completeness
+    from quantgate.rundir.decision import EXIT_STATUS
     from quantgate.rundir.store import load_run
 
     summary = load_run(run_dir).summary
@@ -83,7 +86,12 @@ def _conclude(run_dir: Path, gates: Gates, args: argparse.Namespace) -> int:
     else:
         print(render_summary(summary))
         print(f"run directory: {run_dir}")
-    return report_decision(run_dir, gates, quiet=args.json)
+    status = report_decision(run_dir, gates, quiet=args.json)
+    completeness = run_completeness(run_dir)
+    if completeness.complete:
+        return status
+    print(f"quantgate: warning: {run_dir}: {completeness.notice()}", file=sys.stderr)
+    return EXIT_STATUS["incomplete_run"]
 
 
 _RESUME_KEEPS = ("dataset", "variants", "budget", "json", "no_report", "resume")

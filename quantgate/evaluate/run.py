@@ -23,7 +23,7 @@ from quantgate.backends import BackendError
 from quantgate.evaluate.fidelity_step import token_fidelity_step
 from quantgate.evaluate.options import RunOptions, run_cases, select_cases
 from quantgate.evaluate.resume import outcomes_read_back, read_back
-from quantgate.evaluate.signals import note_run_dir
+from quantgate.evaluate.signals import note_run_dir, stop_on_signals
 from quantgate.evaluate.variant import VariantJob, VariantRun, evaluate_isolated, variant_run
 from quantgate.inputs.dataset import Case, Dataset, write_dataset
 from quantgate.inputs.examples import ChosenExamples, choose_examples
@@ -240,11 +240,19 @@ def _examples(dataset: Dataset, options: RunOptions) -> ChosenExamples:
 def _execute(session: _Session) -> Path:
     """Evaluate the variants not done yet, then measure token fidelity; the summary says how it ended.
 
+    SIGINT and SIGTERM stop it as Ctrl-C does, from Python as from the command line
+    (`stop_on_signals`): no further case starts, and the summary says `interrupted`.
+
     Raises:
         KeyboardInterrupt: Ctrl-C or SIGTERM; the summary says `interrupted`.
         RuntimeError: A run file could not be written (a full disk): the message says which,
             and how to go on once the cause is fixed; what was written stays.
     """
+    with stop_on_signals():
+        return _execute_here(session)
+
+
+def _execute_here(session: _Session) -> Path:
     store, summary, options = session.store, session.summary, session.options
     try:
         store.write_variants(session.metadata)

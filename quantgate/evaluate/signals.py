@@ -21,6 +21,16 @@ from types import FrameType
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """The signals that stop quantgate cleanly."""
 
+_stop_asked = threading.Event()
+_depth = 0
+"""How many `stop_on_signals` blocks this thread is in (the first one sets the handlers)."""
+
+
+def stop_asked() -> bool:
+    """Whether a stop signal came under `stop_on_signals()`: work running on other threads (the
+    cases of an in-process variant) asks this before it starts anything new."""
+    return _stop_asked.is_set()
+
 
 class Interrupted(KeyboardInterrupt):
     """A stop asked for by a signal.
@@ -57,15 +67,18 @@ def stop_on_signals() -> Iterator[None]:
 
     The previous handlers come back when the block ends. A signal ignored when the block starts
     (a shell's background job ignores SIGINT) stays ignored, and outside the main thread, where
-    Python cannot set handlers, nothing changes.
+    Python cannot set handlers, nothing changes. Within a block already, a nested one changes
+    nothing either: the command line's block covers the run's.
     """
-    if threading.current_thread() is not threading.main_thread():
+    global _depth
+    if threading.current_thread() is not threading.main_thread() or _depth:
         yield
         return
     stopping = False
 
     def stop(signum: int, frame: FrameType | None) -> None:
         nonlocal stopping
+        _stop_asked.set()
         if stopping:
             name = signal.Signals(signum).name
             os.write(2, f"quantgate: {name} while stopping: exiting at once\n".encode())
@@ -77,8 +90,12 @@ def stop_on_signals() -> Iterator[None]:
     for signum, handler in previous.items():
         if handler != signal.SIG_IGN:
             signal.signal(signum, stop)
+    _stop_asked.clear()
+    _depth += 1
     try:
         yield
     finally:
+        _depth -= 1
+        _stop_asked.clear()
         for signum, handler in previous.items():
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)

@@ -24,6 +24,7 @@ from quantgate.backends import OpenedVariant, capabilities, open_variant
 from quantgate.evaluate.measure import RssSampler, rss_mb
 from quantgate.evaluate.options import RunOptions, case_input, extraction_context, variant_concurrency
 from quantgate.evaluate.sequential import SequentialJudge
+from quantgate.evaluate.signals import stop_asked
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.variants import Variant
@@ -125,6 +126,7 @@ def _evaluate_variant(job: VariantJob) -> VariantRun:
             memory=lambda: _memory_reading(variant, opened, sampler, before),
             judge=judge,
             deadline=deadline,
+            stop=stop_asked,
         )
         round_size = options.round_size if options.sequential else None
         started = last_end = time.perf_counter()

@@ -24,7 +24,8 @@ from typing import Any
 import platformdirs
 from tqdm import tqdm
 
-from quantgate.hardware import file_sha256, package_version
+from quantgate.hardware import package_version
+from quantgate.inputs.file_hashes import file_sha256
 from quantgate.inputs.variants import Variant, VariantSet, write_variants_file
 from quantgate.ladder.dequantize import dequantize_to_f16
 

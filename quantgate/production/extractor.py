@@ -36,8 +36,8 @@ from graphs.extraction import ExtractionContext, ExtractionResult
 from graphs.extraction import graph as extraction_graph
 from quantgate.backends import capabilities, open_variant
 from quantgate.evaluate.options import RunOptions, extraction_context
-from quantgate.hardware import file_sha256
 from quantgate.inputs.dataset import Case, Dataset, DatasetError, load_dataset
+from quantgate.inputs.file_hashes import file_sha256
 from quantgate.inputs.record_schema import RecordType, record_schema
 from quantgate.inputs.variants import Variant, VariantSpec
 from quantgate.production.guard import OnlineGuard
@@ -142,7 +142,11 @@ def _check_model_file(variant: Variant, path: Path, *, verify_sha256: bool) -> N
 
 
 def load_chosen(
-    run_dir: str | Path, *, verify_sha256: bool = True, chat_model: BaseChatModel | None = None
+    run_dir: str | Path,
+    *,
+    verify_sha256: bool = True,
+    chat_model: BaseChatModel | None = None,
+    allow_incomplete: bool = False,
 ) -> ChosenVariant:
     """The variant a run's decision recommends, checked against what the run evaluated.
 
@@ -150,14 +154,22 @@ def load_chosen(
         run_dir: A run directory with decision.json (`quantgate run` writes it).
         verify_sha256: Hash an embedded variant's model file and compare it with the run's.
         chat_model: For a variant evaluated as a LangChain chat model object, that object.
+        allow_incomplete: Take the decision even when it was made on an incomplete run
+            (`quantgate decide --allow-incomplete`).
 
     Raises:
-        ProductionError: No decision, no recommended variant, a missing model file or one
-            with another sha256; the message names the file.
+        ProductionError: No decision, a decision on an incomplete run, no recommended variant,
+            a missing model file or one with another sha256; the message names the file.
     """
     directory = Path(run_dir)
     decision = _read_decision(directory)
     path = directory / DECISION_JSON
+    if decision.run_complete is False and not allow_incomplete:
+        problems = "; ".join(decision.run_problems[:2]) or "see decision.md"
+        raise ProductionError(
+            f"{path}: decided on an incomplete run ({problems}); finish it (quantgate run --resume "
+            f"{directory}) and decide again, or pass allow_incomplete=True to deploy on what it held"
+        )
     variant = _variant_spec(decision, path, chat_model)
     _check_model_file(variant, path, verify_sha256=verify_sha256)
     options = decision.record.options

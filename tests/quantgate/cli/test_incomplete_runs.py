@@ -192,3 +192,22 @@ def test_compare_with_a_run_without_records(tmp_path: Path, capsys: pytest.Captu
     result = json.loads(capsys.readouterr().out)
     assert result["incomplete"] == {"a": [], "b": [INTERRUPTED]}
     assert (result["variants"], result["only_in_a"], result["only_in_b"]) == ({}, ["R", "Q"], [])
+
+
+def test_run_exits_5_when_its_directory_does_not_hold_the_whole_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose records lose a case after it wrote them (a damaged disk, another program):
+    decided and reported, but its status says the run is incomplete, not the decision's 0 or 4."""
+    import quantgate.evaluate.run as evaluate_run
+
+    damaged = rewrite(complete_run(tmp_path / "run"), drop={("Q", "c2")})
+    monkeypatch.setattr(evaluate_run, "run_evaluation", lambda *args, **kwargs: damaged)
+    assert (
+        main(["run", "--dataset", "tech-config", "--limit", "1", "--variants", "ollama:x", "--no-report"])
+        == 5
+    )
+    err = capsys.readouterr().err
+    assert f"quantgate: warning: {damaged}: incomplete run:" in err
+    assert Q_HOLDS_2 in err
+    assert (damaged / "decision.json").is_file()

@@ -121,3 +121,37 @@ def test_an_interrupted_run_says_its_run_directory(tmp_path):
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert raised.value.run_dir == run_dir
     assert load_run(run_dir).summary.status == "interrupted"
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_sigterm_stops_an_in_process_variant_from_python_with_no_case_started_after(tmp_path, concurrency):
+    """`run_evaluation` called from Python with a chat model object (its cases on LangGraph's worker
+    threads, which a signal does not reach): SIGTERM starts no further case, and the run ends at once."""
+    from quantgate.inputs.dataset import Case, write_dataset
+    from tests.graphs.test_extraction import SCHEMA
+    from tests.quantgate.evaluate.slow_backend import SlowChatModel
+
+    cases = [Case(id=f"c{i}", text=f"case {i}", expected=GOOD, tags=("lang:en",)) for i in range(60)]
+    write_dataset(
+        tmp_path / "d", schema=SCHEMA, cases=cases, examples=[Case(id="e", text="e", expected=GOOD)]
+    )
+    model = SlowChatModel(outputs=[json.dumps(GOOD)], delay_s=0.2)
+    variants = VariantSet(variants=[Variant.from_chat_model("slow", model)])
+    sent: list[float] = []
+
+    def terminate_after_a_second() -> None:
+        time.sleep(1.0)
+        sent.append(time.perf_counter())
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=terminate_after_a_second, daemon=True).start()
+    options = RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False, concurrency=concurrency)
+    with pytest.raises(Interrupted):
+        run_evaluation(load_dataset(tmp_path / "d"), variants, options=options)
+    assert time.perf_counter() - sent[0] < 1.0  # the cases in flight finish (0.2 s), no more
+    calls = len(model.calls)
+    assert calls < 30
+    time.sleep(0.5)  # had queued cases gone on, in the background, there would be more by now
+    assert len(model.calls) == calls
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert load_run(run_dir).summary.status == "interrupted"

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.hardware import file_sha256
+from quantgate.inputs.file_hashes import file_sha256
 from quantgate.inputs.variants import load_variants_file
 from quantgate.ladder.build import LadderError, build_ladder, quantize_gguf
 

@@ -15,8 +15,8 @@ from pydantic import BaseModel, Field
 from evaluators.schema import SchemaSupportError, parse_schema
 from graphs.extraction import graph as extraction_graph
 from quantgate.decide.decision import decide
-from quantgate.hardware import file_sha256
 from quantgate.inputs.dataset import Case, load_dataset, write_dataset
+from quantgate.inputs.file_hashes import file_sha256
 from quantgate.inputs.gates import Gates
 from quantgate.inputs.record_schema import record_schema
 from quantgate.production.extractor import (
@@ -89,6 +89,20 @@ def test_a_run_without_a_decision(tmp_path: Path) -> None:
         ProductionError, match=r"run/decision.json: not found; decide first: quantgate decide"
     ):
         load_chosen(run)
+
+
+def test_a_decision_on_an_incomplete_run_is_refused_unless_allowed(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    summary = read_summary(run)
+    summary.status = "interrupted"
+    write_model(run / SUMMARY_FILE, summary)
+    decide(run, Gates(min_cases=10, min_slice_cases=10))
+    with pytest.raises(ProductionError) as caught:
+        load_chosen(run)
+    message = str(caught.value)
+    assert message.startswith(f"{run / DECISION_JSON}: decided on an incomplete run (summary.json says")
+    assert f"finish it (quantgate run --resume {run}) and decide again" in message
+    assert load_chosen(run, allow_incomplete=True).variant.name == "Q"
 
 
 def test_a_decision_that_recommends_nothing(tmp_path: Path) -> None:
