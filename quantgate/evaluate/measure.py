@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from types import TracebackType
 
+import psutil
 from memory_profiler import memory_usage
 
 
@@ -15,6 +16,9 @@ def rss_mb(pid: int = -1, *, include_children: bool = False) -> float:
 
 class RssSampler:
     """Samples a process's RSS every `interval` seconds in a background thread; keeps the peak.
+
+    A process that ends while it is sampled (a local server that went down) leaves the peak of
+    the samples taken while it ran, and `ended` set.
 
     Use as a context manager around the work to measure:
 
@@ -30,16 +34,23 @@ class RssSampler:
         self.peak_mb: float | None = None
         self.start_mb: float | None = None
         self.samples = 0
+        self.ended = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
 
     def _sample(self) -> None:
-        value = rss_mb(self.pid, include_children=self.include_children)
+        if self.ended:
+            return
+        try:
+            value = rss_mb(self.pid, include_children=self.include_children)
+        except psutil.NoSuchProcess:
+            self.ended = True
+            return
         self.peak_mb = value if self.peak_mb is None else max(self.peak_mb, value)
         self.samples += 1
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        while not self._stop.wait(self.interval) and not self.ended:
             self._sample()
 
     def __enter__(self) -> RssSampler:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,36 +67,32 @@ def _file_content(documents: st.SearchStrategy[dict[str, Any]]) -> st.SearchStra
     )
 
 
+def _loaded_or_message(
+    content: bytes, name: str, load: Callable[[Path], object], error: type[Exception]
+) -> tuple[object, str, str | None]:
+    """What `load` makes of a file `name` holding `content`: its value (or None), the file's path,
+    and its error's message (or None); any other exception fails the test."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name
+        path.write_bytes(content)
+        try:
+            return load(path), str(path), None
+        except error as exc:
+            return None, str(path), str(exc)
+
+
 @given(_file_content(gates_documents))
 @settings(max_examples=200, deadline=None)
 def test_a_gates_file_gives_gates_or_an_error_naming_it(content):
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "gates.toml"
-        path.write_bytes(content)
-        try:
-            gates = load_gates(path)
-        except GatesError as exc:
-            message = str(exc)
-        else:
-            assert isinstance(gates, Gates)
-            return
-    assert message.startswith(str(path)), message
+    gates, path, message = _loaded_or_message(content, "gates.toml", load_gates, GatesError)
+    assert isinstance(gates, Gates) or (message is not None and message.startswith(path)), message
 
 
 @given(_file_content(variants_documents))
 @settings(max_examples=200, deadline=None)
 def test_a_variants_file_gives_variants_or_an_error_naming_it(content):
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "variants.toml"
-        path.write_bytes(content)
-        try:
-            variants = load_variants_file(path)
-        except VariantSpecError as exc:
-            message = str(exc)
-        else:
-            assert isinstance(variants, VariantSet)
-            return
-    assert "variants.toml" in message, message
+    variants, _, message = _loaded_or_message(content, "variants.toml", load_variants_file, VariantSpecError)
+    assert isinstance(variants, VariantSet) or (message is not None and "variants.toml" in message), message
 
 
 @given(
