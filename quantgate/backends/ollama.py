@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -137,60 +138,90 @@ def _warn_on_context(variant: Variant, running: dict[str, Any], num_ctx: int) ->
         )
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Settings:
+    """A variant's options for the Ollama backend, with their defaults (docs/ollama.md)."""
+
+    host: str
+    num_ctx: int
+    max_tokens: int
+    seed: int
+    timeout_s: float
+    first_token_s: float
+    keep_alive: str
+    num_keep: int
+    notice_every_s: float
+
+    @classmethod
+    def of(cls, variant: Variant) -> _Settings:
+        options = variant.options
+        return cls(
+            host=ollama_host(variant),
+            num_ctx=int(options.get("num_ctx", DEFAULT_NUM_CTX)),
+            max_tokens=int(options.get("max_tokens", 512)),
+            seed=int(options.get("seed", 0)),
+            timeout_s=float(options.get("timeout_s", DEFAULT_TIMEOUT_S)),
+            first_token_s=float(options.get("first_token_timeout_s", DEFAULT_FIRST_TOKEN_TIMEOUT_S)),
+            keep_alive=str(options.get("keep_alive", "10m")),
+            num_keep=int(options.get("num_keep", DEFAULT_NUM_KEEP)),
+            notice_every_s=float(options.get("notice_every_s", DEFAULT_NOTICE_EVERY_S)),
+        )
+
+
+def _chat_model(
+    variant: Variant, schema: Mapping[str, Any], settings: _Settings, context: int
+) -> OllamaChatModel:
+    """`ChatOllama` for the dataset's schema (temperature 0, a fixed seed, `num_ctx` sent), wrapped
+    in the call's limits; a silent server ends a read after the shorter of the two timeouts."""
+    from langchain_ollama import ChatOllama
+
+    silence_s = min(settings.first_token_s, settings.timeout_s)
+    chat = ChatOllama(
+        model=variant.model,
+        base_url=settings.host,
+        format=dict(schema),
+        temperature=0.0,
+        seed=settings.seed,
+        num_ctx=settings.num_ctx,
+        num_predict=settings.max_tokens,
+        keep_alive=settings.keep_alive,
+        client_kwargs={"timeout": httpx.Timeout(silence_s, connect=min(silence_s, 30.0))},
+    )
+    return OllamaChatModel(
+        inner=chat,
+        host=settings.host,
+        num_ctx=context,
+        num_keep=settings.num_keep,
+        first_token_timeout_s=settings.first_token_s,
+        timeout_s=settings.timeout_s,
+        notice_every_s=settings.notice_every_s,
+    )
+
+
 @contextmanager
 def open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
     """Open an `ollama:TAG` variant (see the module docstring)."""
-    from langchain_ollama import ChatOllama
-
-    options = dict(variant.options)
-    host = ollama_host(variant)
-    num_ctx = int(options.get("num_ctx", DEFAULT_NUM_CTX))
-    max_tokens = int(options.get("max_tokens", 512))
-    seed = int(options.get("seed", 0))
-    timeout_s = float(options.get("timeout_s", DEFAULT_TIMEOUT_S))
-    first_token_s = float(options.get("first_token_timeout_s", DEFAULT_FIRST_TOKEN_TIMEOUT_S))
-    keep_alive = str(options.get("keep_alive", "10m"))
-    server = OllamaServer(host, timeout_s)
+    settings = _Settings.of(variant)
+    server = OllamaServer(settings.host, settings.timeout_s)
     version = server.version()
     show = server.show(variant.model)
     started = time.perf_counter()
-    loaded = server.load(variant.model, keep_alive, {"num_ctx": num_ctx})
+    loaded = server.load(variant.model, settings.keep_alive, {"num_ctx": settings.num_ctx})
     cold_load_s = time.perf_counter() - started
     running = server.running(variant.model) or {}
-    chat = ChatOllama(
-        model=variant.model,
-        base_url=host,
-        format=dict(schema),
-        temperature=0.0,
-        seed=seed,
-        num_ctx=num_ctx,
-        num_predict=max_tokens,
-        keep_alive=keep_alive,
-        client_kwargs={
-            "timeout": httpx.Timeout(min(first_token_s, timeout_s), connect=min(first_token_s, 30.0))
-        },
-    )
     details = show.get("details", {})
-    _warn_on_context(variant, running, num_ctx)
-    context = min(num_ctx, _served_context(running) or num_ctx)
+    _warn_on_context(variant, running, settings.num_ctx)
+    context = min(settings.num_ctx, _served_context(running) or settings.num_ctx)
     yield OpenedVariant(
-        chat_model=OllamaChatModel(
-            inner=chat,
-            host=host,
-            num_ctx=context,
-            num_keep=int(options.get("num_keep", DEFAULT_NUM_KEEP)),
-            first_token_timeout_s=first_token_s,
-            timeout_s=timeout_s,
-            notice_every_s=float(options.get("notice_every_s", DEFAULT_NOTICE_EVERY_S)),
-        ),
+        chat_model=_chat_model(variant, schema, settings, context),
         runtime={
             "name": "ollama",
             "version": version,
-            "host": host,
-            "num_ctx": num_ctx,
-            "first_token_timeout_s": first_token_s,
-            "timeout_s": timeout_s,
-            "seed": seed,
+            "host": settings.host,
+            "num_ctx": settings.num_ctx,
+            "first_token_timeout_s": settings.first_token_s,
+            "timeout_s": settings.timeout_s,
+            "seed": settings.seed,
             "temperature": 0.0,
             "model_digest": server.digest(variant.model),
             "details": details,
@@ -203,12 +234,12 @@ def open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
             "num_parallel": os.environ.get("OLLAMA_NUM_PARALLEL"),
         },
         context_window=context,
-        max_output_tokens=max_tokens,
+        max_output_tokens=settings.max_tokens,
         quantization=details.get("quantization_level"),
         memory_pid=server.local_pid(),
         reported_memory_bytes=running.get("size"),
         reported_vram_bytes=running.get("size_vram"),
-        max_retries=int(options.get("max_retries", 2)),
-        retry_backoff_s=float(options.get("retry_backoff_s", 0.5)),
+        max_retries=int(variant.options.get("max_retries", 2)),
+        retry_backoff_s=float(variant.options.get("retry_backoff_s", 0.5)),
     )
     server.client.close()

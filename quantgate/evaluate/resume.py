@@ -9,10 +9,10 @@ gates (`summary.json`), and every case finished so far (`records.jsonl`).
 Reading it back:
 
 - a variant whose summary entry is complete is not run again;
-- any other variant goes on from its records: each one is rescored here by the very code
-  that scored it (`graphs.evaluation.score_case`), and must score as it was recorded (or the
-  scoring changed since, and the run cannot be continued like for like); its cases are not
-  run again, and the evaluator nodes summarize them with the new ones;
+- any other variant goes on from its records: each one is rescored by the very code that
+  scored it (`quantgate.evaluate.rescore`), and must score as it was recorded (or the scoring
+  changed since, and the run cannot be continued like for like); its cases are not run again,
+  and the evaluator nodes summarize them with the new ones;
 - a torn last line of records.jsonl (a write cut off) is set aside in `records.jsonl.torn`,
   and its case runs again; any other damaged line stops the resume, naming the line;
 - the same dataset (its sha256) and the same variants are required when given again.
@@ -24,19 +24,16 @@ as they are.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evaluators import CaseScorer
-from graphs.evaluation import CaseOutcome, retained, score_case
-from graphs.extraction import ExtractionResult
 from quantgate.backends import capabilities
-from quantgate.evaluate.options import RunOptions, case_input
+from quantgate.evaluate.options import RunOptions
 from quantgate.evaluate.sequential import DEFAULT_ROUND_SIZE
 from quantgate.hardware import hardware
-from quantgate.inputs.dataset import Case, Dataset, DatasetError, load_dataset
+from quantgate.inputs.dataset import Dataset, DatasetError, load_dataset
 from quantgate.inputs.variants import Variant, VariantSet, VariantSpec
 from quantgate.rundir.files import DATASET_DIR, FIDELITY_FILE, RECORDS_FILE, VARIANTS_FILE
 from quantgate.rundir.jsonfile import RunFileError
@@ -53,9 +50,7 @@ from quantgate.rundir.store import (
 )
 from quantgate.rundir.summary import RunSummary, VariantsFile
 
-__all__ = ["ReadBack", "ResumeError", "outcomes_read_back", "planned_variants", "read_back"]
-
-_SCORE_TOLERANCE = 1e-9
+__all__ = ["ReadBack", "ResumeError", "planned_variants", "read_back"]
 
 
 class ResumeError(ValueError):
@@ -320,82 +315,3 @@ def read_back(
         done=done,
         records=records,
     )
-
-
-def _extraction(record: CaseRecord) -> ExtractionResult:
-    """The extraction graph's result as a record keeps it."""
-    return ExtractionResult(
-        record=record.record,
-        raw=record.raw,
-        valid=record.valid,
-        validation_errors=list(record.validation_errors),
-        attempts=[dict(a) for a in record.attempt_timings],  # type: ignore[misc]
-        truncated=record.truncated,
-        input_tokens_dropped=record.input_tokens_dropped or 0,
-        output_limit=record.error_kind == "output_limit",
-        error=record.error,
-        error_kind=record.error_kind if record.error else None,
-        retries=record.retries or 0,
-    )
-
-
-def _mismatch(record: CaseRecord, outcome: CaseOutcome) -> str | None:
-    """How the rescored outcome differs from what the record says (None: it does not)."""
-    fields = outcome.score.fields
-    now: dict[str, Any] = {
-        "fields": {n: f.score for n, f in fields.fields.items()} if fields else {},
-        "field_accuracy": fields.score if fields else None,
-        "format_valid": outcome.score.format.valid if outcome.score.format else None,
-        "agreement": outcome.agreement.score if outcome.agreement else None,
-        "error_kind": outcome.error_kind,
-    }
-    then = {key: getattr(record, key) for key in now}
-    for key, value in now.items():
-        if not _same(value, then[key]):
-            return f"{key} was {then[key]!r}, is now {value!r}"
-    return None
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, float) and isinstance(b, float):
-        return abs(a - b) <= _SCORE_TOLERANCE
-    return bool(a == b)
-
-
-def outcomes_read_back(
-    records: Mapping[str, CaseRecord],
-    cases: Sequence[Case],
-    *,
-    scorer: CaseScorer,
-    reference_records: Mapping[str, dict[str, Any] | None] | None,
-) -> list[CaseOutcome]:
-    """The outcomes of a variant's recorded cases, rescored, in run order, as the graph keeps them.
-
-    Args:
-        records: The variant's records by case id.
-        cases: The run's cases, in run order.
-        scorer: The dataset's scorer.
-        reference_records: The reference's normalized records by case id (None: the variant is
-            the reference).
-
-    Raises:
-        ResumeError: A record does not score now as it was recorded.
-    """
-    outcomes = []
-    for case in cases:
-        record = records.get(case.id)
-        if record is None:
-            continue
-        outcome = score_case(
-            case_input(case), _extraction(record), scorer=scorer, reference_records=reference_records
-        )
-        mismatch = _mismatch(record, outcome)
-        if mismatch:
-            raise ResumeError(
-                f"{RECORDS_FILE}: case {case.id} of variant {record.variant} scores differently now "
-                f"({mismatch}): the scoring changed since the run was written; start a new run"
-            )
-        outcomes.append(retained(outcome, keep_record=reference_records is None))
-    return outcomes

@@ -15,14 +15,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from evaluators import CaseScorer
 from evaluators.baselines import BaselineScores, baseline_accuracy, baseline_scores
 from evaluators.comparison import accuracy_delta
 from graphs.evaluation import CaseOutcome
 from quantgate.backends import BackendError
 from quantgate.evaluate.fidelity_step import token_fidelity_step
 from quantgate.evaluate.options import RunOptions, run_cases, select_cases
-from quantgate.evaluate.resume import outcomes_read_back, read_back
+from quantgate.evaluate.rescore import prior_outcomes
+from quantgate.evaluate.resume import read_back
 from quantgate.evaluate.signals import note_run_dir, stop_on_signals
 from quantgate.evaluate.variant import VariantJob, VariantRun, evaluate_isolated, variant_run
 from quantgate.inputs.dataset import Case, Dataset, write_dataset
@@ -38,7 +38,6 @@ from quantgate.rundir.build import (
 )
 from quantgate.rundir.files import DATASET_DIR
 from quantgate.rundir.jsonfile import RunWriteError
-from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.pairing import paired_cases
 from quantgate.rundir.store import RunStore, latest_records, read_records
 from quantgate.rundir.summary import (
@@ -153,28 +152,6 @@ def _job(session: _Session, variant: Variant, reference: VariantRun | None) -> V
         options=session.options,
         prior=tuple(o for o in session.prior.get(variant.name, ()) if o.case_id in ids),
     )
-
-
-def _prior(
-    records: dict[str, dict[str, CaseRecord]],
-    *,
-    dataset: Dataset,
-    cases: list[Case],
-    reference: str,
-    needed: Sequence[str],
-) -> dict[str, tuple[CaseOutcome, ...]]:
-    """The outcomes of the recorded cases of the reference and of each `needed` variant, rescored
-    against the reference's records as when they ran (`outcomes_read_back`)."""
-    scorer = CaseScorer(schema=dataset.schema)
-    own = outcomes_read_back(records.get(reference, {}), cases, scorer=scorer, reference_records=None)
-    reference_records = {o.case_id: o.extraction.record if o.extraction.valid else None for o in own}
-    prior = {reference: tuple(own)}
-    for name in needed:
-        if name != reference and records.get(name):
-            prior[name] = tuple(
-                outcomes_read_back(records[name], cases, scorer=scorer, reference_records=reference_records)
-            )
-    return prior
 
 
 def _evaluate_all(session: _Session) -> None:
@@ -379,7 +356,7 @@ def resume_evaluation(
     back = read_back(run_dir, dataset=dataset, variant_set=variant_set, budget_s=budget_s, progress=progress)
     cases = list(back.dataset.cases)
     try:  # before anything is written: a record that scores otherwise now stops the resume
-        prior = _prior(
+        prior = prior_outcomes(
             back.records,
             dataset=back.dataset,
             cases=cases,

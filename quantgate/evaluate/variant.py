@@ -147,23 +147,37 @@ def _evaluate_variant(job: VariantJob) -> VariantRun:
     read_back = {o.case_id for o in job.prior}
     new = [o for o in outcomes if o.case_id not in read_back]
     wall_s = last_end - started if new else None
-    entry = variant_entry(
-        variant,
-        {
-            **output["summary"],
-            "concurrency": concurrency,
-            "wall_s": wall_s,
-            "throughput_tokens_per_s": throughput((o.latency.output_tokens for o in new), wall_s),
-            "sequential": _sequential_entry(judge),
-            "resumed_cases": len(job.prior) or None,
-        },
+    figures = {
+        **output["summary"],
+        "concurrency": concurrency,
+        "wall_s": wall_s,
+        "throughput_tokens_per_s": throughput((o.latency.output_tokens for o in new), wall_s),
+        "sequential": _sequential_entry(judge),
+        "resumed_cases": len(job.prior) or None,
+    }
+    quantization = variant.quantization or opened.quantization
+    entry = _entry(job, figures, outcomes, quantization=quantization, stopped=output.get("stopped"))
+    return variant_run(job, outcomes, entry, metadata)
+
+
+def _entry(
+    job: VariantJob,
+    figures: dict[str, Any],
+    outcomes: list[CaseOutcome],
+    *,
+    quantization: str | None,
+    stopped: str | None,
+) -> VariantEntry:
+    """The variant's summary entry from its figures and the cases it has outcomes of."""
+    return variant_entry(
+        job.variant,
+        figures,
         is_reference=job.reference_records is None,
-        quantization=variant.quantization or opened.quantization,
+        quantization=quantization,
         cases=[case.id for case in job.cases],
         recorded=[o.case_id for o in outcomes],
-        stopped=output.get("stopped"),
+        stopped=stopped,
     )
-    return variant_run(job, outcomes, entry, metadata)
 
 
 def _judge_of(job: VariantJob) -> tuple[SequentialJudge | None, float | None]:
