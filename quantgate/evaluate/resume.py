@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +81,7 @@ class ReadBack:
     reference: str
     options: RunOptions
     done: frozenset[str]
-    records: dict[str, dict[str, CaseRecord]] = field(default_factory=dict)
+    records: dict[str, dict[str, CaseRecord]]
 
 
 def _summary(run_dir: Path) -> RunSummary:
@@ -217,9 +217,13 @@ def _options(
     )
 
 
+_MACHINE_KEYS = ("cpu_model", "cpu_cores_logical", "cpu_cores_physical", "cpu_affinity", "ram_gb", "machine")
+"""What `hardware()` says of the machine itself (the OS and Python may be updated in between)."""
+
+
 def _warn_other_machine(summary: RunSummary) -> None:
     here = hardware()
-    differ = sorted(k for k in {*here, *summary.hardware} if here.get(k) != summary.hardware.get(k))
+    differ = [k for k in _MACHINE_KEYS if here.get(k) != summary.hardware.get(k)]
     if differ and summary.hardware:
         print(
             f"quantgate: warning: resuming on another machine than the run started on ({', '.join(differ)} "

@@ -98,6 +98,27 @@ TORN_SUFFIX = ".torn"
 """Appended to a JSONL file's name for the file its torn last lines are set aside in."""
 
 
+def _cut_torn_tail(path: Path, aside: Path | None) -> int:
+    """Cut a file back to its last newline, appending the bytes after it (a write that was cut
+    off) and a newline to `aside` when given; how many bytes were cut."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return 0
+    with path.open("rb+") as handle:
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) == b"\n":
+            return 0
+        handle.seek(0)
+        data = handle.read()
+        end = data.rfind(b"\n") + 1
+        if aside is not None:
+            with aside.open("ab") as kept:
+                kept.write(data[end:] + b"\n")
+                kept.flush()
+                os.fsync(kept.fileno())
+        handle.truncate(end)
+    return len(data) - end
+
+
 def set_aside_torn_tail(path: Path) -> int:
     """Move a file's torn last line (bytes after its last newline: a write that was cut off) to
     `<path>.torn`, appended there, and cut the file back to its last newline.
@@ -105,33 +126,13 @@ def set_aside_torn_tail(path: Path) -> int:
     Returns:
         How many bytes were set aside (0: the file ends with a newline, is empty or missing).
     """
-    if not path.is_file() or path.stat().st_size == 0:
-        return 0
-    with path.open("rb+") as handle:
-        data = handle.read()
-        end = data.rfind(b"\n") + 1
-        if end == len(data):
-            return 0
-        with path.with_name(path.name + TORN_SUFFIX).open("ab") as aside:
-            aside.write(data[end:] + b"\n")
-            aside.flush()
-            os.fsync(aside.fileno())
-        handle.truncate(end)
-    return len(data) - end
+    return _cut_torn_tail(path, path.with_name(path.name + TORN_SUFFIX))
 
 
 def _drop_torn_tail(path: Path) -> None:
     """Cut a file back to its last newline: an interrupted writer's partial last line would
     otherwise be glued to the next line appended, and both lost."""
-    if not path.is_file() or path.stat().st_size == 0:
-        return
-    with path.open("rb+") as handle:
-        handle.seek(-1, os.SEEK_END)
-        if handle.read(1) == b"\n":
-            return
-        handle.seek(0)
-        data = handle.read()
-        handle.truncate(data.rfind(b"\n") + 1)
+    _cut_torn_tail(path, None)
 
 
 class JsonLines:

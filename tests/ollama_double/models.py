@@ -134,9 +134,8 @@ class Models:
         own (Ollama logs "requested context size too large for model" and uses the model's)."""
         metadata = self.metadata[tag]
         trained = int(metadata.get(f"{metadata.get('general.architecture')}.context_length", 0) or 0)
-        trained = min(trained or self.max_context or 0, self.max_context or trained)
         wanted = int(options.get("num_ctx") or self.context_length)
-        return min(wanted, trained) if trained else wanted
+        return min([wanted, *(limit for limit in (trained, self.max_context) if limit)])
 
     def expire(self) -> None:
         """Unload the idle models whose `keep_alive` has run out."""
