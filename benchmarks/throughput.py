@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import statistics
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -43,6 +45,7 @@ from langchain_core.messages import BaseMessage
 from graphs.extraction import prompt_messages
 from quantgate.backends import EMBEDDED_SLOTS, OpenedVariant
 from quantgate.backends.batch import LlamaBatchContext
+from quantgate.backends.greedy import common_prefix
 from quantgate.backends.llamacpp import (
     GRAMMAR_ENGINES,
     EmbeddedEngine,
@@ -54,6 +57,8 @@ from quantgate.evaluate.options import RunOptions, extraction_context, select_ca
 from quantgate.hardware import hardware
 from quantgate.inputs.dataset import Dataset, load_dataset
 from quantgate.ladder.build import build_ladder
+
+_T = TypeVar("_T")
 
 
 def first_attempt_prompts(dataset: Dataset, cases: int) -> list[list[BaseMessage]]:
@@ -82,6 +87,62 @@ def raw_decode(model_path: Path, prompt_tokens: list[int], sequences: int, steps
             context.decode(tokens, [depth + step] * sequences, range(sequences), [True] * sequences)
             tokens = [int(np.argmax(context.logits(i))) for i in range(sequences)]
         return sequences * steps / (time.perf_counter() - started)
+    finally:
+        context.close()
+        engine.close()
+
+
+def _read(context: LlamaBatchContext, entries: list[tuple[int, int, int, bool]]) -> dict[int, int]:
+    """Decode (token, position, sequence, wants logits) entries in `n_batch` chunks; argmax per sequence."""
+    chosen: dict[int, int] = {}
+    for start in range(0, len(entries), context.n_batch):
+        chunk = entries[start : start + context.n_batch]
+        tokens, positions, seqs, wants = (list(column) for column in zip(*chunk, strict=True))
+        context.decode(tokens, positions, seqs, wants)
+        for index, (_, _, seq, want) in enumerate(chunk):
+            if want:
+                chosen[seq] = int(np.argmax(context.logits(index)))
+    return chosen
+
+
+def raw_same_work(
+    model_path: Path, prompt_tokens: list[list[int]], counts: list[int], sequences: int
+) -> float:
+    """Tokens/s of raw llama.cpp doing the harness's work: the same prompts, the same output lengths.
+
+    The shared prefix is read once into an extra sequence before timing (as the harness reads it
+    once per variant) and shared with each case's sequence; then, timed, the cases go in groups of
+    `sequences`: their own prompt parts read in one batch (chunks of `n_batch`), then greedy argmax
+    steps in lock-step, each sequence leaving the batch after as many tokens as the harness
+    generated for that case. No grammar, scheduler or LangChain: static batching, as
+    `llama-batched-bench` does it.
+    """
+    engine = EmbeddedEngine(model_path, n_ctx=512, flash_attn=True)
+    context = LlamaBatchContext(engine.llama, sequences=sequences + 1, n_ctx=8192, n_threads=engine.n_threads)
+    try:
+        shared = min(common_prefix(prompt_tokens[0], t) for t in prompt_tokens)
+        shared = min(shared, min(len(t) for t in prompt_tokens) - 1)
+        _read(context, [(t, i, sequences, False) for i, t in enumerate(prompt_tokens[0][:shared])])
+        started = time.perf_counter()
+        for first in range(0, len(prompt_tokens), sequences):
+            group = list(range(first, min(first + sequences, len(prompt_tokens))))
+            entries: list[tuple[int, int, int, bool]] = []
+            for seq, case in enumerate(group):
+                context.copy_sequence(sequences, seq)
+                own = prompt_tokens[case][shared:]
+                entries += [(t, shared + i, seq, i == len(own) - 1) for i, t in enumerate(own)]
+            tokens = _read(context, entries)
+            position = {seq: len(prompt_tokens[case]) for seq, case in enumerate(group)}
+            left = {seq: counts[case] - 1 for seq, case in enumerate(group)}
+            while any(left.values()):
+                active = [seq for seq in left if left[seq] > 0]
+                tokens = _read(context, [(tokens[s], position[s], s, True) for s in active])
+                for seq in active:
+                    position[seq] += 1
+                    left[seq] -= 1
+            for seq in range(len(group)):
+                context.remove(seq)
+        return sum(counts) / (time.perf_counter() - started)
     finally:
         context.close()
         engine.close()
@@ -129,6 +190,7 @@ def harness(
     return {
         "grammar": engine.grammar_engine + (" with fast_forward" if engine.fast_forward else ""),
         "outputs": [text for text, _, _ in answers],
+        "counts": [n for _, n, _ in answers],
         "tokens": tokens,
         "forced_tokens": sum(f for _, _, f in answers),
         "wall_s": wall,
@@ -136,6 +198,18 @@ def harness(
         "decode_share": decode_s / wall,
         "prefix_s": prefix_s,
     }
+
+
+def _fresh(measurement: Callable[..., _T], *args: Any) -> _T:
+    """Take one measurement in a fresh process, as a run evaluates each variant in a worker process.
+
+    In one process, decoding from a second thread after another thread has decoded (here: the
+    raw measurement on the main thread, then the slot scheduler's thread) ran at about half
+    speed on this machine, both of llama.cpp's OpenMP threads sharing one core; so no
+    measurement may inherit another's threads.
+    """
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(measurement, *args).result()
 
 
 def measure(
@@ -151,14 +225,16 @@ def measure(
     prompt_tokens = [tokenizer.llama.tokenize(render_prompt(p).encode("utf-8")) for p in prompts]
     tokenizer.close()
     depth = int(np.mean([len(t) for t in prompt_tokens]))
-    raw: dict[str, list[float]] = {"1": [], "n": []}
+    raw: dict[str, list[float]] = {"1": [], "n": [], "same_1": [], "same_n": []}
     ones: list[dict[str, Any]] = []
     manys: list[dict[str, Any]] = []
     for _ in range(args.repeat):
-        raw["1"].append(raw_decode(model_path, prompt_tokens[0][:depth], 1, args.steps))
-        ones.append(harness(model_path, schema, prompts, 1, settings))
-        raw["n"].append(raw_decode(model_path, prompt_tokens[0][:depth], args.n, args.steps))
-        manys.append(harness(model_path, schema, prompts, args.n, settings))
+        raw["1"].append(_fresh(raw_decode, model_path, prompt_tokens[0][:depth], 1, args.steps))
+        ones.append(_fresh(harness, model_path, schema, prompts, 1, settings))
+        raw["same_1"].append(_fresh(raw_same_work, model_path, prompt_tokens, ones[-1]["counts"], 1))
+        raw["n"].append(_fresh(raw_decode, model_path, prompt_tokens[0][:depth], args.n, args.steps))
+        manys.append(_fresh(harness, model_path, schema, prompts, args.n, settings))
+        raw["same_n"].append(_fresh(raw_same_work, model_path, prompt_tokens, manys[-1]["counts"], args.n))
     raw["depth"] = [depth]
     return raw, ones, manys
 
@@ -186,6 +262,7 @@ def main() -> None:
     raw, ones, manys = measure(model_path, dataset.schema, prompts, args)
     raw_1, raw_n, depth = statistics.median(raw["1"]), statistics.median(raw["n"]), int(raw["depth"][0])
     one_tps, many_tps = _median(ones, "tps"), _median(manys, "tps")
+    same_1, same_n = statistics.median(raw["same_1"]), statistics.median(raw["same_n"])
     differ = sum(a != b for a, b in zip(ones[0]["outputs"], manys[0]["outputs"], strict=True))
     settings = ones[0]["grammar"]
 
@@ -195,13 +272,16 @@ def main() -> None:
     print(f"{'raw llama.cpp decode tok/s':28} {raw_1:12.1f} {raw_n:13.1f}")
     print(f"{'harness tok/s':28} {one_tps:12.1f} {many_tps:13.1f}")
     print(f"{'harness / raw':28} {one_tps / raw_1:12.2f} {many_tps / raw_n:13.2f}")
+    print(f"{'raw, same work tok/s':28} {same_1:12.1f} {same_n:13.1f}")
+    print(f"{'harness / raw, same work':28} {one_tps / same_1:12.2f} {many_tps / same_n:13.2f}")
     print(f"{'harness wall s':28} {_median(ones, 'wall_s'):12.1f} {_median(manys, 'wall_s'):13.1f}")
     print(f"{'share of wall in llama_decode':28} {_median(ones, 'decode_share'):12.0%} "
           f"{_median(manys, 'decode_share'):13.0%}")  # fmt: skip
     print(f"{'forced tokens (fast-forward)':28} {ones[0]['forced_tokens']:12} {manys[0]['forced_tokens']:13}")
     print(f"outputs that differ between 1 and {args.n} sequences: {differ} of {len(prompts)}")
-    rates = {"1": [round(x, 1) for x in raw["1"]], "n": [round(x, 1) for x in raw["n"]]}
-    print(f"raw tok/s per repeat: 1: {rates['1']}, {args.n}: {rates['n']}")
+    rates = {key: [round(x, 1) for x in raw[key]] for key in ("1", "n", "same_1", "same_n")}
+    print(f"raw tok/s per repeat: 1: {rates['1']}, {args.n}: {rates['n']}; "
+          f"same work 1: {rates['same_1']}, {args.n}: {rates['same_n']}")  # fmt: skip
     print(f"harness tok/s per repeat: 1: {[round(r['tps'], 1) for r in ones]}, "
           f"{args.n}: {[round(r['tps'], 1) for r in manys]}")  # fmt: skip
     figures = {
@@ -209,6 +289,8 @@ def main() -> None:
         "raw_tps_n": round(raw_n, 2),
         "harness_tps_1": round(one_tps, 2),
         "harness_tps_n": round(many_tps, 2),
+        "raw_same_work_tps_1": round(same_1, 2),
+        "raw_same_work_tps_n": round(same_n, 2),
         "n": args.n,
         "cases": len(prompts),
         "depth": depth,
