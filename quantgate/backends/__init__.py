@@ -54,7 +54,7 @@ class BackendCapabilities:
         memory: Where the model's memory lives: `"process"` (the process that opened it; the
             load test then runs it in a worker of its own, when `process_isolation` allows) or
             `"server"` (the server's process tree when local, else not measured).
-        embeddings: The backend can produce embeddings.
+        embeddings: The backend can produce embeddings (`quantgate.backends.embedders`).
         model_file: The variant's `model` is a local file the backend loads (a GGUF): production
             checks that it is there and is the file the run evaluated (sha256), and Ollama can be
             given it in a Modelfile.
@@ -79,10 +79,10 @@ at 8, so 4 is where the aggregate peaks."""
 
 LLAMACPP_CAPABILITIES = BackendCapabilities(
     token_fidelity="logits", process_isolation=True, parallel="slots", memory="process", model_file=True,
-    default_concurrency=EMBEDDED_SLOTS,
+    default_concurrency=EMBEDDED_SLOTS, embeddings=True,
 )  # fmt: skip
 OLLAMA_CAPABILITIES = BackendCapabilities(
-    token_fidelity="logprobs", process_isolation=True, parallel="server", memory="server"
+    token_fidelity="logprobs", process_isolation=True, parallel="server", memory="server", embeddings=True
 )
 LANGCHAIN_CAPABILITIES = BackendCapabilities(
     token_fidelity=None, process_isolation=False, parallel="none", memory="process", from_python=True
@@ -227,10 +227,12 @@ def capabilities(variant: Variant) -> BackendCapabilities:
     """What a variant's backend can do, asked before opening it.
 
     A variant carrying a chat model object (the `langchain` backend) has no token fidelity
-    and stays in this process, whatever its backend. An unknown backend declares nothing;
-    opening it raises `BackendError`.
+    and stays in this process, whatever its backend; one carrying an embeddings object can
+    embed. An unknown backend declares nothing; opening it raises `BackendError`.
     """
     declared = backend_capabilities(variant.backend)
+    if variant.embeddings is not None:
+        declared = replace(declared, embeddings=True, process_isolation=False)
     if variant.chat_model is not None:
         return replace(declared, token_fidelity=None, process_isolation=False)
     return declared

@@ -11,6 +11,7 @@ from quantgate.cli import (
     datasets,
     decide,
     doctor,
+    embed,
     ladder,
     load,
     ollama,
@@ -28,7 +29,7 @@ The decision's statuses (0, 4, 3, and 5 for an incomplete run) are `quantgate.ru
 EXIT_INTERRUPTED = 130
 """Ctrl-C (128 + SIGINT); SIGTERM exits with 143 (128 + SIGTERM), like a shell's killed command."""
 
-_COMMANDS = (datasets, score, ladder, run, load, decide, report, compare, doctor, ollama, schemas)
+_COMMANDS = (datasets, score, ladder, run, load, embed, decide, report, compare, doctor, ollama, schemas)
 """The command modules, in the order `quantgate --help` lists them; each has `add_parser`."""
 
 

@@ -26,10 +26,12 @@ from quantgate.cli.common import (
 from quantgate.cli.load import add_load_flags, load_into, load_options
 from quantgate.evaluate.options import DEFAULT_TOKEN_FIDELITY_CASES
 from quantgate.evaluate.predictions import dump_json
+from quantgate.rundir.embeddings import DEFAULT_K
 
 if TYPE_CHECKING:
     from quantgate.cli.common import Commands
     from quantgate.inputs.gates import Gates
+    from quantgate.inputs.variants import VariantSet
 
 
 def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
@@ -64,12 +66,35 @@ def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
         examples=args.examples,
     )
     run_dir = run_evaluation(dataset, variant_set, reference=args.reference, options=options)
+    if args.embeddings:
+        _embeddings_into(run_dir, variant_set, args)
     status = _conclude(run_dir, gates, args)
     if load is not None:
         load_into(run_dir, dataset, variant_set, load, out=Path(args.out), quiet=args.json)
     if not args.no_report:
         _write_report_after_run(run_dir, quiet=args.json)
     return status
+
+
+def _embeddings_into(run_dir: Path, variant_set: VariantSet, args: argparse.Namespace) -> None:
+    """`--embeddings`: the variants' embeddings of the run's case texts, into its summary and qdrant/."""
+    from quantgate.embeddings.run import EmbeddingOptions, add_embeddings
+    from quantgate.embeddings.table import embedding_rows, render_rows
+    from quantgate.evaluate.signals import note_run_dir
+
+    options = EmbeddingOptions(k=args.k, qdrant_url=args.qdrant_url, progress=not args.json)
+    try:
+        summary = add_embeddings(run_dir, variant_set.variants, options=options)
+    except KeyboardInterrupt as exc:
+        note_run_dir(exc, run_dir)
+        raise
+    if not args.json:
+        rows = [
+            (v.name, v.file_size_mb, v.embeddings, v.embeddings_error)
+            for v in summary.variants
+            if v.status == "ok"
+        ]
+        print(render_rows(embedding_rows(rows), k=args.k))
 
 
 def _conclude(run_dir: Path, gates: Gates, args: argparse.Namespace) -> int:
@@ -235,11 +260,33 @@ def _add_run_flags(run: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_embedding_flags(run: argparse.ArgumentParser) -> None:
+    """`--embeddings` and its settings."""
+    run.add_argument(
+        "--embeddings",
+        action="store_true",
+        help="after the evaluation, measure each variant's embeddings of the run's case texts against the "
+        "reference's, indexed in Qdrant (as `quantgate embed`; figures under `embeddings` in summary.json)",
+    )
+    run.add_argument(
+        "--k",
+        type=positive_int,
+        default=DEFAULT_K,
+        help=f"--embeddings: neighbours per query (default {DEFAULT_K})",
+    )
+    run.add_argument(
+        "--qdrant-url",
+        metavar="URL",
+        help="--embeddings: a Qdrant server (default: a local store, RUN_DIR/qdrant)",
+    )
+
+
 def add_parser(commands: Commands) -> None:
     """Add `quantgate run`, with the load flags of `--load` and the gate flags."""
     run = commands.add_parser("run", help="evaluate variants on a dataset and write runs/<run-id>/")
     _add_input_flags(run)
     _add_run_flags(run)
+    _add_embedding_flags(run)
     add_load_flags(run, prefix="load-")
     add_gate_flags(run)
     run.add_argument(

@@ -18,6 +18,7 @@ from evaluators.statistics import Interval, proportion_interval
 from quantgate.formatting import points
 from quantgate.inputs.gates import Gates
 from quantgate.rundir.decision import GateResult, GateStatus
+from quantgate.rundir.embeddings import EmbeddingEntry
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.summary import VariantEntry
 
@@ -165,6 +166,7 @@ def judge_variant(
     gates: Gates,
     is_reference: bool,
     method: IntervalMethod = "bootstrap",
+    embeddings: EmbeddingEntry | None = None,
 ) -> list[GateResult]:
     """Every set gate's verdict for one variant.
 
@@ -175,6 +177,7 @@ def judge_variant(
         gates: The thresholds.
         is_reference: The reference passes the accuracy-drop gates by definition.
         method: How the comparison's intervals were computed (see `judge_drop`).
+        embeddings: The variant's embedding figures (`run --embeddings`), for the embedding gates.
     """
     results: list[GateResult] = []
     if gates.max_accuracy_drop is not None:
@@ -213,7 +216,58 @@ def judge_variant(
                     )
                 )
     results.extend(_absolute_gates(measured, gates))
+    results.extend(_embedding_gates(embeddings, gates, is_reference=is_reference))
     return results
+
+
+def _embedding_gates(entry: EmbeddingEntry | None, gates: Gates, *, is_reference: bool) -> list[GateResult]:
+    """The embedding gates: the reference passes them by definition; a figure not measured is not passed."""
+    specs = [  # gate, value, threshold
+        ("min_neighbour_recall", entry.neighbour_recall_at_k if entry else None, gates.min_neighbour_recall),
+        ("min_cosine_p5", entry.cosine_p5 if entry else None, gates.min_cosine_p5),
+    ]
+    results = []
+    for gate, value, threshold in specs:
+        if threshold is None:
+            continue
+        if is_reference:
+            results.append(
+                GateResult(
+                    gate=gate, status="pass", value=None, threshold=threshold, evidence="the reference itself"
+                )
+            )
+        else:
+            results.append(_limit(gate, value, threshold, upper=False, unit=""))
+    if gates.max_recall_drop is not None:
+        results.append(_recall_drop(entry, gates.max_recall_drop, is_reference=is_reference))
+    return results
+
+
+def _recall_drop(entry: EmbeddingEntry | None, max_drop: float, *, is_reference: bool) -> GateResult:
+    """Pass: the paired interval's low end is above -max_drop; fail: its high end is below."""
+    if is_reference:
+        return _reference_drop("max_recall_drop", max_drop)
+    interval = entry.recall_delta_interval if entry else None
+    if entry is None or entry.recall_delta is None or interval is None:
+        why = "no embedding figures" if entry is None else "no relevance labels (a corpus of case texts)"
+        return GateResult(
+            gate="max_recall_drop", status="not_measured", value=None, threshold=-max_drop, evidence=why
+        )
+    if interval.low >= -max_drop:
+        status: GateStatus = "pass"
+    elif interval.high < -max_drop:
+        status = "fail"
+    else:
+        status = "inconclusive"
+    return GateResult(
+        gate="max_recall_drop",
+        status=status,
+        value=entry.recall_delta,
+        threshold=-max_drop,
+        interval=interval,
+        evidence=f"recall@{entry.k} {points(entry.recall_delta, ' pts')} over {entry.queries} queries, "
+        f"CI [{points(interval.low)}, {points(interval.high)}] against -{max_drop * 100:.1f}",
+    )
 
 
 def _absolute_gates(measured: Measured, gates: Gates) -> list[GateResult]:

@@ -109,6 +109,7 @@ def _section(
         agreement=agreement,
         token_fidelity=entry.token_fidelity,
         token_fidelity_missing=entry.token_fidelity_missing,
+        embeddings=entry.embeddings,
         sequential=entry.sequential,
         regressions=found,
     )
@@ -146,6 +147,7 @@ def _judge(
         gates=gates,
         is_reference=is_reference,
         method=method.name,
+        embeddings=entry.embeddings,
     )
     found = regressions(paired)
     section = _section(entry, measured, results, comparison, agreement, found)

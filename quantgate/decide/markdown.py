@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluators.comparison import PairedDelta
+from quantgate.embeddings.table import embedding_rows
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.rundir.decision import Decision, VariantDecision
 
@@ -166,6 +167,17 @@ def _deltas(decision: Decision) -> list[str]:
     return lines
 
 
+def _embeddings(decision: Decision) -> list[str]:
+    """The variants' embedding figures (`run --embeddings`), when measured."""
+    measured = [(name, v) for name, v in decision.variants.items() if v.embeddings is not None]
+    if not measured:
+        return []
+    file_mb = {n: m.file_size_bytes / 2**20 for n, m in decision.record.variants.items() if m.file_size_bytes}
+    rows = embedding_rows([(escape_markdown(n), file_mb.get(n), v.embeddings, None) for n, v in measured])
+    k = measured[0][1].embeddings.k if measured[0][1].embeddings else None
+    return ["## Embeddings", "", *_table(rows[0], rows[1:]), f"k = {k}; see docs/embeddings.md.", ""]
+
+
 def _regressions(decision: Decision) -> list[str]:
     lines = ["## Regression cases (reference right, variant wrong)", ""]
     for name, v in decision.variants.items():
@@ -241,6 +253,7 @@ def render_decision(decision: Decision) -> str:
         _overview(decision),
         _gates(decision),
         _deltas(decision),
+        _embeddings(decision),
         _regressions(decision),
         _rollback(decision),
         _record(decision),

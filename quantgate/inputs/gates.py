@@ -9,13 +9,16 @@ A gates file is flat TOML; every key is optional and falls back to the default b
     max_error_rate = 0.05
     max_memory_mb = 2048            # peak RSS of the process holding the model
     max_p95_latency_s = 20
+    min_neighbour_recall = 0.8      # embeddings (run --embeddings): share of the reference's top-k kept
+    min_cosine_p5 = 0.95            # embeddings: 5th percentile of cosine similarity to the reference
+    max_recall_drop = 0.05          # embeddings with relevance labels: recall@k drop vs the reference
     equivalence_margin = 0.02
     min_cases = 30
     min_slice_cases = 20
     confidence = 0.95
 
 Accuracy, validity and rates are fractions in [0, 1]. A gate is switched off by leaving
-its threshold unset (the memory and latency gates are off by default) or, for a default
+its threshold unset (the memory, latency and embedding gates are off by default) or, for a default
 gate, by setting it to its loosest value (1.0 for a drop or a rate, 0.0 for validity).
 """
 
@@ -50,6 +53,12 @@ class Gates(BaseModel):
             after repairs, or a backend failure).
         max_memory_mb: Highest peak memory (MiB) of the process that holds the model.
         max_p95_latency_s: Highest 95th percentile of a case's end-to-end time.
+        min_neighbour_recall: Lowest share of the reference's exact top-k neighbours that the
+            variant's own top k keeps (`run --embeddings`).
+        min_cosine_p5: Lowest 5th percentile of the cosine similarity between the variant's and
+            the reference's embedding of the same text.
+        max_recall_drop: Largest tolerated drop of recall@k against relevance labels; passes only
+            when the lower bound of the paired bootstrap interval is above minus this value.
         equivalence_margin: Margin of the equivalence verdicts.
         min_cases: Fewer paired cases than this make accuracy verdicts inconclusive (a
             percentile bootstrap interval over a handful of cases is too narrow to trust).
@@ -66,6 +75,9 @@ class Gates(BaseModel):
     max_error_rate: Fraction | None = 0.05
     max_memory_mb: Annotated[float, Field(gt=0)] | None = None
     max_p95_latency_s: Annotated[float, Field(gt=0)] | None = None
+    min_neighbour_recall: Fraction | None = None
+    min_cosine_p5: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
+    max_recall_drop: Fraction | None = None
     equivalence_margin: Fraction = 0.02
     min_cases: Annotated[int, Field(ge=1)] = 30
     min_slice_cases: Annotated[int, Field(ge=1)] = 20

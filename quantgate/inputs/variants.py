@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import tomli_w
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -71,11 +72,12 @@ class VariantSpec(BaseModel):
 
 class Variant(VariantSpec):
     """One model variant as a run uses it: its spec and, for the `langchain` backend only,
-    the chat model itself (`chat_model`, never serialized)."""
+    the chat model itself (`chat_model`) or an embeddings object (`embeddings`), never serialized."""
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     chat_model: BaseChatModel | None = Field(default=None, exclude=True)
+    embeddings: Embeddings | None = Field(default=None, exclude=True)
 
     @field_validator("name")
     @classmethod
@@ -89,9 +91,14 @@ class Variant(VariantSpec):
         """Wrap any LangChain chat model as a variant (its metadata is what you pass)."""
         return cls(name=name, backend="langchain", chat_model=chat_model, **metadata)
 
+    @classmethod
+    def from_embeddings(cls, name: str, embeddings: Embeddings, **metadata: Any) -> Variant:
+        """Wrap any LangChain embeddings object as a variant, for `quantgate.embeddings`."""
+        return cls(name=name, backend="langchain", embeddings=embeddings, **metadata)
+
     def record(self) -> dict[str, Any]:
         """The variant as written to `variants.json`."""
-        return self.model_dump(mode="json", exclude={"chat_model"})
+        return self.model_dump(mode="json", exclude={"chat_model", "embeddings"})
 
 
 class VariantSet(BaseModel):

@@ -14,6 +14,7 @@ from pydantic import Field
 from evaluators.comparison import AgreementSummary, Comparison, Regression
 from evaluators.statistics import Interval
 from quantgate.inputs.gates import Gates
+from quantgate.rundir.embeddings import EmbeddingEntry
 from quantgate.rundir.files import DECISION_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel
 from quantgate.rundir.summary import (
@@ -137,6 +138,9 @@ class VariantDecision(RunFileModel):
     agreement: AgreementSummary | None = None
     token_fidelity: TokenFidelityEntry | None = None
     token_fidelity_missing: str | None = None
+    embeddings: EmbeddingEntry | None = Field(
+        default=None, description="Embedding figures against the reference (`run --embeddings`)."
+    )
     sequential: SequentialEntry | None = Field(
         default=None, description="In a sequential run: settled pass/fail or not, after how many cases."
     )
@@ -186,8 +190,8 @@ class DecisionRecord(RunFileModel):
 class Decision(RunFileModel):
     """decision.json."""
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (2,)
-    format_version: Literal[3] = DECISION_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (2, 3)
+    format_version: Literal[4] = DECISION_FORMAT_VERSION
     recommended: str | None = Field(description="The variant to deploy; None when none passed.")
     recommended_is_reference: bool
     outcome: Outcome = Field(

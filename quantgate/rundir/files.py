@@ -6,6 +6,8 @@ runs/<run-id>/
     variants.json      each variant's provenance, runtime, hardware (VariantsFile)
     fidelity.jsonl     token fidelity per variant x case            (FidelityLine)
     load.jsonl         one line per load-test request               (LoadLine)
+    embeddings.json    embedding figures per variant (`embed`)      (EmbeddingsFile)
+    qdrant/            the variants' vectors, a local Qdrant store
     decision.json      the decision, its gates and evidence         (Decision)
     decision.md        the same, for people
     dataset/           a copy of the cases evaluated
@@ -22,6 +24,8 @@ RECORDS_FILE = "records.jsonl"
 VARIANTS_FILE = "variants.json"
 FIDELITY_FILE = "fidelity.jsonl"
 LOAD_FILE = "load.jsonl"
+EMBEDDINGS_JSON = "embeddings.json"
+QDRANT_DIR = "qdrant"
 DECISION_JSON = "decision.json"
 DECISION_MD = "decision.md"
 DATASET_DIR = "dataset"
@@ -34,14 +38,18 @@ RECORDS_FORMAT_VERSION: Final[Literal[2]] = 2
 """Of records.jsonl. 2: each record counts the calls repeated after retryable errors
 (`retries`), so a resumed run summarizes read-back cases exactly as it did when they ran;
 records of version 1 are still read (as version 2, `retries` unknown)."""
-SUMMARY_FORMAT_VERSION: Final[Literal[3]] = 3
+SUMMARY_FORMAT_VERSION: Final[Literal[4]] = 4
 """Of summary.json. 2: each variant says whether it is complete and which cases it lacks
 (`complete`, `missing_cases`). 3: the options record the gates and the token-fidelity
 settings a resumed run goes on with, and each variant how many of its cases a resumed run
-read back (`resumed_cases`). Summaries of versions 1 and 2 are still read (as version 3,
-the keys added since unknown)."""
+read back (`resumed_cases`). 4: each variant's embedding figures (`embeddings`,
+`embeddings_error`, from `run --embeddings`). Summaries of versions 1 to 3 are still read (as
+version 4, the keys added since unknown)."""
 LOAD_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of load.jsonl and the summary's `load` section."""
-DECISION_FORMAT_VERSION: Final[Literal[3]] = 3
+EMBEDDINGS_FORMAT_VERSION: Final[Literal[1]] = 1
+"""Of embeddings.json and a summary variant's `embeddings` entry."""
+DECISION_FORMAT_VERSION: Final[Literal[4]] = 4
 """Of decision.json. 3: whether the run was complete when decided, and what it lacked
-(`run_complete`, `run_problems`); a decision of version 2 is still read (as version 3)."""
+(`run_complete`, `run_problems`). 4: each variant's embedding figures (`embeddings`). Decisions
+of versions 2 and 3 are still read (as version 4)."""

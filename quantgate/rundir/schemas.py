@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from quantgate.rundir import files
 from quantgate.rundir.decision import Decision
+from quantgate.rundir.embeddings import EmbeddingsFile
 from quantgate.rundir.lines import CaseRecord, FidelityLine, LoadLine
 from quantgate.rundir.summary import RunSummary, VariantsFile
 
@@ -23,6 +24,7 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "fidelity.schema.json": (FidelityLine, files.FIDELITY_FILE),
     "load.schema.json": (LoadLine, files.LOAD_FILE),
     "decision.schema.json": (Decision, files.DECISION_JSON),
+    "embeddings.schema.json": (EmbeddingsFile, files.EMBEDDINGS_JSON),
 }
 """Schema file name -> (model, the run file it describes; a JSONL file's schema is of one line)."""
 

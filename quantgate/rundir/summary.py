@@ -16,6 +16,7 @@ from evaluators.fidelity import TokenFidelitySummary
 from quantgate.inputs.examples import ExamplesSource
 from quantgate.inputs.gates import Gates
 from quantgate.inputs.variants import VariantSpec
+from quantgate.rundir.embeddings import EmbeddingEntry
 from quantgate.rundir.files import LOAD_FORMAT_VERSION, RUN_FORMAT_VERSION, SUMMARY_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel
 
@@ -137,6 +138,12 @@ class VariantEntry(RunFileModel):
     )
     sequential: SequentialEntry | None = Field(
         default=None, description="How a sequential run ended for this variant (None: a fixed sample)."
+    )
+    embeddings: EmbeddingEntry | None = Field(
+        default=None, description="Embedding figures against the reference (`quantgate run --embeddings`)."
+    )
+    embeddings_error: str | None = Field(
+        default=None, description="Why the variant's embeddings were not measured."
     )
     resumed_cases: int | None = Field(
         default=None,
@@ -303,8 +310,8 @@ class RunSummary(RunFileModel):
     that died (or is still going).
     """
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2)
-    format_version: Literal[3] = SUMMARY_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2, 3)
+    format_version: Literal[4] = SUMMARY_FORMAT_VERSION
     run_id: str
     quantgate_version: str | None
     status: Literal["running", "complete", "interrupted"]

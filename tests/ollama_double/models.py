@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from quantgate.backends.llamacpp import EmbeddedEngine
+from quantgate.backends.llamacpp_embeddings import LlamaCppEmbeddings
 
 DEFAULT_CONTEXT_LENGTH = 4096
 """docs.ollama.com/faq, "How can I specify the context window size?": "By default, Ollama uses a
@@ -112,6 +113,8 @@ class Models:
         self.metadata = {tag: read_metadata(path) for tag, path in self.paths.items()}
         self.loaded: dict[str, Loaded] = {}
         self.lock = threading.Lock()
+        self._embedder: tuple[str, int, LlamaCppEmbeddings] | None = None
+        self._embed_lock = threading.Lock()
 
     def find(self, name: str) -> str | None:
         """The served model a request names (None: not served)."""
@@ -195,3 +198,19 @@ class Models:
                         loaded.expires_at = None if keep_alive is None else time.time() + keep_alive
                 if keep_alive == 0:
                     self.expire()
+
+    @contextmanager
+    def embedding(self, tag: str, num_ctx: int) -> Iterator[tuple[LlamaCppEmbeddings, int]]:
+        """`tag` in llama.cpp's embedding mode (mean pooling) with a context of `num_ctx`, held for one
+        `/api/embed` request, and the nanoseconds its load took (0: loaded already). One embedding
+        model is loaded at a time, apart from the chat models."""
+        with self._embed_lock:
+            load_ns = 0
+            if self._embedder is None or self._embedder[:2] != (tag, num_ctx):
+                if self._embedder is not None:
+                    self._embedder[2].close()
+                    self._embedder = None
+                started = time.perf_counter()
+                self._embedder = (tag, num_ctx, LlamaCppEmbeddings(self.paths[tag], n_ctx=num_ctx))
+                load_ns = int((time.perf_counter() - started) * 1e9)
+            yield self._embedder[2], load_ns

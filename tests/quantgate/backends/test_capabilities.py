@@ -64,11 +64,11 @@ def fake_backend() -> Iterator[Any]:
 def test_built_in_backends_declare_their_capabilities():
     assert backend_capabilities("llamacpp") == BackendCapabilities(
         token_fidelity="logits", process_isolation=True, parallel="slots", default_concurrency=4,
-        memory="process", embeddings=False, model_file=True, from_python=False,
+        memory="process", embeddings=True, model_file=True, from_python=False,
     )  # fmt: skip
     assert backend_capabilities("ollama") == BackendCapabilities(
         token_fidelity="logprobs", process_isolation=True, parallel="server", memory="server",
-        embeddings=False, model_file=False, from_python=False, default_concurrency=1,
+        embeddings=True, model_file=False, from_python=False, default_concurrency=1,
     )  # fmt: skip
     assert backend_capabilities("langchain") == BackendCapabilities(
         token_fidelity=None, process_isolation=False, parallel="none", memory="process", embeddings=False,

@@ -55,6 +55,16 @@ CASES = [
     ("report {bad}/run", 2, "{bad}/run/summary.json: not JSON"),
     ("compare {bad}/missing {bad}/run", 2, "{bad}/missing/summary.json: no such file"),
     ("schemas {bad}/afile", 2, "schemas DIR {bad}/afile: it is a file, not a directory"),
+    ("embed --dataset {bad}/missing", 2, "no dataset directory {bad}/missing"),
+    ("embed --dataset {bad}/ds", 2, "no usable cases"),
+    (
+        "embed --dataset {bad}/afile",
+        2,
+        "{bad}/afile: no corpus.jsonl (a retrieval dataset) and no cases.jsonl",
+    ),
+    ("embed --variants {bad}/v.toml", 2, "{bad}/v.toml: Invalid value"),
+    ("embed --variants llamacpp:{bad}/missing.gguf", 2, "no GGUF file at {bad}/missing.gguf"),
+    ("embed --out {bad}/afile", 2, "--out {bad}/afile: it is a file, not a directory"),
     ("ladder --source {bad}/missing.gguf --out {bad}/ladder", 1, "no source GGUF at {bad}/missing.gguf"),
 ]
 

@@ -16,6 +16,7 @@ COMMANDS = [
     "ladder",
     "run",
     "load",
+    "embed",
     "decide",
     "report",
     "compare",
@@ -91,7 +92,8 @@ def test_schemas_writes_one_schema_per_run_file(tmp_path, capsys):
     printed = capsys.readouterr().out.splitlines()
     names = {Path(line).name for line in printed}
     assert names == {
-        f"{kind}.schema.json" for kind in ("summary", "record", "variants", "fidelity", "load", "decision")
+        f"{kind}.schema.json"
+        for kind in ("summary", "record", "variants", "fidelity", "load", "decision", "embeddings")
     }
     assert sorted(printed) == sorted(str(p) for p in directory.iterdir())
     for line in printed:

@@ -1,0 +1,35 @@
+"""Embedding quality per variant: each variant's vectors indexed in Qdrant and compared with the reference's.
+
+`run_embeddings` (`quantgate embed`) and `add_embeddings` (`quantgate run --embeddings`) embed a
+corpus (`quantgate.inputs.corpus`) with every variant (`quantgate.backends.embedders`), write the
+vectors into Qdrant (`VectorIndex`, one collection per variant) and score them against the
+reference's (`evaluators.embeddings`).
+"""
+
+from quantgate.embeddings.index import Neighbour, VectorIndex, VectorStoreError, collection_name
+from quantgate.embeddings.measure import EmbeddedVariant, EmbeddingError, embed_variant, score_variant
+from quantgate.embeddings.run import (
+    DEFAULT_K,
+    EmbeddingOptions,
+    add_embeddings,
+    embed_variants,
+    run_embeddings,
+)
+from quantgate.embeddings.table import embeddings_table
+
+__all__ = [
+    "DEFAULT_K",
+    "EmbeddedVariant",
+    "EmbeddingError",
+    "EmbeddingOptions",
+    "Neighbour",
+    "VectorIndex",
+    "VectorStoreError",
+    "add_embeddings",
+    "collection_name",
+    "embed_variant",
+    "embed_variants",
+    "embeddings_table",
+    "run_embeddings",
+    "score_variant",
+]

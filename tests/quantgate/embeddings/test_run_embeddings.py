@@ -1,0 +1,149 @@
+"""`run --embeddings`: figures into the run's summary, judged by the embedding gates, shown in decision.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from evaluators.statistics import Interval
+from quantgate.decide.checks import Measured, judge_variant
+from quantgate.decide.decision import decide
+from quantgate.embeddings import EmbeddingOptions, add_embeddings
+from quantgate.inputs.gates import Gates
+from quantgate.inputs.variants import Variant
+from quantgate.rundir.embeddings import EmbeddingEntry
+from quantgate.rundir.files import DECISION_MD
+from quantgate.rundir.store import read_summary
+from tests.quantgate.run_factory import make_run
+
+# the run factory's case texts are "case 0" .. "case 3"
+CLOSE = {"case 0": [1.0, 0.0], "case 1": [0.9, 0.1], "case 2": [0.0, 1.0], "case 3": [0.1, 0.9]}
+FAR = {**CLOSE, "case 1": [0.0, 1.0], "case 2": [0.9, 0.1]}
+
+
+class Table(Embeddings):
+    def __init__(self, vectors: dict[str, list[float]]) -> None:
+        self.vectors = vectors
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.vectors[t] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.vectors[text]
+
+
+def _run(tmp_path: Path) -> Path:
+    fields = [{"a": 1.0, "b": 1.0}] * 4
+    return make_run(
+        tmp_path / "run", {"R": fields, "Q": fields, "P": fields}, footprints={"R": 500, "Q": 250, "P": 200}
+    )
+
+
+def test_the_summary_gets_each_variants_figures_and_decide_gates_them(tmp_path: Path) -> None:
+    run_dir = _run(tmp_path)
+    variants = [
+        Variant.from_embeddings(name, Table(v)) for name, v in (("R", CLOSE), ("Q", CLOSE), ("P", FAR))
+    ]
+    add_embeddings(run_dir, variants, options=EmbeddingOptions(k=1, progress=False))
+    summary = read_summary(run_dir)
+    figures = {v.name: v.embeddings for v in summary.variants}
+    assert figures["Q"] is not None
+    assert figures["P"] is not None
+    assert figures["Q"].neighbour_recall_at_k == 1.0
+    assert figures["P"].neighbour_recall_at_k == 0.0  # every nearest neighbour changed
+    assert (run_dir / "qdrant").is_dir()
+    decision = decide(run_dir, Gates(min_neighbour_recall=0.8, min_cases=1, min_slice_cases=1))
+    gate = {
+        name: {g.gate: g for g in v.gates}["min_neighbour_recall"] for name, v in decision.variants.items()
+    }
+    assert (gate["R"].status, gate["Q"].status, gate["P"].status) == ("pass", "pass", "fail")
+    assert decision.variants["P"].embeddings == figures["P"]
+    markdown = (run_dir / DECISION_MD).read_text()
+    assert "## Embeddings" in markdown
+    assert "nbr recall@k" in markdown
+
+
+def _entry(**figures: object) -> EmbeddingEntry:
+    return EmbeddingEntry.model_validate(
+        {"k": 10, "collection": "c", "documents": 40, "queries": 30, "dimensions": 640, **figures}
+    )
+
+
+MEASURED = Measured(
+    cases=40,
+    format_valid=40,
+    errors=0,
+    latency_s_p95=None,
+    memory_mb=None,
+    memory_source="",
+    footprint_mb=None,
+    footprint_source="",
+)
+
+
+@pytest.mark.parametrize(
+    ("interval", "status"),
+    [((-0.02, 0.01), "pass"), ((-0.09, -0.06), "fail"), ((-0.08, 0.0), "inconclusive")],
+)
+def test_the_recall_drop_gate_judges_the_paired_interval(interval: tuple[float, float], status: str) -> None:
+    entry = _entry(
+        recall_delta=sum(interval) / 2,
+        recall_delta_interval=Interval(low=interval[0], high=interval[1], confidence=0.95, method="m"),
+    )
+    results = judge_variant(
+        measured=MEASURED,
+        comparison=None,
+        gates=Gates(max_accuracy_drop=None, max_recall_drop=0.05),
+        is_reference=False,
+        embeddings=entry,
+    )
+    (result,) = [r for r in results if r.gate == "max_recall_drop"]
+    assert result.status == status
+    assert result.threshold == -0.05
+
+
+def test_embedding_gates_without_figures_are_not_passed() -> None:
+    gates = Gates(max_accuracy_drop=None, min_neighbour_recall=0.8, min_cosine_p5=0.95, max_recall_drop=0.05)
+    results = {
+        r.gate: r
+        for r in judge_variant(
+            measured=MEASURED, comparison=None, gates=gates, is_reference=False, embeddings=None
+        )
+    }
+    assert [results[g].status for g in ("min_neighbour_recall", "min_cosine_p5", "max_recall_drop")] == [
+        "not_measured"
+    ] * 3
+    unlabeled = {
+        r.gate: r
+        for r in judge_variant(
+            measured=MEASURED,
+            comparison=None,
+            gates=gates,
+            is_reference=False,
+            embeddings=_entry(neighbour_recall_at_k=0.9, cosine_p5=0.94),
+        )
+    }
+    assert (unlabeled["min_neighbour_recall"].status, unlabeled["min_cosine_p5"].status) == ("pass", "fail")
+    assert "no relevance labels" in unlabeled["max_recall_drop"].evidence
+    reference = {
+        r.gate: r.status
+        for r in judge_variant(
+            measured=MEASURED, comparison=None, gates=gates, is_reference=True, embeddings=None
+        )
+    }
+    assert [reference[g] for g in ("min_neighbour_recall", "min_cosine_p5", "max_recall_drop")] == [
+        "pass"
+    ] * 3
+
+
+def test_the_embedding_gates_are_off_by_default() -> None:
+    results = judge_variant(
+        measured=MEASURED,
+        comparison=None,
+        gates=Gates(),
+        is_reference=False,
+        embeddings=_entry(neighbour_recall_at_k=0.1),
+    )
+    assert not [r for r in results if r.gate in ("min_neighbour_recall", "min_cosine_p5", "max_recall_drop")]
