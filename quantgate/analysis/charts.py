@@ -195,12 +195,47 @@ def slice_chart(view: RunView, *, out: Path) -> Chart:
     return Chart(key="slices", title="Accuracy by slice", path=path, note=note, data=table)
 
 
+def embedding_chart(view: RunView, *, out: Path) -> Chart | None:
+    """Neighbour recall@k of each variant's embeddings against its footprint (`run --embeddings`);
+    None when the run measured no embeddings."""
+    entries = {e.name: e.embeddings for e in view.run.summary.variants if e.embeddings is not None}
+    if not entries:
+        return None
+    footprint = _measured(variant_table(view)["footprint_mb"])
+    recall = {name: e.neighbour_recall_at_k for name, e in entries.items()}
+    points = {n: (m, r) for n, r in recall.items() if r is not None and (m := footprint.get(n)) is not None}
+    figure = Figure(figsize=(7, 4.5))
+    axes = figure.add_subplot()
+    for name, (x, y) in points.items():
+        axes.scatter(x, y, s=60, marker="*" if name == view.reference else "o", color="tab:blue", zorder=3)
+        axes.annotate(name, (x, y), textcoords="offset points", xytext=(6, 6))
+    k = next(iter(entries.values())).k
+    axes.set_xlabel("footprint, MiB")
+    axes.set_ylabel(f"neighbour recall@{k}")
+    axes.set_ylim(top=1.02)
+    axes.grid(alpha=0.3)
+    axes.margins(0.2)
+    left_out = sorted(set(entries) - set(points))
+    note = f"Share of the reference's exact top-{k} neighbours each variant's index finds; star: reference."
+    if left_out:
+        note += f" Not plotted (recall or footprint not measured): {', '.join(left_out)}."
+    path = _save(figure, out / "embeddings.png")
+    drawn = pd.DataFrame(
+        {"neighbour_recall_at_k": recall, "footprint_mb": {n: footprint.get(n) for n in recall}}
+    )
+    return Chart(
+        key="embeddings", title="Embedding neighbour recall vs memory", path=path, note=note, data=drawn
+    )
+
+
 def draw_charts(view: RunView, *, out: Path) -> list[Chart]:
     """Draw every chart of the report into `out` (created if missing)."""
     out.mkdir(parents=True, exist_ok=True)
-    return [
+    charts = [
         accuracy_memory_chart(view, out=out),
         field_delta_heatmap(view, out=out),
         latency_chart(view, out=out),
         slice_chart(view, out=out),
     ]
+    embeddings = embedding_chart(view, out=out)
+    return charts if embeddings is None else [*charts, embeddings]

@@ -24,6 +24,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from quantgate.analysis.explore import RunView, case_diff, failing_cases, load_run_view, only_variant_fails
 from quantgate.analysis.summary_table import BASELINE_NOTE, below_baseline, summary_rows
+from quantgate.embeddings.table import embedding_rows
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.hardware import package_version
 from quantgate.loadtest.table import load_rows
@@ -201,6 +202,8 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
     header, *rows = summary_rows(view.run.summary)
     below = [below_baseline(entry) for entry in view.run.summary.variants]
     load = view.run.summary.load
+    embedded = [v for v in view.run.summary.variants if v.embeddings is not None]
+    embeddings = embedding_rows([(v.name, v.file_size_mb, v.embeddings, None) for v in embedded])
     return (
         _environment()
         .get_template("report.html.j2")
@@ -212,6 +215,7 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
             summary_below_baseline=below,
             baseline_note=BASELINE_NOTE if any(below) else None,
             load_rows=load_rows(load) if load else None,
+            embedding_rows=embeddings if embedded else None,
             decision=_decision_context(view.decision),
             charts=_chart_context(charts),
             failures=items,

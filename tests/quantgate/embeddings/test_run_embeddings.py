@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,54 @@ def test_the_embedding_gates_are_off_by_default() -> None:
         embeddings=_entry(neighbour_recall_at_k=0.1),
     )
     assert not [r for r in results if r.gate in ("min_neighbour_recall", "min_cosine_p5", "max_recall_drop")]
+
+
+def test_the_report_shows_the_embedding_table_and_chart(tmp_path: Path) -> None:
+    from quantgate.analysis.report import write_report
+
+    run_dir = _run(tmp_path)
+    variants = [
+        Variant.from_embeddings(name, Table(v)) for name, v in (("R", CLOSE), ("Q", CLOSE), ("P", FAR))
+    ]
+    add_embeddings(run_dir, variants, options=EmbeddingOptions(k=1, progress=False))
+    page = write_report(run_dir).read_text()
+    assert '<h2 id="embeddings">Embeddings</h2>' in page
+    assert page.index("<td>P</td>") < page.index('<td class="num">0.000</td>', page.index("<td>P</td>"))
+    assert (run_dir / "report" / "embeddings.png").stat().st_size > 0
+
+
+def test_run_embeddings_flag_measures_before_deciding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import quantgate.cli.run
+    import quantgate.evaluate.run
+    from quantgate.cli.main import main
+    from quantgate.inputs.variants import VariantSet
+
+    run_dir = _run(tmp_path)
+    variants = [
+        Variant.from_embeddings(name, Table(v)) for name, v in (("R", CLOSE), ("Q", CLOSE), ("P", FAR))
+    ]
+    monkeypatch.setattr(
+        quantgate.cli.run, "cli_variants", lambda specs: VariantSet(reference="R", variants=variants)
+    )
+    monkeypatch.setattr(quantgate.evaluate.run, "run_evaluation", lambda *a, **k: run_dir)
+    argv = [
+        "run",
+        "--dataset",
+        "contacts-events",
+        "--limit",
+        "4",
+        "--embeddings",
+        "--k",
+        "1",
+        "--min-neighbour-recall",
+        "0.5",
+    ]
+    assert main([*argv, "--min-cases", "1", "--no-report", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "nbr recall@k" in printed
+    decision = json.loads((run_dir / "decision.json").read_text())
+    gates = {g["gate"]: g["status"] for g in decision["variants"]["P"]["gates"]}
+    assert gates["min_neighbour_recall"] == "fail"
+    assert decision["recommended"] == "Q"
