@@ -5,8 +5,10 @@ from quantgate.analysis.explore import RunView, latest_run, load_run_view
 from quantgate.analysis.report import write_report
 from quantgate.backends import BackendCapabilities, capabilities, register_backend
 from quantgate.decide.decision import decide, load_decision
+from quantgate.embeddings import EmbeddingOptions, VectorIndex, add_embeddings, run_embeddings
 from quantgate.evaluate.predictions import PredictionLine, ScoreReport, read_predictions, score_predictions
 from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.inputs.corpus import Corpus, load_corpus
 from quantgate.inputs.dataset import (
     Case,
     Dataset,
@@ -47,9 +49,11 @@ __all__ = [
     "Case",
     "CaseRecord",
     "ChosenVariant",
+    "Corpus",
     "Dataset",
     "DatasetError",
     "Decision",
+    "EmbeddingOptions",
     "Extractor",
     "Gates",
     "LoadLevel",
@@ -67,7 +71,9 @@ __all__ = [
     "Variant",
     "VariantEntry",
     "VariantSet",
+    "VectorIndex",
     "__version__",
+    "add_embeddings",
     "build_ladder",
     "bundled_datasets",
     "capabilities",
@@ -76,6 +82,7 @@ __all__ = [
     "decide",
     "latest_run",
     "load_chosen",
+    "load_corpus",
     "load_dataset",
     "load_decision",
     "load_gates",
@@ -85,6 +92,7 @@ __all__ = [
     "parse_levels",
     "read_predictions",
     "register_backend",
+    "run_embeddings",
     "run_evaluation",
     "run_load",
     "score_predictions",
