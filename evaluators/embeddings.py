@@ -162,8 +162,8 @@ class RetrievalSummary:
         recall_delta: Variant minus reference mean recall@k on the same queries (None for the
             reference itself or without a reference).
         recall_delta_interval: Paired percentile-bootstrap interval of that difference.
-        mrr_delta: Variant minus reference MRR@k.
-        ndcg_delta: Variant minus reference nDCG@k.
+        mrr_delta: Variant minus reference MRR@k, with its paired interval `mrr_delta_interval`.
+        ndcg_delta: Variant minus reference nDCG@k, with its paired interval `ndcg_delta_interval`.
     """
 
     queries: int
@@ -173,7 +173,9 @@ class RetrievalSummary:
     recall_delta: float | None = None
     recall_delta_interval: Interval | None = None
     mrr_delta: float | None = None
+    mrr_delta_interval: Interval | None = None
     ndcg_delta: float | None = None
+    ndcg_delta_interval: Interval | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -203,10 +205,14 @@ def summarize_retrieval(
     if reference.query_ids != scores.query_ids:
         raise ValueError("the variant and the reference were scored on different queries")
     recall = _paired(scores.recall_at_k, reference.recall_at_k)
+    reciprocal = _paired(scores.reciprocal_rank, reference.reciprocal_rank)
+    ndcg = _paired(scores.ndcg_at_k, reference.ndcg_at_k)
     return replace(
         summary,
         recall_delta=mean(recall),
         recall_delta_interval=bootstrap_interval(recall, confidence=confidence),
-        mrr_delta=mean(_paired(scores.reciprocal_rank, reference.reciprocal_rank)),
-        ndcg_delta=mean(_paired(scores.ndcg_at_k, reference.ndcg_at_k)),
+        mrr_delta=mean(reciprocal),
+        mrr_delta_interval=bootstrap_interval(reciprocal, confidence=confidence),
+        ndcg_delta=mean(ndcg),
+        ndcg_delta_interval=bootstrap_interval(ndcg, confidence=confidence),
     )

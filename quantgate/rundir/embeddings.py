@@ -50,7 +50,9 @@ class EmbeddingEntry(RunFileModel):
     recall_delta: float | None = Field(default=None, description="recall_at_k minus the reference's, paired.")
     recall_delta_interval: Interval | None = None
     mrr_delta: float | None = None
+    mrr_delta_interval: Interval | None = None
     ndcg_delta: float | None = None
+    ndcg_delta_interval: Interval | None = None
     embeddings_per_s: float | None = Field(
         default=None, description="Texts (documents and queries) embedded per second."
     )

@@ -93,6 +93,10 @@ def test_summaries_and_paired_deltas() -> None:
     assert paired.recall_delta_interval is not None
     # the two paired differences are -0.5 and 0: every resampled mean lies between them
     assert -0.5 <= paired.recall_delta_interval.low <= paired.recall_delta_interval.high <= 0.0
+    assert paired.ndcg_delta_interval is not None
+    assert -0.6 <= paired.ndcg_delta_interval.low <= paired.ndcg_delta_interval.high <= 0.0
+    assert paired.mrr_delta_interval is not None
+    assert paired.mrr_delta_interval.low >= -0.5
     empty = summarize_retrieval(QueryScores(query_ids=(), recall_at_k=(), reciprocal_rank=(), ndcg_at_k=()))
     assert (empty.queries, empty.recall_at_k, empty.mrr) == (0, None, None)
 
