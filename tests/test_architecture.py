@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("quantgate.evaluate",),
     ("quantgate.embeddings",),
     ("quantgate.decide", "quantgate.loadtest"),
-    ("quantgate.analysis", "quantgate.production"),
+    ("quantgate.analysis", "quantgate.production", "quantgate.serve"),
     ("quantgate.explore",),
     ("quantgate.cli",),
     ("quantgate",),

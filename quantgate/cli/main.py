@@ -19,6 +19,7 @@ from quantgate.cli import (
     run,
     schemas,
     score,
+    serve,
 )
 from quantgate.evaluate.signals import Interrupted, stop_on_signals
 
@@ -29,7 +30,21 @@ The decision's statuses (0, 4, 3, and 5 for an incomplete run) are `quantgate.ru
 EXIT_INTERRUPTED = 130
 """Ctrl-C (128 + SIGINT); SIGTERM exits with 143 (128 + SIGTERM), like a shell's killed command."""
 
-_COMMANDS = (datasets, score, ladder, run, load, embed, decide, report, compare, doctor, ollama, schemas)
+_COMMANDS = (
+    datasets,
+    score,
+    ladder,
+    run,
+    load,
+    embed,
+    decide,
+    report,
+    compare,
+    serve,
+    doctor,
+    ollama,
+    schemas,
+)
 """The command modules, in the order `quantgate --help` lists them; each has `add_parser`."""
 
 

@@ -20,6 +20,7 @@ COMMANDS = [
     "decide",
     "report",
     "compare",
+    "serve",
     "doctor",
     "ollama",
     "schemas",

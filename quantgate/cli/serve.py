@@ -1,0 +1,72 @@
+"""`quantgate serve`: the HTTP API for automation (see `quantgate.serve`)."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from quantgate.cli.common import check_output_dir
+
+if TYPE_CHECKING:
+    from quantgate.cli.common import Commands
+
+DEFAULT_PORT = 8321
+
+
+def _local(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from quantgate.serve import TOKEN_ENV, create_app
+
+    token = os.environ.get(TOKEN_ENV) or None
+    if not _local(args.host) and token is None:
+        raise ValueError(
+            f"--host {args.host} reaches beyond this machine: set {TOKEN_ENV} so that every request needs "
+            "a bearer token, or keep the default --host 127.0.0.1"
+        )
+    roots = [Path(r) for r in args.root] if args.root else [Path.cwd()]
+    for root in roots:
+        if not root.is_dir():
+            raise ValueError(f"--root {root}: not a directory")
+    out = Path(args.out)
+    check_output_dir(out)
+    app = create_app(roots=roots, out=out, token=token)
+    where = f"http://{args.host}:{args.port}"
+    print(f"quantgate serve on {where} (API docs: {where}/docs); roots: {', '.join(map(str, roots))}; "
+          f"runs in {out}; token {'required' if token else 'not set'}", flush=True)  # fmt: skip
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def add_parser(commands: Commands) -> None:
+    """Add `quantgate serve`."""
+    serve = commands.add_parser(
+        "serve",
+        help="an HTTP API that queues runs and serves their summary, decision and report",
+        description="POST /runs queues a run; GET /runs/{id}, /summary, /decision, /report read it; "
+        f"POST /runs/{{id}}/cancel stops it. With {'QUANTGATE_TOKEN'} set, requests need "
+        "'Authorization: Bearer <token>'.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT})")
+    serve.add_argument(
+        "--root",
+        action="append",
+        metavar="DIR",
+        help="a directory requests may name files in (repeatable; default: the working directory); "
+        "bundled dataset names are always allowed",
+    )
+    serve.add_argument("--out", default="runs", help="where each run's directory goes (default: runs)")
+    serve.set_defaults(handler=_serve)

@@ -1,0 +1,24 @@
+"""`quantgate serve`: an HTTP API that queues runs and serves their results, for automation (n8n, CI).
+
+`create_app` builds the FastAPI application; `JobQueue` runs each request as a `quantgate run`
+process, one at a time; `quantgate.serve.paths` keeps requests to the server's roots.
+"""
+
+from quantgate.serve.app import TOKEN_ENV, create_app, run_arguments
+from quantgate.serve.jobs import JobQueue
+from quantgate.serve.paths import PathMissingError, PathRefusedError
+from quantgate.serve.requests import Accepted, JobStatus, RunProgress, RunRequest, RunState
+
+__all__ = [
+    "TOKEN_ENV",
+    "Accepted",
+    "JobQueue",
+    "JobStatus",
+    "PathMissingError",
+    "PathRefusedError",
+    "RunProgress",
+    "RunRequest",
+    "RunState",
+    "create_app",
+    "run_arguments",
+]
