@@ -98,6 +98,11 @@ def neighbour_overlaps(
     return overlaps
 
 
+def neighbour_recall(overlaps: Sequence[float]) -> float | None:
+    """Neighbour recall@k: the mean of `neighbour_overlaps` over queries (None for no query)."""
+    return mean(overlaps)
+
+
 @dataclass(frozen=True, kw_only=True)
 class QueryScores:
     """Retrieval scores of one ranking per query, in the order of the queries.

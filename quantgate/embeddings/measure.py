@@ -22,6 +22,7 @@ from evaluators.embeddings import (
     QueryScores,
     cosine_agreement,
     neighbour_overlaps,
+    neighbour_recall,
     retrieval_scores,
     summarize_retrieval,
 )
@@ -188,7 +189,7 @@ def score_variant(
         cosine_p5=None if cosine is None or is_reference else cosine.p5,
         cosine_min=None if cosine is None or is_reference else cosine.min,
         cosine_missing="the reference itself" if is_reference else cosine_missing,
-        neighbour_recall_at_k=sum(overlaps) / len(overlaps) if overlaps else None,
+        neighbour_recall_at_k=neighbour_recall(overlaps),
         neighbour_queries=len(overlaps),
         recall_at_k=retrieval.recall_at_k if retrieval else None,
         mrr=retrieval.mrr if retrieval else None,

@@ -12,6 +12,7 @@ from evaluators.embeddings import (
     cosine_agreement,
     cosine_similarities,
     neighbour_overlaps,
+    neighbour_recall,
     retrieval_scores,
     summarize_retrieval,
 )
@@ -57,6 +58,8 @@ def test_neighbour_overlaps_by_hand() -> None:
     # cut at k=1: only the first of each list counts
     assert neighbour_overlaps(neighbours=variant, reference_neighbours=reference, k=1) == [0.0, 0.0, 0.0]
     assert neighbour_overlaps(neighbours=[["a"]], reference_neighbours=[[]], k=3) == []
+    assert neighbour_recall([2 / 3, 1 / 3, 0.0]) == pytest.approx(1 / 3)
+    assert neighbour_recall([]) is None
 
 
 def test_retrieval_scores_by_hand() -> None:
