@@ -170,7 +170,12 @@ def add_embeddings(
 ) -> RunSummary:
     """Evaluate the embeddings of a run's variants on its own case texts, into its summary.json.
 
-    Skipped variants of the run are skipped here too. Returns the updated summary.
+    Skipped variants of the run are skipped here too. When the reference cannot embed or the
+    store cannot be opened, every variant's `embeddings_error` says why and nothing else
+    changes: the run stays decidable (its embedding gates, if set, are not measured).
+
+    Returns:
+        The updated summary.
     """
     options = options or EmbeddingOptions()
     summary = read_summary(run_dir)
@@ -186,6 +191,13 @@ def add_embeddings(
             target.embeddings_error = entry.error
             write_model(run_dir / SUMMARY_FILE, summary)
 
-    with stop_on_signals(), _open_index(run_dir, options) as index:
-        embed_variants(chosen, corpus, index, reference=reference, options=options, on_entry=keep)
+    try:
+        with stop_on_signals(), _open_index(run_dir, options) as index:
+            embed_variants(chosen, corpus, index, reference=reference, options=options, on_entry=keep)
+    except (BackendError, EmbeddingError, VectorStoreError) as exc:
+        print(f"quantgate: warning: embeddings not measured: {exc}", file=sys.stderr)
+        for entry in summary.variants:
+            if entry.status == "ok":
+                entry.embeddings_error = f"not measured: {exc}"
+        write_model(run_dir / SUMMARY_FILE, summary)
     return summary

@@ -199,3 +199,19 @@ def test_run_embeddings_flag_measures_before_deciding(
     gates = {g["gate"]: g["status"] for g in decision["variants"]["P"]["gates"]}
     assert gates["min_neighbour_recall"] == "fail"
     assert decision["recommended"] == "Q"
+
+
+def test_a_reference_that_cannot_embed_leaves_the_run_decidable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = _run(tmp_path)
+    variants = [Variant.from_embeddings("R", Table({})), Variant.from_embeddings("Q", Table(CLOSE))]
+    summary = add_embeddings(run_dir, variants, options=EmbeddingOptions(k=1, progress=False))
+    assert "embeddings not measured: variant R: embedding 'c0'" in capsys.readouterr().err
+    written = read_summary(run_dir)
+    assert [v.embeddings for v in written.variants] == [None, None, None]
+    assert all((v.embeddings_error or "").startswith("not measured: variant R") for v in written.variants)
+    assert summary.variants[1].embeddings_error == written.variants[1].embeddings_error
+    decision = decide(run_dir, Gates(min_neighbour_recall=0.8, min_cases=1, min_slice_cases=1))
+    gate = {g.gate: g.status for g in decision.variants["Q"].gates}
+    assert gate["min_neighbour_recall"] == "not_measured"
