@@ -87,7 +87,6 @@ def create_app(
 ) -> FastAPI:
     """The API over `queue` (by default one writing jobs under `out`); `token`: required bearer token."""
     jobs = queue or JobQueue(out)
-    roots = [Path(r).resolve() for r in roots]
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -96,7 +95,12 @@ def create_app(
 
     app = FastAPI(title="quantgate", version=package_version("quantgate") or "unknown", lifespan=lifespan)
     app.middleware("http")(_bearer_check(token))
+    _add_run_routes(app, jobs, [Path(r).resolve() for r in roots])
+    _add_file_routes(app, jobs)
+    return app
 
+
+def _add_run_routes(app: FastAPI, jobs: JobQueue, roots: Sequence[Path]) -> None:
     @app.get("/health")
     def health() -> dict[str, Any]:
         states = jobs.states()
@@ -134,6 +138,8 @@ def create_app(
             raise HTTPException(404, f"no run {job_id!r}")
         return state
 
+
+def _add_file_routes(app: FastAPI, jobs: JobQueue) -> None:
     @app.get("/runs/{job_id}/summary")
     def summary(job_id: str) -> Any:
         return json.loads(_file_of(jobs, job_id, SUMMARY_FILE).read_text(encoding="utf-8"))
@@ -145,5 +151,3 @@ def create_app(
     @app.get("/runs/{job_id}/report", response_class=HTMLResponse)
     def report(job_id: str) -> str:
         return _file_of(jobs, job_id, f"{REPORT_DIR}/report.html").read_text(encoding="utf-8")
-
-    return app

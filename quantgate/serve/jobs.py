@@ -27,7 +27,7 @@ from quantgate.rundir.decision import EXIT_STATUS
 from quantgate.rundir.files import DECISION_JSON, RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
 from quantgate.serve.requests import RunProgress, RunRequest, RunState
 
-CLI = (sys.executable, "-m", "quantgate.cli.main")
+CLI = (sys.executable, "-m", "quantgate")
 """How a job runs quantgate: this interpreter, the package's command line."""
 DECIDED = {status for reason, status in EXIT_STATUS.items() if reason != "incomplete_run"}
 """`quantgate run`'s statuses for a run that ended and was decided (0, 3, 4)."""

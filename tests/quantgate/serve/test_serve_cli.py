@@ -40,7 +40,7 @@ def test_the_server_answers_with_its_token_and_refuses_without(tmp_path: Path) -
     command = [
         sys.executable,
         "-m",
-        "quantgate.cli.main",
+        "quantgate",
         "serve",
         "--port",
         str(port),

@@ -1,0 +1,7 @@
+"""`python -m quantgate`: the command line, as the `quantgate` script runs it."""
+
+import sys
+
+from quantgate.cli.main import main
+
+sys.exit(main())
