@@ -263,7 +263,8 @@ def test_embedded_levels_are_slots_of_one_copy(dataset, tmp_path, monkeypatch): 
     @contextmanager
     def fake_open(variant, schema, *, slots=None):
         opened.append(slots)
-        yield OpenedVariant(chat_model=SleepyChatModel(delay_s=0.001))
+        # long enough that the 4 threads of the peak level each take a request, even on a busy machine
+        yield OpenedVariant(chat_model=SleepyChatModel(delay_s=0.2))
 
     monkeypatch.setattr(quantgate.loadtest.levels, "open_variant", fake_open)
     variant = Variant(name="q4", backend="llamacpp", model="q4.gguf")
