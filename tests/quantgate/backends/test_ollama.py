@@ -104,7 +104,10 @@ def test_persistent_busy_is_an_error_of_its_kind_and_the_run_goes_on(ollama_doub
 
 
 def test_timeout(ollama_double, tmp_path):
-    ollama_double.faults(slow=60)  # longer than the timeout, which is much longer than a cold prompt
+    # longer than the timeout, which is much longer than a cold prompt; short enough that the retry, queued
+    # behind the slow request, gets its first token well within the timeout (at 60 s it took two retries
+    # on a busy machine)
+    ollama_double.faults(slow=45)
     entry, _ = run_one(ollama_double, tmp_path, limit=1, timeout_s=30, retry_backoff_s=0)
     assert entry.retries == 1  # the retry succeeds once the slow answer is gone
     assert entry.errors == 0
