@@ -28,6 +28,7 @@ from scipy.special import log_softmax
 
 from quantgate.backends.greedy import Generation, Step
 from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
+from tests.ollama_double.embed import embed
 from tests.ollama_double.models import DEFAULT_CONTEXT_LENGTH, DEFAULT_NUM_KEEP, Models, keep_alive_s
 from tests.ollama_double.queue import BUSY, Admission, QueueFullError
 
@@ -192,7 +193,7 @@ class Handler(BaseHTTPRequestHandler):
             if not self._html_instead("html_chat"):
                 self._admitted_chat(tag, body, keep_alive)
         elif self.path == "/api/embed":
-            self._embed(tag, body)
+            self._json(*embed(self.server.models, tag, body))
         else:
             self._json(404, {"error": f"unknown path {self.path}"})
 
@@ -233,37 +234,6 @@ class Handler(BaseHTTPRequestHandler):
             200,
             {"model": tag, "created_at": _now(), "response": "", "done": True, "done_reason": "load",
              "total_duration": load_ns, "load_duration": load_ns},
-        )  # fmt: skip
-
-    def _embed(self, tag: str, body: dict[str, Any]) -> None:
-        """docs.ollama.com/api/embed: `input` is a string or a list of strings, `truncate` (default
-        true) cuts each input to the context, else an input too long is an error; the answer's
-        `embeddings` are L2-normalized (one list per input), with `total_duration`, `load_duration`
-        and `prompt_eval_count`; `dimensions` keeps the first n values (renormalized)."""
-        raw = body.get("input")
-        texts = [raw] if isinstance(raw, str) else raw
-        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-            self._json(400, {"error": "invalid input type"})
-            return
-        started = time.perf_counter()
-        num_ctx = self.server.models.num_ctx(tag, body.get("options") or {})
-        with self.server.models.embedding(tag, num_ctx) as (embedder, load_ns):
-            before = embedder.tokens
-            counts = [len(embedder.llama.tokenize(t.encode("utf-8"))) for t in texts]
-            if body.get("truncate", True) is False and any(n > num_ctx for n in counts):
-                self._json(400, {"error": "the input length exceeds the context length"})
-                return
-            vectors = np.asarray(embedder.embed_documents(texts), dtype=np.float64)
-            tokens = embedder.tokens - before
-        dimensions = body.get("dimensions")
-        if isinstance(dimensions, int) and 0 < dimensions < vectors.shape[1]:
-            vectors = vectors[:, :dimensions]
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
-        self._json(
-            200,
-            {"model": tag, "embeddings": vectors.tolist(), "load_duration": load_ns,
-             "total_duration": int((time.perf_counter() - started) * 1e9), "prompt_eval_count": tokens},
         )  # fmt: skip
 
     def _admitted_chat(self, tag: str, body: dict[str, Any], keep_alive: float | None) -> None:
