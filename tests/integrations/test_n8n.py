@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,10 +17,10 @@ import httpx
 import pytest
 
 from quantgate.inputs.variants import VariantSet
+from tests.quantgate.serve.server_process import ROOT, running_server
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.n8n]
 
-ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / "integrations" / "n8n" / "quantgate-evaluation.json"
 
 
@@ -48,36 +45,8 @@ def _with_settings(workflow: dict[str, Any], **values: object) -> dict[str, Any]
 
 @pytest.fixture
 def server(ladder: VariantSet, tmp_path: Path) -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    models = Path(ladder.variants[0].model).parent
-    roots = ["--root", str(models), "--root", str(ROOT)]
-    command = [
-        sys.executable,
-        "-m",
-        "quantgate",
-        "serve",
-        "--port",
-        str(port),
-        *roots,
-        "--out",
-        str(tmp_path),
-    ]
-    env = {key: value for key, value in os.environ.items() if key != "QUANTGATE_TOKEN"}
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                httpx.get(f"{url}/health")
-                break
-            except httpx.ConnectError:
-                time.sleep(0.1)
+    with running_server([Path(ladder.variants[0].model).parent, ROOT], tmp_path / "runs") as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
 
 
 def test_the_workflow_ends_with_the_runs_decision(server: str, ladder: VariantSet, tmp_path: Path) -> None:

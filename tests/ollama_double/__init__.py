@@ -9,7 +9,8 @@ client's real code therefore runs end to end.
   schema, `logprobs` and `top_logprobs`; `/api/generate` to load and unload; `/api/show`,
   `/api/ps`, `/api/tags`, `/api/version`), errors inside a stream, and the faults tests inject
   through `POST /_double/faults` (not part of Ollama's API);
-- `embed.py`: `/api/embed` (llama.cpp's embedding mode, mean-pooled, vectors L2-normalized as Ollama returns them);
+- `embed.py`: `/api/embed` (llama.cpp's embedding mode, mean-pooled, vectors L2-normalized as
+  Ollama returns them);
 - `models.py`: the served models: names with `:latest` assumed, loading, `keep_alive`, the
   context window (`num_ctx`, its default, prompts cut to fit);
 - `queue.py`: requests served `num_parallel` at a time per model, up to `max_queue` waiting,
