@@ -23,13 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evaluators import loads_json
 from quantgate.inputs.dataset import (
     CASES_FILE,
     DatasetError,
     Problem,
+    Text,
     load_dataset,
     resolve_dataset,
     validation_problems,
@@ -45,16 +46,9 @@ class Document(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(min_length=1)
-    text: str
+    text: Text
     lang: str | None = None
     tags: tuple[str, ...] = ()
-
-    @field_validator("text")
-    @classmethod
-    def _text_not_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("empty text")
-        return value
 
 
 class Query(Document):

@@ -12,11 +12,11 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from evaluators import (
     FieldSpec,
@@ -34,22 +34,25 @@ EXAMPLES_FILE = "examples.jsonl"
 CARD_FILES = ("README.md", "SOURCE.md")
 
 
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("empty text")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_not_blank)]
+"""A case's or document's text: anything but empty or blank."""
+
+
 class Case(BaseModel):
     """One line of `cases.jsonl` or `examples.jsonl`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(min_length=1)
-    text: str
+    text: Text
     expected: dict[str, Any] | None = None
     tags: tuple[str, ...] = ()
-
-    @field_validator("text")
-    @classmethod
-    def _text_not_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("empty text")
-        return value
 
     @property
     def lang(self) -> str | None:
