@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from tests.quantgate.serve.server_process import ROOT, running_server
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.n8n]
 
 WORKFLOW = ROOT / "integrations" / "n8n" / "quantgate-evaluation.json"
+CLI_WORKFLOW = ROOT / "integrations" / "n8n" / "quantgate-cli.json"
 
 
 def _n8n() -> dict[str, str]:
@@ -43,40 +45,92 @@ def _with_settings(workflow: dict[str, Any], **values: object) -> dict[str, Any]
     return workflow
 
 
+def _execute(workflow: dict[str, Any], tmp_path: Path, **env_vars: str) -> subprocess.CompletedProcess[str]:
+    """Import `workflow` into a fresh n8n user folder under `tmp_path` and execute it there."""
+    n8n = _n8n()
+    (tmp_path / "wf.json").write_text(json.dumps(workflow))
+    env = {key: value for key, value in os.environ.items() if key != "NODES_EXCLUDE"}
+    env |= {"N8N_USER_FOLDER": str(tmp_path / "n8n"), "N8N_DIAGNOSTICS_ENABLED": "false", **env_vars}
+    node = [n8n["NODE"], n8n["N8N"]]
+    imported = subprocess.run(
+        [*node, "import:workflow", f"--input={tmp_path / 'wf.json'}"], env=env, capture_output=True, text=True
+    )
+    assert imported.returncode == 0, imported.stderr[-2000:]
+    return subprocess.run(
+        [*node, "execute", f"--id={workflow['id']}", "--rawOutput"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+
+
+def _last_item(done: subprocess.CompletedProcess[str]) -> tuple[str, dict[str, Any]]:
+    """The name of the execution's last node and its one item."""
+    assert done.returncode == 0, (done.stdout + done.stderr)[-2000:]
+    execution = json.loads(done.stdout[done.stdout.index("\n{") + 1 :])  # n8n logs a few lines first
+    result = execution["data"]["resultData"]
+    last = result["lastNodeExecuted"]
+    (item,) = result["runData"][last][-1]["data"]["main"][0]
+    return last, item["json"]
+
+
+BRANCHES = {
+    "candidate_passes": "Candidate passes",
+    "keep_reference": "Keep the reference",
+    "none_passes": "Nothing passes",
+}
+
+
+def _two_variants(ladder: VariantSet) -> list[str]:
+    return [f"llamacpp:{v.model}" for v in ladder.variants if v.name in ("F16", "Q4_K_M")]
+
+
 @pytest.fixture
 def server(ladder: VariantSet, tmp_path: Path) -> Iterator[str]:
     with running_server([Path(ladder.variants[0].model).parent, ROOT], tmp_path / "runs") as url:
         yield url
 
 
-def test_the_workflow_ends_with_the_runs_decision(server: str, ladder: VariantSet, tmp_path: Path) -> None:
-    n8n = _n8n()
-    variants = ",".join(f"llamacpp:{v.model}" for v in ladder.variants if v.name in ("F16", "Q4_K_M"))
+def test_the_http_workflow_ends_with_the_runs_decision(
+    server: str, ladder: VariantSet, tmp_path: Path
+) -> None:
     workflow = _with_settings(
         json.loads(WORKFLOW.read_text()),
         quantgate_url=server,
         dataset="contacts-events",
         limit=2,
-        variants=variants,
+        variants=",".join(_two_variants(ladder)),
     )
-    (tmp_path / "wf.json").write_text(json.dumps(workflow))
-    env = {**os.environ, "N8N_USER_FOLDER": str(tmp_path / "n8n"), "N8N_DIAGNOSTICS_ENABLED": "false"}
-    node = [n8n["NODE"], n8n["N8N"]]
-    subprocess.run(
-        [*node, "import:workflow", f"--input={tmp_path / 'wf.json'}"],
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    done = subprocess.run(
-        [*node, "execute", f"--id={workflow['id']}", "--rawOutput"], env=env, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    execution = json.loads(done.stdout[done.stdout.index("\n{") + 1 :])  # n8n logs a few lines first
-    result = execution["data"]["resultData"]
-    (item,) = result["runData"][result["lastNodeExecuted"]][-1]["data"]["main"][0]
-    answer = item["json"]
+    last, answer = _last_item(_execute(workflow, tmp_path))
     decision = httpx.get(f"{server}/runs/{answer['run_id']}/decision").json()
-    assert answer["outcome"] == decision["outcome"]
-    assert answer["outcome"] in ("candidate_passes", "keep_reference", "none_passes")
     assert answer["status"] == "complete"
+    assert answer["outcome"] == decision["outcome"]
+    assert last == BRANCHES[decision["outcome"]]
+    assert answer["recommended"] == decision["recommended"]
+
+
+def test_the_cli_workflow_branches_on_the_exit_status(ladder: VariantSet, tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    workflow = _with_settings(
+        json.loads(CLI_WORKFLOW.read_text()),
+        quantgate=str(Path(sys.executable).parent / "quantgate"),
+        dataset="contacts-events",
+        limit=2,
+        variants=",".join(_two_variants(ladder)),
+        out=str(out),
+    )
+    # n8n 2.x leaves the Execute Command node out unless NODES_EXCLUDE says otherwise.
+    enabled = _execute(workflow, tmp_path, NODES_EXCLUDE='["n8n-nodes-base.localFileTrigger"]')
+    last, answer = _last_item(enabled)
+    decision = json.loads((out / answer["run_id"] / "decision.json").read_text())
+    assert answer["exit_status"] in (0, 3, 4)
+    assert answer["outcome"] == decision["outcome"]
+    assert last == BRANCHES[decision["outcome"]]
+    assert answer["recommended"] == decision["recommended"]
+
+
+def test_by_default_n8n_refuses_the_cli_workflow_naming_the_node(tmp_path: Path) -> None:
+    done = _execute(json.loads(CLI_WORKFLOW.read_text()), tmp_path)
+    assert done.returncode != 0
+    assert "n8n-nodes-base.executeCommand" in done.stdout + done.stderr
