@@ -1,7 +1,7 @@
-"""The n8n workflow executed by a real n8n 2.x against `quantgate serve`, on a small real run.
+"""The n8n workflows executed by a real n8n 2.x, on a small real run.
 
 Skips when n8n is not installed (`scripts/install-n8n.sh`, which writes `DIR/env` naming Node
-24 and n8n; DIR is `QUANTGATE_N8N_DIR`, else `~/.cache/quantgate/n8n`).
+24 and n8n; DIR is `QUANTGATE_N8N_DIR`, else the script's default).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import platformdirs
 import pytest
 
 from quantgate.inputs.variants import VariantSet
@@ -27,7 +28,8 @@ CLI_WORKFLOW = ROOT / "integrations" / "n8n" / "quantgate-cli.json"
 
 
 def _n8n() -> dict[str, str]:
-    directory = Path(os.environ.get("QUANTGATE_N8N_DIR") or Path.home() / ".cache" / "quantgate" / "n8n")
+    # scripts/install-n8n.sh's default: ${XDG_CACHE_HOME:-$HOME/.cache}/quantgate/n8n
+    directory = Path(os.environ.get("QUANTGATE_N8N_DIR") or platformdirs.user_cache_path("quantgate") / "n8n")
     env_file = directory / "env"
     if not env_file.is_file():
         pytest.skip(f"n8n is not installed in {directory} (run scripts/install-n8n.sh {directory})")
