@@ -14,7 +14,7 @@ import psutil
 
 @cache
 def hardware() -> dict[str, Any]:
-    """CPU model, core counts, RAM and OS of this machine."""
+    """Host name, CPU model, core counts, RAM and OS of this machine."""
     cpu_model = platform.processor() or None
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
@@ -23,6 +23,7 @@ def hardware() -> dict[str, Any]:
                 cpu_model = line.split(":", 1)[1].strip()
                 break
     return {
+        "hostname": platform.node() or None,
         "cpu_model": cpu_model,
         "cpu_cores_logical": psutil.cpu_count(logical=True),
         "cpu_cores_physical": psutil.cpu_count(logical=False),

@@ -1,7 +1,8 @@
 """`quantgate run`: every variant over a dataset, reference first, into `runs/<run-id>/`.
 
-Each variant in turn is evaluated on the cases (`quantgate.evaluate.variant`: in a worker
-process, records written as each case finishes). summary.json and variants.json are written
+Each variant is evaluated on the cases (`quantgate.evaluate.session`: the reference first,
+then the others through an executor, by default one after another in worker processes here;
+records written as each case finishes). summary.json and variants.json are written
 when the run starts (variants.json lists every variant's spec from the start) and again after
 every variant, so an interrupted run leaves a readable directory, and `resume_evaluation`
 (`quantgate run --resume`) goes on from it (`quantgate.evaluate.resume`).
@@ -10,21 +11,17 @@ every variant, so an interrupted run leaves a readable directory, and `resume_ev
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from evaluators.baselines import BaselineScores, baseline_accuracy, baseline_scores
-from evaluators.comparison import accuracy_delta
-from graphs.evaluation import CaseOutcome
-from quantgate.backends import BackendError
+from evaluators.baselines import BaselineScores, baseline_scores
+from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
 from quantgate.evaluate.fidelity_step import token_fidelity_step
 from quantgate.evaluate.options import RunOptions, run_cases, select_cases
 from quantgate.evaluate.rescore import prior_outcomes
 from quantgate.evaluate.resume import read_back
+from quantgate.evaluate.session import RunSession, evaluate_all
 from quantgate.evaluate.signals import note_run_dir, stop_on_signals
-from quantgate.evaluate.variant import VariantJob, VariantRun, evaluate_isolated, variant_run
 from quantgate.inputs.dataset import Case, Dataset, write_dataset
 from quantgate.inputs.examples import ChosenExamples, choose_examples
 from quantgate.inputs.variants import Variant, VariantSet
@@ -33,21 +30,11 @@ from quantgate.rundir.build import (
     dataset_info,
     new_summary,
     planned_metadata,
-    skipped_entry,
-    variant_metadata,
 )
 from quantgate.rundir.files import DATASET_DIR
 from quantgate.rundir.jsonfile import RunWriteError
-from quantgate.rundir.pairing import paired_cases
-from quantgate.rundir.store import RunStore, latest_records, read_records
-from quantgate.rundir.summary import (
-    ExamplesInfo,
-    RunOptionsInfo,
-    RunSummary,
-    VariantEntry,
-    VariantMetadata,
-    VariantsFile,
-)
+from quantgate.rundir.store import RunStore
+from quantgate.rundir.summary import ExamplesInfo, RunOptionsInfo, RunSummary, VariantsFile
 
 __all__ = ["RunOptions", "order_variants", "resume_evaluation", "run_evaluation", "select_cases"]
 
@@ -60,16 +47,6 @@ def order_variants(variant_set: VariantSet, reference: str | None) -> tuple[list
         raise ValueError(f"reference {name!r} is not one of the variants ({', '.join(names)})")
     ordered = sorted(variant_set.variants, key=lambda v: v.name != name)
     return ordered, name
-
-
-def _with_deltas(summary: RunSummary, reference: str, run_dir: Path) -> None:
-    """Each evaluated variant's paired accuracy delta against the reference, from the records."""
-    records = latest_records(read_records(run_dir))
-    ref = records.get(reference, {})
-    for entry in summary.variants:
-        own = records.get(entry.name)
-        paired = paired_cases(ref, own) if own and entry.name != reference else []
-        entry.field_accuracy_delta = accuracy_delta(paired)
 
 
 def _options_info(options: RunOptions) -> RunOptionsInfo:
@@ -104,107 +81,6 @@ def _copy_cases(dataset: Dataset, cases: Sequence[Case], store: RunStore) -> Non
     )
 
 
-@dataclass(kw_only=True)
-class _Session:
-    """A run being written by this process: a new one, or one resumed from its directory.
-
-    Attributes:
-        done: Variants whose entry is complete (a resumed run's): not run again.
-        prior: Outcomes of the cases recorded before, per variant (a resumed run's, read back
-            and rescored): the reference's, and those of each variant not done.
-    """
-
-    store: RunStore
-    summary: RunSummary
-    metadata: VariantsFile
-    dataset: Dataset
-    cases: list[Case]
-    variants: list[Variant]
-    reference: str
-    options: RunOptions
-    baselines: BaselineScores
-    done: frozenset[str] = frozenset()
-    prior: dict[str, tuple[CaseOutcome, ...]] = field(default_factory=dict)
-
-    def place(self, entry: VariantEntry, metadata: VariantMetadata) -> None:
-        """Put a variant's summary entry and variants.json line in their place, in run order."""
-        order = {v.name: i for i, v in enumerate(self.variants)}
-        entries = [e for e in self.summary.variants if e.name != entry.name]
-        self.summary.variants = sorted([*entries, entry], key=lambda e: order.get(e.name, len(order)))
-        self.metadata.variants = [metadata if m.name == metadata.name else m for m in self.metadata.variants]
-
-
-def _job(session: _Session, variant: Variant, reference: VariantRun | None) -> VariantJob:
-    """A variant's job: the reference on the run's cases, the others on those the reference ran,
-    in its order, with the outcomes of its cases recorded before (a resumed run's)."""
-    cases = session.cases
-    if reference is not None and variant.name != session.reference:
-        ran = set(reference.case_ids)
-        cases = [c for c in cases if c.id in ran]
-    ids = {c.id for c in cases}
-    return VariantJob(
-        variant=variant,
-        dataset=session.dataset,
-        cases=tuple(cases),
-        run_dir=session.store.directory,
-        reference_records=None if reference is None else reference.records,
-        reference_scores=None if reference is None else reference.scores,
-        options=session.options,
-        prior=tuple(o for o in session.prior.get(variant.name, ()) if o.case_id in ids),
-    )
-
-
-def _evaluate_all(session: _Session) -> None:
-    """Each variant in turn (the reference first, whose records serve the others' agreement)."""
-    summary, options = session.summary, session.options
-    reference: VariantRun | None = None
-    started = time.perf_counter()
-    left = len([v for v in session.variants if v.name not in session.done])
-    for variant in session.variants:
-        is_reference = variant.name == session.reference
-        job = _job(session, variant, reference)
-        if variant.name in session.done:
-            entry = summary.entry(variant.name)
-            if is_reference and entry is not None:
-                metadata = session.metadata.by_name()[variant.name]
-                reference = variant_run(job, list(job.prior), entry, metadata)
-            continue
-        budget = options.budget_s
-        share = None if budget is None else max(budget - (time.perf_counter() - started), 0.0) / left
-        left -= 1
-        try:
-            result = evaluate_isolated(replace(job, time_share_s=share))
-        except BackendError as exc:
-            print(f"quantgate: skipping variant {variant.name}: {exc}")
-            cases = [case.id for case in job.cases]
-            session.place(
-                skipped_entry(variant, str(exc), is_reference=is_reference, cases=cases),
-                variant_metadata(variant, error=str(exc)),
-            )
-        else:
-            _say_cuts(result.entry)
-            result.entry.baseline_accuracy = baseline_accuracy(
-                scores=session.baselines, case_ids=result.case_ids
-            )
-            session.place(result.entry, result.metadata)
-            if is_reference:
-                reference = result
-        _with_deltas(summary, session.reference, session.store.directory)
-        session.store.write_variants(session.metadata)
-        session.store.write_summary(summary)
-
-
-def _say_cuts(entry: VariantEntry) -> None:
-    """Say on stderr how many case texts were cut to fit the variant's context window."""
-    if entry.truncated_cases:
-        print(
-            f"quantgate: {entry.name}: {entry.truncated_cases} case text(s) did not fit the context "
-            "window and were cut (the beginning and the end kept, the middle dropped; records.jsonl "
-            "gives input_tokens_dropped per case)",
-            file=sys.stderr,
-        )
-
-
 def _examples(dataset: Dataset, options: RunOptions) -> ChosenExamples:
     """The run's few-shot examples, with what was done said on stderr."""
     chosen = choose_examples(dataset, options.examples)
@@ -214,7 +90,7 @@ def _examples(dataset: Dataset, options: RunOptions) -> ChosenExamples:
     return chosen
 
 
-def _execute(session: _Session) -> Path:
+def _execute(session: RunSession, executor: VariantExecutor) -> Path:
     """Evaluate the variants not done yet, then measure token fidelity; the summary says how it ended.
 
     SIGINT and SIGTERM stop it as Ctrl-C does, from Python as from the command line
@@ -226,15 +102,15 @@ def _execute(session: _Session) -> Path:
             and how to go on once the cause is fixed; what was written stays.
     """
     with stop_on_signals():
-        return _execute_here(session)
+        return _execute_here(session, executor)
 
 
-def _execute_here(session: _Session) -> Path:
+def _execute_here(session: RunSession, executor: VariantExecutor) -> Path:
     store, summary, options = session.store, session.summary, session.options
     try:
         store.write_variants(session.metadata)
         store.write_summary(summary)
-        _evaluate_all(session)
+        evaluate_all(session, executor)
         token_fidelity_step(
             dataset=session.dataset,
             cases=session.cases[: options.token_fidelity_cases],
@@ -287,8 +163,12 @@ def run_evaluation(
     *,
     reference: str | None = None,
     options: RunOptions | None = None,
+    executor: VariantExecutor | None = None,
 ) -> Path:
     """Evaluate every variant on the dataset and write a new run directory.
+
+    `executor` says where variants are evaluated: by default one after another in worker
+    processes here (`LocalExecutor`); `quantgate.cluster.RayExecutor` fans them out over Ray.
 
     Returns:
         The run directory (`<out>/<run-id>`), complete with records, variants and summary.
@@ -311,7 +191,7 @@ def run_evaluation(
         examples=ExamplesInfo(source=chosen.source, ids=list(chosen.ids)),
         baselines=baselines_info(baselines),
     )
-    session = _Session(
+    session = RunSession(
         store=store,
         summary=summary,
         metadata=VariantsFile(variants=[planned_metadata(v) for v in variants]),
@@ -322,7 +202,7 @@ def run_evaluation(
         options=options,
         baselines=baselines,
     )
-    return _execute(session)
+    return _execute(session, executor or LocalExecutor())
 
 
 def resume_evaluation(
@@ -332,6 +212,7 @@ def resume_evaluation(
     variant_set: VariantSet | None = None,
     budget_s: float | None = None,
     progress: bool = True,
+    executor: VariantExecutor | None = None,
 ) -> Path:
     """Go on with an interrupted run in its own directory, as it was started, until it is complete.
 
@@ -346,6 +227,7 @@ def resume_evaluation(
         budget_s: Seconds of case evaluation for the rest of the run (None: a sequential run's
             budget, shared as when it started, for the variants not yet done).
         progress: Show progress bars.
+        executor: Where the variants left are evaluated (default: here, one after another).
 
     Returns:
         The run directory.
@@ -366,7 +248,7 @@ def resume_evaluation(
     except BaseException:
         back.store.close()
         raise
-    session = _Session(
+    session = RunSession(
         store=back.store,
         summary=back.summary,
         metadata=back.metadata,
@@ -379,4 +261,4 @@ def resume_evaluation(
         done=back.done,
         prior=prior,
     )
-    return _execute(session)
+    return _execute(session, executor or LocalExecutor())

@@ -9,6 +9,7 @@ the model is freed. A variant runs in a fresh worker process when its backend al
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from quantgate.rundir.build import case_record, variant_entry, variant_metadata
 from quantgate.rundir.store import RunStore
 from quantgate.rundir.summary import SequentialEntry, VariantEntry, VariantMetadata
 
-__all__ = ["VariantJob", "VariantRun", "evaluate_isolated", "variant_run"]
+__all__ = ["VariantJob", "VariantRun", "evaluate_isolated", "evaluate_variant", "variant_run"]
 
 
 @dataclass(kw_only=True)
@@ -101,9 +102,13 @@ def _progress(job: VariantJob) -> tqdm[Any]:
     )
 
 
-def _evaluate_variant(job: VariantJob) -> VariantRun:
+def evaluate_variant(job: VariantJob, on_outcome: Callable[[CaseOutcome], None]) -> VariantRun:
+    """Evaluate a variant here, handing each case's outcome to `on_outcome` as it finishes.
+
+    The caller records the outcomes: `evaluate_isolated` writes them to the run directory
+    from its worker, a Ray task (`quantgate.cluster`) sends them back to the driver.
+    """
     variant, dataset, options = job.variant, job.dataset, job.options
-    store = RunStore(job.run_dir)
     before = rss_mb()
     concurrency = variant_concurrency(options, variant)
     progress = _progress(job)
@@ -112,11 +117,11 @@ def _evaluate_variant(job: VariantJob) -> VariantRun:
     def on_record(outcome: CaseOutcome) -> None:
         nonlocal last_end
         last_end = time.perf_counter()
-        store.write_record(case_record(variant.name, outcome))
+        on_outcome(outcome)
         progress.update(1)
 
     opening = open_variant(variant, dataset.schema, slots=concurrency)
-    with store, progress, opening as opened, _sampler(opened) as sampler:
+    with progress, opening as opened, _sampler(opened) as sampler:
         judge, deadline = _judge_of(job)
         context = EvaluationContext(
             extraction=extraction_context(dataset, opened, options),
@@ -226,6 +231,13 @@ def _sampler(opened: OpenedVariant) -> RssSampler:
     return RssSampler(pid=opened.memory_pid, include_children=True)
 
 
+def _evaluate_into_run_dir(job: VariantJob) -> VariantRun:
+    """Evaluate a variant, appending each case's record to the run directory as it finishes."""
+    name = job.variant.name
+    with RunStore(job.run_dir) as store:
+        return evaluate_variant(job, lambda outcome: store.write_record(case_record(name, outcome)))
+
+
 def evaluate_isolated(job: VariantJob) -> VariantRun:
     """Evaluate a variant in a fresh process, so its memory figures start from a clean slate.
 
@@ -236,6 +248,6 @@ def evaluate_isolated(job: VariantJob) -> VariantRun:
     runs here instead.
     """
     if not capabilities(job.variant).process_isolation:
-        return _evaluate_variant(job)
+        return _evaluate_into_run_dir(job)
     name = job.variant.name
-    return run_isolated(_evaluate_variant, job, name=f"quantgate-{name}", what=f"variant {name}")
+    return run_isolated(_evaluate_into_run_dir, job, name=f"quantgate-{name}", what=f"variant {name}")

@@ -33,7 +33,11 @@ REGRESSIONS_DIR = "regressions"
 REPORT_DIR = "report"
 
 RUN_FORMAT_VERSION: Final[Literal[1]] = 1
-"""Of variants.json and fidelity.jsonl."""
+"""Of fidelity.jsonl."""
+VARIANTS_FORMAT_VERSION: Final[Literal[2]] = 2
+"""Of variants.json. 2: where each variant was evaluated (`placement`: this machine, or a Ray
+node), and the machine's host name in its `hardware`. Files of version 1 are still read (as
+version 2, the placement unknown)."""
 RECORDS_FORMAT_VERSION: Final[Literal[2]] = 2
 """Of records.jsonl. 2: each record counts the calls repeated after retryable errors
 (`retries`), so a resumed run summarizes read-back cases exactly as it did when they ran;

@@ -17,7 +17,7 @@ from quantgate.inputs.examples import ExamplesSource
 from quantgate.inputs.gates import Gates
 from quantgate.inputs.variants import VariantSpec
 from quantgate.rundir.embeddings import EmbeddingEntry
-from quantgate.rundir.files import LOAD_FORMAT_VERSION, RUN_FORMAT_VERSION, SUMMARY_FORMAT_VERSION
+from quantgate.rundir.files import LOAD_FORMAT_VERSION, SUMMARY_FORMAT_VERSION, VARIANTS_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel
 
 VariantStatus = Literal["ok", "skipped"]
@@ -336,18 +336,37 @@ class RunSummary(RunFileModel):
         return next((v for v in self.variants if v.name == name), None)
 
 
+class Placement(RunFileModel):
+    """Where a variant was evaluated: in a worker process of the machine that ran quantgate, or
+    in a task on a node of a Ray cluster (the node's own `hardware` is in the variant's line)."""
+
+    executor: Literal["local", "ray"]
+    node_id: str | None = Field(default=None, description="The Ray node's id.")
+    node_ip: str | None = Field(default=None, description="The Ray node's address.")
+    attempts: int = Field(default=1, description="Tasks started for the variant (more after a task died).")
+    resources: dict[str, float] = Field(
+        default_factory=dict, description="The Ray resources each task declared (CPU, memory bytes, GPU, ...)."
+    )
+    started_at: float | None = Field(default=None, description="When the last task started (Unix time).")
+    ended_at: float | None = Field(default=None, description="When the last task ended (Unix time).")
+
+
 class VariantMetadata(VariantSpec):
     """One variant in variants.json: its spec (provenance), what served it, on what machine."""
 
     runtime: dict[str, Any] | None = None
     hardware: dict[str, Any] | None = None
+    placement: Placement | None = Field(
+        default=None, description="Where it was evaluated; None in runs written before it was recorded."
+    )
     error: str | None = Field(default=None, description="Why the variant could not be evaluated.")
 
 
 class VariantsFile(RunFileModel):
     """variants.json."""
 
-    format_version: Literal[1] = RUN_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (1,)
+    format_version: Literal[2] = VARIANTS_FORMAT_VERSION
     variants: list[VariantMetadata] = Field(default_factory=list)
 
     def by_name(self) -> dict[str, VariantMetadata]:

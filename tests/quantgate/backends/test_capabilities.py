@@ -228,7 +228,7 @@ def test_run_job_of_the_built_in_backends(dataset, tmp_path, monkeypatch, backen
 )
 def test_evaluation_isolates_by_capabilities(fake_backend, monkeypatch, variant, isolated):
     fake_backend(BackendCapabilities(process_isolation=False))
-    ways = _record_ways(monkeypatch, evaluate_variant, "_evaluate_variant")
+    ways = _record_ways(monkeypatch, evaluate_variant, "_evaluate_into_run_dir")
     evaluate_variant.evaluate_isolated(SimpleNamespace(variant=variant))  # type: ignore[arg-type]
     assert ways == (["worker"] if isolated else ["here"])
 

@@ -1,0 +1,165 @@
+"""A run being written: its files, and the evaluation of its variants, reference first.
+
+The reference is evaluated first: its records serve the others' agreement and pairing. The
+other variants then go to the executor together (`quantgate.evaluate.executor`): one after
+another on this machine, or side by side on a Ray cluster. summary.json and variants.json are
+written again after each variant ends.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from evaluators.baselines import BaselineScores, baseline_accuracy
+from evaluators.comparison import accuracy_delta
+from graphs.evaluation import CaseOutcome
+from quantgate.evaluate.executor import Evaluated, VariantExecutor
+from quantgate.evaluate.options import RunOptions
+from quantgate.evaluate.variant import VariantJob, VariantRun, variant_run
+from quantgate.inputs.dataset import Case, Dataset
+from quantgate.inputs.variants import Variant
+from quantgate.rundir.build import skipped_entry, variant_metadata
+from quantgate.rundir.pairing import paired_cases
+from quantgate.rundir.store import RunStore, latest_records, read_records
+from quantgate.rundir.summary import RunSummary, VariantEntry, VariantMetadata, VariantsFile
+
+__all__ = ["RunSession", "evaluate_all"]
+
+
+@dataclass(kw_only=True)
+class RunSession:
+    """A run being written by this process: a new one, or one resumed from its directory.
+
+    Attributes:
+        done: Variants whose entry is complete (a resumed run's): not run again.
+        prior: Outcomes of the cases recorded before, per variant (a resumed run's, read back
+            and rescored): the reference's, and those of each variant not done.
+    """
+
+    store: RunStore
+    summary: RunSummary
+    metadata: VariantsFile
+    dataset: Dataset
+    cases: list[Case]
+    variants: list[Variant]
+    reference: str
+    options: RunOptions
+    baselines: BaselineScores
+    done: frozenset[str] = frozenset()
+    prior: dict[str, tuple[CaseOutcome, ...]] = field(default_factory=dict)
+
+    def place(self, entry: VariantEntry, metadata: VariantMetadata) -> None:
+        """Put a variant's summary entry and variants.json line in their place, in run order."""
+        order = {v.name: i for i, v in enumerate(self.variants)}
+        entries = [e for e in self.summary.variants if e.name != entry.name]
+        self.summary.variants = sorted([*entries, entry], key=lambda e: order.get(e.name, len(order)))
+        self.metadata.variants = [metadata if m.name == metadata.name else m for m in self.metadata.variants]
+
+
+def _job(session: RunSession, variant: Variant, reference: VariantRun | None) -> VariantJob:
+    """A variant's job: the reference on the run's cases, the others on those the reference ran,
+    in its order, with the outcomes of its cases recorded before (a resumed run's)."""
+    cases = session.cases
+    if reference is not None and variant.name != session.reference:
+        ran = set(reference.case_ids)
+        cases = [c for c in cases if c.id in ran]
+    ids = {c.id for c in cases}
+    return VariantJob(
+        variant=variant,
+        dataset=session.dataset,
+        cases=tuple(cases),
+        run_dir=session.store.directory,
+        reference_records=None if reference is None else reference.records,
+        reference_scores=None if reference is None else reference.scores,
+        options=session.options,
+        prior=tuple(o for o in session.prior.get(variant.name, ()) if o.case_id in ids),
+    )
+
+
+def _share(session: RunSession, started: float, ways: int) -> float | None:
+    """A sequential run's time budget left, split `ways`; None without a budget."""
+    budget = session.options.budget_s
+    return None if budget is None else max(budget - (time.perf_counter() - started), 0.0) / ways
+
+
+def _done_reference(session: RunSession) -> VariantRun | None:
+    """The reference as a resumed run completed it, None when it is still to evaluate."""
+    entry = session.summary.entry(session.reference)
+    if session.reference not in session.done or entry is None:
+        return None
+    variant = next(v for v in session.variants if v.name == session.reference)
+    job = _job(session, variant, None)
+    return variant_run(job, list(job.prior), entry, session.metadata.by_name()[variant.name])
+
+
+def _ended(session: RunSession, executor: VariantExecutor) -> Iterator[Evaluated]:
+    """Each variant still to evaluate as it ends: the reference, then the others (together when
+    the executor runs jobs side by side, each with the whole budget left; else one at a time,
+    each with its share)."""
+    started = time.perf_counter()
+    todo = [v for v in session.variants if v.name not in session.done]
+    reference = _done_reference(session)
+    if todo and todo[0].name == session.reference:
+        job = replace(_job(session, todo.pop(0), None), time_share_s=_share(session, started, len(todo) + 1))
+        for evaluated in executor.evaluate([job]):
+            reference = evaluated.run
+            yield evaluated
+    if executor.parallel:
+        share = _share(session, started, 1)
+        yield from executor.evaluate([replace(_job(session, v, reference), time_share_s=share) for v in todo])
+        return
+    for left, variant in zip(range(len(todo), 0, -1), todo, strict=True):
+        job = replace(_job(session, variant, reference), time_share_s=_share(session, started, left))
+        yield from executor.evaluate([job])
+
+
+def evaluate_all(session: RunSession, executor: VariantExecutor) -> None:
+    """Evaluate the variants not done yet (the reference first), writing summary.json and
+    variants.json again after each one."""
+    for evaluated in _ended(session, executor):
+        variant = evaluated.job.variant
+        is_reference = variant.name == session.reference
+        if evaluated.run is None:
+            print(f"quantgate: skipping variant {variant.name}: {evaluated.error}")
+            cases = [case.id for case in evaluated.job.cases]
+            session.place(
+                skipped_entry(variant, str(evaluated.error), is_reference=is_reference, cases=cases),
+                variant_metadata(variant, error=evaluated.error).model_copy(
+                    update={"placement": evaluated.placement}
+                ),
+            )
+        else:
+            result = evaluated.run
+            _say_cuts(result.entry)
+            result.entry.baseline_accuracy = baseline_accuracy(
+                scores=session.baselines, case_ids=result.case_ids
+            )
+            session.place(result.entry, result.metadata.model_copy(update={"placement": evaluated.placement}))
+        _with_deltas(session.summary, session.reference, session.store.directory)
+        session.store.write_variants(session.metadata)
+        session.store.write_summary(session.summary)
+
+
+def _with_deltas(summary: RunSummary, reference: str, run_dir: Path) -> None:
+    """Each evaluated variant's paired accuracy delta against the reference, from the records."""
+    records = latest_records(read_records(run_dir))
+    ref = records.get(reference, {})
+    for entry in summary.variants:
+        own = records.get(entry.name)
+        paired = paired_cases(ref, own) if own and entry.name != reference else []
+        entry.field_accuracy_delta = accuracy_delta(paired)
+
+
+def _say_cuts(entry: VariantEntry) -> None:
+    """Say on stderr how many case texts were cut to fit the variant's context window."""
+    if entry.truncated_cases:
+        print(
+            f"quantgate: {entry.name}: {entry.truncated_cases} case text(s) did not fit the context "
+            "window and were cut (the beginning and the end kept, the middle dropped; records.jsonl "
+            "gives input_tokens_dropped per case)",
+            file=sys.stderr,
+        )
