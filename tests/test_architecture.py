@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("quantgate.evaluate",),
     ("quantgate.embeddings",),
     ("quantgate.decide", "quantgate.loadtest"),
+    ("quantgate.cluster",),
     ("quantgate.analysis", "quantgate.production", "quantgate.serve"),
     ("quantgate.explore",),
     ("quantgate.cli",),
@@ -129,6 +130,7 @@ def test_few_modules_directly_in_quantgate() -> None:
 
 
 def test_the_layer_check_can_fail() -> None:
-    assert _unit("quantgate.cli.main") == (11, "quantgate.cli")
+    assert _unit("quantgate.cli.main") == (len(LAYERS) - 2, "quantgate.cli")
     assert _unit("quantgate.rundir.store")[0] < _unit("quantgate.decide.decision")[0]
-    assert _unit("quantgate") == (12, "quantgate")
+    assert _unit("quantgate") == (len(LAYERS) - 1, "quantgate")
+    assert _unit("quantgate.evaluate.run")[0] < _unit("quantgate.cluster.executor")[0]

@@ -218,6 +218,13 @@ def register_backend(name: str, backend: Backend, *, capabilities: BackendCapabi
     _CAPABILITIES[name] = capabilities or BackendCapabilities()
 
 
+def backend_module(name: str) -> str | None:
+    """The module that registered the backend `name` (None for an unknown name): another
+    process imports it to know the backend too (a Ray task on another node)."""
+    backend = _BACKENDS.get(name)
+    return None if backend is None else getattr(backend, "__module__", None)
+
+
 def backend_capabilities(name: str) -> BackendCapabilities:
     """What the backend registered as `name` can do; nothing for an unknown name."""
     return _CAPABILITIES.get(name, BackendCapabilities())
@@ -271,6 +278,7 @@ __all__ = [
     "BackendError",
     "OpenedVariant",
     "backend_capabilities",
+    "backend_module",
     "capabilities",
     "open_variant",
     "register_backend",

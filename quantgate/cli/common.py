@@ -75,6 +75,11 @@ def positive_int(text: str) -> int:
     return _checked(text, int, lambda v: v >= 1, "a positive integer")
 
 
+def non_negative_int(text: str) -> int:
+    """An argparse type: an integer of at least 0."""
+    return _checked(text, int, lambda v: v >= 0, "an integer >= 0")
+
+
 def cli_dataset(name: str, skip_invalid_cases: bool) -> Dataset:
     """Load a dataset by directory or bundled name, printing its warnings to stderr."""
     dataset = load_dataset(name, skip_invalid_cases=skip_invalid_cases)

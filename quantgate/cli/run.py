@@ -23,6 +23,7 @@ from quantgate.cli.common import (
     positive_int,
     report_decision,
 )
+from quantgate.cli.executor import EXECUTOR_FLAGS, add_executor_flags, cli_executor
 from quantgate.cli.load import add_load_flags, load_into, load_options
 from quantgate.evaluate.options import DEFAULT_TOKEN_FIDELITY_CASES
 from quantgate.evaluate.predictions import dump_json
@@ -65,7 +66,10 @@ def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
         token_fidelity_cases=args.token_fidelity_cases,
         examples=args.examples,
     )
-    run_dir = run_evaluation(dataset, variant_set, reference=args.reference, options=options)
+    with cli_executor(args, progress=not args.json) as executor:
+        run_dir = run_evaluation(
+            dataset, variant_set, reference=args.reference, options=options, executor=executor
+        )
     if args.embeddings:
         _embeddings_into(run_dir, variant_set, args)
     status = _conclude(run_dir, gates, args)
@@ -119,9 +123,10 @@ def _conclude(run_dir: Path, gates: Gates, args: argparse.Namespace) -> int:
     return EXIT_STATUS["incomplete_run"]
 
 
-_RESUME_KEEPS = ("dataset", "variants", "budget", "json", "no_report", "resume")
-"""The flags `--resume` takes: the inputs (checked to be the run's), a budget for the rest, and
-how to print. Every other flag would change how the run was started, so it is refused."""
+_RESUME_KEEPS = ("dataset", "variants", "budget", "json", "no_report", "resume", *EXECUTOR_FLAGS)
+"""The flags `--resume` takes: the inputs (checked to be the run's), a budget for the rest, how
+to print, and where the rest runs. Every other flag would change how the run was started, so it
+is refused."""
 
 
 def _resume(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
@@ -147,13 +152,15 @@ def _resume(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
     variant_set = cli_variants(args.variants) if args.variants else planned_variants(run_dir)
     if not args.variants:
         check_variant_files(variant_set)
-    run_dir = resume_evaluation(
-        run_dir,
-        dataset=dataset,
-        variant_set=variant_set,
-        budget_s=args.budget * 60 if args.budget is not None else None,
-        progress=not args.json,
-    )
+    with cli_executor(args, progress=not args.json) as executor:
+        run_dir = resume_evaluation(
+            run_dir,
+            dataset=dataset,
+            variant_set=variant_set,
+            budget_s=args.budget * 60 if args.budget is not None else None,
+            progress=not args.json,
+            executor=executor,
+        )
     summary_gates = read_summary(run_dir).options
     gates = summary_gates.gates if summary_gates is not None and summary_gates.gates else Gates()
     status = _conclude(run_dir, gates, args)
@@ -289,6 +296,7 @@ def add_parser(commands: Commands) -> None:
     _add_embedding_flags(run)
     add_load_flags(run, prefix="load-")
     add_gate_flags(run)
+    add_executor_flags(run)
     run.add_argument(
         "--resume",
         metavar="RUN_DIR",

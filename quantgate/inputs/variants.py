@@ -53,6 +53,10 @@ class VariantSpec(BaseModel):
         sha256: The model file's sha256.
         file_size_bytes: The model file's size.
         options: Backend options (`n_ctx`, `n_threads`, `num_ctx`, ...), recorded with the run.
+        resources: What a Ray task evaluating the variant declares under `--executor ray`:
+            `CPU`, `GPU`, `memory` (bytes) and custom resources such as `ollama`, so that it
+            runs on a node that has them (`quantgate.cluster`; those not given get defaults).
+            Ignored by the local executor.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -68,6 +72,15 @@ class VariantSpec(BaseModel):
     sha256: str | None = None
     file_size_bytes: int | None = None
     options: dict[str, Any] = Field(default_factory=dict)
+    resources: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("resources")
+    @classmethod
+    def _valid_resources(cls, value: dict[str, float]) -> dict[str, float]:
+        wrong = [f"{name} = {amount}" for name, amount in value.items() if not 0 <= amount < float("inf")]
+        if wrong:
+            raise ValueError(f"resources must be numbers >= 0 ({', '.join(wrong)})")
+        return value
 
 
 class Variant(VariantSpec):

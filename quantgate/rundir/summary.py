@@ -345,7 +345,8 @@ class Placement(RunFileModel):
     node_ip: str | None = Field(default=None, description="The Ray node's address.")
     attempts: int = Field(default=1, description="Tasks started for the variant (more after a task died).")
     resources: dict[str, float] = Field(
-        default_factory=dict, description="The Ray resources each task declared (CPU, memory bytes, GPU, ...)."
+        default_factory=dict,
+        description="The Ray resources each task declared (CPU, memory bytes, GPU, ...).",
     )
     started_at: float | None = Field(default=None, description="When the last task started (Unix time).")
     ended_at: float | None = Field(default=None, description="When the last task ended (Unix time).")

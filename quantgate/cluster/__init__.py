@@ -1,0 +1,6 @@
+"""Fanning a run out over a Ray cluster: each variant's evaluation as a Ray task (`RayExecutor`),
+with the resources it declares, its records sent back to the driver that writes the run."""
+
+from quantgate.cluster.executor import ClusterError, RayExecutor
+
+__all__ = ["ClusterError", "RayExecutor"]

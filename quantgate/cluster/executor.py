@@ -1,0 +1,274 @@
+"""`RayExecutor`: each variant's evaluation as a Ray task, side by side on a cluster's nodes.
+
+The driver (the process running `quantgate run`) submits one task per variant, with the
+resources it declares (`quantgate.cluster.resources`), and alone writes the run directory: each
+case's record as the task sends its outcome back, each variant's entry as its task ends. So the
+run directory is the same as a local run's, and an interrupted run resumes the same way.
+
+A task that dies (its worker crashed or was killed, its node was lost, out of memory) is started
+again for the cases it had not sent back, up to `retries` times; then its variant is reported as
+failed and the run goes on. Ctrl-C (or SIGTERM) cancels every task still running.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tqdm import tqdm
+
+from graphs.evaluation import CaseOutcome
+from quantgate.backends import backend_module, capabilities
+from quantgate.cluster.resources import infeasible, task_resources, to_ray_options
+from quantgate.cluster.tasks import TaskEnded, TaskStarted, variant_task
+from quantgate.evaluate.executor import Evaluated, LocalExecutor
+from quantgate.evaluate.variant import VariantJob
+from quantgate.rundir.build import case_record
+from quantgate.rundir.store import RunStore
+from quantgate.rundir.summary import Placement
+
+__all__ = ["ClusterError", "RayExecutor"]
+
+_CONNECT_TIMEOUT_S = 5.0
+"""How long the driver tries to reach a cluster's address before saying nothing answers."""
+_WAIT_S = 0.5
+"""How long the driver waits for a task's next message at a time (Ctrl-C is seen in between)."""
+
+
+class ClusterError(RuntimeError):
+    """Ray is not installed, or the cluster cannot be reached; the message says which and how."""
+
+
+@dataclass(kw_only=True)
+class _Task:
+    """A variant's task as the driver follows it."""
+
+    job: VariantJob
+    resources: dict[str, float]
+    store: RunStore
+    progress: tqdm[Any]
+    attempts: int = 1
+    received: list[CaseOutcome] = field(default_factory=list)
+    started: TaskStarted | None = None
+
+    def placement(self, ended_at: float | None = None) -> Placement:
+        started = self.started
+        if started is None:
+            return Placement(executor="ray", attempts=self.attempts, resources=self.resources)
+        return Placement(
+            executor="ray",
+            node_id=started.node_id,
+            node_ip=started.node_ip,
+            attempts=self.attempts,
+            resources=self.resources,
+            started_at=started.started_at,
+            ended_at=ended_at,
+        )
+
+
+class RayExecutor:
+    """Evaluates variants as Ray tasks, all submitted at once (`parallel`).
+
+    Use `RayExecutor.connect(address)`, which connects to the cluster (or starts a local one)
+    and disconnects at the end. A variant that cannot cross processes (a chat model object
+    given from Python) is evaluated in the driver meanwhile.
+
+    Args:
+        retries: Times a task that died is started again (for the cases it had not sent back).
+        progress: Show a progress bar per task.
+    """
+
+    parallel = True
+
+    def __init__(self, *, retries: int = 1, progress: bool = True) -> None:
+        import ray
+
+        self._ray = ray
+        self.retries = retries
+        self.progress = progress
+        self._remote = ray.remote(num_returns="streaming", max_retries=0, max_calls=1)(variant_task)
+
+    @classmethod
+    @contextmanager
+    def connect(
+        cls,
+        address: str | None = None,
+        *,
+        retries: int = 1,
+        progress: bool = True,
+        runtime_env: dict[str, Any] | None = None,
+    ) -> Iterator[RayExecutor]:
+        """An executor on the Ray cluster at `address` (`auto`, `HOST:PORT`, `ray://...`), or on a
+        local Ray started for the run (None); an already connected Ray is used as it is.
+
+        Raises:
+            ClusterError: Ray is not installed, or the cluster cannot be reached.
+        """
+        try:
+            import ray
+        except ImportError:
+            raise ClusterError(
+                "the Ray executor needs Ray, which is not installed: pip install 'quantgate[ray]'"
+            ) from None
+        started_here = not ray.is_initialized()
+        if started_here:
+            _check_reachable(address or os.environ.get("RAY_ADDRESS"))
+            try:
+                ray.init(
+                    address=address, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env
+                )
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                where = f"at {address}" if address else "(a local one)"
+                raise ClusterError(f"cannot connect to the Ray cluster {where}: {exc}") from None
+        try:
+            yield cls(retries=retries, progress=progress)
+        finally:
+            if started_here:
+                ray.shutdown()
+
+    def evaluate(self, jobs: Sequence[VariantJob]) -> Iterator[Evaluated]:
+        """Submit a task per job, then yield each as it ends; records are written as they come."""
+        ray = self._ray
+        nodes = ray.nodes()
+        tasks: dict[Any, _Task] = {}
+        here = [job for job in jobs if not capabilities(job.variant).process_isolation]
+        try:
+            for position, job in enumerate(j for j in jobs if j not in here):
+                resources = task_resources(job.variant, nodes)
+                why = infeasible(resources, nodes)
+                if why is not None:
+                    placement = Placement(executor="ray", attempts=0, resources=resources)
+                    yield Evaluated(job=job, run=None, error=why, placement=placement)
+                    continue
+                task = _Task(
+                    job=job,
+                    resources=resources,
+                    store=RunStore(job.run_dir),
+                    progress=self._bar(job, position),
+                )
+                tasks[self._submit(task)] = task
+            yield from LocalExecutor().evaluate(here)  # in the driver, while the tasks run
+            while tasks:
+                ready, _ = ray.wait(list(tasks), num_returns=1, timeout=_WAIT_S)
+                if ready:
+                    yield from self._next_message(ready[0], tasks)
+        except BaseException:  # Ctrl-C above all: no task goes on without the driver
+            for generator in tasks:
+                ray.cancel(generator, force=True)
+            raise
+        finally:
+            for task in tasks.values():
+                _close(task)
+
+    def _bar(self, job: VariantJob, position: int) -> tqdm[Any]:
+        done = len(job.prior)
+        return tqdm(
+            total=len(job.cases),
+            initial=done,
+            desc=f"{job.variant.name} (waiting for a node)",
+            unit="case",
+            position=position,
+            disable=not self.progress,
+        )
+
+    def _submit(self, task: _Task) -> Any:
+        """Start the task's job on a node (its options without progress bars: the driver shows them)."""
+        job = task.job
+        job = replace(job, options=replace(job.options, progress=False))
+        modules = tuple(m for m in [_importable(backend_module(job.variant.backend))] if m)
+        return self._remote.options(
+            **to_ray_options(task.resources), name=f"quantgate-{job.variant.name}"
+        ).remote(job, modules)
+
+    def _next_message(self, generator: Any, tasks: dict[Any, _Task]) -> Iterator[Evaluated]:
+        """Take the task's next message: where it started, a case's outcome (recorded), its end."""
+        ray, task = self._ray, tasks[generator]
+        try:
+            message = ray.get(next(generator))
+        except StopIteration:
+            message = TaskEnded(run=None, error="its Ray task ended without a result", ended_at=0.0)
+        except ray.exceptions.RayTaskError as exc:  # raised outside the evaluation: not worth a retry
+            message = TaskEnded(run=None, error=f"its Ray task failed: {exc}", ended_at=0.0)
+        except ray.exceptions.RayError as exc:  # the worker or its node died, or ran out of memory
+            del tasks[generator]
+            yield from self._died(task, exc, tasks)
+            return
+        if isinstance(message, TaskStarted):
+            task.started = message
+            task.progress.set_description(f"{task.job.variant.name} on {message.hostname}")
+        elif isinstance(message, CaseOutcome):
+            task.received.append(message)
+            task.store.write_record(case_record(task.job.variant.name, message))
+            task.progress.update(1)
+        else:
+            assert isinstance(message, TaskEnded)
+            del tasks[generator]
+            _close(task)
+            yield Evaluated(
+                job=task.job,
+                run=message.run,
+                error=message.error,
+                placement=task.placement(message.ended_at or None),
+            )
+
+    def _died(self, task: _Task, exc: Exception, tasks: dict[Any, _Task]) -> Iterator[Evaluated]:
+        """Start a task that died again for the cases it had not sent, or report its variant."""
+        name = task.job.variant.name
+        where = f" on {task.started.hostname}" if task.started else ""
+        cause = (
+            f"its Ray task died{where} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+        )
+        if task.attempts > self.retries:
+            _close(task)
+            tries = f" after {task.attempts} attempts" if task.attempts > 1 else ""
+            yield Evaluated(job=task.job, run=None, error=f"{cause}{tries}", placement=task.placement())
+            return
+        tqdm.write(
+            f"quantgate: variant {name}: {cause}; starting it again for the cases it had not sent back "
+            f"({len(task.received)} recorded; attempt {task.attempts + 1} of {self.retries + 1})",
+            file=sys.stderr,
+        )
+        task.job = replace(task.job, prior=(*task.job.prior, *task.received))
+        task.received, task.started, task.attempts = [], None, task.attempts + 1
+        task.progress.set_description(f"{name} (waiting for a node)")
+        tasks[self._submit(task)] = task
+
+
+def _check_reachable(address: str | None) -> None:
+    """Fail at once when nothing listens at a `HOST:PORT` address (Ray itself would retry for
+    minutes, deaf to Ctrl-C); `auto`, `ray://` addresses and None are left to Ray.
+
+    Raises:
+        ClusterError: The address is not HOST:PORT, or nothing answers there.
+    """
+    if address is None or address == "auto" or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ClusterError(f"the Ray address {address!r} is not auto, HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host, int(port)), timeout=_CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise ClusterError(
+            f"no Ray cluster answers at {address} ({exc.strerror or exc}); start one there with "
+            f"`ray start --head --port={port}`, or give the address `ray start` printed"
+        ) from None
+
+
+def _importable(module: str | None) -> str | None:
+    """The name another process imports `module` by: a backend registered by the main module
+    (`python -m package.module`) is known by its import name there; a script's is not importable."""
+    if module != "__main__":
+        return module
+    spec = getattr(sys.modules["__main__"], "__spec__", None)
+    return None if spec is None else str(spec.name)
+
+
+def _close(task: _Task) -> None:
+    task.progress.close()
+    task.store.close()
