@@ -15,6 +15,7 @@ before opening, never the backend's name. Register another backend with
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
@@ -219,10 +220,14 @@ def register_backend(name: str, backend: Backend, *, capabilities: BackendCapabi
 
 
 def backend_module(name: str) -> str | None:
-    """The module that registered the backend `name` (None for an unknown name): another
-    process imports it to know the backend too (a Ray task on another node)."""
-    backend = _BACKENDS.get(name)
-    return None if backend is None else getattr(backend, "__module__", None)
+    """The module that registered the backend `name`, by the name another process imports it
+    by to know the backend too (a spawned worker, a Ray task on another node); None for an
+    unknown backend or one a script registered (its `__main__` is not importable)."""
+    module = getattr(_BACKENDS.get(name), "__module__", None)
+    if module != "__main__":
+        return module
+    spec = getattr(sys.modules["__main__"], "__spec__", None)  # `python -m package.module`
+    return None if spec is None else str(spec.name)
 
 
 def backend_capabilities(name: str) -> BackendCapabilities:

@@ -23,11 +23,11 @@ from typing import Any
 from tqdm import tqdm
 
 from graphs.evaluation import CaseOutcome
-from quantgate.backends import backend_module, capabilities
+from quantgate.backends import capabilities
 from quantgate.cluster.resources import infeasible, task_resources, to_ray_options
 from quantgate.cluster.tasks import TaskEnded, TaskStarted, variant_task
 from quantgate.evaluate.executor import Evaluated, LocalExecutor
-from quantgate.evaluate.variant import VariantJob
+from quantgate.evaluate.variant import VariantJob, with_backend_module
 from quantgate.rundir.build import case_record
 from quantgate.rundir.store import RunStore
 from quantgate.rundir.summary import Placement
@@ -178,12 +178,11 @@ class RayExecutor:
 
     def _submit(self, task: _Task) -> Any:
         """Start the task's job on a node (its options without progress bars: the driver shows them)."""
-        job = task.job
+        job = with_backend_module(task.job)
         job = replace(job, options=replace(job.options, progress=False))
-        modules = tuple(m for m in [_importable(backend_module(job.variant.backend))] if m)
         return self._remote.options(
             **to_ray_options(task.resources), name=f"quantgate-{job.variant.name}"
-        ).remote(job, modules)
+        ).remote(job)
 
     def _next_message(self, generator: Any, tasks: dict[Any, _Task]) -> Iterator[Evaluated]:
         """Take the task's next message: where it started, a case's outcome (recorded), its end."""
@@ -258,15 +257,6 @@ def _check_reachable(address: str | None) -> None:
             f"no Ray cluster answers at {address} ({exc.strerror or exc}); start one there with "
             f"`ray start --head --port={port}`, or give the address `ray start` printed"
         ) from None
-
-
-def _importable(module: str | None) -> str | None:
-    """The name another process imports `module` by: a backend registered by the main module
-    (`python -m package.module`) is known by its import name there; a script's is not importable."""
-    if module != "__main__":
-        return module
-    spec = getattr(sys.modules["__main__"], "__spec__", None)
-    return None if spec is None else str(spec.name)
 
 
 def _close(task: _Task) -> None:

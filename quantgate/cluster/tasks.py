@@ -8,7 +8,6 @@ for each task (`max_calls=1`), so memory figures start from a clean slate, as a 
 
 from __future__ import annotations
 
-import importlib
 import platform
 import queue
 import threading
@@ -47,18 +46,16 @@ _END = object()
 """Put on the outcome queue when the evaluation thread ends."""
 
 
-def variant_task(job: VariantJob, backend_modules: tuple[str, ...]) -> Iterator[object]:
+def variant_task(job: VariantJob) -> Iterator[object]:
     """Evaluate `job` on this node, yielding `TaskStarted`, each `CaseOutcome`, then `TaskEnded`.
 
     Args:
-        job: The variant's job (its `options.progress` off: the driver shows progress).
-        backend_modules: Modules to import first, so that backends registered outside quantgate
-            are known on this node too.
+        job: The variant's job (its `options.progress` off: the driver shows progress), with
+            its `backend_module` (imported here, so a backend registered outside quantgate is
+            known on this node too).
     """
     import ray  # only where Ray runs this: quantgate imports without Ray installed
 
-    for module in backend_modules:
-        importlib.import_module(module)
     context = ray.get_runtime_context()
     yield TaskStarted(
         node_id=context.get_node_id(),

@@ -8,9 +8,10 @@ the model is freed. A variant runs in a fresh worker process when its backend al
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from evaluators.latency import throughput
 from evaluators.memory import MemoryReading
 from graphs.evaluation import CaseOutcome, EvaluationContext, rounds_limit
 from graphs.evaluation import graph as evaluation_graph
-from quantgate.backends import OpenedVariant, capabilities, open_variant
+from quantgate.backends import OpenedVariant, backend_module, capabilities, open_variant
 from quantgate.evaluate.measure import RssSampler, rss_mb
 from quantgate.evaluate.options import RunOptions, case_input, extraction_context, variant_concurrency
 from quantgate.evaluate.sequential import SequentialJudge
@@ -33,7 +34,14 @@ from quantgate.rundir.build import case_record, variant_entry, variant_metadata
 from quantgate.rundir.store import RunStore
 from quantgate.rundir.summary import SequentialEntry, VariantEntry, VariantMetadata
 
-__all__ = ["VariantJob", "VariantRun", "evaluate_isolated", "evaluate_variant", "variant_run"]
+__all__ = [
+    "VariantJob",
+    "VariantRun",
+    "evaluate_isolated",
+    "evaluate_variant",
+    "variant_run",
+    "with_backend_module",
+]
 
 
 @dataclass(kw_only=True)
@@ -62,6 +70,8 @@ class VariantJob:
     Attributes:
         prior: Outcomes of its cases already recorded (a resumed run's, read back and
             rescored): those cases are not run again.
+        backend_module: The module that registers its backend, imported before the variant
+            is opened in another process (`with_backend_module`).
     """
 
     variant: Variant
@@ -73,6 +83,7 @@ class VariantJob:
     reference_scores: dict[str, dict[str, float]] | None = None
     time_share_s: float | None = None
     prior: tuple[CaseOutcome, ...] = ()
+    backend_module: str | None = None
 
 
 def _memory_reading(
@@ -109,6 +120,8 @@ def evaluate_variant(job: VariantJob, on_outcome: Callable[[CaseOutcome], None])
     from its worker, a Ray task (`quantgate.cluster`) sends them back to the driver.
     """
     variant, dataset, options = job.variant, job.dataset, job.options
+    if job.backend_module is not None:  # registers the backend in this process, if not yet
+        importlib.import_module(job.backend_module)
     before = rss_mb()
     concurrency = variant_concurrency(options, variant)
     progress = _progress(job)
@@ -238,6 +251,11 @@ def _evaluate_into_run_dir(job: VariantJob) -> VariantRun:
         return evaluate_variant(job, lambda outcome: store.write_record(case_record(name, outcome)))
 
 
+def with_backend_module(job: VariantJob) -> VariantJob:
+    """The job naming the module that registers its variant's backend, for another process."""
+    return replace(job, backend_module=backend_module(job.variant.backend))
+
+
 def evaluate_isolated(job: VariantJob) -> VariantRun:
     """Evaluate a variant in a fresh process, so its memory figures start from a clean slate.
 
@@ -250,4 +268,6 @@ def evaluate_isolated(job: VariantJob) -> VariantRun:
     if not capabilities(job.variant).process_isolation:
         return _evaluate_into_run_dir(job)
     name = job.variant.name
-    return run_isolated(_evaluate_into_run_dir, job, name=f"quantgate-{name}", what=f"variant {name}")
+    return run_isolated(
+        _evaluate_into_run_dir, with_backend_module(job), name=f"quantgate-{name}", what=f"variant {name}"
+    )

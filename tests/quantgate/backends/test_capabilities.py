@@ -24,6 +24,7 @@ from quantgate.backends import (
     register_backend,
 )
 from quantgate.evaluate.fidelity_step import FidelityJob, token_fidelity_step, unmeasured_reason
+from quantgate.evaluate.options import RunOptions
 from quantgate.inputs.dataset import Dataset
 from quantgate.inputs.variants import Variant
 from quantgate.loadtest.levels import LoadJob, LoadOptions, load_variant, parse_levels
@@ -226,11 +227,35 @@ def test_run_job_of_the_built_in_backends(dataset, tmp_path, monkeypatch, backen
         (Variant(name="f", backend="fake"), False),
     ],
 )
-def test_evaluation_isolates_by_capabilities(fake_backend, monkeypatch, variant, isolated):
+def test_evaluation_isolates_by_capabilities(fake_backend, dataset, tmp_path, monkeypatch, variant, isolated):  # noqa: F811
     fake_backend(BackendCapabilities(process_isolation=False))
     ways = _record_ways(monkeypatch, evaluate_variant, "_evaluate_into_run_dir")
-    evaluate_variant.evaluate_isolated(SimpleNamespace(variant=variant))  # type: ignore[arg-type]
+    job = evaluate_variant.VariantJob(
+        variant=variant,
+        dataset=dataset,
+        cases=(),
+        run_dir=tmp_path,
+        reference_records=None,
+        options=RunOptions(),
+    )
+    evaluate_variant.evaluate_isolated(job)
     assert ways == (["worker"] if isolated else ["here"])
+
+
+def test_a_worker_is_told_the_module_that_registers_the_backend(fake_backend, dataset, tmp_path, monkeypatch):  # noqa: F811
+    fake_backend(BackendCapabilities(process_isolation=True))
+    sent: list[Any] = []
+    monkeypatch.setattr(evaluate_variant, "run_isolated", lambda function, job, **kwargs: sent.append(job))
+    job = evaluate_variant.VariantJob(
+        variant=Variant(name="f", backend="fake"),
+        dataset=dataset,
+        cases=(),
+        run_dir=tmp_path,
+        reference_records=None,
+        options=RunOptions(),
+    )
+    evaluate_variant.evaluate_isolated(job)
+    assert [j.backend_module for j in sent] == [__name__]  # the fake is registered from this module
 
 
 def test_load_table_note_follows_parallel(fake_backend):

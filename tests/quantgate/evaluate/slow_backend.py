@@ -7,12 +7,16 @@ a spawned worker process as an embedded one would; it is registered at import, a
 imports this module again (as its main module), so the worker knows it too. No model is loaded:
 each answer is a fixed valid record, given after `options.delay_s` seconds. With
 `options.sigterm_marker`, the worker ignores SIGTERM and touches that file instead, as a worker
-stuck in native code would not stop.
+stuck in native code would not stop. With `options.die_after` = N, the process dies
+(`os._exit(1)`, as a crash in native code) when asked for answer N + 1; with
+`options.die_marker` too, only while that file does not exist (it is created as it dies), so a
+process started again goes on.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time
@@ -33,9 +37,11 @@ from tests.graphs.test_extraction import GOOD, SCHEMA
 
 
 class SlowChatModel(QueuedChatModel):
-    """A `QueuedChatModel` that waits `delay_s` before each answer."""
+    """A `QueuedChatModel` that waits `delay_s` before each answer, and may die (module docstring)."""
 
     delay_s: float
+    die_after: int | None = None
+    die_marker: str | None = None
 
     def _stream(
         self,
@@ -45,12 +51,24 @@ class SlowChatModel(QueuedChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         time.sleep(self.delay_s)
+        if self.die_after is not None and len(self.calls) >= self.die_after:
+            marker = None if self.die_marker is None else Path(self.die_marker)
+            if marker is None or not marker.exists():
+                if marker is not None:
+                    marker.touch()
+                os._exit(1)
         yield from super()._stream(messages, stop, run_manager, **kwargs)
 
 
 @contextmanager
 def _open_slow(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
-    model = SlowChatModel(outputs=[json.dumps(GOOD)], delay_s=float(variant.options["delay_s"]))
+    options = variant.options
+    model = SlowChatModel(
+        outputs=[json.dumps(GOOD)],
+        delay_s=float(options["delay_s"]),
+        die_after=options.get("die_after"),
+        die_marker=options.get("die_marker"),
+    )
     marker = variant.options.get("sigterm_marker")
     if marker is not None:  # opened in the worker's main thread, where handlers are set
         signal.signal(signal.SIGTERM, lambda signum, frame: Path(marker).touch())

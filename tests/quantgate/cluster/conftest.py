@@ -1,0 +1,49 @@
+"""A local Ray cluster for the tests of `--executor ray`, started once per test session.
+
+It has 2 CPUs and one unit of a custom resource, `ollama`, as a node with an Ollama server
+would declare. Ray removed `local_mode`, so this is a real local cluster (a raylet and worker
+processes). The tests skip when Ray is not installed (`pip install 'quantgate[ray]'`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from quantgate.inputs.variants import Variant, VariantSet
+from tests.quantgate.evaluate.slow_backend import write_inputs
+
+OLLAMA_UNITS = 1.0
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[Any]:
+    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'quantgate[ray]'")
+    ray.init(num_cpus=2, resources={"ollama": OLLAMA_UNITS}, include_dashboard=False, log_to_driver=False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def slow_variants(*names: str, **options: Any) -> VariantSet:
+    """`slow` fake variants (`tests/quantgate/evaluate/slow_backend.py`), the first the reference;
+    `options` go to every variant, a `resources` key to their resources."""
+    resources = options.pop("resources", {"CPU": 1})
+    variants = [
+        Variant(
+            name=name, backend="slow", model="none", options={"delay_s": 0.05, **options}, resources=resources
+        )
+        for name in names
+    ]
+    return VariantSet(reference=names[0], variants=variants)
+
+
+@pytest.fixture
+def invoices(tmp_path: Path) -> Path:
+    """A dataset of 6 invoice cases that every `slow` variant answers right."""
+    dataset, _ = write_inputs(tmp_path / "inputs", cases=6, delay_s=0.05)
+    return dataset

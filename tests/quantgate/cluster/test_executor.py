@@ -1,0 +1,136 @@
+"""`RayExecutor` on a local Ray cluster, with the `slow` fake backend: the run directory it
+writes, tasks that die, resources, and variants no node can take."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from quantgate.cluster import RayExecutor
+from quantgate.decide.decision import decide
+from quantgate.evaluate import RunOptions, run_evaluation
+from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
+from quantgate.inputs.dataset import load_dataset
+from quantgate.inputs.variants import VariantSet
+from quantgate.rundir.store import load_run, read_records
+from quantgate.rundir.summary import Placement
+from tests.quantgate.cluster.conftest import slow_variants
+
+pytestmark = pytest.mark.slow
+
+_TIMING = {"ttft_s", "total_s", "prompt_tokens_per_s", "generation_tokens_per_s", "attempt_timings"}
+"""Record fields that differ from one execution to the next."""
+
+
+def _run(dataset: Path, variants: VariantSet, out: Path, executor: VariantExecutor) -> Path:
+    options = RunOptions(limit=6, out=out, token_fidelity=False, progress=False)
+    return run_evaluation(load_dataset(dataset), variants, options=options, executor=executor)
+
+
+def _records(run_dir: Path) -> list[dict[str, Any]]:
+    lines = [r.model_dump(exclude=_TIMING) for r in read_records(run_dir)]
+    return sorted(lines, key=lambda r: (r["variant"], r["case_id"]))
+
+
+def test_the_run_directory_is_the_local_executors(ray_cluster, invoices, tmp_path):
+    variants = slow_variants("ref", "cand")
+    local = _run(invoices, variants, tmp_path / "local", LocalExecutor())
+    with RayExecutor.connect(progress=False) as executor:
+        distributed = _run(invoices, variants, tmp_path / "ray", executor)
+    assert _records(distributed) == _records(local)
+    assert len(_records(distributed)) == 12
+    assert decide(distributed).model_dump(include={"outcome", "recommended"}) == decide(local).model_dump(
+        include={"outcome", "recommended"}
+    )
+    run = load_run(distributed)
+    assert run.summary.status == "complete"
+    placements = {v.name: v.placement for v in run.variants.variants}
+    node = ray_cluster.get_runtime_context().get_node_id()
+    assert {p.executor for p in placements.values() if p} == {"ray"}
+    assert all(p is not None and p.node_id == node and p.attempts == 1 for p in placements.values())
+    assert all(v.hardware and v.hardware["hostname"] for v in run.variants.variants)
+    assert all(v.placement == Placement(executor="local") for v in load_run(local).variants.variants)
+
+
+def test_a_task_that_died_starts_again_for_the_cases_it_had_not_sent(ray_cluster, invoices, tmp_path):
+    variants = slow_variants("ref", "cand")
+    crashing = variants.variants[1].model_copy(
+        update={
+            "options": {**variants.variants[1].options, "die_after": 3, "die_marker": str(tmp_path / "died")}
+        }
+    )
+    variants = VariantSet(reference="ref", variants=[variants.variants[0], crashing])
+    with RayExecutor.connect(retries=1, progress=False) as executor:
+        run_dir = _run(invoices, variants, tmp_path / "runs", executor)
+    assert (tmp_path / "died").exists()  # the first task did die
+    records = [(r.variant, r.case_id) for r in read_records(run_dir)]
+    assert sorted(records) == sorted({*records})  # each case recorded once
+    assert len([r for r in records if r[0] == "cand"]) == 6
+    run = load_run(run_dir)
+    entry = run.summary.entry("cand")
+    assert entry is not None
+    assert entry.status == "ok"
+    assert entry.complete
+    assert entry.resumed_cases == 3  # the second task went on from the three the first had sent
+    placement = run.variants.by_name()["cand"].placement
+    assert placement is not None
+    assert placement.attempts == 2
+
+
+def test_a_task_that_keeps_dying_fails_its_variant_and_the_run_goes_on(ray_cluster, invoices, tmp_path):
+    variants = slow_variants("ref", "doomed", "fine")
+    doomed = variants.variants[1].model_copy(update={"options": {"delay_s": 0.05, "die_after": 2}})
+    variants = VariantSet(reference="ref", variants=[variants.variants[0], doomed, variants.variants[2]])
+    with RayExecutor.connect(retries=1, progress=False) as executor:
+        run_dir = _run(invoices, variants, tmp_path / "runs", executor)
+    run = load_run(run_dir)
+    doomed_entry, fine = run.summary.entry("doomed"), run.summary.entry("fine")
+    assert doomed_entry is not None
+    assert doomed_entry.status == "skipped"
+    assert "its Ray task died" in str(doomed_entry.error)
+    assert "after 2 attempts" in str(doomed_entry.error)
+    assert fine is not None
+    assert fine.status == "ok"
+    assert fine.complete
+    assert run.summary.status == "complete"
+    # what the dead tasks had sent is kept: two cases from each of the two attempts
+    assert len([r for r in read_records(run_dir) if r.variant == "doomed"]) == 4
+
+
+def _intervals(run_dir: Path, names: tuple[str, ...]) -> list[tuple[float, float]]:
+    placements = load_run(run_dir).variants.by_name()
+    spans = []
+    for name in names:
+        placement = placements[name].placement
+        assert placement is not None
+        assert placement.started_at
+        assert placement.ended_at
+        spans.append((placement.started_at, placement.ended_at))
+    return spans
+
+
+@pytest.mark.parametrize(("units", "overlap"), [(1.0, False), (0.5, True)])
+def test_a_custom_resource_limits_how_many_tasks_run_at_once(ray_cluster, invoices, tmp_path, units, overlap):
+    # the cluster has ollama = 1: two tasks asking for all of it run one after the other,
+    # two asking for half of it side by side
+    variants = slow_variants("ref", "a", "b", delay_s=0.4, resources={"CPU": 0.5, "ollama": units})
+    with RayExecutor.connect(progress=False) as executor:
+        run_dir = _run(invoices, variants, tmp_path / "runs", executor)
+    (a_start, a_end), (b_start, b_end) = _intervals(run_dir, ("a", "b"))
+    assert (max(a_start, b_start) < min(a_end, b_end)) is overlap
+    assert load_run(run_dir).variants.by_name()["a"].placement.resources == {"CPU": 0.5, "ollama": units}  # type: ignore[union-attr]
+
+
+def test_a_variant_no_node_can_take_is_skipped_naming_what_it_asks(ray_cluster, invoices, tmp_path):
+    variants = slow_variants("ref", "gpu")
+    gpu = variants.variants[1].model_copy(update={"resources": {"GPU": 1}})
+    variants = VariantSet(reference="ref", variants=[variants.variants[0], gpu])
+    with RayExecutor.connect(progress=False) as executor:
+        run_dir = _run(invoices, variants, tmp_path / "runs", executor)
+    entry = load_run(run_dir).summary.entry("gpu")
+    assert entry is not None
+    assert entry.status == "skipped"
+    assert "no node of the Ray cluster has what its task declares (CPU 2, GPU 1)" in str(entry.error)
+    assert "CPU 2" in str(entry.error).split("the nodes have:")[1]
