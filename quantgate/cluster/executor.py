@@ -123,8 +123,7 @@ class RayExecutor:
                     address=address, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env
                 )
             except (ConnectionError, RuntimeError, ValueError) as exc:
-                where = f"at {address}" if address else "(a local one)"
-                raise ClusterError(f"cannot connect to the Ray cluster {where}: {exc}") from None
+                raise ClusterError(_connect_failure(address, exc)) from None
         try:
             yield cls(retries=retries, progress=progress)
         finally:
@@ -236,6 +235,20 @@ class RayExecutor:
         task.received, task.started, task.attempts = [], None, task.attempts + 1
         task.progress.set_description(f"{name} (waiting for a node)")
         tasks[self._submit(task)] = task
+
+
+def _connect_failure(address: str | None, exc: Exception) -> str:
+    """Why the driver could not connect, with the usual cause when there is one."""
+    if address is None:
+        return f"cannot start a local Ray: {exc}"
+    message = f"cannot connect to the Ray cluster at {address}: {exc}"
+    if not os.environ.get("RAY_AUTH_MODE"):
+        message += (
+            ". If the cluster uses token authentication (Ray 2.59 and later turn it on for a cluster "
+            "started by `ray start` on one machine), set RAY_AUTH_MODE=token here, with the cluster's "
+            "token in RAY_AUTH_TOKEN or ~/.ray/auth_token"
+        )
+    return message
 
 
 def _check_reachable(address: str | None) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from quantgate.inputs.variants import Variant, VariantSet
+from tests.quantgate.evaluate.conftest import sessions  # noqa: F401 (a fixture, for the head-node tests)
 from tests.quantgate.evaluate.slow_backend import write_inputs
 
 OLLAMA_UNITS = 1.0
