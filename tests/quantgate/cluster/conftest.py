@@ -1,8 +1,10 @@
-"""A local Ray cluster for the tests of `--executor ray`, started once per test session.
+"""A local Ray cluster for the tests of `RayExecutor`, started once per test module that asks.
 
 It has 2 CPUs and one unit of a custom resource, `ollama`, as a node with an Ollama server
 would declare. Ray removed `local_mode`, so this is a real local cluster (a raylet and worker
-processes). The tests skip when Ray is not installed (`pip install 'quantgate[ray]'`).
+processes). It lives in the test process only while a module's tests use it: a Ray connected
+there would be used by every executor, whatever address it is given. The tests skip when Ray is
+not installed (`pip install 'quantgate[ray]'`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from tests.quantgate.evaluate.slow_backend import write_inputs
 OLLAMA_UNITS = 1.0
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[Any]:
     ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'quantgate[ray]'")
     ray.init(num_cpus=2, resources={"ollama": OLLAMA_UNITS}, include_dashboard=False, log_to_driver=False)
