@@ -36,6 +36,8 @@ __all__ = ["ClusterError", "RayExecutor"]
 
 _CONNECT_TIMEOUT_S = 5.0
 """How long the driver tries to reach a cluster's address before saying nothing answers."""
+_NICENESS = "RAY_worker_niceness"
+"""The raylet's setting of its workers' niceness (Ray's default: 15)."""
 _WAIT_S = 0.5
 """How long the driver waits for a task's next message at a time (Ctrl-C is seen in between)."""
 
@@ -68,6 +70,7 @@ class _Task:
             resources=self.resources,
             started_at=started.started_at,
             ended_at=ended_at,
+            niceness=started.niceness,
         )
 
 
@@ -117,11 +120,13 @@ class RayExecutor:
             ) from None
         started_here = not ray.is_initialized()
         if started_here:
-            _check_reachable(address or os.environ.get("RAY_ADDRESS"))
+            address = address or os.environ.get("RAY_ADDRESS") or None
+            _check_reachable(address)
             try:
-                ray.init(
-                    address=address, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env
-                )
+                with _workers_at_normal_priority(local=address is None):
+                    ray.init(
+                        address=address, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env
+                    )
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise ClusterError(_connect_failure(address, exc)) from None
         try:
@@ -235,6 +240,24 @@ class RayExecutor:
         task.received, task.started, task.attempts = [], None, task.attempts + 1
         task.progress.set_description(f"{name} (waiting for a node)")
         tasks[self._submit(task)] = task
+
+
+@contextmanager
+def _workers_at_normal_priority(*, local: bool) -> Iterator[None]:
+    """For a local Ray started here, have its workers run at the usual priority.
+
+    Ray starts workers at niceness 15 (`RAY_worker_niceness`), which starves a task whenever
+    anything else runs on the machine, and distorts its latency figures against a local run's.
+    A cluster's nodes get the setting from `ray start`'s environment; a value set by the user wins.
+    """
+    if not local or _NICENESS in os.environ:
+        yield
+        return
+    os.environ[_NICENESS] = "0"
+    try:
+        yield
+    finally:
+        os.environ.pop(_NICENESS, None)
 
 
 def _connect_failure(address: str | None, exc: Exception) -> str:

@@ -8,6 +8,7 @@ for each task (`max_calls=1`), so memory figures start from a clean slate, as a 
 
 from __future__ import annotations
 
+import os
 import platform
 import queue
 import threading
@@ -31,6 +32,7 @@ class TaskStarted:
     node_ip: str
     hostname: str
     started_at: float
+    niceness: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +64,7 @@ def variant_task(job: VariantJob) -> Iterator[object]:
         node_ip=ray.util.get_node_ip_address(),  # type: ignore[no-untyped-call]  # Ray leaves it untyped
         hostname=platform.node(),
         started_at=time.time(),
+        niceness=os.nice(0),
     )
     outcomes: queue.Queue[object] = queue.Queue()
     ended: dict[str, object] = {}

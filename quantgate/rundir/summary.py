@@ -350,6 +350,11 @@ class Placement(RunFileModel):
     )
     started_at: float | None = Field(default=None, description="When the last task started (Unix time).")
     ended_at: float | None = Field(default=None, description="When the last task ended (Unix time).")
+    niceness: int | None = Field(
+        default=None,
+        description="The task process's niceness (Ray starts workers at 15 unless RAY_worker_niceness "
+        "says otherwise; above 0 a busy node gives the task less CPU, slowing its latency figures).",
+    )
 
 
 class VariantMetadata(VariantSpec):

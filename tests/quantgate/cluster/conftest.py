@@ -9,7 +9,9 @@ not installed (`pip install 'quantgate[ray]'`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +22,30 @@ from tests.quantgate.evaluate.conftest import sessions  # noqa: F401 (a fixture,
 from tests.quantgate.evaluate.slow_backend import write_inputs
 
 OLLAMA_UNITS = 1.0
+NICENESS = "RAY_worker_niceness"
+"""The raylet's setting of its workers' niceness, read from its environment (Ray's default: 15)."""
+
+
+@contextmanager
+def normal_priority_workers() -> Iterator[None]:
+    """Ray workers started meanwhile run at niceness 0, not Ray's 15, as `RayExecutor` has them on
+    a local Ray: at 15 a task crawls while anything else runs (a CI job beside the tests)."""
+    previous = os.environ.get(NICENESS)
+    os.environ[NICENESS] = "0"
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ[NICENESS]
+        else:
+            os.environ[NICENESS] = previous
 
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[Any]:
     ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'quantgate[ray]'")
-    ray.init(num_cpus=2, resources={"ollama": OLLAMA_UNITS}, include_dashboard=False, log_to_driver=False)
+    with normal_priority_workers():
+        ray.init(num_cpus=2, resources={"ollama": OLLAMA_UNITS}, include_dashboard=False, log_to_driver=False)
     try:
         yield ray
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 
@@ -9,6 +10,7 @@ import pytest
 
 from quantgate.cli import main
 from quantgate.cli.main import EXIT_FAILURE, EXIT_USAGE
+from quantgate.rundir.store import load_run
 from tests.quantgate.evaluate.slow_backend import write_inputs
 
 
@@ -51,3 +53,15 @@ def test_without_ray_installed_it_says_how_to_install_it(inputs, tmp_path, capsy
     assert "the Ray executor needs Ray, which is not installed: pip install 'quantgate[ray]'" in (
         capsys.readouterr().err
     )
+
+
+@pytest.mark.slow
+def test_a_run_on_a_local_ray_started_for_it_has_its_workers_at_normal_priority(inputs, tmp_path, capsys):
+    pytest.importorskip("ray", reason="Ray is not installed: pip install 'quantgate[ray]'")
+    assert _run(inputs, tmp_path, "--executor", "ray", "--json") == 4  # one variant: keep the reference
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    (line,) = load_run(run_dir).variants.variants
+    assert line.placement is not None
+    assert line.placement.executor == "ray"
+    assert line.placement.niceness == 0  # not Ray's 15
+    assert "RAY_worker_niceness" not in os.environ  # set for the start of Ray only

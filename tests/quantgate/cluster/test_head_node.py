@@ -26,7 +26,7 @@ import pytest
 from quantgate.inputs.variants import write_variants_file
 from quantgate.rundir.files import RECORDS_FILE
 from quantgate.rundir.store import load_run, read_records
-from tests.quantgate.cluster.conftest import slow_variants
+from tests.quantgate.cluster.conftest import normal_priority_workers, slow_variants
 from tests.quantgate.evaluate.processes import ROOT, session, wait_for
 from tests.quantgate.evaluate.slow_backend import write_inputs
 
@@ -66,7 +66,8 @@ def head_node() -> Iterator[str]:
                    f"--port={port}", "--node-ip-address=127.0.0.1", "--num-cpus=2",
                    '--resources={"ollama": 1}', "--include-dashboard=false", f"--temp-dir={temp}",
                    "--disable-usage-stats"]  # fmt: skip
-        head = stack.enter_context(session(command, stderr=Path(temp) / "head.log"))
+        with normal_priority_workers():  # the head's workers: as on a node started so (docs/ray.md)
+            head = stack.enter_context(session(command, stderr=Path(temp) / "head.log"))
         deadline = time.monotonic() + START_S
         while not _answers(port):
             if head.poll() is not None or time.monotonic() > deadline:
@@ -113,6 +114,7 @@ def test_a_run_on_a_ray_start_cluster_records_what_a_local_run_does(head_node, t
     ] * 2
     placements = [v.placement for v in load_run(ray_dir).variants.variants]
     assert all(p is not None and p.executor == "ray" and p.node_id for p in placements)
+    assert [p.niceness for p in placements if p] == [0, 0, 0]
 
 
 def _tasks_running() -> list[str]:
