@@ -6,10 +6,12 @@ variant, one after another), then through `RayExecutor.connect()` with a local R
 the run (its start-up counted: a user pays it on every run). On one machine an embedded variant's
 task takes every CPU (`quantgate.cluster.resources`), so the variants still run one after
 another; the difference is what Ray itself costs (start-up, a worker per task, sending records
-back). Both runs must record the same outputs (greedy decoding): the script says whether they do.
+back). Both runs must record the same outputs (greedy decoding, one case at a time: `--concurrency
+1`, since batch composition changes outputs): the script says whether they do.
 
 It prints one JSON line: `local_s`, `ray_s` (with start-up), `ray_startup_s`, `ratio`
-(ray_s / local_s), `same_outputs`, `variants`, `cases`.
+(ray_s / local_s), `same_outputs`, `variants`, `cases`, and per variant and executor the peak RSS
+of the evaluating process and the model's memory (`memory_mb`, `model_memory_mb`, in MiB).
 
     python benchmarks/ray_overhead.py [--variants F16,Q4_K_M] [--cases 6] [--dataset contacts-events]
 """
@@ -28,16 +30,23 @@ from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import VariantSet
 from quantgate.ladder.build import build_ladder
-from quantgate.rundir.store import read_records
+from quantgate.rundir.store import load_run, read_records
 
 
 def _timed_run(dataset: str, variants: VariantSet, cases: int, out: Path, executor: VariantExecutor) -> Path:
-    options = RunOptions(limit=cases, out=out, token_fidelity=False, progress=False)
+    options = RunOptions(limit=cases, out=out, token_fidelity=False, progress=False, concurrency=1)
     return run_evaluation(load_dataset(dataset), variants, options=options, executor=executor)
 
 
 def _outputs(run_dir: Path) -> list[tuple[str, str, str | None]]:
     return sorted((r.variant, r.case_id, r.raw) for r in read_records(run_dir))
+
+
+def _memory(run_dir: Path) -> dict[str, dict[str, float | None]]:
+    return {
+        v.name: {"memory_mb": v.memory_mb, "model_memory_mb": v.model_memory_mb}
+        for v in load_run(run_dir).summary.variants
+    }
 
 
 def main() -> None:
@@ -59,6 +68,7 @@ def main() -> None:
             distributed = _timed_run(args.dataset, variants, args.cases, Path(temp) / "ray", executor)
         ray_s = time.perf_counter() - started
         same = _outputs(local) == _outputs(distributed)
+        memory = {"local": _memory(local), "ray": _memory(distributed)}
     figures = {
         "local_s": round(local_s, 1),
         "ray_s": round(ray_s, 1),
@@ -67,6 +77,7 @@ def main() -> None:
         "same_outputs": same,
         "variants": names,
         "cases": args.cases,
+        "memory": memory,
     }
     print(json.dumps(figures))
 
