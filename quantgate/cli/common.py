@@ -1,4 +1,5 @@
-"""What several `quantgate` commands share: defaults, datasets and variants, gates, the decision."""
+"""What several `quantgate` commands share: defaults, datasets and variants, gates, the decision,
+where variants are evaluated (`--executor`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import argparse
 import os
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
@@ -14,6 +16,7 @@ from quantgate.inputs.dataset import Dataset, load_dataset
 from quantgate.inputs.gates import GATE_KEYS, Gates, load_gates
 
 if TYPE_CHECKING:
+    from quantgate.evaluate.executor import VariantExecutor
     from quantgate.inputs.variants import VariantSet
     from quantgate.rundir.decision import Decision
     from quantgate.rundir.summary import SequentialEntry
@@ -195,3 +198,53 @@ def report_decision(run_dir: Path, gates: Gates, *, quiet: bool = False) -> int:
         print(f"decision: {_decision_line(decision)} (exit status {decision.exit_status})")
         print(f"decision record: {run_dir / DECISION_MD}")
     return decision.exit_status
+
+
+EXECUTOR_FLAGS = ("executor", "ray_address", "ray_retries")
+"""The destinations of the flags, which say where a run goes on, not how it was started."""
+
+
+def add_executor_flags(parser: argparse.ArgumentParser) -> None:
+    """Add the executor flags to a command's parser."""
+    group = parser.add_argument_group("where variants are evaluated")
+    group.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="local: one variant after another in worker processes here (default); ray: each variant as "
+        "a Ray task, side by side on a cluster's nodes (needs: pip install 'quantgate[ray]')",
+    )
+    group.add_argument(
+        "--ray-address",
+        metavar="auto|HOST:PORT",
+        help="--executor ray: the cluster to connect to (auto: the one RAY_ADDRESS or `ray start` on this "
+        "machine names); default: a local Ray started for the run",
+    )
+    group.add_argument(
+        "--ray-retries",
+        type=non_negative_int,
+        default=1,
+        help="--executor ray: times a variant's task that died (node lost, out of memory) is started again "
+        "for the cases it had not sent back (default 1)",
+    )
+
+
+@contextmanager
+def cli_executor(args: argparse.Namespace, *, progress: bool) -> Iterator[VariantExecutor]:
+    """The executor the flags ask for, connected (Ray) for the length of the block.
+
+    Raises:
+        ValueError: `--ray-address` or `--ray-retries` without `--executor ray`.
+        RuntimeError: Ray is not installed, or the cluster cannot be reached (`ClusterError`).
+    """
+    if args.executor != "ray":
+        if args.ray_address is not None or args.ray_retries != 1:
+            raise ValueError("--ray-address and --ray-retries go with --executor ray")
+        from quantgate.evaluate.executor import LocalExecutor
+
+        yield LocalExecutor()
+        return
+    from quantgate.cluster import RayExecutor
+
+    with RayExecutor.connect(args.ray_address, retries=args.ray_retries, progress=progress) as executor:
+        yield executor

@@ -12,18 +12,20 @@ from typing import TYPE_CHECKING, Any
 from quantgate.cli.common import (
     DEFAULT_BUDGET_MINUTES,
     DEFAULT_DATASET,
+    EXECUTOR_FLAGS,
     add_examples_flag,
+    add_executor_flags,
     add_gate_flags,
     check_output_dir,
     check_variant_files,
     cli_dataset,
+    cli_executor,
     cli_gates,
     cli_variants,
     positive_float,
     positive_int,
     report_decision,
 )
-from quantgate.cli.executor import EXECUTOR_FLAGS, add_executor_flags, cli_executor
 from quantgate.cli.load import add_load_flags, load_into, load_options
 from quantgate.evaluate.options import DEFAULT_TOKEN_FIDELITY_CASES
 from quantgate.evaluate.predictions import dump_json
