@@ -161,19 +161,37 @@ def evaluate_variant(job: VariantJob, on_outcome: Callable[[CaseOutcome], None])
             },
         )
         metadata = variant_metadata(variant, runtime=opened.runtime)
+    quantization = variant.quantization or opened.quantization
+    return _finished(
+        job, output, metadata=metadata, quantization=quantization, concurrency=concurrency, judge=judge,
+        wall_s=last_end - started,
+    )  # fmt: skip
+
+
+def _finished(
+    job: VariantJob,
+    output: dict[str, Any],
+    *,
+    metadata: VariantMetadata,
+    quantization: str | None,
+    concurrency: int,
+    judge: SequentialJudge | None,
+    wall_s: float,
+) -> VariantRun:
+    """The variant's result from the graph's output; throughput counts the cases run here only
+    (`wall_s`: from the first case's start to the last one's end), not those read back."""
     outcomes: list[CaseOutcome] = output["outcomes"]
     read_back = {o.case_id for o in job.prior}
     new = [o for o in outcomes if o.case_id not in read_back]
-    wall_s = last_end - started if new else None
+    wall = wall_s if new else None
     figures = {
         **output["summary"],
         "concurrency": concurrency,
-        "wall_s": wall_s,
-        "throughput_tokens_per_s": throughput((o.latency.output_tokens for o in new), wall_s),
+        "wall_s": wall,
+        "throughput_tokens_per_s": throughput((o.latency.output_tokens for o in new), wall),
         "sequential": _sequential_entry(judge),
         "resumed_cases": len(job.prior) or None,
     }
-    quantization = variant.quantization or opened.quantization
     entry = _entry(job, figures, outcomes, quantization=quantization, stopped=output.get("stopped"))
     return variant_run(job, outcomes, entry, metadata)
 
