@@ -140,9 +140,10 @@ class RayExecutor:
         ray = self._ray
         nodes = ray.nodes()
         tasks: dict[Any, _Task] = {}
+        remote = [job for job in jobs if capabilities(job.variant).process_isolation]
         here = [job for job in jobs if not capabilities(job.variant).process_isolation]
         try:
-            for position, job in enumerate(j for j in jobs if j not in here):
+            for position, job in enumerate(remote):
                 resources = task_resources(job.variant, nodes)
                 why = infeasible(resources, nodes)
                 if why is not None:

@@ -3,6 +3,7 @@ writes, tasks that die, resources, and variants no node can take."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,11 @@ from quantgate.decide.decision import decide
 from quantgate.evaluate import RunOptions, run_evaluation
 from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
 from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import VariantSet
+from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import load_run, read_records
 from quantgate.rundir.summary import Placement
+from tests.graphs.fakes import QueuedChatModel
+from tests.graphs.test_extraction import GOOD
 from tests.quantgate.cluster.conftest import slow_variants
 
 pytestmark = pytest.mark.slow
@@ -134,3 +137,20 @@ def test_a_variant_no_node_can_take_is_skipped_naming_what_it_asks(ray_cluster, 
     assert entry.status == "skipped"
     assert "no node of the Ray cluster has what its task declares (CPU 2, GPU 1)" in str(entry.error)
     assert "CPU 2" in str(entry.error).split("the nodes have:")[1]
+
+
+def test_a_chat_model_given_from_python_is_evaluated_in_the_driver_meanwhile(ray_cluster, invoices, tmp_path):
+    ref = slow_variants("ref").variants[0]
+    chat = Variant.from_chat_model("chat", QueuedChatModel(outputs=[json.dumps(GOOD)]))
+    variants = VariantSet(reference="ref", variants=[ref, chat])
+    with RayExecutor.connect(progress=False) as executor:
+        run_dir = _run(invoices, variants, tmp_path / "runs", executor)
+    run = load_run(run_dir)
+    placements = {v.name: v.placement for v in run.variants.variants}
+    assert placements["chat"] == Placement(executor="local")  # it cannot cross processes
+    assert placements["ref"] is not None
+    assert placements["ref"].executor == "ray"
+    entry = run.summary.entry("chat")
+    assert entry is not None
+    assert entry.status == "ok"
+    assert entry.complete
