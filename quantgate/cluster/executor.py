@@ -16,7 +16,7 @@ import os
 import socket
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -32,7 +32,7 @@ from quantgate.rundir.build import case_record
 from quantgate.rundir.store import RunStore
 from quantgate.rundir.summary import Placement
 
-__all__ = ["ClusterError", "RayExecutor"]
+__all__ = ["ClusterError", "RayExecutor", "normal_priority_workers"]
 
 _CONNECT_TIMEOUT_S = 5.0
 """How long the driver tries to reach a cluster's address before saying nothing answers."""
@@ -123,7 +123,7 @@ class RayExecutor:
             address = address or os.environ.get("RAY_ADDRESS") or None
             _check_reachable(address)
             try:
-                with _workers_at_normal_priority(local=address is None):
+                with normal_priority_workers() if address is None else nullcontext():
                     ray.init(
                         address=address, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env
                     )
@@ -244,14 +244,14 @@ class RayExecutor:
 
 
 @contextmanager
-def _workers_at_normal_priority(*, local: bool) -> Iterator[None]:
-    """For a local Ray started here, have its workers run at the usual priority.
+def normal_priority_workers() -> Iterator[None]:
+    """Have the workers of a Ray started meanwhile on this machine run at the usual priority.
 
     Ray starts workers at niceness 15 (`RAY_worker_niceness`), which starves a task whenever
     anything else runs on the machine, and distorts its latency figures against a local run's.
     A cluster's nodes get the setting from `ray start`'s environment; a value set by the user wins.
     """
-    if not local or _NICENESS in os.environ:
+    if _NICENESS in os.environ:
         yield
         return
     os.environ[_NICENESS] = "0"

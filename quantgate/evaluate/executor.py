@@ -61,10 +61,11 @@ class LocalExecutor:
 
     def evaluate(self, jobs: Sequence[VariantJob]) -> Iterator[Evaluated]:
         """Evaluate the jobs one after another, in the order given."""
+        here = Placement(executor="local")
         for job in jobs:
             try:
                 run = evaluate_isolated(job)
             except BackendError as exc:
-                yield Evaluated(job=job, run=None, error=str(exc), placement=Placement(executor="local"))
+                yield Evaluated(job=job, run=None, error=str(exc), placement=here)
             else:
-                yield Evaluated(job=job, run=run, error=None, placement=Placement(executor="local"))
+                yield Evaluated(job=job, run=run, error=None, placement=here)

@@ -218,6 +218,13 @@ def test_run_job_of_the_built_in_backends(dataset, tmp_path, monkeypatch, backen
     assert ways == (["worker"] if isolated else ["here"])
 
 
+def _variant_job(variant: Variant, data: Dataset, run_dir: Path) -> evaluate_variant.VariantJob:
+    """A job of `variant` on no case (what `evaluate_isolated` does with it is what is tested)."""
+    return evaluate_variant.VariantJob(
+        variant=variant, dataset=data, cases=(), run_dir=run_dir, reference_records=None, options=RunOptions()
+    )
+
+
 @pytest.mark.parametrize(
     ("variant", "isolated"),
     [
@@ -230,15 +237,7 @@ def test_run_job_of_the_built_in_backends(dataset, tmp_path, monkeypatch, backen
 def test_evaluation_isolates_by_capabilities(fake_backend, dataset, tmp_path, monkeypatch, variant, isolated):  # noqa: F811
     fake_backend(BackendCapabilities(process_isolation=False))
     ways = _record_ways(monkeypatch, evaluate_variant, "_evaluate_into_run_dir")
-    job = evaluate_variant.VariantJob(
-        variant=variant,
-        dataset=dataset,
-        cases=(),
-        run_dir=tmp_path,
-        reference_records=None,
-        options=RunOptions(),
-    )
-    evaluate_variant.evaluate_isolated(job)
+    evaluate_variant.evaluate_isolated(_variant_job(variant, dataset, tmp_path))
     assert ways == (["worker"] if isolated else ["here"])
 
 
@@ -246,15 +245,7 @@ def test_a_worker_is_told_the_module_that_registers_the_backend(fake_backend, da
     fake_backend(BackendCapabilities(process_isolation=True))
     sent: list[Any] = []
     monkeypatch.setattr(evaluate_variant, "run_isolated", lambda function, job, **kwargs: sent.append(job))
-    job = evaluate_variant.VariantJob(
-        variant=Variant(name="f", backend="fake"),
-        dataset=dataset,
-        cases=(),
-        run_dir=tmp_path,
-        reference_records=None,
-        options=RunOptions(),
-    )
-    evaluate_variant.evaluate_isolated(job)
+    evaluate_variant.evaluate_isolated(_variant_job(Variant(name="f", backend="fake"), dataset, tmp_path))
     assert [j.backend_module for j in sent] == [__name__]  # the fake is registered from this module
 
 

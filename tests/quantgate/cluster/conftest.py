@@ -9,36 +9,18 @@ not installed (`pip install 'quantgate[ray]'`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from quantgate.cluster.executor import normal_priority_workers
 from quantgate.inputs.variants import Variant, VariantSet
 from tests.quantgate.evaluate.conftest import sessions  # noqa: F401 (a fixture, for the head-node tests)
 from tests.quantgate.evaluate.slow_backend import write_inputs
 
 OLLAMA_UNITS = 1.0
-NICENESS = "RAY_worker_niceness"
-"""The raylet's setting of its workers' niceness, read from its environment (Ray's default: 15)."""
-
-
-@contextmanager
-def normal_priority_workers() -> Iterator[None]:
-    """Ray workers started meanwhile run at niceness 0, not Ray's 15, as `RayExecutor` has them on
-    a local Ray: at 15 a task crawls while anything else runs (a CI job beside the tests)."""
-    previous = os.environ.get(NICENESS)
-    os.environ[NICENESS] = "0"
-    try:
-        yield
-    finally:
-        if previous is None:
-            del os.environ[NICENESS]
-        else:
-            os.environ[NICENESS] = previous
 
 
 @pytest.fixture(scope="module")
