@@ -316,17 +316,38 @@ def score_latency(state: EvaluationState) -> dict[str, Any]:
 
 def score_agreement(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:
     """Agreement with the reference's outputs, overall and per field (no gold needed)."""
-    if runtime.context.reference_records is None:
-        return {"agreement": {"agreement_with_reference": None, "agreement_fields": {}}}
-    agreements = [o.agreement for o in state.get("outcomes", []) if o.agreement is not None]
+    against_reference = runtime.context.reference_records is not None
+    return {"agreement": _agreement(state.get("outcomes", []), against_reference=against_reference)}
+
+
+def _agreement(outcomes: list[CaseOutcome], *, against_reference: bool) -> dict[str, Any]:
+    if not against_reference:
+        return {"agreement_with_reference": None, "agreement_fields": {}}
+    agreements = [o.agreement for o in outcomes if o.agreement is not None]
     pooled = aggregate(CaseScore(case_id="", fields=a) for a in agreements)
     return {
-        "agreement": {
-            "agreement_with_reference": pooled.field_accuracy,
-            "agreement_fields": pooled.fields,
-            "agreement_cases": len(agreements),
-        }
+        "agreement_with_reference": pooled.field_accuracy,
+        "agreement_fields": pooled.fields,
+        "agreement_cases": len(agreements),
     }
+
+
+def outcomes_summary(outcomes: list[CaseOutcome], *, against_reference: bool) -> dict[str, Any]:
+    """What the accuracy, latency and agreement nodes make of `outcomes`: a variant's summary
+    but its memory, for outcomes that several evaluations gathered (a variant whose cases
+    were split between tasks: `quantgate.cluster`).
+
+    Args:
+        outcomes: The variant's case outcomes.
+        against_reference: The variant is not the reference (its outcomes carry agreement).
+    """
+    state = EvaluationState(cases=[], outcomes=outcomes)
+    parts = (
+        score_accuracy(state)["accuracy"],
+        score_latency(state)["latency"],
+        _agreement(outcomes, against_reference=against_reference),
+    )
+    return {key: value for part in parts for key, value in part.items()}
 
 
 def score_memory(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:

@@ -25,12 +25,13 @@ from tqdm import tqdm
 from graphs.evaluation import CaseOutcome
 from quantgate.backends import capabilities
 from quantgate.cluster.resources import infeasible, task_resources, to_ray_options
+from quantgate.cluster.shards import ShardEnded, merged, shard_jobs, why_not_split
 from quantgate.cluster.tasks import TaskEnded, TaskStarted, variant_task
 from quantgate.evaluate.executor import Evaluated, LocalExecutor
-from quantgate.evaluate.variant import VariantJob, with_backend_module
+from quantgate.evaluate.variant import VariantJob, VariantRun, with_backend_module
 from quantgate.rundir.build import case_record
 from quantgate.rundir.store import RunStore
-from quantgate.rundir.summary import Placement
+from quantgate.rundir.summary import Placement, ShardPlacement
 
 __all__ = ["ClusterError", "RayExecutor", "normal_priority_workers"]
 
@@ -47,8 +48,17 @@ class ClusterError(RuntimeError):
 
 
 @dataclass(kw_only=True)
+class _Shards:
+    """A variant whose cases were split between tasks, as the driver gathers their ends."""
+
+    job: VariantJob
+    count: int
+    ended: dict[int, ShardEnded] = field(default_factory=dict)
+
+
+@dataclass(kw_only=True)
 class _Task:
-    """A variant's task as the driver follows it."""
+    """A variant's task (or one of its shards') as the driver follows it."""
 
     job: VariantJob
     resources: dict[str, float]
@@ -57,20 +67,42 @@ class _Task:
     attempts: int = 1
     received: list[CaseOutcome] = field(default_factory=list)
     started: TaskStarted | None = None
+    shards: _Shards | None = None
+    index: int = 0
 
-    def placement(self, ended_at: float | None = None) -> Placement:
+    @property
+    def label(self) -> str:
+        name = self.job.variant.name
+        return name if self.shards is None else f"{name} shard {self.index + 1}/{self.shards.count}"
+
+    def _where(self, ended_at: float | None) -> dict[str, Any]:
+        """Where and when its last task ran (nothing when it never started)."""
         started = self.started
         if started is None:
-            return Placement(executor="ray", attempts=self.attempts, resources=self.resources)
+            return {}
+        return {
+            "node_id": started.node_id,
+            "node_ip": started.node_ip,
+            "started_at": started.started_at,
+            "ended_at": ended_at,
+            "niceness": started.niceness,
+        }
+
+    def placement(self, ended_at: float | None = None) -> Placement:
         return Placement(
-            executor="ray",
-            node_id=started.node_id,
-            node_ip=started.node_ip,
+            executor="ray", attempts=self.attempts, resources=self.resources, **self._where(ended_at)
+        )
+
+    def shard_placement(
+        self, run: VariantRun | None, error: str | None, ended_at: float | None
+    ) -> ShardPlacement:
+        return ShardPlacement(
+            hostname=self.started.hostname if self.started else None,
+            hardware=run.metadata.hardware if run else None,
+            case_ids=[o.case_id for o in (*self.job.prior, *self.received)],
             attempts=self.attempts,
-            resources=self.resources,
-            started_at=started.started_at,
-            ended_at=ended_at,
-            niceness=started.niceness,
+            error=error,
+            **self._where(ended_at),
         )
 
 
@@ -143,20 +175,15 @@ class RayExecutor:
         remote = [job for job in jobs if capabilities(job.variant).process_isolation]
         here = [job for job in jobs if not capabilities(job.variant).process_isolation]
         try:
-            for position, job in enumerate(remote):
+            for job in remote:
                 resources = task_resources(job.variant, nodes)
                 why = infeasible(resources, nodes)
                 if why is not None:
                     placement = Placement(executor="ray", attempts=0, resources=resources)
                     yield Evaluated(job=job, run=None, error=why, placement=placement)
                     continue
-                task = _Task(
-                    job=job,
-                    resources=resources,
-                    store=RunStore(job.run_dir),
-                    progress=self._bar(job, position),
-                )
-                tasks[self._submit(task)] = task
+                for task in self._tasks(job, resources, position=len(tasks)):
+                    tasks[self._submit(task)] = task
             yield from LocalExecutor().evaluate(here)  # in the driver, while the tasks run
             while tasks:
                 ready, _ = ray.wait(list(tasks), num_returns=1, timeout=_WAIT_S)
@@ -170,12 +197,28 @@ class RayExecutor:
             for task in tasks.values():
                 _close(task)
 
-    def _bar(self, job: VariantJob, position: int) -> tqdm[Any]:
-        done = len(job.prior)
+    def _tasks(self, job: VariantJob, resources: dict[str, float], *, position: int) -> list[_Task]:
+        """The job's task, or its shards' (`quantgate.cluster.shards`), each with a progress bar."""
+        note = why_not_split(job)
+        if note is not None:
+            tqdm.write(f"quantgate: variant {job.variant.name}: {note}; it runs in one task", file=sys.stderr)
+        parts = shard_jobs(job)
+        shards = _Shards(job=job, count=len(parts)) if len(parts) > 1 else None
+        tasks = [
+            _Task(job=part, resources=resources, store=RunStore(job.run_dir), progress=tqdm(disable=True),
+                  shards=shards, index=index)
+            for index, part in enumerate(parts)
+        ]  # fmt: skip
+        for offset, task in enumerate(tasks):
+            task.progress = self._bar(task, position + offset)
+        return tasks
+
+    def _bar(self, task: _Task, position: int) -> tqdm[Any]:
+        job = task.job
         return tqdm(
             total=len(job.cases),
-            initial=done,
-            desc=f"{job.variant.name} (waiting for a node)",
+            initial=len(job.prior),
+            desc=f"{task.label} (waiting for a node)",
             unit="case",
             position=position,
             disable=not self.progress,
@@ -204,7 +247,7 @@ class RayExecutor:
             return
         if isinstance(message, TaskStarted):
             task.started = message
-            task.progress.set_description(f"{task.job.variant.name} on {message.hostname}")
+            task.progress.set_description(f"{task.label} on {message.hostname}")
         elif isinstance(message, CaseOutcome):
             task.received.append(message)
             task.store.write_record(case_record(task.job.variant.name, message))
@@ -212,34 +255,26 @@ class RayExecutor:
         else:
             assert isinstance(message, TaskEnded)
             del tasks[generator]
-            _close(task)
-            yield Evaluated(
-                job=task.job,
-                run=message.run,
-                error=message.error,
-                placement=task.placement(message.ended_at or None),
-            )
+            yield from _ended(task, message.run, message.error, message.ended_at or None)
 
     def _died(self, task: _Task, exc: Exception, tasks: dict[Any, _Task]) -> Iterator[Evaluated]:
         """Start a task that died again for the cases it had not sent, or report its variant."""
-        name = task.job.variant.name
         where = f" on {task.started.hostname}" if task.started else ""
         cause = (
             f"its Ray task died{where} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
         )
         if task.attempts > self.retries:
-            _close(task)
             tries = f" after {task.attempts} attempts" if task.attempts > 1 else ""
-            yield Evaluated(job=task.job, run=None, error=f"{cause}{tries}", placement=task.placement())
+            yield from _ended(task, None, f"{cause}{tries}", None)
             return
         tqdm.write(
-            f"quantgate: variant {name}: {cause}; starting it again for the cases it had not sent back "
+            f"quantgate: variant {task.label}: {cause}; starting it again for the cases it had not sent back "
             f"({len(task.received)} recorded; attempt {task.attempts + 1} of {self.retries + 1})",
             file=sys.stderr,
         )
         task.job = replace(task.job, prior=(*task.job.prior, *task.received))
         task.received, task.started, task.attempts = [], None, task.attempts + 1
-        task.progress.set_description(f"{name} (waiting for a node)")
+        task.progress.set_description(f"{task.label} (waiting for a node)")
         tasks[self._submit(task)] = task
 
 
@@ -294,6 +329,23 @@ def _check_reachable(address: str | None) -> None:
             f"no Ray cluster answers at {address} ({exc.strerror or exc}); start one there with "
             f"`ray start --head --port={port}`, or give the address `ray start` printed"
         ) from None
+
+
+def _ended(
+    task: _Task, run: VariantRun | None, error: str | None, ended_at: float | None
+) -> Iterator[Evaluated]:
+    """A task that ended: its variant's result, or for a shard, the variant's once every shard ended."""
+    _close(task)
+    shards = task.shards
+    if shards is None:
+        yield Evaluated(job=task.job, run=run, error=error, placement=task.placement(ended_at))
+        return
+    placement = task.shard_placement(run, error, ended_at)
+    shards.ended[task.index] = ShardEnded(
+        job=task.job, new=tuple(task.received), run=run, error=error, placement=placement
+    )
+    if len(shards.ended) == shards.count:
+        yield merged(shards.job, [shards.ended[i] for i in range(shards.count)], task.resources)
 
 
 def _close(task: _Task) -> None:

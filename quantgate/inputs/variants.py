@@ -57,6 +57,9 @@ class VariantSpec(BaseModel):
             `CPU`, `GPU`, `memory` (bytes) and custom resources such as `ollama`, so that it
             runs on a node that has them (`quantgate.cluster`; those not given get defaults).
             Ignored by the local executor.
+        shards: Tasks a server variant's cases are split between under `--executor ray`
+            (each on a node with its own server, the `resources` of each task as given);
+            1, the default, keeps them in one task. Ignored by the local executor.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -73,6 +76,7 @@ class VariantSpec(BaseModel):
     file_size_bytes: int | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     resources: dict[str, float] = Field(default_factory=dict)
+    shards: int = Field(default=1, ge=1)
 
     @field_validator("resources")
     @classmethod

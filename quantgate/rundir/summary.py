@@ -336,9 +336,26 @@ class RunSummary(RunFileModel):
         return next((v for v in self.variants if v.name == name), None)
 
 
+class ShardPlacement(RunFileModel):
+    """Where one task of a variant whose cases were split between tasks (`shards`) ran, and which
+    of the cases it measured."""
+
+    node_id: str | None = Field(default=None, description="The Ray node's id.")
+    node_ip: str | None = Field(default=None, description="The Ray node's address.")
+    hostname: str | None = Field(default=None, description="The node's host name.")
+    hardware: dict[str, Any] | None = Field(default=None, description="The node's hardware.")
+    case_ids: list[str] = Field(default_factory=list, description="The cases this task recorded.")
+    attempts: int = Field(default=1, description="Tasks started for this shard (more after one died).")
+    started_at: float | None = Field(default=None, description="When its last task started (Unix time).")
+    ended_at: float | None = Field(default=None, description="When its last task ended (Unix time).")
+    niceness: int | None = Field(default=None, description="The task process's niceness.")
+    error: str | None = Field(default=None, description="Why this shard failed (None: it did not).")
+
+
 class Placement(RunFileModel):
     """Where a variant was evaluated: in a worker process of the machine that ran quantgate, or
-    in a task on a node of a Ray cluster (the node's own `hardware` is in the variant's line)."""
+    in a task on a node of a Ray cluster (the node's own `hardware` is in the variant's line), or
+    in several tasks when its cases were split between them (`shards`)."""
 
     executor: Literal["local", "ray"]
     node_id: str | None = Field(default=None, description="The Ray node's id.")
@@ -354,6 +371,12 @@ class Placement(RunFileModel):
         default=None,
         description="The task process's niceness (Ray starts workers at 15 unless RAY_worker_niceness "
         "says otherwise; above 0 a busy node gives the task less CPU, slowing its latency figures).",
+    )
+    shards: list[ShardPlacement] = Field(
+        default_factory=list,
+        description="The tasks its cases were split between, each on its node (empty: one task). The "
+        "variant's line then has the first shard's hardware; its memory figures are the largest "
+        "shard's, its throughput the mean per task (output tokens over the tasks' summed wall time).",
     )
 
 

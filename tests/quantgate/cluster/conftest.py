@@ -16,11 +16,17 @@ from typing import Any
 import pytest
 
 from quantgate.cluster.executor import normal_priority_workers
+from quantgate.evaluate import RunOptions, run_evaluation
+from quantgate.evaluate.executor import VariantExecutor
+from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.rundir.store import read_records
 from tests.quantgate.evaluate.conftest import sessions  # noqa: F401 (a fixture, for the head-node tests)
 from tests.quantgate.evaluate.slow_backend import write_inputs
 
 OLLAMA_UNITS = 1.0
+_TIMING = {"ttft_s", "total_s", "prompt_tokens_per_s", "generation_tokens_per_s", "attempt_timings"}
+"""Record fields that differ from one execution to the next."""
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +40,17 @@ def ray_cluster() -> Iterator[Any]:
         ray.shutdown()
 
 
-def slow_variants(*names: str, **options: Any) -> VariantSet:
+def slow_variants(*names: str, backend: str = "slow", **options: Any) -> VariantSet:
     """`slow` fake variants (`tests/quantgate/evaluate/slow_backend.py`), the first the reference;
     `options` go to every variant, a `resources` key to their resources."""
     resources = options.pop("resources", {"CPU": 1})
     variants = [
         Variant(
-            name=name, backend="slow", model="none", options={"delay_s": 0.05, **options}, resources=resources
+            name=name,
+            backend=backend,
+            model="none",
+            options={"delay_s": 0.05, **options},
+            resources=resources,
         )
         for name in names
     ]
@@ -52,3 +62,15 @@ def invoices(tmp_path: Path) -> Path:
     """A dataset of 6 invoice cases that every `slow` variant answers right."""
     dataset, _ = write_inputs(tmp_path / "inputs", cases=6, delay_s=0.05)
     return dataset
+
+
+def run_six(dataset: Path, variants: VariantSet, out: Path, executor: VariantExecutor) -> Path:
+    """A run of the variants on 6 cases of `dataset` (no token fidelity), through `executor`."""
+    options = RunOptions(limit=6, out=out, token_fidelity=False, progress=False)
+    return run_evaluation(load_dataset(dataset), variants, options=options, executor=executor)
+
+
+def comparable_records(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's records without their timings, in variant and case order."""
+    lines = [r.model_dump(exclude=_TIMING) for r in read_records(run_dir)]
+    return sorted(lines, key=lambda r: (r["variant"], r["case_id"]))

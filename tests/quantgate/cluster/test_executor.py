@@ -5,45 +5,29 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from quantgate.cluster import RayExecutor
 from quantgate.decide.decision import decide
-from quantgate.evaluate import RunOptions, run_evaluation
-from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
-from quantgate.inputs.dataset import load_dataset
+from quantgate.evaluate.executor import LocalExecutor
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import load_run, read_records
 from quantgate.rundir.summary import Placement
 from tests.graphs.fakes import QueuedChatModel
 from tests.graphs.test_extraction import GOOD
-from tests.quantgate.cluster.conftest import slow_variants
+from tests.quantgate.cluster.conftest import comparable_records, run_six, slow_variants
 
 pytestmark = pytest.mark.slow
-
-_TIMING = {"ttft_s", "total_s", "prompt_tokens_per_s", "generation_tokens_per_s", "attempt_timings"}
-"""Record fields that differ from one execution to the next."""
-
-
-def _run(dataset: Path, variants: VariantSet, out: Path, executor: VariantExecutor) -> Path:
-    options = RunOptions(limit=6, out=out, token_fidelity=False, progress=False)
-    return run_evaluation(load_dataset(dataset), variants, options=options, executor=executor)
-
-
-def _records(run_dir: Path) -> list[dict[str, Any]]:
-    lines = [r.model_dump(exclude=_TIMING) for r in read_records(run_dir)]
-    return sorted(lines, key=lambda r: (r["variant"], r["case_id"]))
 
 
 def test_the_run_directory_is_the_local_executors(ray_cluster, invoices, tmp_path):
     variants = slow_variants("ref", "cand")
-    local = _run(invoices, variants, tmp_path / "local", LocalExecutor())
+    local = run_six(invoices, variants, tmp_path / "local", LocalExecutor())
     with RayExecutor.connect(progress=False) as executor:
-        distributed = _run(invoices, variants, tmp_path / "ray", executor)
-    assert _records(distributed) == _records(local)
-    assert len(_records(distributed)) == 12
+        distributed = run_six(invoices, variants, tmp_path / "ray", executor)
+    assert comparable_records(distributed) == comparable_records(local)
+    assert len(comparable_records(distributed)) == 12
     assert decide(distributed).model_dump(include={"outcome", "recommended"}) == decide(local).model_dump(
         include={"outcome", "recommended"}
     )
@@ -66,7 +50,7 @@ def test_a_task_that_died_starts_again_for_the_cases_it_had_not_sent(ray_cluster
     )
     variants = VariantSet(reference="ref", variants=[variants.variants[0], crashing])
     with RayExecutor.connect(retries=1, progress=False) as executor:
-        run_dir = _run(invoices, variants, tmp_path / "runs", executor)
+        run_dir = run_six(invoices, variants, tmp_path / "runs", executor)
     assert (tmp_path / "died").exists()  # the first task did die
     records = [(r.variant, r.case_id) for r in read_records(run_dir)]
     assert sorted(records) == sorted({*records})  # each case recorded once
@@ -87,7 +71,7 @@ def test_a_task_that_keeps_dying_fails_its_variant_and_the_run_goes_on(ray_clust
     doomed = variants.variants[1].model_copy(update={"options": {"delay_s": 0.05, "die_after": 2}})
     variants = VariantSet(reference="ref", variants=[variants.variants[0], doomed, variants.variants[2]])
     with RayExecutor.connect(retries=1, progress=False) as executor:
-        run_dir = _run(invoices, variants, tmp_path / "runs", executor)
+        run_dir = run_six(invoices, variants, tmp_path / "runs", executor)
     run = load_run(run_dir)
     doomed_entry, fine = run.summary.entry("doomed"), run.summary.entry("fine")
     assert doomed_entry is not None
@@ -120,7 +104,7 @@ def test_a_custom_resource_limits_how_many_tasks_run_at_once(ray_cluster, invoic
     # two asking for half of it side by side
     variants = slow_variants("ref", "a", "b", delay_s=0.4, resources={"CPU": 0.5, "ollama": units})
     with RayExecutor.connect(progress=False) as executor:
-        run_dir = _run(invoices, variants, tmp_path / "runs", executor)
+        run_dir = run_six(invoices, variants, tmp_path / "runs", executor)
     (a_start, a_end), (b_start, b_end) = _intervals(run_dir, ("a", "b"))
     assert (max(a_start, b_start) < min(a_end, b_end)) is overlap
     assert load_run(run_dir).variants.by_name()["a"].placement.resources == {"CPU": 0.5, "ollama": units}  # type: ignore[union-attr]
@@ -131,7 +115,7 @@ def test_a_variant_no_node_can_take_is_skipped_naming_what_it_asks(ray_cluster, 
     gpu = variants.variants[1].model_copy(update={"resources": {"GPU": 1}})
     variants = VariantSet(reference="ref", variants=[variants.variants[0], gpu])
     with RayExecutor.connect(progress=False) as executor:
-        run_dir = _run(invoices, variants, tmp_path / "runs", executor)
+        run_dir = run_six(invoices, variants, tmp_path / "runs", executor)
     entry = load_run(run_dir).summary.entry("gpu")
     assert entry is not None
     assert entry.status == "skipped"
@@ -144,7 +128,7 @@ def test_a_chat_model_given_from_python_is_evaluated_in_the_driver_meanwhile(ray
     chat = Variant.from_chat_model("chat", QueuedChatModel(outputs=[json.dumps(GOOD)]))
     variants = VariantSet(reference="ref", variants=[ref, chat])
     with RayExecutor.connect(progress=False) as executor:
-        run_dir = _run(invoices, variants, tmp_path / "runs", executor)
+        run_dir = run_six(invoices, variants, tmp_path / "runs", executor)
     run = load_run(run_dir)
     placements = {v.name: v.placement for v in run.variants.variants}
     assert placements["chat"] == Placement(executor="local")  # it cannot cross processes

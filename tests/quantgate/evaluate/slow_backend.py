@@ -4,7 +4,8 @@
 
 runs the real command line. The backend declares `process_isolation`, so each variant runs in
 a spawned worker process as an embedded one would; it is registered at import, and the worker
-imports this module again (as its main module), so the worker knows it too. No model is loaded:
+imports this module again (as its main module), so the worker knows it too; `slow-server` is
+the same fake declared as a server's client. No model is loaded:
 each answer is a fixed valid record, given after `options.delay_s` seconds. With
 `options.sigterm_marker`, the worker ignores SIGTERM and touches that file instead, as a worker
 stuck in native code would not stop. With `options.die_after` = N, the process dies
@@ -76,6 +77,13 @@ def _open_slow(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVa
 
 
 register_backend("slow", _open_slow, capabilities=BackendCapabilities(process_isolation=True))
+# the same, declared as a server's client (its model's memory in a server, as Ollama's): its cases
+# can be split between Ray tasks (`shards`)
+register_backend(
+    "slow-server",
+    _open_slow,
+    capabilities=BackendCapabilities(process_isolation=True, parallel="server", memory="server"),
+)
 
 
 def write_inputs(
