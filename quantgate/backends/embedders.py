@@ -7,7 +7,8 @@
 - `langchain`: an `Embeddings` object given from Python (`Variant.from_embeddings`).
 
 Backends that can embed declare `embeddings=True` (`BackendCapabilities`); callers ask
-`capabilities(variant).embeddings` before opening.
+`capabilities(variant).embeddings` before opening. A backend registered outside quantgate
+teaches `open_embeddings` how to open it with `register_embeddings`.
 """
 
 from __future__ import annotations
@@ -126,6 +127,12 @@ _OPENERS: dict[str, EmbeddingsOpener] = {
     "ollama": _open_ollama,
     "langchain": _open_object,
 }
+
+
+def register_embeddings(backend: str, opener: EmbeddingsOpener) -> None:
+    """Have `open_embeddings` open variants of `backend` (registered with `register_backend`,
+    its capabilities declaring `embeddings`) with `opener`."""
+    _OPENERS[backend] = opener
 
 
 def open_embeddings(variant: Variant) -> AbstractContextManager[OpenedEmbeddings]:

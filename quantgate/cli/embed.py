@@ -7,7 +7,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from quantgate.cli.common import DEFAULT_DATASET, check_output_dir, cli_variants, positive_int
+from quantgate.cli.common import (
+    DEFAULT_DATASET,
+    add_executor_flags,
+    check_output_dir,
+    cli_executor,
+    cli_variants,
+    positive_int,
+)
 from quantgate.rundir.embeddings import DEFAULT_K
 
 if TYPE_CHECKING:
@@ -34,7 +41,10 @@ def _embed(args: argparse.Namespace) -> int:
         raise ValueError(f"these variants' backends cannot produce embeddings: {', '.join(unable)}")
     options = EmbeddingOptions(k=args.k, qdrant_url=args.qdrant_url, progress=not args.json)
     reference = args.reference or variant_set.reference
-    run_dir = run_embeddings(corpus, variant_set.variants, reference=reference, out=out, options=options)
+    with cli_executor(args, progress=not args.json) as executor:
+        run_dir = run_embeddings(
+            corpus, variant_set.variants, reference=reference, out=out, options=options, executor=executor
+        )
     document = read_model(run_dir / EMBEDDINGS_JSON, EmbeddingsFile)
     if args.json:
         print(dump_json({"run_dir": str(run_dir), **document.model_dump(mode="json")}))
@@ -85,4 +95,5 @@ def add_parser(commands: Commands) -> None:
     )
     embed.add_argument("--out", default="runs", help="where to create the run directory (default: runs)")
     embed.add_argument("--json", action="store_true", help="print embeddings.json instead of a table")
+    add_executor_flags(embed)
     embed.set_defaults(handler=_embed)

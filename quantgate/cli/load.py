@@ -10,8 +10,10 @@ from quantgate.cli.common import (
     DEFAULT_DATASET,
     DEFAULT_LIMIT,
     add_examples_flag,
+    add_executor_flags,
     check_output_dir,
     cli_dataset,
+    cli_executor,
     cli_variants,
 )
 from quantgate.evaluate.predictions import dump_json
@@ -20,6 +22,7 @@ from quantgate.rundir.files import LOAD_FILE
 
 if TYPE_CHECKING:
     from quantgate.cli.common import Commands
+    from quantgate.evaluate.executor import VariantExecutor
     from quantgate.inputs.variants import VariantSet
     from quantgate.loadtest.levels import LoadOptions
 
@@ -47,12 +50,13 @@ def load_into(
     *,
     out: Path,
     quiet: bool,
+    executor: VariantExecutor | None = None,
 ) -> Path:
     from quantgate.loadtest.run import run_load
     from quantgate.loadtest.table import render_load
     from quantgate.rundir.store import load_run
 
-    run_dir = run_load(dataset, variant_set, options=options, run_dir=run_dir, out=out)
+    run_dir = run_load(dataset, variant_set, options=options, run_dir=run_dir, out=out, executor=executor)
     if not quiet:
         section = load_run(run_dir).summary.load
         if section is not None:
@@ -68,7 +72,10 @@ def _load(args: argparse.Namespace) -> int:
     check_output_dir(Path(args.out))
     dataset = cli_dataset(args.dataset or DEFAULT_DATASET, args.skip_invalid_cases)
     variant_set = cli_variants(args.variants)
-    run_dir = load_into(None, dataset, variant_set, options, out=Path(args.out), quiet=args.json)
+    with cli_executor(args, progress=not args.json) as executor:
+        run_dir = load_into(
+            None, dataset, variant_set, options, out=Path(args.out), quiet=args.json, executor=executor
+        )
     if args.json:
         section = load_run(run_dir).summary.load
         print(dump_json(section.model_dump(mode="json") if section else None))
@@ -115,4 +122,5 @@ def add_parser(commands: Commands) -> None:
     load.add_argument("--skip-invalid-cases", action="store_true", help="leave out dataset lines with errors")
     add_examples_flag(load)
     add_load_flags(load, prefix="")
+    add_executor_flags(load)
     load.set_defaults(handler=_load)

@@ -33,6 +33,7 @@ from quantgate.rundir.embeddings import DEFAULT_K
 
 if TYPE_CHECKING:
     from quantgate.cli.common import Commands
+    from quantgate.evaluate.executor import VariantExecutor
     from quantgate.inputs.gates import Gates
     from quantgate.inputs.variants import VariantSet
 
@@ -72,17 +73,21 @@ def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
         run_dir = run_evaluation(
             dataset, variant_set, reference=args.reference, options=options, executor=executor
         )
-    if args.embeddings:
-        _embeddings_into(run_dir, variant_set, args)
-    status = _conclude(run_dir, gates, args)
-    if load is not None:
-        load_into(run_dir, dataset, variant_set, load, out=Path(args.out), quiet=args.json)
+        if args.embeddings:
+            _embeddings_into(run_dir, variant_set, args, executor)
+        status = _conclude(run_dir, gates, args)
+        if load is not None:
+            load_into(
+                run_dir, dataset, variant_set, load, out=Path(args.out), quiet=args.json, executor=executor
+            )
     if not args.no_report:
         _write_report_after_run(run_dir, quiet=args.json)
     return status
 
 
-def _embeddings_into(run_dir: Path, variant_set: VariantSet, args: argparse.Namespace) -> None:
+def _embeddings_into(
+    run_dir: Path, variant_set: VariantSet, args: argparse.Namespace, executor: VariantExecutor
+) -> None:
     """`--embeddings`: the variants' embeddings of the run's case texts, into its summary and qdrant/."""
     from quantgate.embeddings.run import EmbeddingOptions, add_embeddings
     from quantgate.embeddings.table import embedding_rows, render_rows
@@ -90,7 +95,7 @@ def _embeddings_into(run_dir: Path, variant_set: VariantSet, args: argparse.Name
 
     options = EmbeddingOptions(k=args.k, qdrant_url=args.qdrant_url, progress=not args.json)
     try:
-        summary = add_embeddings(run_dir, variant_set.variants, options=options)
+        summary = add_embeddings(run_dir, variant_set.variants, options=options, executor=executor)
     except KeyboardInterrupt as exc:
         note_run_dir(exc, run_dir)
         raise

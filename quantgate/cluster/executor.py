@@ -1,4 +1,6 @@
-"""`RayExecutor`: each variant's evaluation as a Ray task, side by side on a cluster's nodes.
+"""`RayExecutor`: each variant's evaluation as a Ray task, side by side on a cluster's nodes
+(a server variant's cases maybe split between several: `quantgate.cluster.shards`), and any other
+per-variant call (a load test, embeddings, token fidelity) as a task returning its result.
 
 The driver (the process running `quantgate run`) submits one task per variant, with the
 resources it declares (`quantgate.cluster.resources`), and alone writes the run directory: each
@@ -12,39 +14,30 @@ failed and the run goes on. Ctrl-C (or SIGTERM) cancels every task still running
 
 from __future__ import annotations
 
-import os
-import socket
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tqdm import tqdm
 
 from graphs.evaluation import CaseOutcome
-from quantgate.backends import capabilities
+from quantgate.backends import backend_module, capabilities
+from quantgate.cluster.connection import connected
 from quantgate.cluster.resources import infeasible, task_resources, to_ray_options
 from quantgate.cluster.shards import ShardEnded, merged, shard_jobs, why_not_split
-from quantgate.cluster.tasks import TaskEnded, TaskStarted, variant_task
-from quantgate.evaluate.executor import Evaluated, LocalExecutor
+from quantgate.cluster.tasks import CallReturned, TaskEnded, TaskStarted, call_task, variant_task
+from quantgate.evaluate.executor import Called, Evaluated, LocalExecutor, Result, VariantCall
 from quantgate.evaluate.variant import VariantJob, VariantRun, with_backend_module
 from quantgate.rundir.build import case_record
 from quantgate.rundir.store import RunStore
 from quantgate.rundir.summary import Placement, ShardPlacement
 
-__all__ = ["ClusterError", "RayExecutor", "normal_priority_workers"]
+__all__ = ["RayExecutor"]
 
-_CONNECT_TIMEOUT_S = 5.0
-"""How long the driver tries to reach a cluster's address before saying nothing answers."""
-_NICENESS = "RAY_worker_niceness"
-"""The raylet's setting of its workers' niceness (Ray's default: 15)."""
 _WAIT_S = 0.5
 """How long the driver waits for a task's next message at a time (Ctrl-C is seen in between)."""
-
-
-class ClusterError(RuntimeError):
-    """Ray is not installed, or the cluster cannot be reached; the message says which and how."""
 
 
 @dataclass(kw_only=True)
@@ -119,6 +112,7 @@ class RayExecutor:
     """
 
     parallel = True
+    remote = True
 
     def __init__(self, *, retries: int = 1, progress: bool = True) -> None:
         import ray
@@ -127,6 +121,7 @@ class RayExecutor:
         self.retries = retries
         self.progress = progress
         self._remote = ray.remote(num_returns="streaming", max_retries=0, max_calls=1)(variant_task)
+        self._call = ray.remote(max_retries=retries, max_calls=1)(call_task)
 
     @classmethod
     @contextmanager
@@ -144,28 +139,8 @@ class RayExecutor:
         Raises:
             ClusterError: Ray is not installed, or the cluster cannot be reached.
         """
-        try:
-            import ray
-        except ImportError:
-            raise ClusterError(
-                "the Ray executor needs Ray, which is not installed: pip install 'quantgate[ray]'"
-            ) from None
-        started_here = not ray.is_initialized()
-        if started_here:
-            address = address or os.environ.get("RAY_ADDRESS") or None
-            _check_reachable(address)
-            try:
-                with normal_priority_workers() if address is None else nullcontext():
-                    ray.init(
-                        address=address, include_dashboard=False, log_to_driver=False, runtime_env=runtime_env
-                    )
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise ClusterError(_connect_failure(address, exc)) from None
-        try:
+        with connected(address, runtime_env=runtime_env):
             yield cls(retries=retries, progress=progress)
-        finally:
-            if started_here:
-                ray.shutdown()
 
     def evaluate(self, jobs: Sequence[VariantJob]) -> Iterator[Evaluated]:
         """Submit a task per job, then yield each as it ends; records are written as they come."""
@@ -196,6 +171,66 @@ class RayExecutor:
         finally:
             for task in tasks.values():
                 _close(task)
+
+    def call_each(self, calls: Sequence[VariantCall[Result]]) -> Iterator[Called[Result]]:
+        """Run each call as a Ray task with its variant's resources, all at once, yielding each as
+        it ends; Ray starts a task that died again, up to `retries` times. A call whose variant
+        cannot cross processes (a chat model given from Python) runs in the driver meanwhile."""
+        ray = self._ray
+        nodes = ray.nodes()
+        pending: dict[Any, VariantCall[Result]] = {}
+        here = [call for call in calls if not capabilities(call.variant).process_isolation]
+        remote = [call for call in calls if capabilities(call.variant).process_isolation]
+        progress = tqdm(total=len(calls), desc="Ray tasks", unit="variant", disable=not self.progress)
+        try:
+            for call in remote:
+                resources = task_resources(call.variant, nodes)
+                why = infeasible(resources, nodes)
+                if why is not None:
+                    progress.update(1)
+                    yield Called(call=call, result=None, error=f"{call.what}: {why}")
+                    continue
+                module = backend_module(call.variant.backend)
+                options = to_ray_options(resources)
+                name = f"quantgate-{call.variant.name}"
+                pending[
+                    self._call.options(**options, name=name).remote((call.function, call.argument, module))
+                ] = call
+            yield from LocalExecutor().call_each(here)
+            progress.update(len(here))
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=_WAIT_S)
+                for ref in ready:
+                    progress.update(1)
+                    yield self._called(pending.pop(ref), ref)
+        except BaseException:  # Ctrl-C above all: no task goes on without the driver
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise
+        finally:
+            progress.close()
+
+    def _called(self, call: VariantCall[Result], ref: Any) -> Called[Result]:
+        """A call's task that ended, as the call's result or error."""
+        ray = self._ray
+        try:
+            returned: CallReturned = ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:  # the call raised
+            cause = exc.cause
+            if isinstance(cause, call.failures):
+                return Called(call=call, result=None, error=str(cause))
+            raise RuntimeError(f"{call.what} failed in its Ray task:\n{exc}") from None
+        except ray.exceptions.RayError as exc:  # the worker or its node died, or ran out of memory
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            tries = f" after {self.retries + 1} attempts" if self.retries else ""
+            return Called(
+                call=call,
+                result=None,
+                error=f"{call.what}: its Ray task died ({type(exc).__name__}: {first}){tries}",
+            )
+        if self.progress:
+            tqdm.write(f"quantgate: {call.what}: done on {returned.hostname}", file=sys.stderr)
+        return Called(call=call, result=returned.result, error=None)
 
     def _tasks(self, job: VariantJob, resources: dict[str, float], *, position: int) -> list[_Task]:
         """The job's task, or its shards' (`quantgate.cluster.shards`), each with a progress bar."""
@@ -276,59 +311,6 @@ class RayExecutor:
         task.received, task.started, task.attempts = [], None, task.attempts + 1
         task.progress.set_description(f"{task.label} (waiting for a node)")
         tasks[self._submit(task)] = task
-
-
-@contextmanager
-def normal_priority_workers() -> Iterator[None]:
-    """Have the workers of a Ray started meanwhile on this machine run at the usual priority.
-
-    Ray starts workers at niceness 15 (`RAY_worker_niceness`), which starves a task whenever
-    anything else runs on the machine, and distorts its latency figures against a local run's.
-    A cluster's nodes get the setting from `ray start`'s environment; a value set by the user wins.
-    """
-    if _NICENESS in os.environ:
-        yield
-        return
-    os.environ[_NICENESS] = "0"
-    try:
-        yield
-    finally:
-        os.environ.pop(_NICENESS, None)
-
-
-def _connect_failure(address: str | None, exc: Exception) -> str:
-    """Why the driver could not connect, with the usual cause when there is one."""
-    if address is None:
-        return f"cannot start a local Ray: {exc}"
-    message = f"cannot connect to the Ray cluster at {address}: {exc}"
-    if not os.environ.get("RAY_AUTH_MODE"):
-        message += (
-            ". If the cluster uses token authentication (Ray 2.59 and later turn it on for a cluster "
-            "started by `ray start` on one machine), set RAY_AUTH_MODE=token here, with the cluster's "
-            "token in RAY_AUTH_TOKEN or ~/.ray/auth_token"
-        )
-    return message
-
-
-def _check_reachable(address: str | None) -> None:
-    """Fail at once when nothing listens at a `HOST:PORT` address (Ray itself would retry for
-    minutes, deaf to Ctrl-C); `auto`, `ray://` addresses and None are left to Ray.
-
-    Raises:
-        ClusterError: The address is not HOST:PORT, or nothing answers there.
-    """
-    if address is None or address == "auto" or "://" in address:
-        return
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise ClusterError(f"the Ray address {address!r} is not auto, HOST:PORT or ray://HOST:PORT")
-    try:
-        socket.create_connection((host, int(port)), timeout=_CONNECT_TIMEOUT_S).close()
-    except OSError as exc:
-        raise ClusterError(
-            f"no Ray cluster answers at {address} ({exc.strerror or exc}); start one there with "
-            f"`ray start --head --port={port}`, or give the address `ray start` printed"
-        ) from None
 
 
 def _ended(

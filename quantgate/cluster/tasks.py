@@ -1,4 +1,5 @@
-"""The Ray task that evaluates one variant on a node, and the messages it streams back.
+"""The Ray tasks: one evaluates a variant on a node, streaming messages back; another runs any
+other per-variant call (`VariantCall`: a load test, embedding a corpus) and returns its result.
 
 The task runs the same evaluation as a local worker (`quantgate.evaluate.variant`), but writes
 nothing: it yields where it runs, then each case's outcome as the case finishes, then the
@@ -14,14 +15,16 @@ import queue
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from graphs.evaluation import CaseOutcome
 from quantgate.backends import BackendError
+from quantgate.evaluate.executor import run_call
 from quantgate.evaluate.variant import VariantJob, VariantRun, evaluate_variant
 
-__all__ = ["TaskEnded", "TaskStarted", "variant_task"]
+__all__ = ["CallReturned", "TaskEnded", "TaskStarted", "call_task", "variant_task"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,3 +95,16 @@ def variant_task(job: VariantJob) -> Iterator[object]:
         error=error if isinstance(error, str) else None,
         ended_at=time.time(),
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallReturned:
+    """What a call's task returns: the call's result, and the node it ran on."""
+
+    result: Any
+    hostname: str
+
+
+def call_task(work: tuple[Callable[[Any], Any], Any, str | None]) -> CallReturned:
+    """A call's `run_call(work)` on this node, with the node's name."""
+    return CallReturned(result=run_call(work), hostname=platform.node())

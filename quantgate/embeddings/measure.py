@@ -1,8 +1,9 @@
 """One variant's embeddings: embed the corpus, index the vectors in Qdrant, then score them.
 
-`embed_variant` opens the variant for embeddings, embeds every document and labeled query
-(timed, with a progress bar), and writes the document vectors into the variant's Qdrant
-collection (timed). `score_variant` turns a variant's vectors and the reference's into an
+`embed_corpus` opens the variant for embeddings and embeds every document and labeled query
+(timed, with a progress bar), wherever it runs (here, or in a Ray task); `index_vectors`
+writes the document vectors into the variant's Qdrant collection (timed); `embed_variant`
+does both. `score_variant` turns a variant's vectors and the reference's into an
 `EmbeddingEntry`, with the neighbours and rankings searched in Qdrant; the figures
 themselves are `evaluators.embeddings`.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -50,7 +51,7 @@ class EmbeddedVariant:
         documents: One vector per document, in corpus order.
         queries: One vector per labeled query (empty rows without queries).
         embed_s: Time to embed documents and queries.
-        index_build_s: Time to write the document vectors into Qdrant.
+        index_build_s: Time to write the document vectors into Qdrant (None: not indexed yet).
         runtime: What embedded (`OpenedEmbeddings.runtime`).
         truncated: Texts cut to the model's context, when the backend tells.
     """
@@ -59,9 +60,18 @@ class EmbeddedVariant:
     documents: np.ndarray[Any, np.dtype[np.float32]]
     queries: np.ndarray[Any, np.dtype[np.float32]]
     embed_s: float
-    index_build_s: float
     runtime: dict[str, Any]
     truncated: int | None
+    index_build_s: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbedJob:
+    """One variant's embedding of a corpus; picklable, so it can run elsewhere."""
+
+    variant: Variant
+    corpus: Corpus
+    progress: bool = True
 
 
 def _embed_texts(
@@ -108,6 +118,30 @@ def embed_variant(
         EmbeddingError: Embedding a text failed, or the vectors are unusable.
         VectorStoreError: Qdrant refused the vectors.
     """
+    return index_vectors(
+        embed_corpus(EmbedJob(variant=variant, corpus=corpus, progress=progress)), corpus, index
+    )
+
+
+def index_vectors(embedded: EmbeddedVariant, corpus: Corpus, index: VectorIndex) -> EmbeddedVariant:
+    """Write a variant's document vectors (of `corpus`) into its Qdrant collection, timed.
+
+    Raises:
+        VectorStoreError: Qdrant refused the vectors.
+    """
+    started = time.perf_counter()
+    index.write(embedded.name, corpus.documents, embedded.documents)
+    return replace(embedded, index_build_s=time.perf_counter() - started)
+
+
+def embed_corpus(job: EmbedJob) -> EmbeddedVariant:
+    """Embed every document and labeled query of the corpus with the job's variant.
+
+    Raises:
+        BackendError: The variant cannot be opened for embeddings.
+        EmbeddingError: Embedding a text failed, or the vectors are unusable.
+    """
+    variant, corpus, progress = job.variant, job.corpus, job.progress
     documents, queries = corpus.documents, corpus.queries
     texts = [d.text for d in documents] + [q.text for q in queries]
     ids = [d.id for d in documents] + [q.id for q in queries]
@@ -123,14 +157,11 @@ def embed_variant(
         embed_s = time.perf_counter() - started
         runtime, truncated = dict(opened.runtime), opened.truncated()
     matrix = _matrix(vectors, variant.name)
-    started = time.perf_counter()
-    index.write(variant.name, documents, matrix[: len(documents)])
     return EmbeddedVariant(
         name=variant.name,
         documents=matrix[: len(documents)],
         queries=matrix[len(documents) :],
         embed_s=embed_s,
-        index_build_s=time.perf_counter() - started,
         runtime=runtime,
         truncated=truncated,
     )

@@ -21,7 +21,15 @@ from pathlib import Path
 
 from quantgate.backends import BackendError
 from quantgate.embeddings.index import VectorIndex, VectorStoreError
-from quantgate.embeddings.measure import EmbeddedVariant, EmbeddingError, embed_variant, score_variant
+from quantgate.embeddings.measure import (
+    EmbeddedVariant,
+    EmbeddingError,
+    EmbedJob,
+    embed_corpus,
+    index_vectors,
+    score_variant,
+)
+from quantgate.evaluate.executor import Called, LocalExecutor, VariantCall, VariantExecutor
 from quantgate.evaluate.signals import stop_on_signals
 from quantgate.hardware import hardware
 from quantgate.inputs.corpus import Corpus, load_corpus
@@ -68,8 +76,13 @@ def embed_variants(
     reference: str,
     options: EmbeddingOptions,
     on_entry: Callable[[EmbeddingVariantEntry], None] = lambda entry: None,
+    executor: VariantExecutor | None = None,
 ) -> list[EmbeddingVariantEntry]:
     """Embed and score every variant, the reference first; `on_entry` sees each finished entry.
+
+    The executor embeds (by default here, one after another; a Ray executor in tasks with the
+    variants' resources, side by side); the vectors are indexed and scored here, each variant's
+    once the reference's are.
 
     Raises:
         BackendError, EmbeddingError, VectorStoreError: The reference could not embed.
@@ -78,31 +91,91 @@ def embed_variants(
     by_name = {v.name: v for v in variants}
     if reference not in by_name:
         raise ValueError(f"no variant called {reference!r} (variants: {', '.join(by_name)})")
+    executor = executor or LocalExecutor()
     order = [by_name[reference], *(v for v in variants if v.name != reference)]
-    base = embed_variant(order[0], corpus, index, progress=options.progress)
-    entries = []
-    for variant in order:
-        entry = _entry(variant, is_reference=variant.name == reference)
-        embedded: EmbeddedVariant | None = base
-        if variant.name != reference:
-            try:
-                embedded = embed_variant(variant, corpus, index, progress=options.progress)
-            except (BackendError, EmbeddingError, VectorStoreError) as exc:
-                print(f"quantgate: warning: {exc}; variant {variant.name} skipped", file=sys.stderr)
-                entry = entry.model_copy(update={"status": "skipped", "error": str(exc)})
-                embedded = None
-        if embedded is not None:
-            figures = score_variant(embedded, base, corpus, index, k=options.k)
-            entry = entry.model_copy(update={"embeddings": figures})
-        entries.append(entry)
-        on_entry(entry)
+    calls = [
+        VariantCall(
+            variant=variant,
+            function=embed_corpus,
+            argument=EmbedJob(
+                variant=variant, corpus=corpus, progress=options.progress and not executor.remote
+            ),
+            what=f"embeddings of variant {variant.name}",
+            failures=(BackendError, EmbeddingError),
+        )
+        for variant in order
+    ]
+    base: EmbeddedVariant | None = None
+    waiting: list[Called[EmbeddedVariant]] = []
+    entries: list[EmbeddingVariantEntry] = []
+    for called in executor.call_each(calls):
+        if called.call.variant.name == reference:
+            if called.result is None:
+                raise EmbeddingError(str(called.error))
+            base = index_vectors(called.result, corpus, index)
+            waiting.insert(0, called)
+        else:
+            waiting.append(called)
+        if base is not None:
+            for ended in waiting:
+                is_reference = ended.call.variant.name == reference
+                entries.append(_scored(ended, base, corpus, index, options, is_reference=is_reference))
+                on_entry(entries[-1])
+            waiting.clear()
     return entries
+
+
+def _scored(
+    called: Called[EmbeddedVariant],
+    base: EmbeddedVariant,
+    corpus: Corpus,
+    index: VectorIndex,
+    options: EmbeddingOptions,
+    *,
+    is_reference: bool,
+) -> EmbeddingVariantEntry:
+    """A variant's entry: its figures against the reference (`base`, indexed), or why it was skipped."""
+    variant = called.call.variant
+    entry = _entry(variant, is_reference=is_reference)
+    error = called.error
+    if called.result is not None:
+        try:
+            embedded = base if is_reference else index_vectors(called.result, corpus, index)
+        except VectorStoreError as exc:
+            error = str(exc)
+        else:
+            figures = score_variant(embedded, base, corpus, index, k=options.k)
+            return entry.model_copy(update={"embeddings": figures})
+    print(f"quantgate: warning: {error}; variant {variant.name} skipped", file=sys.stderr)
+    return entry.model_copy(update={"status": "skipped", "error": str(error)})
 
 
 def _open_index(run_dir: Path, options: EmbeddingOptions) -> VectorIndex:
     if options.qdrant_url is not None:
         return VectorIndex(url=options.qdrant_url)
     return VectorIndex(path=run_dir / QDRANT_DIR)
+
+
+def _new_document(
+    run_dir: Path, corpus: Corpus, *, reference: str, options: EmbeddingOptions
+) -> EmbeddingsFile:
+    """embeddings.json of a run that starts."""
+    return EmbeddingsFile(
+        run_id=run_dir.name,
+        quantgate_version=package_version("quantgate"),
+        status="running",
+        corpus=CorpusInfo(
+            name=corpus.name,
+            source=corpus.source,
+            sha256=corpus.sha256,
+            documents=len(corpus.documents),
+            queries=len(corpus.queries),
+        ),
+        k=options.k,
+        reference=reference,
+        store=options.qdrant_url or QDRANT_DIR,
+        hardware=hardware(),
+    )
 
 
 def run_embeddings(
@@ -112,8 +185,10 @@ def run_embeddings(
     reference: str | None = None,
     out: Path = Path("runs"),
     options: EmbeddingOptions | None = None,
+    executor: VariantExecutor | None = None,
 ) -> Path:
-    """Evaluate the variants' embeddings on `corpus` in a new run directory under `out`.
+    """Evaluate the variants' embeddings on `corpus` in a new run directory under `out`; the
+    executor embeds (by default here; a Ray executor in tasks on the cluster).
 
     Returns:
         The run directory (embeddings.json, and qdrant/ for a local store).
@@ -128,22 +203,7 @@ def run_embeddings(
     run_dir = out / new_run_id()
     run_dir.mkdir(parents=True)
     name = reference or variants[0].name
-    document = EmbeddingsFile(
-        run_id=run_dir.name,
-        quantgate_version=package_version("quantgate"),
-        status="running",
-        corpus=CorpusInfo(
-            name=corpus.name,
-            source=corpus.source,
-            sha256=corpus.sha256,
-            documents=len(corpus.documents),
-            queries=len(corpus.queries),
-        ),
-        k=options.k,
-        reference=name,
-        store=options.qdrant_url or QDRANT_DIR,
-        hardware=hardware(),
-    )
+    document = _new_document(run_dir, corpus, reference=name, options=options)
     path = run_dir / EMBEDDINGS_JSON
     write_model(path, document)
 
@@ -153,7 +213,9 @@ def run_embeddings(
 
     try:
         with stop_on_signals(), _open_index(run_dir, options) as index:
-            embed_variants(variants, corpus, index, reference=name, options=options, on_entry=keep)
+            embed_variants(
+                variants, corpus, index, reference=name, options=options, on_entry=keep, executor=executor
+            )
     except KeyboardInterrupt:
         write_model(path, document.model_copy(update={"status": "interrupted"}))
         print(f"quantgate: the embeddings so far are in {run_dir}", file=sys.stderr)
@@ -166,9 +228,14 @@ def run_embeddings(
 
 
 def add_embeddings(
-    run_dir: Path, variants: Sequence[Variant], *, options: EmbeddingOptions | None = None
+    run_dir: Path,
+    variants: Sequence[Variant],
+    *,
+    options: EmbeddingOptions | None = None,
+    executor: VariantExecutor | None = None,
 ) -> RunSummary:
-    """Evaluate the embeddings of a run's variants on its own case texts, into its summary.json.
+    """Evaluate the embeddings of a run's variants on its own case texts, into its summary.json;
+    the executor embeds (by default here; a Ray executor in tasks on the cluster).
 
     Skipped variants of the run are skipped here too. When the reference cannot embed or the
     store cannot be opened, every variant's `embeddings_error` says why and nothing else
@@ -193,7 +260,9 @@ def add_embeddings(
 
     try:
         with stop_on_signals(), _open_index(run_dir, options) as index:
-            embed_variants(chosen, corpus, index, reference=reference, options=options, on_entry=keep)
+            embed_variants(
+                chosen, corpus, index, reference=reference, options=options, on_entry=keep, executor=executor
+            )
     except (BackendError, EmbeddingError, VectorStoreError) as exc:
         print(f"quantgate: warning: embeddings not measured: {exc}", file=sys.stderr)
         for entry in summary.variants:

@@ -5,13 +5,17 @@ how (`BackendCapabilities.token_fidelity`). Variants of a `"logits"` backend (em
 llama.cpp) with a reference of the same backend are teacher-forced on full logits in a worker
 process. Variants of a `"logprobs"` backend (Ollama) with a reference of the same backend are
 measured from the top-k log-probabilities the server returns (a lower bound of the KLD), over
-HTTP from this process. Any other pairing (a LangChain chat model, an embedded reference with
+HTTP from this process. On a Ray cluster (an executor that is `remote`), each variant is measured
+in a task of its own with its resources, against the reference on the same node (for Ollama:
+the node's own server, which has both models), and its records come back to this process. Any
+other pairing (a LangChain chat model, an embedded reference with
 Ollama variants) is reported as not measured, with the reason. Per (variant, case) records
 stream to `fidelity.jsonl`, so every pooled figure in summary.json can be recomputed from them.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass, replace
@@ -21,6 +25,7 @@ from graphs.extraction import prompt_messages
 from quantgate.backends import BackendError, capabilities, open_variant
 from quantgate.backends.llamacpp import LlamaCppChatModel
 from quantgate.backends.ollama_forcing import DEFAULT_TOP_LOGPROBS, OllamaForcing
+from quantgate.evaluate.executor import VariantCall, VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.evaluate.token_fidelity import (
     case_prompt,
@@ -197,6 +202,43 @@ _MEASURES: dict[str, Callable[[FidelityJob], dict[str, TokenFidelityEntry]]] = {
 """How each `BackendCapabilities.token_fidelity` kind is measured."""
 
 
+def _measured_sent_back(job: FidelityJob) -> tuple[dict[str, TokenFidelityEntry], str]:
+    """The job measured on another machine (in the process its task is): the entries, and the
+    records it wrote to a fidelity.jsonl there, as text."""
+    measure = _measure if capabilities(job.variants[0]).token_fidelity == "logits" else measure_ollama
+    with tempfile.TemporaryDirectory(prefix="quantgate-fidelity-") as directory:
+        entries = measure(replace(job, run_dir=Path(directory)))
+        records = Path(directory) / FIDELITY_FILE
+        return entries, records.read_text(encoding="utf-8") if records.exists() else ""
+
+
+def _measure_remote(
+    template: FidelityJob, targets: Sequence[Variant], reasons: dict[str, str], executor: VariantExecutor
+) -> dict[str, TokenFidelityEntry]:
+    """Measure each target in a task of its own; its records are appended here as it ends."""
+    calls = [
+        VariantCall(
+            variant=variant,
+            function=_measured_sent_back,
+            argument=replace(template, variants=(variant,), progress=False),
+            what=f"token fidelity of variant {variant.name}",
+            failures=(BackendError, RuntimeError),
+        )
+        for variant in targets
+    ]
+    measured: dict[str, TokenFidelityEntry] = {}
+    for called in executor.call_each(calls):
+        if called.result is None:
+            print(f"quantgate: token fidelity not measured: {called.error}")
+            reasons[called.call.variant.name] = f"not measured: {str(called.error).splitlines()[0]}"
+            continue
+        entries, records = called.result
+        with (template.run_dir / FIDELITY_FILE).open("a", encoding="utf-8") as sink:
+            sink.write(records)
+        measured |= entries
+    return measured
+
+
 def annotate(
     entries: Sequence[VariantEntry], measured: Mapping[str, TokenFidelityEntry], reasons: Mapping[str, str]
 ) -> None:
@@ -217,12 +259,18 @@ def annotate(
 
 
 def _measure_by_kind(
-    template: FidelityJob, targets: Sequence[Variant], reasons: dict[str, str]
+    template: FidelityJob,
+    targets: Sequence[Variant],
+    reasons: dict[str, str],
+    executor: VariantExecutor | None,
 ) -> dict[str, TokenFidelityEntry]:
-    """Measure the targets, grouped by their backend's token-fidelity kind.
+    """Measure the targets, grouped by their backend's token-fidelity kind (on a cluster: each
+    in a task of its own).
 
     A group whose measurement fails gets the failure as its reason, added to `reasons`.
     """
+    if executor is not None and executor.remote:
+        return _measure_remote(template, targets, reasons, executor)
     measured: dict[str, TokenFidelityEntry] = {}
     for kind, measure in _MEASURES.items():
         chosen = tuple(v for v in targets if capabilities(v).token_fidelity == kind)
@@ -247,10 +295,13 @@ def token_fidelity_step(
     enabled: bool,
     max_repairs: int,
     progress: bool,
+    executor: VariantExecutor | None = None,
 ) -> None:
     """Measure token fidelity where it can be, and say why where it cannot.
 
-    Fills `token_fidelity` / `token_fidelity_missing` in the summary `entries` in place.
+    Fills `token_fidelity` / `token_fidelity_missing` in the summary `entries` in place. The
+    measurement runs here (in a worker process for embedded models), or on the cluster of a
+    remote `executor`.
     """
     ok = {e.name for e in entries if e.status == "ok"}
     reference = next(v for v in variants if v.name == reference_name)
@@ -282,4 +333,4 @@ def token_fidelity_step(
         max_repairs=max_repairs,
         progress=progress,
     )
-    annotate(entries, _measure_by_kind(template, targets, reasons), reasons)
+    annotate(entries, _measure_by_kind(template, targets, reasons, executor), reasons)

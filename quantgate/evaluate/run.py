@@ -121,6 +121,7 @@ def _execute_here(session: RunSession, executor: VariantExecutor) -> Path:
             enabled=options.token_fidelity,
             max_repairs=options.max_repairs,
             progress=options.progress,
+            executor=executor,
         )
         summary.status = "complete"
     except KeyboardInterrupt as interruption:  # Ctrl-C, or SIGTERM under signals.stop_on_signals

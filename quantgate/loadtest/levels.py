@@ -341,6 +341,6 @@ def load_variant(job: LoadJob) -> LoadVariantEntry:
     )
 
 
-def failed_entry(variant: Variant, error: Exception) -> LoadVariantEntry:
+def failed_entry(variant: Variant, error: Exception | str) -> LoadVariantEntry:
     """The `load` entry of a variant that could not be opened."""
     return LoadVariantEntry(name=variant.name, backend=variant.backend, status="skipped", error=str(error))

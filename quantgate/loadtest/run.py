@@ -8,11 +8,13 @@ section of summary.json; the rest of summary.json is left as it was.
 from __future__ import annotations
 
 import sys
+import tempfile
+from dataclasses import replace
 from pathlib import Path
 
-from quantgate.backends import BackendError, capabilities
+from quantgate.backends import capabilities
+from quantgate.evaluate.executor import LocalExecutor, VariantCall, VariantExecutor
 from quantgate.evaluate.options import select_cases
-from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Dataset
 from quantgate.inputs.examples import choose_examples
 from quantgate.inputs.variants import Variant, VariantSet
@@ -23,14 +25,33 @@ from quantgate.rundir.store import RunStore, read_summary, write_model
 from quantgate.rundir.summary import LoadLevelSpec, LoadSection, LoadVariantEntry
 
 
-def _run_job(job: LoadJob) -> LoadVariantEntry:
-    """One variant's load; one whose model lives in this process runs in a fresh process when its
-    backend allows, so its memory figures are its own (a server's memory is the server's)."""
+def _load_here(job: LoadJob) -> tuple[LoadVariantEntry, str | None]:
+    """`load_variant` on this machine: its requests appended to the run's load.jsonl as they end."""
+    return load_variant(job), None
+
+
+def _load_sent_back(job: LoadJob) -> tuple[LoadVariantEntry, str | None]:
+    """`load_variant` on another machine: its requests written to a file there, sent back as text."""
+    with tempfile.TemporaryDirectory(prefix="quantgate-load-") as directory:
+        records = Path(directory) / LOAD_FILE
+        entry = load_variant(replace(job, records_path=records))
+        return entry, records.read_text(encoding="utf-8")
+
+
+def _load_call(job: LoadJob, executor: VariantExecutor) -> VariantCall[tuple[LoadVariantEntry, str | None]]:
+    """One variant's load as the executor runs it. Here, a variant whose model lives in this
+    process runs in a fresh process when its backend allows, so its memory figures are its own
+    (a server's memory is the server's), and appends its requests as they end; elsewhere its
+    requests come back with its entry."""
     declared = capabilities(job.variant)
-    if not declared.process_isolation or declared.memory != "process":
-        return load_variant(job)
     name = job.variant.name
-    return run_isolated(load_variant, job, name=f"quantgate-load-{name}", what=f"load of variant {name}")
+    return VariantCall(
+        variant=job.variant,
+        function=_load_sent_back if executor.remote else _load_here,
+        argument=job,
+        what=f"load of variant {name}",
+        isolate=declared.process_isolation and declared.memory == "process",
+    )
 
 
 def _new_run(dataset: Dataset, out: Path, cases: int) -> Path:
@@ -54,6 +75,7 @@ def run_load(
     options: LoadOptions | None = None,
     run_dir: Path | None = None,
     out: Path = Path("runs"),
+    executor: VariantExecutor | None = None,
 ) -> Path:
     """Load-test every variant with the dataset's prompts; write `load.jsonl` and summary's `load`.
 
@@ -63,6 +85,8 @@ def run_load(
         options: Levels and bounds.
         run_dir: An existing run directory to add the load to; else a new one under `out`.
         out: Where a new run directory goes.
+        executor: Where each variant's load runs: by default here, one after another; a Ray
+            executor runs them as tasks with the variants' resources, side by side.
 
     Returns:
         The run directory.
@@ -81,16 +105,24 @@ def run_load(
         max_tokens=options.max_tokens,
         cases=len(cases),
     )
-    for variant in variants:
-        job = LoadJob(
-            variant=variant, dataset=dataset, cases=cases, options=options, records_path=records_path
-        )
-        try:
-            entry = _run_job(job)
-        except BackendError as exc:
-            print(f"quantgate load: skipping variant {variant.name}: {exc}", file=sys.stderr)
-            entry = failed_entry(variant, exc)
+    executor = executor or LocalExecutor()
+    jobs = [
+        LoadJob(variant=variant, dataset=dataset, cases=cases, options=options, records_path=records_path)
+        for variant in variants
+    ]
+    for called in executor.call_each([_load_call(job, executor) for job in jobs]):
+        variant = called.call.variant
+        if called.result is None:
+            print(f"quantgate load: skipping variant {variant.name}: {called.error}", file=sys.stderr)
+            entry = failed_entry(variant, str(called.error))
+        else:
+            entry, requests = called.result
+            if requests is not None:  # sent back from another machine
+                with records_path.open("a", encoding="utf-8") as records:
+                    records.write(requests)
         section.variants.append(entry)
         _merge_summary(run_dir, section)
+    order = {variant.name: i for i, variant in enumerate(variants)}
+    section.variants.sort(key=lambda entry: order[entry.name])
     _merge_summary(run_dir, section)
     return run_dir

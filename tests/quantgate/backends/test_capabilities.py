@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from quantgate.backends import (
     capabilities,
     register_backend,
 )
+from quantgate.evaluate.executor import LocalExecutor, VariantCall
 from quantgate.evaluate.fidelity_step import FidelityJob, token_fidelity_step, unmeasured_reason
 from quantgate.evaluate.options import RunOptions
 from quantgate.inputs.dataset import Dataset
@@ -202,20 +204,33 @@ def test_memory_of_a_server_backend_without_a_local_pid_is_not_measured(fake_bac
         (BackendCapabilities(process_isolation=False, memory="process"), False),
     ],
 )
-def test_run_job_isolates_by_capabilities(fake_backend, dataset, tmp_path, monkeypatch, declared, isolated):  # noqa: F811
+def test_a_load_isolates_by_capabilities(fake_backend, dataset, tmp_path, declared, isolated):  # noqa: F811
     fake_backend(declared)
-    ways = _record_ways(monkeypatch, load_run_module, "load_variant")
-    load_run_module._run_job(_load_job(dataset, Variant(name="f", backend="fake"), tmp_path))
-    assert ways == (["worker"] if isolated else ["here"])
+    call = load_run_module._load_call(
+        _load_job(dataset, Variant(name="f", backend="fake"), tmp_path), LocalExecutor()
+    )
+    assert call.isolate is isolated
 
 
 @pytest.mark.parametrize(
     ("backend", "isolated"), [("llamacpp", True), ("ollama", False), ("langchain", False)]
 )
-def test_run_job_of_the_built_in_backends(dataset, tmp_path, monkeypatch, backend, isolated):  # noqa: F811
-    ways = _record_ways(monkeypatch, load_run_module, "load_variant")
-    load_run_module._run_job(_load_job(dataset, Variant(name="v", backend=backend, model="m"), tmp_path))
-    assert ways == (["worker"] if isolated else ["here"])
+def test_a_load_of_the_built_in_backends(dataset, tmp_path, backend, isolated):  # noqa: F811
+    job = _load_job(dataset, Variant(name="v", backend=backend, model="m"), tmp_path)
+    assert load_run_module._load_call(job, LocalExecutor()).isolate is isolated
+
+
+def _pid(_: object) -> int:
+    return os.getpid()
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_the_local_executor_runs_an_isolated_call_in_a_worker_process(isolate):
+    call = VariantCall(variant=Variant(name="v", backend="ollama", model="m"), function=_pid, argument=None,
+                       what="the pid", isolate=isolate)  # fmt: skip
+    (called,) = LocalExecutor().call_each([call])
+    assert called.error is None
+    assert (called.result != os.getpid()) is isolate
 
 
 def _variant_job(variant: Variant, data: Dataset, run_dir: Path) -> evaluate_variant.VariantJob:

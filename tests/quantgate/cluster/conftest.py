@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from quantgate.cluster.executor import normal_priority_workers
+from quantgate.cluster.connection import normal_priority_workers
 from quantgate.evaluate import RunOptions, run_evaluation
 from quantgate.evaluate.executor import VariantExecutor
 from quantgate.inputs.dataset import load_dataset

@@ -1,4 +1,4 @@
-"""`quantgate run --executor ray`'s flags and connection errors, before any run starts."""
+"""The executor flags of `run`, `load` and `embed`, and connection errors, before any run starts."""
 
 from __future__ import annotations
 
@@ -44,6 +44,13 @@ def test_an_address_where_nothing_listens_fails_at_once_naming_it(inputs, tmp_pa
 
 def test_an_address_that_is_not_host_port_is_refused(inputs, tmp_path, capsys):
     assert _run(inputs, tmp_path, "--executor", "ray", "--ray-address", "headnode") == EXIT_FAILURE
+    assert "the Ray address 'headnode' is not auto, HOST:PORT or ray://HOST:PORT" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["load", "embed"])
+def test_load_and_embed_take_the_executor_flags(command, tmp_path, capsys):  # before any Ray starts
+    flags = ["--executor", "ray", "--ray-address", "headnode"]
+    assert main([command, "--variants", "ollama:x", "--out", str(tmp_path), *flags]) == EXIT_FAILURE
     assert "the Ray address 'headnode' is not auto, HOST:PORT or ray://HOST:PORT" in capsys.readouterr().err
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from quantgate.cluster.executor import normal_priority_workers
+from quantgate.cluster.connection import normal_priority_workers
 from quantgate.inputs.variants import write_variants_file
 from quantgate.rundir.files import RECORDS_FILE
 from quantgate.rundir.store import load_run, read_records

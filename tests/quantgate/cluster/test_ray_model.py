@@ -1,5 +1,6 @@
 """`RayExecutor` with the real embedded ladder: greedy decoding gives the same outputs in a Ray
-task as in a local worker, so the records and the decision are the same. One case at a time:
+task as in a local worker, so the records and the decision are the same; token fidelity, measured
+in a task of its own, is the local worker's. One case at a time:
 with several sequences per batch, which ones share a batch depends on timing and changes the
 quantized variants' outputs from run to run, on any executor (docs/performance.md)."""
 
@@ -16,13 +17,14 @@ from quantgate.evaluate import RunOptions, run_evaluation
 from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import VariantSet
+from quantgate.rundir.files import FIDELITY_FILE
 from quantgate.rundir.store import load_run, read_records
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
 def _run(variants: VariantSet, out: Path, executor: VariantExecutor) -> Path:
-    options = RunOptions(limit=2, out=out, token_fidelity=False, progress=False, concurrency=1)
+    options = RunOptions(limit=2, out=out, token_fidelity_cases=1, progress=False, concurrency=1)
     return run_evaluation(load_dataset("contacts-events"), variants, options=options, executor=executor)
 
 
@@ -56,3 +58,14 @@ def test_a_ray_run_of_the_ladder_records_the_same_outputs_and_decision(ladder, r
         assert line.placement.resources["CPU"] == 2.0  # an embedded variant takes the whole node
         assert line.runtime is not None
         assert line.runtime["name"].startswith("llama.cpp")
+    # token fidelity: measured in a task of its own, its records sent back to the driver
+    q4, local_q4 = run.summary.entry("Q4_K_M"), load_run(local).summary.entry("Q4_K_M")
+    assert q4 is not None
+    assert local_q4 is not None
+    assert q4.token_fidelity is not None
+    assert local_q4.token_fidelity is not None
+    assert q4.token_fidelity.positions == local_q4.token_fidelity.positions > 0
+    assert q4.token_fidelity.kld_mean == pytest.approx(local_q4.token_fidelity.kld_mean, rel=1e-3)
+    assert q4.token_fidelity.top1_agreement == local_q4.token_fidelity.top1_agreement
+    lines = (distributed / FIDELITY_FILE).read_text().splitlines()
+    assert len(lines) == len((local / FIDELITY_FILE).read_text().splitlines()) == 1

@@ -5,7 +5,8 @@
 runs the real command line. The backend declares `process_isolation`, so each variant runs in
 a spawned worker process as an embedded one would; it is registered at import, and the worker
 imports this module again (as its main module), so the worker knows it too; `slow-server` is
-the same fake declared as a server's client. No model is loaded:
+the same fake declared as a server's client, which also embeds (each text as 4 numbers of its
+sha256). No model is loaded:
 each answer is a fixed valid record, given after `options.delay_s` seconds. With
 `options.sigterm_marker`, the worker ignores SIGTERM and touches that file instead, as a worker
 stuck in native code would not stop. With `options.die_after` = N, the process dies
@@ -16,6 +17,7 @@ process started again goes on.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -27,10 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 
 from quantgate.backends import BackendCapabilities, OpenedVariant, register_backend
+from quantgate.backends.embedders import OpenedEmbeddings, register_embeddings
 from quantgate.cli import main
 from quantgate.inputs.variants import Variant, VariantSet, write_variants_file
 from tests.graphs.fakes import QueuedChatModel
@@ -82,8 +86,28 @@ register_backend("slow", _open_slow, capabilities=BackendCapabilities(process_is
 register_backend(
     "slow-server",
     _open_slow,
-    capabilities=BackendCapabilities(process_isolation=True, parallel="server", memory="server"),
+    capabilities=BackendCapabilities(
+        process_isolation=True, parallel="server", memory="server", embeddings=True
+    ),
 )
+
+
+class _TextVectors(Embeddings):
+    """Embeds a text as 4 numbers read from its sha256: the same text, the same vector, anywhere."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[b / 255 + 0.01 for b in hashlib.sha256(text.encode()).digest()[:4]] for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+@contextmanager
+def _open_slow_embeddings(variant: Variant) -> Iterator[OpenedEmbeddings]:
+    yield OpenedEmbeddings(embeddings=_TextVectors(), runtime={"name": "slow fake", "pid": os.getpid()})
+
+
+register_embeddings("slow-server", _open_slow_embeddings)
 
 
 def write_inputs(
