@@ -24,13 +24,13 @@ gate, by setting it to its loosest value (1.0 for a drop or a rate, 0.0 for vali
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evaluators.comparison import ComparisonOptions, IntervalMethod
+from quantgate.inputs.tomlfile import read_toml, validation_message
 
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -87,11 +87,6 @@ class Gates(BaseModel):
 GATE_KEYS = tuple(k for k in Gates.model_fields if k != "format_version")
 
 
-def _errors(exc: ValidationError, where: str) -> GatesError:
-    lines = [f"{where}: {'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()]
-    return GatesError("\n".join(lines))
-
-
 def load_gates(path: str | Path | None = None, *, overrides: dict[str, Any] | None = None) -> Gates:
     """Gates from a TOML file (or the defaults), with CLI overrides applied on top.
 
@@ -106,21 +101,14 @@ def load_gates(path: str | Path | None = None, *, overrides: dict[str, Any] | No
     where = "defaults"
     if path is not None:
         where = str(path)
-        try:
-            values = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise GatesError(f"{path}: no such gates file") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise GatesError(f"{path}: not valid TOML: {exc}") from None
-        except UnicodeDecodeError as exc:
-            raise GatesError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-        except OSError as exc:
-            raise GatesError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+        values = read_toml(path, what="gates file", error=GatesError)
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     try:
         return Gates.model_validate({**values, **given})
     except ValidationError as exc:
-        raise _errors(exc, f"{where} (with command-line values)" if given else where) from None
+        raise GatesError(
+            validation_message(exc, f"{where} (with command-line values)" if given else where)
+        ) from None
 
 
 def comparison_options(gates: Gates, method: IntervalMethod = "bootstrap") -> ComparisonOptions:

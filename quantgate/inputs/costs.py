@@ -1,0 +1,78 @@
+"""A team's prices, from a flat TOML file (`--costs FILE`), for the expected cost per 1,000 extractions.
+
+Every key is optional; a price that is not given is not counted (its ingredient is shown as
+not counted, never as 0):
+
+    format_version = 1
+    currency = "EUR"                   # a label for the tables
+    review_per_case = 4.0              # one human review of a case with at least one wrong field
+    review_per_field = {date = 1.5, "*" = 0.5}   # or: per wrong field ("*": every other field)
+    retry_call = 0.002                 # one more model call (a repair or a retry)
+    node_per_hour = 1.20               # the machine serving the model, per hour
+    memory_per_gib_hour = 0.01         # or/and: resident model memory, per GiB-hour
+    energy_per_1k_tokens = 0.0004      # energy of 1,000 generated tokens, if known
+    extractions_per_hour = 500         # the traffic the node serves (none: it is always busy)
+
+`review_per_case` and `review_per_field` are two ways of pricing the same review: give one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from quantgate.inputs.tomlfile import read_toml, validation_message
+
+__all__ = ["ANY_FIELD", "CostsError", "Prices", "load_prices"]
+
+ANY_FIELD = "*"
+"""The key of `review_per_field` that prices every field not named."""
+
+Price = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+
+
+class CostsError(ValueError):
+    """A costs file that cannot be used; the message names the file and key."""
+
+
+class Prices(BaseModel):
+    """What things cost a team (see the module docstring for the file)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format_version: Literal[1] = 1
+    currency: str = ""
+    review_per_case: Price | None = None
+    review_per_field: dict[str, Price] | None = None
+    retry_call: Price | None = None
+    node_per_hour: Price | None = None
+    memory_per_gib_hour: Price | None = None
+    energy_per_1k_tokens: Price | None = None
+    extractions_per_hour: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] | None = None
+
+    @model_validator(mode="after")
+    def _one_review_price(self) -> Prices:
+        if self.review_per_case is not None and self.review_per_field is not None:
+            raise ValueError("give review_per_case or review_per_field, not both (two prices of one review)")
+        return self
+
+    def field_price(self, field: str) -> float | None:
+        """The review price of one wrong `field` (None: per-field review is not priced for it)."""
+        if self.review_per_field is None:
+            return None
+        return self.review_per_field.get(field, self.review_per_field.get(ANY_FIELD))
+
+
+def load_prices(path: str | Path) -> Prices:
+    """The prices in a costs TOML file.
+
+    Raises:
+        CostsError: The file is missing or malformed, a key is unknown, or a value is out of range.
+    """
+    values = read_toml(path, what="costs file", error=CostsError)
+    try:
+        return Prices.model_validate(values)
+    except ValidationError as exc:
+        raise CostsError(validation_message(exc, str(path))) from None

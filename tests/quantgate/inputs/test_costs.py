@@ -1,0 +1,53 @@
+"""A costs TOML file: every key optional, and each problem named with the file and the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from quantgate.inputs.costs import CostsError, Prices, load_prices
+
+
+def _write(tmp_path, text: str):
+    path = tmp_path / "costs.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_every_key_is_optional_and_is_read_as_given(tmp_path):
+    assert load_prices(_write(tmp_path, "")) == Prices()
+    prices = load_prices(_write(tmp_path, 'currency = "EUR"\nreview_per_field = {date = 1.5, "*" = 0.5}\n'
+                                          "node_per_hour = 1.2\nextractions_per_hour = 500\n"))  # fmt: skip
+    assert prices.currency == "EUR"
+    assert prices.node_per_hour == 1.2
+    assert prices.field_price("date") == 1.5
+    assert prices.field_price("amount") == 0.5
+    assert prices.extractions_per_hour == 500
+    assert prices.retry_call is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("review_per_case = -1", "costs.toml: review_per_case: Input should be greater than or equal to 0"),
+        ("node_per_hour = 'cheap'", "costs.toml: node_per_hour: Input should be a valid number"),
+        ("extractions_per_hour = 0", "costs.toml: extractions_per_hour: Input should be greater than 0"),
+        ("review_cost = 2", "costs.toml: review_cost: Extra inputs are not permitted"),
+        ("format_version = 2", "costs.toml: format_version: Input should be 1"),
+        (
+            "review_per_case = 1\nreview_per_field = {date = 2}",
+            "give review_per_case or review_per_field, not both",
+        ),
+        ("node_per_hour = ", "costs.toml: not valid TOML"),
+    ],
+)
+def test_a_bad_value_is_named_with_its_file_and_key(tmp_path, text, message):
+    path = _write(tmp_path, text)
+    with pytest.raises(CostsError) as raised:
+        load_prices(path)
+    assert str(raised.value).startswith(str(path))
+    assert message.removeprefix("costs.toml") in str(raised.value)
+
+
+def test_a_missing_file_is_named(tmp_path):
+    with pytest.raises(CostsError, match=r"absent\.toml: no such costs file"):
+        load_prices(tmp_path / "absent.toml")
