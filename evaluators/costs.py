@@ -8,8 +8,10 @@ each case's figures (`CaseFigures`) into a cost per ingredient:
 - `retries`: model calls beyond the first (repairs and retried calls), each priced;
 - `node` and `memory`: the hours of a node the case holds, `total_s / concurrency` (cases in flight
   share it), times the node's price per hour, or the resident model memory's price per GiB-hour.
-  With a traffic (`extractions_per_hour`) the node is paid while idle too: the hours per case are
-  scaled so that they average `max(busy, 1 / traffic)`;
+  When a load test measured the node time per extraction at the level that serves the traffic
+  (`busy_per_extraction_s`: 1 / its requests per second), the cases' hours are scaled to average
+  that. With a traffic (`extractions_per_hour`) the node is paid while idle too: the hours per
+  case are scaled so that they average `max(busy, 1 / traffic)`;
 - `energy`: generated tokens, priced per 1,000.
 
 The expected cost per 1,000 extractions is 1,000 times the mean over cases. Against the
@@ -43,15 +45,22 @@ _HOUR_S = 3600.0
 
 
 class CostPrices(Protocol):
-    """What things cost (`quantgate.inputs.costs.Prices` is one)."""
+    """What things cost (`quantgate.inputs.costs.Prices` is one); None: not priced."""
 
-    review_per_case: float | None
-    review_per_field: Mapping[str, float] | None
-    retry_call: float | None
-    node_per_hour: float | None
-    memory_per_gib_hour: float | None
-    energy_per_1k_tokens: float | None
-    extractions_per_hour: float | None
+    @property
+    def review_per_case(self) -> float | None: ...
+    @property
+    def review_per_field(self) -> Mapping[str, float] | None: ...
+    @property
+    def retry_call(self) -> float | None: ...
+    @property
+    def node_per_hour(self) -> float | None: ...
+    @property
+    def memory_per_gib_hour(self) -> float | None: ...
+    @property
+    def energy_per_1k_tokens(self) -> float | None: ...
+    @property
+    def extractions_per_hour(self) -> float | None: ...
 
     def field_price(self, field: str) -> float | None:
         """The review price of one wrong field (None: not priced)."""
@@ -160,20 +169,25 @@ def _pricers(prices: CostPrices, *, memory_gib: float | None, hours_scale: float
     return pricers
 
 
-def _hours_scale(cases: Sequence[CaseFigures], traffic: float | None) -> float:
-    """How much a case's busy hours are scaled up so that a node serving `traffic` is paid idle too."""
+def _hours_scale(cases: Sequence[CaseFigures], traffic: float | None, measured_s: float | None) -> float:
+    """How much a case's busy hours are scaled: to the node time a load test measured per
+    extraction (when given), then up so that a node serving `traffic` is paid idle too."""
     busy = [c.busy_s for c in cases if c.busy_s is not None]
-    if traffic is None or not busy:
+    mean_s = sum(busy) / len(busy) if busy else 0.0
+    if mean_s <= 0:
         return 1.0
-    mean_hours = sum(busy) / len(busy) / _HOUR_S
-    return max(1.0, 1.0 / (traffic * mean_hours)) if mean_hours > 0 else 1.0
+    scale = 1.0 if measured_s is None else measured_s / mean_s
+    if traffic is None:
+        return scale
+    mean_hours = mean_s * scale / _HOUR_S
+    return scale * max(1.0, 1.0 / (traffic * mean_hours))
 
 
 def _per_case(
-    cases: Mapping[str, CaseFigures], prices: CostPrices, memory_gib: float | None
+    cases: Mapping[str, CaseFigures], prices: CostPrices, memory_gib: float | None, busy_s: float | None
 ) -> dict[str, dict[str, float] | str]:
     """Each ingredient's cost per case id (the cases it measured), or why it has none."""
-    scale = _hours_scale(list(cases.values()), prices.extractions_per_hour)
+    scale = _hours_scale(list(cases.values()), prices.extractions_per_hour, busy_s)
     out: dict[str, dict[str, float] | str] = {}
     for name, pricer in _pricers(prices, memory_gib=memory_gib, hours_scale=scale).items():
         if isinstance(pricer, str):
@@ -212,6 +226,8 @@ def variant_costs(
     memory_gib: float | None,
     reference_cases: Mapping[str, CaseFigures] | None = None,
     reference_memory_gib: float | None = None,
+    busy_per_extraction_s: float | None = None,
+    reference_busy_per_extraction_s: float | None = None,
     confidence: float = 0.95,
 ) -> VariantCosts:
     """A variant's expected cost per 1,000 extractions, each ingredient with its paired delta.
@@ -222,10 +238,17 @@ def variant_costs(
         memory_gib: The variant's resident model memory (None: not measured).
         reference_cases: The reference's figures by case id (None: this is the reference).
         reference_memory_gib: The reference's resident model memory.
+        busy_per_extraction_s: Node seconds per extraction a load test measured at the level
+            that serves the traffic (None: the cases' own `busy_s` are used as they are).
+        reference_busy_per_extraction_s: The same for the reference.
         confidence: Coverage of the bootstrap intervals.
     """
-    own = _per_case(cases, prices, memory_gib)
-    ref = None if reference_cases is None else _per_case(reference_cases, prices, reference_memory_gib)
+    own = _per_case(cases, prices, memory_gib, busy_per_extraction_s)
+    ref = (
+        None
+        if reference_cases is None
+        else _per_case(reference_cases, prices, reference_memory_gib, reference_busy_per_extraction_s)
+    )
     ingredients = []
     for name in INGREDIENTS:
         costs = own[name]

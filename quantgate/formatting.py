@@ -6,7 +6,7 @@ shows a figure that was not measured (None) as `MISSING`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 MISSING = "—"
@@ -122,3 +122,11 @@ def compact(value: float) -> str:
         E.g. `"1234"` for 1234.4, `"0.0123"` for 0.012345, `"2.5"` for 2.5.
     """
     return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def text_table(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows (the first a header) as fixed-width text lines, the header underlined."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    return lines

@@ -24,6 +24,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from quantgate.analysis.explore import RunView, case_diff, failing_cases, load_run_view, only_variant_fails
 from quantgate.analysis.summary_table import BASELINE_NOTE, below_baseline, summary_rows
+from quantgate.decide.costs import cost_rows
 from quantgate.embeddings.table import embedding_rows
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.hardware import package_version
@@ -66,6 +67,12 @@ def _headline(decision: Decision) -> str:
             f"Keep the reference, {chosen}: no quantized variant passes every gate "
             f"(exit status {decision.exit_status})."
         )
+    if decision.recommended_by == "cost" and decision.costs is not None:
+        total = number(decision.costs.variants[chosen].total_per_1000, "{:.4g}")
+        return (
+            f"Recommended: {chosen}, the cheapest expected cost ({total} per 1,000 extractions) "
+            "among the variants passing every gate."
+        )
     footprint = decision.variants[chosen].footprint_mb
     size = number(footprint, "{:.0f} MiB")
     return f"Recommended: {chosen}, the smallest footprint ({size}) among the variants passing every gate."
@@ -97,7 +104,8 @@ def _decision_context(decision: Decision | None) -> dict[str, Any] | None:
     if decision is None:
         return None
     variants = [_decision_row(name, section) for name, section in decision.variants.items()]
-    return {"headline": _headline(decision), "variants": variants}
+    costs = cost_rows(decision.costs) if decision.costs is not None else None
+    return {"headline": _headline(decision), "variants": variants, "cost_rows": costs}
 
 
 def _diff_rows(view: RunView, *, case_id: str, variant: str, labeled: bool) -> list[dict[str, Any]]:

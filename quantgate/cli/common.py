@@ -12,13 +12,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
+from quantgate.inputs.costs import Prices, load_prices
 from quantgate.inputs.dataset import Dataset, load_dataset
 from quantgate.inputs.gates import GATE_KEYS, Gates, load_gates
 
 if TYPE_CHECKING:
     from quantgate.evaluate.executor import VariantExecutor
     from quantgate.inputs.variants import VariantSet
-    from quantgate.rundir.decision import Decision
+    from quantgate.rundir.decision import Decision, Ranking
     from quantgate.rundir.summary import SequentialEntry
 
     Commands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -168,6 +169,35 @@ def cli_gates(args: argparse.Namespace) -> Gates:
     return load_gates(args.gates, overrides=overrides)
 
 
+def add_cost_flags(parser: argparse.ArgumentParser) -> None:
+    """The cost flags of `run` and `decide`: `--costs FILE` and `--recommend`."""
+    group = parser.add_argument_group("costs (the expected cost per 1,000 extractions of each variant)")
+    group.add_argument(
+        "--costs",
+        metavar="FILE.toml",
+        help="the team's prices (review, retry call, node and memory per hour, energy, traffic; see "
+        "quantgate/inputs/costs.py): the decision gets each variant's expected cost per 1,000 extractions",
+    )
+    group.add_argument(
+        "--recommend",
+        choices=("footprint", "cost"),
+        default="footprint",
+        help="rank the variants that pass every gate by their memory footprint (default) or by their "
+        "expected cost (needs --costs)",
+    )
+
+
+def cli_costs(args: argparse.Namespace) -> tuple[Prices | None, Ranking]:
+    """The prices of `--costs` (None without it) and what `--recommend` ranks by.
+
+    Raises:
+        ValueError: `--recommend cost` without `--costs`, or a costs file that cannot be used.
+    """
+    if args.recommend == "cost" and args.costs is None:
+        raise ValueError("--recommend cost needs --costs FILE.toml: the prices to rank the variants by")
+    return (None if args.costs is None else load_prices(args.costs)), args.recommend
+
+
 def sequential_note(entry: SequentialEntry) -> str:
     """How a variant's sequential evaluation ended, in a few words."""
     how = {"settled": "settled", "budget": "budget spent", "cases": "cases used up"}[entry.stopped]
@@ -179,15 +209,45 @@ def _decision_line(decision: Decision) -> str:
         return "no variant passes every gate, not even the reference"
     if decision.outcome == "keep_reference":
         return f"keep the reference {decision.recommended}: no quantized variant is shown safe"
-    return f"{decision.recommended} replaces the reference {decision.reference}"
+    line = f"{decision.recommended} replaces the reference {decision.reference}"
+    costs = decision.costs.variants.get(decision.recommended or "") if decision.costs else None
+    if costs is not None and costs.total_per_1000 is not None:
+        unit = f" {decision.costs.currency}" if decision.costs and decision.costs.currency else ""
+        by = ", the cheapest passing variant" if decision.recommended_by == "cost" else ""
+        line += f" ({costs.total_per_1000:,.2f}{unit} per 1,000 extractions{by})"
+    return line
 
 
-def report_decision(run_dir: Path, gates: Gates, *, quiet: bool = False) -> int:
+def _break_even_line(decision: Decision) -> str:
+    """Where the chosen variant's cost meets the reference's, or why that is not given."""
+    signals = decision.rollback.signals if decision.rollback else []
+    found = next((s for s in signals if s.metric == "wrong_case_rate"), None)
+    if found is None:
+        return (
+            "cost break-even: not given (it needs a recommended variant other than the reference, review "
+            "priced, both totals measured, and a wrong case in the run to price one by)"
+        )
+    return (
+        f"cost break-even: {decision.recommended} costs more than the reference {decision.reference} above "
+        f"{found.threshold:.1%} of cases with a wrong field (measured: {found.measured:.1%})"
+    )
+
+
+def report_decision(
+    run_dir: Path,
+    gates: Gates,
+    *,
+    quiet: bool = False,
+    prices: Prices | None = None,
+    recommend_by: Ranking = "footprint",
+) -> int:
     """Decide a run, print each variant's verdict and the decision; return the decision's exit status."""
+    from quantgate.decide.costs import cost_rows
     from quantgate.decide.decision import decide
+    from quantgate.formatting import text_table
     from quantgate.rundir.files import DECISION_MD
 
-    decision = decide(run_dir, gates)
+    decision = decide(run_dir, gates, prices=prices, recommend_by=recommend_by)
     if not quiet:
         for name, section in decision.variants.items():
             unsettled = [f"{g.gate} {g.status}" for g in section.gates if g.status != "pass"]
@@ -195,6 +255,10 @@ def report_decision(run_dir: Path, gates: Gates, *, quiet: bool = False) -> int:
             if section.sequential is not None:
                 detail += f" ({sequential_note(section.sequential)})"
             print(f"  {name:<10} {section.verdict:<12} {detail}")
+        if decision.costs is not None:
+            print("expected cost per 1,000 extractions (in parentheses: minus the reference's, interval):")
+            print("\n".join("  " + line for line in text_table(cost_rows(decision.costs))))
+            print(_break_even_line(decision))
         print(f"decision: {_decision_line(decision)} (exit status {decision.exit_status})")
         print(f"decision record: {run_dir / DECISION_MD}")
     return decision.exit_status

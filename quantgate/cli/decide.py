@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from quantgate.cli.common import add_gate_flags, cli_gates, report_decision
+from quantgate.cli.common import add_cost_flags, add_gate_flags, cli_costs, cli_gates, report_decision
 
 if TYPE_CHECKING:
     from quantgate.cli.common import Commands
@@ -18,6 +18,7 @@ def _decide(args: argparse.Namespace) -> int:
     from quantgate.rundir.decision import EXIT_STATUS
 
     gates = cli_gates(args)
+    prices, recommend_by = cli_costs(args)
     run_dir = Path(args.run_dir)
     completeness = run_completeness(run_dir)
     if not completeness.complete:
@@ -32,7 +33,7 @@ def _decide(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return status
-    return report_decision(run_dir, gates)
+    return report_decision(run_dir, gates, prices=prices, recommend_by=recommend_by)
 
 
 def add_parser(commands: Commands) -> None:
@@ -50,4 +51,5 @@ def add_parser(commands: Commands) -> None:
         "cases, a damaged records.jsonl); the decision says so. Without it such a run exits 5",
     )
     add_gate_flags(decide)
+    add_cost_flags(decide)
     decide.set_defaults(handler=_decide)

@@ -13,11 +13,13 @@ from quantgate.cli.common import (
     DEFAULT_BUDGET_MINUTES,
     DEFAULT_DATASET,
     EXECUTOR_FLAGS,
+    add_cost_flags,
     add_examples_flag,
     add_executor_flags,
     add_gate_flags,
     check_output_dir,
     check_variant_files,
+    cli_costs,
     cli_dataset,
     cli_executor,
     cli_gates,
@@ -44,6 +46,7 @@ def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
     from quantgate.evaluate.run import RunOptions, run_evaluation
 
     gates = cli_gates(args)  # a bad gates file fails before the run, not after it
+    cli_costs(args)  # so does a bad costs file
     check_output_dir(Path(args.out))
     load = load_options(args) if args.load else None
     dataset_name = args.dataset or DEFAULT_DATASET
@@ -122,7 +125,8 @@ def _conclude(run_dir: Path, gates: Gates, args: argparse.Namespace) -> int:
     else:
         print(render_summary(summary))
         print(f"run directory: {run_dir}")
-    status = report_decision(run_dir, gates, quiet=args.json)
+    prices, recommend_by = cli_costs(args)
+    status = report_decision(run_dir, gates, quiet=args.json, prices=prices, recommend_by=recommend_by)
     completeness = run_completeness(run_dir)
     if completeness.complete:
         return status
@@ -130,10 +134,12 @@ def _conclude(run_dir: Path, gates: Gates, args: argparse.Namespace) -> int:
     return EXIT_STATUS["incomplete_run"]
 
 
-_RESUME_KEEPS = ("dataset", "variants", "budget", "json", "no_report", "resume", *EXECUTOR_FLAGS)
+_RESUME_KEEPS = (
+    "dataset", "variants", "budget", "json", "no_report", "resume", "costs", "recommend", *EXECUTOR_FLAGS
+)  # fmt: skip
 """The flags `--resume` takes: the inputs (checked to be the run's), a budget for the rest, how
-to print, and where the rest runs. Every other flag would change how the run was started, so it
-is refused."""
+to print, where the rest runs, and the prices its decision weighs. Every other flag would change
+how the run was started, so it is refused."""
 
 
 def _resume(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
@@ -155,6 +161,7 @@ def _resume(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
             "(--dataset and --variants are checked to be the run's; --budget sets the rest's)"
         )
     run_dir = Path(args.resume)
+    cli_costs(args)  # a bad costs file fails before the rest of the run, not after it
     dataset = cli_dataset(args.dataset, skip_invalid_cases=False) if args.dataset else None
     variant_set = cli_variants(args.variants) if args.variants else planned_variants(run_dir)
     if not args.variants:
@@ -303,6 +310,7 @@ def add_parser(commands: Commands) -> None:
     _add_embedding_flags(run)
     add_load_flags(run, prefix="load-")
     add_gate_flags(run)
+    add_cost_flags(run)
     add_executor_flags(run)
     run.add_argument(
         "--resume",

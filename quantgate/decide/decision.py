@@ -4,8 +4,10 @@
 run's copy of its cases) and recomputes every figure it judges from the records: paired
 accuracy deltas with bootstrap intervals and McNemar's test, validity, error rate,
 latency. Memory comes from the summary, which the run's sampler wrote. The recommended
-variant is the one with the smallest memory footprint among those passing every gate;
-the reference is a candidate too, so "keep the reference" is a possible answer. The outcome
+variant is the one with the smallest memory footprint among those passing every gate (or,
+with a team's prices and `recommend_by="cost"`, the cheapest expected cost per 1,000
+extractions: `quantgate.decide.costs`); the reference is a candidate too, so "keep the
+reference" is a possible answer. The outcome
 (a quantized candidate passes, keep the reference, nothing passes) sets the exit status that
 `run` and `decide` return (`quantgate.rundir.decision.EXIT_STATUS`). A run directory that does
 not hold the whole run (`quantgate.rundir.completeness`) is decided on what it holds, and the
@@ -29,19 +31,23 @@ from evaluators.comparison import (
     summarize_agreement,
 )
 from quantgate.decide.checks import Measured, judge_variant, measure, passes
+from quantgate.decide.costs import break_even_signal, cost_table
 from quantgate.decide.markdown import render_decision
 from quantgate.decide.regressions import export_regressions
 from quantgate.decide.rollback import rollback_signals
 from quantgate.hardware import package_version
+from quantgate.inputs.costs import Prices
 from quantgate.inputs.dataset import Dataset, DatasetError, load_dataset
 from quantgate.inputs.gates import Gates, comparison_options
 from quantgate.rundir.completeness import completeness_of
 from quantgate.rundir.decision import (
     EXIT_STATUS,
+    CostTable,
     Decision,
     DecisionRecord,
     GateResult,
     MeasuredFigures,
+    Ranking,
     RegressionSet,
     Rollback,
     StatisticsRecord,
@@ -157,10 +163,11 @@ def _judge(
 
 
 def recommend(candidates: Iterable[tuple[str, bool, float | None]]) -> str | None:
-    """The passing candidate with the smallest footprint; unmeasured footprints rank last.
+    """The passing candidate with the smallest figure (a footprint, or an expected cost);
+    unmeasured figures rank last.
 
     Args:
-        candidates: (name, passes, footprint MiB) in run order; ties keep run order.
+        candidates: (name, passes, footprint MiB or cost) in run order; ties keep run order.
     """
     passing = [
         (footprint is None, footprint or 0.0, i, name)
@@ -219,20 +226,30 @@ def _record_section(run: Run, gates: Gates, method: IntervalMethod) -> DecisionR
     )
 
 
-def decide(run_dir: str | Path, gates: Gates | None = None) -> Decision:
+def decide(
+    run_dir: str | Path,
+    gates: Gates | None = None,
+    *,
+    prices: Prices | None = None,
+    recommend_by: Ranking = "footprint",
+) -> Decision:
     """Judge every variant of a run against the gates, write decision.json and decision.md.
 
+    With `prices`, it has each variant's expected cost per 1,000 extractions and the chosen
+    one's cost break-even signal; `recommend_by="cost"` ranks the passing variants by that cost.
     Also writes each variant's regression cases as a dataset under `regressions/<variant>/`.
-    An incomplete run (`quantgate.rundir.completeness`) is decided on what its directory
-    holds, and the decision says so (`run_complete`, `run_problems`, a notice at the top of
-    decision.md); `quantgate decide` refuses one unless given `--allow-incomplete`.
+    An incomplete run (`quantgate.rundir.completeness`) is decided on what its directory holds,
+    and the decision says so (`run_complete`, `run_problems`, a notice atop decision.md).
 
     Returns:
         The decision as written to decision.json.
 
     Raises:
         DecisionError: The run has no results for its reference.
+        ValueError: `recommend_by="cost"` without prices.
     """
+    if recommend_by == "cost" and prices is None:
+        raise ValueError("recommending by cost needs prices (--costs FILE)")
     gates = gates or Gates()
     run = load_run(run_dir)
     reference = run.summary.reference
@@ -244,14 +261,10 @@ def decide(run_dir: str | Path, gates: Gates | None = None) -> Decision:
             f"{run.directory}: no records of the reference {reference!r}; nothing to compare with"
         )
     dataset = run_dataset(run)
-    method = _Method(
-        name=run.summary.options.method if run.summary.options else "bootstrap",
-        case_order={c.id: i for i, c in enumerate(dataset.cases)} if dataset else {},
-    )
+    method = _method_of(run, dataset)
     judged = [_judge(entry, records, reference, gates, method) for entry in run.summary.variants]
-    chosen = recommend(
-        (j.name, j.section.passes, j.measured.footprint_mb if j.measured else None) for j in judged
-    )
+    costs = None if prices is None else _costs(run, judged, records, reference, prices, gates)
+    chosen = recommend((j.name, j.section.passes, _rank(j, costs, recommend_by)) for j in judged)
     outcome = outcome_of(chosen, reference)
     decision = Decision(
         recommended=chosen,
@@ -263,8 +276,10 @@ def decide(run_dir: str | Path, gates: Gates | None = None) -> Decision:
         reference=reference,
         gates=gates,
         variants={j.name: j.section for j in judged},
-        rollback=_rollback(judged, chosen, gates),
+        rollback=_rollback(judged, chosen, gates, costs, records, reference),
         regression_sets=_export_all(run, dataset, {j.name: j.regressions for j in judged}, reference),
+        recommended_by=recommend_by,
+        costs=costs,
         record=_record_section(run, gates, method.name),
     )
     write_model(run.directory / DECISION_JSON, decision)
@@ -272,11 +287,58 @@ def decide(run_dir: str | Path, gates: Gates | None = None) -> Decision:
     return decision
 
 
-def _rollback(judged: list[_Judged], chosen: str | None, gates: Gates) -> Rollback | None:
+def _method_of(run: Run, dataset: Dataset | None) -> _Method:
+    return _Method(
+        name=run.summary.options.method if run.summary.options else "bootstrap",
+        case_order={c.id: i for i, c in enumerate(dataset.cases)} if dataset else {},
+    )
+
+
+def _costs(
+    run: Run,
+    judged: list[_Judged],
+    records: Mapping[str, Mapping[str, CaseRecord]],
+    reference: str,
+    prices: Prices,
+    gates: Gates,
+) -> CostTable:
+    """The cost table of the variants that were evaluated."""
+    evaluated = {j.name for j in judged if j.measured is not None}
+    return cost_table(
+        entries={e.name: e for e in run.summary.variants if e.name in evaluated},
+        records=records,
+        footprints_mb={j.name: j.measured.footprint_mb for j in judged if j.measured is not None},
+        reference=reference,
+        prices=prices,
+        confidence=gates.confidence,
+        load=run.summary.load,
+    )
+
+
+def _rank(judged: _Judged, costs: CostTable | None, by: Ranking) -> float | None:
+    """What a variant is ranked by: its footprint, or its expected cost per 1,000 extractions."""
+    if by == "cost":
+        found = None if costs is None else costs.variants.get(judged.name)
+        return None if found is None else found.total_per_1000
+    return judged.measured.footprint_mb if judged.measured else None
+
+
+def _rollback(
+    judged: list[_Judged],
+    chosen: str | None,
+    gates: Gates,
+    costs: CostTable | None,
+    records: Mapping[str, Mapping[str, CaseRecord]],
+    reference: str,
+) -> Rollback | None:
     item = next((j for j in judged if j.name == chosen), None)
     if item is None or item.measured is None:
         return None
     signals = rollback_signals(measured=item.measured, agreement=item.agreement, gates=gates)
+    if costs is not None:
+        own = records.get(item.name, {})
+        signal = break_even_signal(table=costs, variant=item.name, reference=reference, records=own)
+        signals += [signal] if signal is not None else []
     return Rollback(variant=item.name, window_cases=item.measured.cases, signals=signals)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluators.comparison import PairedDelta
+from quantgate.decide.costs import cost_rows
 from quantgate.embeddings.table import embedding_rows
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.rundir.decision import Decision, VariantDecision
@@ -58,6 +59,14 @@ def _headline(decision: Decision) -> list[str]:
         text = (
             f"**Keep the reference, {chosen}.** No quantized variant passes every gate; the "
             f"reference does. Exit status {decision.exit_status}."
+        )
+    elif decision.recommended_by == "cost" and decision.costs is not None:
+        costs = decision.costs.variants[decision.recommended]
+        unit = f" {escape_markdown(decision.costs.currency)}" if decision.costs.currency else ""
+        text = (
+            f"**Recommended: {chosen}**, the cheapest expected cost "
+            f"({number(costs.total_per_1000, '{:.4g}')}{unit} per 1,000 extractions) among the variants "
+            f"that pass every gate. Exit status {decision.exit_status}."
         )
     else:
         section = decision.variants[decision.recommended]
@@ -178,6 +187,29 @@ def _embeddings(decision: Decision) -> list[str]:
     return ["## Embeddings", "", *_table(rows[0], rows[1:]), f"k = {k}; see docs/embeddings.md.", ""]
 
 
+def _costs(decision: Decision) -> list[str]:
+    """The expected cost per 1,000 extractions, when prices were given."""
+    if decision.costs is None:
+        return []
+    rows = cost_rows(decision.costs)
+    return [
+        "## Expected cost per 1,000 extractions",
+        "",
+        *_table(rows[0], rows[1:]),
+        f"In parentheses: minus the reference's, with its {decision.gates.confidence:.0%} paired interval. "
+        "not counted: no price given; not measured: a priced figure the run did not measure. "
+        f"Method: {escape_markdown(decision.costs.method)}.",
+        "",
+        "Node time per extraction:",
+        "",
+        *(
+            f"- {escape_markdown(name)}: {escape_markdown(how)}"
+            for name, how in decision.costs.node_time.items()
+        ),
+        "",
+    ]
+
+
 def _regressions(decision: Decision) -> list[str]:
     lines = ["## Regression cases (reference right, variant wrong)", ""]
     for name, v in decision.variants.items():
@@ -254,6 +286,7 @@ def render_decision(decision: Decision) -> str:
         _gates(decision),
         _deltas(decision),
         _embeddings(decision),
+        _costs(decision),
         _regressions(decision),
         _rollback(decision),
         _record(decision),

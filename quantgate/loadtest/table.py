@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from quantgate.backends import backend_capabilities
-from quantgate.formatting import MISSING, fixed
+from quantgate.formatting import MISSING, fixed, text_table
 from quantgate.rundir.summary import LoadSection
 
 _HEADER = (
@@ -37,10 +37,7 @@ def load_rows(section: LoadSection) -> list[tuple[str, ...]]:
 
 def render_load(section: LoadSection) -> str:
     """The load figures as a fixed-width text table, with a note per variant on how it served the levels."""
-    rows = load_rows(section)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines.insert(1, "-" * len(lines[0]))
+    lines = text_table(load_rows(section))
     for variant in section.variants:
         if variant.status != "ok":
             continue

@@ -210,6 +210,7 @@ class OnlineGuard:
         latency_s: float | None = None,
         memory_mb: float | None = None,
         agreement: Mapping[str, float] | None = None,
+        reviewed_wrong: bool | None = None,
     ) -> list[SignalReading]:
         """Record one production call (see `Observation` for the arguments).
 
@@ -222,6 +223,7 @@ class OnlineGuard:
             latency_s=latency_s,
             memory_mb=memory_mb,
             agreement=agreement,
+            reviewed_wrong=reviewed_wrong,
         )
         return self.record(observation)
 

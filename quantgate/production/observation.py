@@ -18,7 +18,7 @@ from graphs.evaluation import error_kind
 from graphs.extraction import ExtractionContext, ExtractionResult
 
 AGREEMENT = "agreement_with_reference"
-METRICS = ("format_validity", "error_rate", "latency_s_p95", "memory_mb", AGREEMENT)
+METRICS = ("format_validity", "error_rate", "latency_s_p95", "memory_mb", "wrong_case_rate", AGREEMENT)
 """The metrics a guard can watch; agreement also per field, as `agreement_with_reference[<field>]`."""
 
 
@@ -34,6 +34,8 @@ class Observation:
         memory_mb: RSS of the process holding the model, when read.
         agreement: Per-field agreement with a shadow reference's record (0..1 per field),
             when the call was shadowed.
+        reviewed_wrong: A human review found at least one wrong field (None: not reviewed);
+            the decision's cost break-even is a rate of these (`wrong_case_rate`).
     """
 
     format_valid: bool
@@ -41,6 +43,7 @@ class Observation:
     latency_s: float | None = None
     memory_mb: float | None = None
     agreement: Mapping[str, float] | None = None
+    reviewed_wrong: bool | None = None
 
     @classmethod
     def from_extraction(
@@ -86,6 +89,8 @@ class Observation:
             return None if self.latency_s is None else [self.latency_s]
         if metric == "memory_mb":
             return None if self.memory_mb is None else [self.memory_mb]
+        if metric == "wrong_case_rate":
+            return None if self.reviewed_wrong is None else [float(self.reviewed_wrong)]
         if self.agreement is None:
             return None
         if metric == AGREEMENT:

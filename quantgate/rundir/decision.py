@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from evaluators.comparison import AgreementSummary, Comparison, Regression
+from evaluators.costs import VariantCosts
 from evaluators.statistics import Interval
 from quantgate.inputs.gates import Gates
 from quantgate.rundir.embeddings import EmbeddingEntry
@@ -172,6 +173,28 @@ class StatisticsRecord(RunFileModel):
     proportion_interval: str
 
 
+Ranking = Literal["footprint", "cost"]
+"""What the recommendation ranks the passing variants by: the smallest memory footprint (the
+default), or the cheapest expected cost per 1,000 extractions (`--recommend cost`, with `--costs`)."""
+
+
+class CostTable(RunFileModel):
+    """The expected cost per 1,000 extractions of each evaluated variant, under a team's prices."""
+
+    currency: str = Field(description="The prices' currency, as the costs file names it (may be empty).")
+    prices: dict[str, Any] = Field(description="The costs file's values, as read.")
+    method: str = Field(description="How each ingredient is computed from the run's records.")
+    node_time: dict[str, str] = Field(
+        default_factory=dict,
+        description="Per variant, where its node time per extraction comes from: a load level that serves "
+        "the traffic (`run --load`), or the run's own cases.",
+    )
+    variants: dict[str, VariantCosts] = Field(
+        description="Per variant: each ingredient (review, retries, node, memory, energy) with its "
+        "paired delta and interval against the reference, and the total."
+    )
+
+
 class DecisionRecord(RunFileModel):
     """How, when and on what the decision was made."""
 
@@ -213,4 +236,10 @@ class Decision(RunFileModel):
     variants: dict[str, VariantDecision]
     rollback: Rollback | None
     regression_sets: dict[str, RegressionSet] = Field(default_factory=dict)
+    recommended_by: Ranking = Field(
+        default="footprint", description="What the passing variants were ranked by (`Ranking`)."
+    )
+    costs: CostTable | None = Field(
+        default=None, description="Expected costs, when prices were given (`--costs`)."
+    )
     record: DecisionRecord

@@ -48,6 +48,7 @@ def test_each_ingredient_and_the_total_match_the_hand_computed_figures():
     # the total's cases: those with every counted ingredient (c1: 0.212 vs 0.228; c2: 4.924 vs 0.228)
     assert costs.total_delta == pytest.approx(1000 * ((0.212 - 0.228) + (4.924 - 0.228)) / 2)
     assert costs.total_interval is not None
+    assert costs.total_delta is not None
     assert costs.total_interval.low <= costs.total_delta <= costs.total_interval.high
 
 
@@ -69,6 +70,7 @@ def test_the_paired_interval_of_an_ingredient_brackets_its_delta_and_is_zero_wid
                             reference_memory_gib=1.0).ingredient("retries")  # fmt: skip
     assert retries.delta == pytest.approx(1000 * 0.5 * (13 * 1 + 13 * 2) / 40)
     assert retries.interval is not None
+    assert retries.delta is not None
     assert retries.interval.low < retries.delta < retries.interval.high
     assert retries.interval.low > 0  # every case costs at least as much: the interval stays above 0
 
@@ -139,3 +141,13 @@ def test_the_break_even_rate_is_where_the_totals_meet():
         break_even_wrong_case_rate(variant=_costs(100, 40), reference=_costs(120, 0), wrong_case_rate=0.0)
         is None
     )
+
+
+def test_a_load_tests_node_time_per_extraction_sets_the_mean_of_the_hours():
+    node = Prices(node_per_hour=3.6)
+    # the cases held the node 10 s and 20 s; the load level served one extraction per 30 s
+    measured = variant_costs(cases=VARIANT, prices=node, memory_gib=None, busy_per_extraction_s=30.0)
+    assert measured.ingredient("node").per_1000 == pytest.approx(30.0)
+    quiet = Prices(node_per_hour=3.6, extractions_per_hour=60.0)  # still idle half of each minute
+    idle = variant_costs(cases=VARIANT, prices=quiet, memory_gib=None, busy_per_extraction_s=30.0)
+    assert idle.ingredient("node").per_1000 == pytest.approx(60.0)

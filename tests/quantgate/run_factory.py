@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from quantgate.inputs.dataset import Case, write_dataset
 from quantgate.rundir.files import DATASET_DIR, RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
@@ -29,11 +30,13 @@ def make_run(
     invalid: dict[str, int] | None = None,
     reference: str = "R",
     tags: Sequence[Sequence[str]] | None = None,
+    record_values: dict[str, dict[str, Any]] | None = None,
 ) -> Path:
     """A complete run: one record per case per variant with the given field scores.
 
     `invalid[name]` makes that variant's first n cases invalid outputs (an error each).
     `tags[i]` are case i's tags (default: lang:en and numbers for every case).
+    `record_values[name]` sets more fields of each of that variant's records (`output_tokens`, ...).
     """
     directory.mkdir(parents=True)
     n = len(next(iter(variants.values())))
@@ -63,6 +66,7 @@ def make_run(
                     error_kind="invalid_output" if i < bad else None,
                     agreement_fields=agreement,
                     total_s=1.0 + i / 10,
+                    **(record_values or {}).get(name, {}),
                 )
             )
         entries.append(
