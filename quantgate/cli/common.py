@@ -227,9 +227,20 @@ def _break_even_line(decision: Decision) -> str:
             "cost break-even: not given (it needs a recommended variant other than the reference, review "
             "priced, both totals measured, and a wrong case in the run to price one by)"
         )
+    chosen, reference, measured = decision.recommended, decision.reference, f"{found.measured:.1%}"
+    if found.threshold >= 1.0:
+        return (
+            f"cost break-even: none; {chosen} stays cheaper than the reference {reference} even if every "
+            f"case has a wrong field (measured: {measured})"
+        )
+    if found.threshold <= 0.0:
+        return (
+            f"cost break-even: none; {chosen} costs more than the reference {reference} even with no wrong "
+            f"case (measured: {measured} of cases with a wrong field)"
+        )
     return (
-        f"cost break-even: {decision.recommended} costs more than the reference {decision.reference} above "
-        f"{found.threshold:.1%} of cases with a wrong field (measured: {found.measured:.1%})"
+        f"cost break-even: {chosen} costs more than the reference {reference} above "
+        f"{found.threshold:.1%} of cases with a wrong field (measured: {measured})"
     )
 
 

@@ -179,6 +179,7 @@ def break_even_signal(
 def _money(value: float, *, sign: bool = False) -> str:
     """An amount: two decimals with thousands separators, small ones to 3 significant digits."""
     plus = "+" if sign else ""
+    value = 0.0 if abs(value) < 1e-9 else value  # rounding noise of a difference, not a saving
     return f"{value:{plus},.2f}" if value == 0 or abs(value) >= 1 else f"{value:{plus}.3g}"
 
 
