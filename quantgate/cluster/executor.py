@@ -49,6 +49,11 @@ class _Shards:
     ended: dict[int, ShardEnded] = field(default_factory=dict)
 
 
+def _label(name: str, index: int, shards: _Shards | None) -> str:
+    """How progress and messages name a variant's task, or one of its shards."""
+    return name if shards is None else f"{name} shard {index + 1}/{shards.count}"
+
+
 @dataclass(kw_only=True)
 class _Task:
     """A variant's task (or one of its shards') as the driver follows it."""
@@ -65,8 +70,7 @@ class _Task:
 
     @property
     def label(self) -> str:
-        name = self.job.variant.name
-        return name if self.shards is None else f"{name} shard {self.index + 1}/{self.shards.count}"
+        return _label(self.job.variant.name, self.index, self.shards)
 
     def _where(self, ended_at: float | None) -> dict[str, Any]:
         """Where and when its last task ran (nothing when it never started)."""
@@ -239,21 +243,23 @@ class RayExecutor:
             tqdm.write(f"quantgate: variant {job.variant.name}: {note}; it runs in one task", file=sys.stderr)
         parts = shard_jobs(job)
         shards = _Shards(job=job, count=len(parts)) if len(parts) > 1 else None
-        tasks = [
-            _Task(job=part, resources=resources, store=RunStore(job.run_dir), progress=tqdm(disable=True),
-                  shards=shards, index=index)
+        return [
+            _Task(
+                job=part,
+                resources=resources,
+                store=RunStore(job.run_dir),
+                progress=self._bar(part, _label(job.variant.name, index, shards), position + index),
+                shards=shards,
+                index=index,
+            )
             for index, part in enumerate(parts)
-        ]  # fmt: skip
-        for offset, task in enumerate(tasks):
-            task.progress = self._bar(task, position + offset)
-        return tasks
+        ]
 
-    def _bar(self, task: _Task, position: int) -> tqdm[Any]:
-        job = task.job
+    def _bar(self, job: VariantJob, label: str, position: int) -> tqdm[Any]:
         return tqdm(
             total=len(job.cases),
             initial=len(job.prior),
-            desc=f"{task.label} (waiting for a node)",
+            desc=f"{label} (waiting for a node)",
             unit="case",
             position=position,
             disable=not self.progress,

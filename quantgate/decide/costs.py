@@ -23,7 +23,8 @@ from evaluators.statistics import Interval
 from quantgate.inputs.costs import Prices
 from quantgate.rundir.decision import CostTable, RollbackSignal
 from quantgate.rundir.lines import CaseRecord
-from quantgate.rundir.summary import LoadLevelEntry, LoadSection, VariantEntry
+from quantgate.rundir.load import LoadLevelEntry, LoadSection
+from quantgate.rundir.summary import VariantEntry
 
 __all__ = [
     "METHOD",

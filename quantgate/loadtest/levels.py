@@ -41,8 +41,8 @@ from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.examples import DEFAULT_EXAMPLES
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.lines import LoadLine
+from quantgate.rundir.load import LoadLevelEntry, LoadVariantEntry
 from quantgate.rundir.store import JsonLines
-from quantgate.rundir.summary import LoadLevelEntry, LoadVariantEntry
 
 DEFAULT_LEVELS = "normal=1,peak=4"
 DEFAULT_REQUESTS = 8

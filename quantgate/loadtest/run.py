@@ -21,8 +21,8 @@ from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.loadtest.levels import LoadJob, LoadOptions, failed_entry, load_variant
 from quantgate.rundir.build import dataset_info, new_summary
 from quantgate.rundir.files import LOAD_FILE, SUMMARY_FILE
+from quantgate.rundir.load import LoadLevelSpec, LoadSection, LoadVariantEntry
 from quantgate.rundir.store import RunStore, read_summary, write_model
-from quantgate.rundir.summary import LoadLevelSpec, LoadSection, LoadVariantEntry
 
 
 def _load_here(job: LoadJob) -> tuple[LoadVariantEntry, str | None]:

@@ -3,6 +3,7 @@
 from quantgate.rundir.completeness import Completeness, completeness_of, run_completeness
 from quantgate.rundir.decision import Decision, GateResult, RollbackSignal, VariantDecision
 from quantgate.rundir.lines import CaseRecord, FidelityLine, LoadLine
+from quantgate.rundir.load import LoadSection
 from quantgate.rundir.schemas import write_schemas
 from quantgate.rundir.store import (
     LineProblem,
@@ -17,7 +18,7 @@ from quantgate.rundir.store import (
     read_records,
     read_summary,
 )
-from quantgate.rundir.summary import LoadSection, RunSummary, VariantEntry, VariantMetadata, VariantsFile
+from quantgate.rundir.summary import RunSummary, VariantEntry, VariantMetadata, VariantsFile
 
 __all__ = [
     "CaseRecord",

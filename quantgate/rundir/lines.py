@@ -12,6 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from quantgate.rundir.files import LOAD_FORMAT_VERSION, RECORDS_FORMAT_VERSION, RUN_FORMAT_VERSION
 
+VariantStatus = Literal["ok", "skipped"]
+"""ok: the variant was evaluated; skipped: it could not be (its error says why)."""
+
 
 class RunFileModel(BaseModel):
     """Base of every run-file model: unknown keys are refused, so the schema is the whole file."""

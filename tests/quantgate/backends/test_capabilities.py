@@ -31,13 +31,8 @@ from quantgate.inputs.dataset import Dataset
 from quantgate.inputs.variants import Variant
 from quantgate.loadtest.levels import LoadJob, LoadOptions, load_variant, parse_levels
 from quantgate.loadtest.table import render_load
-from quantgate.rundir.summary import (
-    LoadLevelSpec,
-    LoadSection,
-    LoadVariantEntry,
-    TokenFidelityEntry,
-    VariantEntry,
-)
+from quantgate.rundir.load import LoadLevelSpec, LoadSection, LoadVariantEntry
+from quantgate.rundir.summary import TokenFidelityEntry, VariantEntry
 from tests.graphs.fakes import QueuedChatModel
 from tests.graphs.test_extraction import GOOD
 from tests.quantgate.evaluate.test_run import dataset  # noqa: F401 (a fixture)

@@ -16,8 +16,8 @@ from quantgate.inputs.costs import Prices
 from quantgate.inputs.gates import Gates
 from quantgate.production.guard import OnlineGuard
 from quantgate.rundir.files import SUMMARY_FILE
+from quantgate.rundir.load import LoadLevelEntry, LoadSection, LoadVariantEntry
 from quantgate.rundir.store import read_summary, write_model
-from quantgate.rundir.summary import LoadLevelEntry, LoadSection, LoadVariantEntry
 from tests.quantgate.evaluate.slow_backend import write_inputs
 from tests.quantgate.run_factory import make_run
 
