@@ -47,12 +47,12 @@ from quantgate.backends import EMBEDDED_SLOTS, OpenedVariant
 from quantgate.backends.batch import LlamaBatchContext
 from quantgate.backends.greedy import common_prefix
 from quantgate.backends.llamacpp import (
-    GRAMMAR_ENGINES,
     EmbeddedEngine,
     LlamaCppChatModel,
     physical_cores,
     render_prompt,
 )
+from quantgate.backends.schema_grammar import GRAMMAR_ENGINES
 from quantgate.evaluate.options import RunOptions, extraction_context, select_cases
 from quantgate.hardware import hardware
 from quantgate.inputs.dataset import Dataset, load_dataset

@@ -139,11 +139,14 @@ def lark_of_schema(schema: dict[str, Any]) -> str:
     """An llguidance Lark grammar for one JSON value of `schema`, after an optional space.
 
     The prompt ends with ``JSON:`` and Gemma's tokenizer has ``' {"'`` as one token, so the
-    grammar allows that leading space, as the GBNF grammar does.
+    grammar allows that leading space, as the GBNF grammar does. The schema is compiled
+    leniently: a keyword llguidance cannot enforce is ignored (and named by
+    `schema_grammar.unenforced_keywords`) instead of failing the variant.
     """
     import json
 
-    return f'start: " "? answer\nanswer: %json {json.dumps(schema)}\n'
+    lenient = {**schema, "x-guidance": {**schema.get("x-guidance", {}), "lenient": True}}
+    return f'start: " "? answer\nanswer: %json {json.dumps(lenient)}\n'
 
 
 class LlguidanceChecker:

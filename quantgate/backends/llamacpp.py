@@ -16,7 +16,7 @@ import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
@@ -26,6 +26,13 @@ from pydantic import ConfigDict
 from graphs.prompting import REPAIR_NAME
 from quantgate.backends.grammar import GrammarChecker, GrammarEngine, LlguidanceChecker, lark_of_schema
 from quantgate.backends.greedy import Generation, GreedyDecoder
+from quantgate.backends.schema_grammar import (
+    GRAMMAR_ENGINES,
+    GrammarEngineName,
+    UnenforcedKeyword,
+    grammar_schema,
+    unenforced_keywords,
+)
 from quantgate.backends.streaming import StreamingChatModel
 
 
@@ -51,30 +58,6 @@ def render_prompt(messages: Sequence[BaseMessage]) -> str:
     return "".join(parts).rstrip(" ")
 
 
-def grammar_schema(schema: Mapping[str, Any], max_items: int) -> dict[str, Any]:
-    """The schema as handed to llama.cpp's JSON-schema-to-grammar converter.
-
-    - Every array without `maxItems` gets `maxItems: max_items`: greedy decoding of a small
-      model can fall into repeating one array item until the token limit, and the cap ends
-      such a loop early and cheaply.
-    - A property with an `enum` loses its `type`: the converter ignores `enum` when `type` is
-      a list (`["string", "null"]`), which would let any string through.
-    """
-    node = dict(schema)
-    if "properties" in node:
-        node["properties"] = {k: grammar_schema(v, max_items) for k, v in node["properties"].items()}
-    if "items" in node and isinstance(node["items"], Mapping):
-        node["items"] = grammar_schema(node["items"], max_items)
-    types = node.get("type")
-    if (types == "array" or (isinstance(types, list) and "array" in types)) and "maxItems" not in node:
-        node["maxItems"] = max_items
-    if "enum" in node:
-        node.pop("type", None)
-    return node
-
-
-GrammarEngineName = Literal["gbnf", "llguidance"]
-GRAMMAR_ENGINES: tuple[str, ...] = get_args(GrammarEngineName)
 DEFAULT_GRAMMAR_ENGINE: GrammarEngineName = "gbnf"
 """llama.cpp's GBNF grammar sampler, checked on the argmax first; llguidance is the other
 choice (`grammar_engine="llguidance"`). Measured against each other in
@@ -229,7 +212,7 @@ class EmbeddedEngine:
         key = json.dumps(schema, sort_keys=True)
         if key in self._grammars:
             return self._grammars[key]
-        prepared = grammar_schema(schema, self.max_array_items)
+        prepared = grammar_schema(schema, self.max_array_items, self.grammar_engine)
         if self.grammar_engine == "llguidance":
             self._grammars[key] = lark_of_schema(prepared)
         else:
@@ -237,6 +220,10 @@ class EmbeddedEngine:
             gbnf = gbnf.replace(r'char ::= [^"\\] |', _JSON_STRING_CHAR, 1)
             self._grammars[key] = gbnf.replace("root ::= ", 'root ::= " "? ', 1)
         return self._grammars[key]
+
+    def unenforced(self, schema: Mapping[str, Any]) -> tuple[UnenforcedKeyword, ...]:
+        """The keywords of `schema` the engine's grammar does not enforce (`unenforced_keywords`)."""
+        return unenforced_keywords(schema, engine=self.grammar_engine, max_items=self.max_array_items)
 
     def count_tokens(self, text: str) -> int:
         """Number of tokens of `text` (without BOS)."""

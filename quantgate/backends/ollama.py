@@ -6,7 +6,9 @@ Modelfile parameters), then loads the model with an empty `/api/generate` carryi
 run's `num_ctx`, so the cold load is timed on its own and never counted in a case's latency,
 then reads `/api/ps` (size in memory, size in VRAM, context length). Chat calls go through
 `ChatOllama` with `format` set to the dataset's JSON schema, temperature 0, a fixed seed and
-`num_ctx`; what can go wrong in a call is `quantgate.backends.ollama_chat`.
+`num_ctx`; what can go wrong in a call is `quantgate.backends.ollama_chat`. The schema is sent
+rewritten for llama.cpp's JSON-schema converter, which the server runs (`grammar_schema`), and
+what that converter cannot enforce is recorded as `runtime.unenforced_schema_keywords`.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from quantgate.backends.ollama_chat import (
     OllamaChatModel,
     classify,
 )
+from quantgate.backends.schema_grammar import grammar_schema, unenforced_keywords
 from quantgate.inputs.variants import Variant
 
 __all__ = ["DEFAULT_NUM_CTX", "DEFAULT_TIMEOUT_S", "OllamaServer", "classify", "ollama_host", "open_ollama"]
@@ -179,7 +182,7 @@ def _chat_model(
     chat = ChatOllama(
         model=variant.model,
         base_url=settings.host,
-        format=dict(schema),
+        format=grammar_schema(schema, None, "gbnf"),
         temperature=0.0,
         seed=settings.seed,
         num_ctx=settings.num_ctx,
@@ -232,6 +235,7 @@ def open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
             else None,
             "ps": running,
             "num_parallel": os.environ.get("OLLAMA_NUM_PARALLEL"),
+            "unenforced_schema_keywords": [str(k) for k in unenforced_keywords(schema, engine="gbnf")],
         },
         context_window=context,
         max_output_tokens=settings.max_tokens,
