@@ -167,6 +167,7 @@ def _open_llamacpp(
                 "fast_forward": engine.fast_forward,
                 "use_mmap": False,
                 "max_array_items": engine.max_array_items,
+                "unenforced_schema_keywords": [str(keyword) for keyword in engine.unenforced(schema)],
             },
             context_window=engine.n_ctx,
             max_output_tokens=max_tokens,

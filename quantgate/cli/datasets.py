@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from quantgate.inputs.dataset import bundled_datasets, check_dataset, load_dataset, resolve_dataset
 
@@ -32,7 +34,21 @@ def _check(args: argparse.Namespace) -> int:
             labeled = sum(c.expected is not None for c in dataset.cases)
             counts = f"{len(dataset.cases)} cases ({labeled} labeled), {len(dataset.examples)} examples"
             print(f"ok   {path}: {counts}")
+            _say_unenforced(path, dataset.schema)
     return 1 if failed else 0
+
+
+def _say_unenforced(path: Path, schema: Mapping[str, Any]) -> None:
+    """Warn of the schema keywords each embedded grammar engine cannot enforce (not an error:
+    outputs may break them, and the run says so too)."""
+    from quantgate.backends.schema_grammar import GRAMMAR_ENGINES, unenforced_keywords
+
+    for engine in GRAMMAR_ENGINES:
+        for keyword in unenforced_keywords(schema, engine=engine):
+            print(
+                f"warning: {path}/schema.json: the {engine} grammar does not enforce {keyword}",
+                file=sys.stderr,
+            )
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -51,6 +51,8 @@ class RunSession:
     baselines: BaselineScores
     done: frozenset[str] = frozenset()
     prior: dict[str, tuple[CaseOutcome, ...]] = field(default_factory=dict)
+    unenforced_said: set[tuple[str, ...]] = field(default_factory=set)
+    """The lists of unenforced schema keywords already warned of (each is said once per run)."""
 
     def place(self, entry: VariantEntry, metadata: VariantMetadata) -> None:
         """Put a variant's summary entry and variants.json line in their place, in run order."""
@@ -135,6 +137,7 @@ def evaluate_all(session: RunSession, executor: VariantExecutor) -> None:
         else:
             result = evaluated.run
             _say_cuts(result.entry)
+            _say_unenforced(session, result.metadata)
             result.entry.baseline_accuracy = baseline_accuracy(
                 scores=session.baselines, case_ids=result.case_ids
             )
@@ -152,6 +155,22 @@ def _with_deltas(summary: RunSummary, reference: str, run_dir: Path) -> None:
         own = records.get(entry.name)
         paired = paired_cases(ref, own) if own and entry.name != reference else []
         entry.field_accuracy_delta = accuracy_delta(paired)
+
+
+def _say_unenforced(session: RunSession, metadata: VariantMetadata) -> None:
+    """Warn on stderr of the schema keywords the variant's constrained decoding cannot enforce
+    (its backend's `runtime.unenforced_schema_keywords`), once per run for the same list."""
+    keywords = tuple((metadata.runtime or {}).get("unenforced_schema_keywords") or ())
+    if not keywords or keywords in session.unenforced_said:
+        return
+    session.unenforced_said.add(keywords)
+    listed = "".join(f"\n  {keyword}" for keyword in keywords)
+    print(
+        f"quantgate: warning: the grammar of variant {metadata.name} does not enforce {len(keywords)} "
+        f"schema keyword(s), so valid-looking outputs can still fail them (kept in variants.json as "
+        f"runtime.unenforced_schema_keywords):{listed}",
+        file=sys.stderr,
+    )
 
 
 def _say_cuts(entry: VariantEntry) -> None:

@@ -192,3 +192,38 @@ def test_wall_time_and_throughput_of_cases_side_by_side(dataset, tmp_path):
     tokens = sum(r.output_tokens or 0 for r in records)
     assert tokens > 0
     assert entry.throughput_tokens_per_s == pytest.approx(tokens / entry.wall_s)
+
+
+def test_schema_keywords_the_grammar_cannot_enforce_are_recorded_and_said_once(tmp_path, capsys):
+    """A backend names what its grammar leaves unenforced: variants.json keeps it per variant, and
+    the run warns once for the two variants that share the list."""
+    from contextlib import contextmanager
+
+    from quantgate.backends import OpenedVariant, register_backend
+    from quantgate.backends.schema_grammar import unenforced_keywords
+
+    @contextmanager
+    def open_gbnf_like(variant, schema):
+        runtime = {"unenforced_schema_keywords": [str(k) for k in unenforced_keywords(schema, engine="gbnf")]}
+        yield OpenedVariant(chat_model=QueuedChatModel(outputs=[json.dumps(GOOD)]), runtime=runtime)
+
+    register_backend("gbnf-like", open_gbnf_like)
+    root = tmp_path / "bounded"
+    root.mkdir()
+    schema = json.loads(json.dumps(SCHEMA))
+    schema["properties"]["total"]["minimum"] = 0
+    (root / "schema.json").write_text(json.dumps(schema))
+    (root / "cases.jsonl").write_text(json.dumps({"id": "c1", "text": "case 1", "expected": GOOD}) + "\n")
+    pair = VariantSet(
+        reference="ref",
+        variants=[Variant(name=n, backend="gbnf-like", model=n) for n in ("ref", "quant")],
+    )
+    options = RunOptions(out=tmp_path / "runs", progress=False)
+    run_dir = run_evaluation(load_dataset(root), pair, options=options)
+    named = "total: minimum (llama.cpp's GBNF converter ignores it here)"
+    for metadata in load_run(run_dir).variants.variants:
+        assert metadata.runtime is not None
+        assert metadata.runtime["unenforced_schema_keywords"] == [named]
+    err = capsys.readouterr().err
+    assert err.count("does not enforce 1 schema keyword(s)") == 1
+    assert f"\n  {named}" in err

@@ -134,6 +134,18 @@ def test_cli_check_exits_1_and_lists_all_errors(tmp_path, capsys):
     assert main(["datasets", "check", str(good)]) == 0
 
 
+def test_cli_check_warns_of_keywords_a_grammar_cannot_enforce(tmp_path, capsys):
+    bounded = json.loads(json.dumps(SCHEMA))
+    bounded["properties"]["total"]["minimum"] = 0
+    root = write_dataset(tmp_path / "bounded", [case(1)], schema=bounded)
+    assert main(["datasets", "check", str(root)]) == 0  # a warning, not an error
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"warning: {root}/schema.json: the gbnf grammar does not enforce total: minimum "
+        "(llama.cpp's GBNF converter ignores it here)"
+    ]  # llguidance enforces it, and the nullable date is enforced by both
+
+
 def test_cli_check_unknown_directory(tmp_path, capsys):
     assert main(["datasets", "check", str(tmp_path / "nope")]) == 1
     assert "no dataset directory" in capsys.readouterr().err
