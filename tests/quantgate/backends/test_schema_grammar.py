@@ -218,7 +218,7 @@ def test_walks_on_the_bundled_schemas_are_strictly_valid(walker, name):
 
 # --- the property: generated schemas --------------------------------------------------------------
 
-_FORMATS = sorted(FORMAT_PATTERNS)
+_FORMATS = [*sorted(FORMAT_PATTERNS), "ipv6", "json-pointer"]
 _PATTERNS = ["^[A-Z]{3}$", "^[0-9]{2,4}$", "^(EUR|USD|GBP)$", "^[a-z]+-[0-9]+$"]
 
 
@@ -239,6 +239,7 @@ _number_keywords = st.fixed_dictionaries(
         "maximum": st.integers(6, 50),
         "exclusiveMinimum": st.integers(-9, -6),
         "exclusiveMaximum": st.integers(51, 99),
+        "multipleOf": st.sampled_from([2, 5, 0.5]),
     },
 )
 _leaves = st.one_of(
