@@ -167,8 +167,8 @@ def _say_unenforced(session: RunSession, metadata: VariantMetadata) -> None:
     listed = "".join(f"\n  {keyword}" for keyword in keywords)
     print(
         f"quantgate: warning: the grammar of variant {metadata.name} does not enforce {len(keywords)} "
-        f"schema keyword(s), so valid-looking outputs can still fail them (kept in variants.json as "
-        f"runtime.unenforced_schema_keywords):{listed}",
+        f"schema keyword(s): an answer can break them and still end normally, which lowers its "
+        f"format validity (kept in variants.json as runtime.unenforced_schema_keywords):{listed}",
         file=sys.stderr,
     )
 
