@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -60,15 +61,24 @@ def error_path(parts: Iterable[str | int], prefix: str = "") -> str:
     return path or "<root>"
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # `1e999`: JSON syntax, but no number a double can hold
+        raise ValueError(f"number out of range: {text[:24]}")
+    return value
+
+
 def loads_json(text: str) -> Any:
     """`json.loads`, with every way a text can fail to be JSON raised as `json.JSONDecodeError`.
 
     `json.loads` also raises `RecursionError` for nesting deeper than Python's recursion limit
     (a model that repeats `[`) and a plain `ValueError` for an integer of more than 4,300 digits;
-    callers that handle `JSONDecodeError` then handle those too, as text that is not JSON.
+    callers that handle `JSONDecodeError` then handle those too, as text that is not JSON. A
+    number too large for a double (`1e999`, which Python reads as infinity and the validator
+    cannot check) is refused the same way.
     """
     try:
-        return json.loads(text)
+        return json.loads(text, parse_float=_finite_float)
     except json.JSONDecodeError:
         raise
     except RecursionError:

@@ -71,6 +71,12 @@ _JSON_STRING_CHAR = r'char ::= [^"\\\x00-\x1f] |'
 (a literal newline), which JSON forbids inside strings."""
 
 
+_NUMBER_EXPONENT = "([eE] [-+]? integral-part)?"
+_SHORT_EXPONENT = "([eE] [-+]? [0-9] [0-9]?)?"
+"""A number's exponent: the converter allows 16 digits (`1e999` reads as infinity, which no
+validator can check); two keep every number a double can hold."""
+
+
 def physical_cores() -> int:
     """The machine's physical cores (logical ones when psutil cannot tell)."""
     import os
@@ -218,6 +224,7 @@ class EmbeddedEngine:
         else:
             gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(prepared))
             gbnf = gbnf.replace(r'char ::= [^"\\] |', _JSON_STRING_CHAR, 1)
+            gbnf = gbnf.replace(_NUMBER_EXPONENT, _SHORT_EXPONENT, 1)
             self._grammars[key] = gbnf.replace("root ::= ", 'root ::= " "? ', 1)
         return self._grammars[key]
 

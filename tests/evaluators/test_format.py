@@ -36,3 +36,13 @@ def test_no_output_is_not_measured_as_json():
     result = score_format(outputs=None, schema=INVOICE)
     assert result.is_json is None
     assert not result.valid
+
+
+def test_a_number_too_large_for_a_double_is_not_json_and_does_not_crash_the_validator():
+    schema = {"type": "object", "properties": {"a": {"type": "number", "multipleOf": 0.5}}}
+    result = score_format(outputs='{"a": 1e999}', schema=schema)  # Python reads it as infinity
+    assert result.is_json is False
+    assert [str(e) for e in result.errors] == [
+        "<root>: not valid JSON (number out of range at line 1 column 1)"
+    ]
+    assert score_format(outputs='{"a": 1.5e2}', schema=schema).valid

@@ -69,6 +69,9 @@ def test_grammar_enforces_enums_and_json_strings():
     assert rules["char"].startswith(r'[^"\\\x00-\x1f]')
     assert rules["root"].startswith('" "? "{"')
     assert engine.grammar(json.loads(json.dumps(SCHEMA))) is gbnf  # converted once per schema
+    numbers = engine.grammar({"type": "object", "properties": {"n": {"type": "number"}}})
+    number = next(line for line in numbers.splitlines() if line.startswith("number ::= "))
+    assert number.endswith("([eE] [-+]? [0-9] [0-9]?)? space")  # no 1e999, which reads as infinity
 
 
 def test_llguidance_grammar_is_the_prepared_schema_after_an_optional_space():
