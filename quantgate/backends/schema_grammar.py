@@ -162,14 +162,12 @@ class _Preparation:
         if not isinstance(types, list) or "enum" in node or "const" in node:
             return node
         specific = set().union(*(_TYPE_KEYWORDS.get(t, frozenset()) for t in types)) & node.keys()
-        if not specific:
-            return node
+        if not specific or "anyOf" in node or "oneOf" in node:
+            return node  # nothing to keep, or a type list beside a union: left as written (reported)
         branches = [
             {"type": t, **{k: node[k] for k in _TYPE_KEYWORDS.get(t, ()) if k in node}} for t in types
         ]
         rest = {k: v for k, v in node.items() if k != "type" and k not in specific}
-        if "anyOf" in rest or "oneOf" in rest:
-            return node  # a type list beside a union: left as written (its keywords are reported)
         return {**rest, "anyOf": branches}
 
     def _children(self, node: dict[str, Any], path: str) -> None:
@@ -226,7 +224,8 @@ def grammar_schema(
 def unenforced_keywords(
     schema: Mapping[str, Any], *, engine: GrammarEngineName, max_items: int | None = None
 ) -> tuple[UnenforcedKeyword, ...]:
-    """The keywords of `schema` that `engine`'s grammar does not enforce, in schema order.
+    """The keywords of `schema` that `engine`'s grammar does not enforce: those the rewriting gave
+    up first, then the converter's, in schema order.
 
     For `gbnf` the rules of llama.cpp's converter are followed node by node; for `llguidance`
     its own warnings are given (it compiles the schema leniently, ignoring what it cannot do).
