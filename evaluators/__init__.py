@@ -10,6 +10,7 @@ from evaluators.baselines import (
     baseline_scores,
     majority_record,
 )
+from evaluators.betting import betting_interval, confidence_sequence, confidence_sequence_path
 from evaluators.case import CaseScorer, case_language
 from evaluators.comparison import (
     AgreementSummary,
@@ -47,11 +48,13 @@ from evaluators.matchers import MatchOptions, SetScore, match_scalar, match_set
 from evaluators.normalize import normalize_string, parse_date, parse_number
 from evaluators.schema import FieldSpec, SchemaSupportError, field_names, parse_schema
 from evaluators.sequential import (
+    DropGates,
+    Forecast,
     SequentialDrop,
     SequentialStatus,
-    confidence_sequence,
-    confidence_sequence_path,
     drop_status,
+    forecast_settlement,
+    gates_status,
     sequential_drop_status,
 )
 from evaluators.statistics import (
@@ -72,9 +75,11 @@ __all__ = [
     "Comparison",
     "ComparisonOptions",
     "DatasetScore",
+    "DropGates",
     "FieldAccuracy",
     "FieldScore",
     "FieldSpec",
+    "Forecast",
     "FormatError",
     "FormatEvaluator",
     "FormatResult",
@@ -98,6 +103,7 @@ __all__ = [
     "always_null_record",
     "baseline_accuracy",
     "baseline_scores",
+    "betting_interval",
     "bootstrap_interval",
     "case_language",
     "compare_paired",
@@ -107,6 +113,8 @@ __all__ = [
     "equivalence_verdict",
     "error_path",
     "field_names",
+    "forecast_settlement",
+    "gates_status",
     "loads_json",
     "majority_record",
     "match_scalar",

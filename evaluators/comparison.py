@@ -7,20 +7,23 @@ case is "right" for McNemar's test when all its fields are right; a field is rig
 it scores 1.0. Agreement with the reference needs no gold: it is the variant's record
 scored against the reference's record.
 
-Intervals of a delta are the paired percentile bootstrap (`method="bootstrap"`, a fixed
-sample), or the anytime-valid confidence sequence of the per-case differences in case order
-(`method="sequential"`, `evaluators.sequential`), which stays valid when a run looks at it
-after every round.
+The interval a delta is judged by holds at any sample size for differences in [-1, 1]: the
+betting confidence interval of a fixed sample (`method="betting"`, `evaluators.betting`), or
+the anytime-valid confidence sequence of the per-case differences in case order
+(`method="sequential"`), which stays valid when a run looks at it after every round. The
+paired percentile bootstrap is kept beside it as a descriptive figure
+(`descriptive_interval`): at 30 to 200 cases with rare, large failures its coverage falls far
+short of its nominal level (docs/decision.md), so it never gates.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from evaluators.aggregate import mean
-from evaluators.sequential import confidence_sequence
+from evaluators.betting import DEFAULT_TRUNCATION, betting_interval, confidence_sequence
 from evaluators.statistics import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
@@ -31,7 +34,8 @@ from evaluators.statistics import (
     mcnemar_exact,
 )
 
-IntervalMethod = Literal["bootstrap", "sequential"]
+IntervalMethod = Literal["betting", "sequential"]
+"""How a delta's gating interval is computed: for a fixed sample, or for rounds."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,11 +45,14 @@ class ComparisonOptions:
     Attributes:
         margin: Equivalence margin as a fraction (0.02 is 2 points).
         min_cases: Fewer paired cases than this is inconclusive.
-        confidence: Coverage of the bootstrap intervals.
-        resamples: Bootstrap resamples.
-        seed: Bootstrap seed.
-        method: "bootstrap" (fixed sample) or "sequential" (confidence sequence over the
-            differences in case order; anytime-valid, so `min_cases` does not apply).
+        confidence: Coverage of the intervals.
+        resamples: Resamples of the descriptive bootstrap interval.
+        seed: Its seed.
+        method: "betting" (a fixed sample: the betting confidence interval) or "sequential"
+            (the confidence sequence over the differences in case order; anytime-valid, so
+            `min_cases` does not apply).
+        truncation: The betting truncation (`evaluators.betting.DEFAULT_TRUNCATION`; runs
+            written before it was recorded used `CONFSEQ_TRUNCATION`).
     """
 
     margin: float = 0.02
@@ -53,16 +60,26 @@ class ComparisonOptions:
     confidence: float = 0.95
     resamples: int = DEFAULT_RESAMPLES
     seed: int = DEFAULT_SEED
-    method: IntervalMethod = "bootstrap"
+    method: IntervalMethod = "betting"
+    truncation: float = DEFAULT_TRUNCATION
 
 
 def delta_interval(deltas: Sequence[float], options: ComparisonOptions) -> Interval | None:
-    """The interval of the mean of paired per-case deltas, by the options' method."""
+    """The interval a delta is judged by: the mean of paired per-case deltas (in [-1, 1], in case
+    order), valid at any number of cases, by the options' method."""
     if options.method == "sequential":
-        return confidence_sequence(deltas, confidence=options.confidence)
-    return bootstrap_interval(
+        return confidence_sequence(deltas, confidence=options.confidence, truncation=options.truncation)
+    return betting_interval(deltas, confidence=options.confidence, truncation=options.truncation)
+
+
+def descriptive_interval(deltas: Sequence[float], options: ComparisonOptions) -> Interval | None:
+    """The paired percentile bootstrap of the mean delta: descriptive only, never a gate."""
+    found = bootstrap_interval(
         deltas, confidence=options.confidence, resamples=options.resamples, seed=options.seed
     )
+    if found is None:
+        return None
+    return replace(found, method=f"{found.method} (descriptive: its coverage is not assured at small n)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,12 +101,14 @@ class PairedDelta:
         reference: The reference's mean score; None when no case was paired.
         variant: The variant's mean score.
         delta: variant - reference.
-        interval: Paired bootstrap interval of `delta`.
+        interval: The interval `delta` is judged by (`delta_interval`: valid at any n).
         reference_only: Cases right for the reference only (McNemar's b).
         variant_only: Cases right for the variant only (McNemar's c).
         mcnemar_p: Exact McNemar p-value.
         verdict: Equivalence verdict against the margin.
         reason: Why that verdict.
+        descriptive_interval: The paired percentile bootstrap of `delta`, shown beside it,
+            never judged (`descriptive_interval`).
     """
 
     cases: int
@@ -102,6 +121,7 @@ class PairedDelta:
     mcnemar_p: float | None
     verdict: Verdict
     reason: str
+    descriptive_interval: Interval | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -140,14 +160,15 @@ def paired_delta(
     variant_correct: Sequence[bool],
     options: ComparisonOptions = ComparisonOptions(),
 ) -> PairedDelta:
-    """Compare paired per-case scores: delta, bootstrap interval, McNemar, verdict.
+    """Compare paired per-case scores: delta, its interval (and the descriptive bootstrap), McNemar,
+    verdict.
 
     Args:
         reference: The reference's score per case.
         variant: The variant's score per case, same order.
         reference_correct: Whether the reference got each case right.
         variant_correct: Whether the variant did.
-        options: Margin, minimum cases and bootstrap settings.
+        options: Margin, minimum cases and interval settings.
     """
     if not len(reference) == len(variant) == len(reference_correct) == len(variant_correct):
         raise ValueError("paired sequences must have the same length")
@@ -171,6 +192,7 @@ def paired_delta(
         mcnemar_p=mcnemar_exact(reference_only=b, variant_only=c) if deltas else None,
         verdict=verdict,
         reason=reason,
+        descriptive_interval=descriptive_interval(deltas, options),
     )
 
 
@@ -178,14 +200,20 @@ def _case_mean(scores: Mapping[str, float]) -> float:
     return sum(scores.values()) / len(scores) if scores else 0.0
 
 
+def case_difference(case: PairedCase) -> float:
+    """A paired case's difference: the variant's case accuracy (mean field score) minus the
+    reference's, in [-1, 1]; the per-case value every accuracy-delta interval is built from."""
+    return _case_mean(case.variant) - _case_mean(case.reference)
+
+
 def accuracy_delta(cases: Sequence[PairedCase]) -> float | None:
     """The accuracy delta, variant minus reference: the mean over the paired cases of the
     difference of their case accuracies (a case's mean field score). None without cases.
 
-    This is the `delta` of `compare_paired(...).overall`, without the bootstrap: the summary
+    This is the `delta` of `compare_paired(...).overall`, without its interval: the summary
     shows it, the decision judges it with its interval.
     """
-    return mean(_case_mean(c.variant) - _case_mean(c.reference) for c in cases)
+    return mean(case_difference(c) for c in cases)
 
 
 def _overall(cases: Sequence[PairedCase], options: ComparisonOptions) -> PairedDelta:
@@ -207,7 +235,7 @@ def compare_paired(
 
     Args:
         cases: The cases both sides have scores for.
-        options: Margin, minimum cases and bootstrap settings.
+        options: Margin, minimum cases and interval settings.
     """
     names = list(dict.fromkeys(name for c in cases for name in c.reference))
     fields = {}
@@ -255,8 +283,8 @@ class AgreementSummary:
     Attributes:
         cases: Cases where the reference produced a valid record.
         overall: Mean agreement over cases (each case's mean over fields).
-        interval: Bootstrap interval of `overall`.
-        fields: Per field: mean agreement and its bootstrap interval.
+        interval: Betting confidence interval of `overall` (valid at any n).
+        fields: Per field: mean agreement and its betting confidence interval.
     """
 
     cases: int
@@ -274,16 +302,17 @@ def summarize_agreement(
     *,
     options: ComparisonOptions = ComparisonOptions(),
 ) -> AgreementSummary:
-    """Mean agreement overall and per field, with bootstrap intervals.
+    """Mean agreement overall and per field, with intervals valid at any number of cases (the
+    betting confidence interval of a mean in [0, 1], in case order).
 
     Args:
-        per_case: For each case the reference answered: field name to agreement score.
-        options: Bootstrap settings.
+        per_case: For each case the reference answered, in case order: field name to agreement score.
+        options: Confidence and betting settings.
     """
 
     def interval(values: Sequence[float]) -> Interval | None:
-        return bootstrap_interval(
-            values, confidence=options.confidence, resamples=options.resamples, seed=options.seed
+        return betting_interval(
+            values, confidence=options.confidence, low=0.0, high=1.0, truncation=options.truncation
         )
 
     overall = [_case_mean(c) for c in per_case]

@@ -20,15 +20,30 @@ def _case(i: int, reference: dict[str, float], variant: dict[str, float], *tags:
     return PairedCase(case_id=f"c{i}", tags=tags, reference=reference, variant=variant)
 
 
-def test_identical_outputs_are_equivalent_with_a_zero_width_interval() -> None:
+def test_identical_outputs_on_few_cases_are_not_shown_equivalent() -> None:
+    """12 identical cases: the descriptive bootstrap is [0, 0], but a valid interval cannot rule
+    out a variant that fails a case in ten, so the verdict stays inconclusive."""
     cases = [_case(i, {"a": 1.0, "b": 0.0}, {"a": 1.0, "b": 0.0}, "lang:en") for i in range(12)]
     comparison = compare_paired(cases, options=OPTIONS)
-    assert comparison.overall.delta == 0.0
-    assert comparison.overall.interval is not None
-    assert (comparison.overall.interval.low, comparison.overall.interval.high) == (0.0, 0.0)
-    assert comparison.overall.verdict == "equivalent"
-    assert comparison.overall.mcnemar_p == 1.0
+    overall = comparison.overall
+    assert overall.delta == 0.0
+    assert overall.descriptive_interval is not None
+    assert (overall.descriptive_interval.low, overall.descriptive_interval.high) == (0.0, 0.0)
+    assert "descriptive" in overall.descriptive_interval.method
+    assert overall.interval is not None
+    assert overall.interval.low < -0.2 < 0.2 < overall.interval.high
+    assert "fixed sample" in overall.interval.method
+    assert overall.verdict == "inconclusive"
+    assert overall.mcnemar_p == 1.0
     assert comparison.slices["lang:en"].cases == 12
+
+
+def test_identical_outputs_on_many_cases_are_equivalent() -> None:
+    cases = [_case(i, {"a": 1.0, "b": 0.0}, {"a": 1.0, "b": 0.0}) for i in range(300)]
+    overall = compare_paired(cases, options=OPTIONS).overall
+    assert overall.interval is not None
+    assert -0.02 < overall.interval.low <= 0.0 <= overall.interval.high < 0.02
+    assert overall.verdict == "equivalent"
 
 
 def test_a_variant_that_loses_a_field_everywhere_is_worse() -> None:
@@ -40,8 +55,9 @@ def test_a_variant_that_loses_a_field_everywhere_is_worse() -> None:
     assert comparison.overall.verdict == "worse"
     assert comparison.overall.reference_only == 20  # every case was exactly right for the reference only
     assert comparison.overall.mcnemar_p == pytest.approx(2 * 0.5**20)
-    assert comparison.fields["a"].verdict == "equivalent"
+    assert comparison.fields["a"].verdict == "inconclusive"  # 20 identical cases: too few to show it
     assert comparison.fields["b"].delta == -1.0
+    assert comparison.fields["b"].verdict == "worse"
 
 
 def test_slices_pair_only_the_cases_carrying_the_tag() -> None:

@@ -1,275 +1,93 @@
-"""The anytime-valid confidence sequence: against confseq's values, and by simulation.
-
-The simulations draw per-case differences (variant minus reference) from -1/0/+1 outcomes,
-like per-case field accuracies of two variants that mostly agree, and check the gate after
-every round of 10 cases, as quantgate does.
-"""
+"""The sequential gates together (overall and per slice), and the forecast of an open gate."""
 
 from __future__ import annotations
 
-import math
-import time
-
-import numpy as np
 import pytest
 
-from evaluators.sequential import (
-    SequentialDrop,
-    confidence_sequence,
-    confidence_sequence_path,
-    drop_status,
-    sequential_drop_status,
-)
-from evaluators.statistics import Interval
+from evaluators.betting import confidence_sequence_path
+from evaluators.sequential import DropGates, Forecast, forecast_settlement, gates_status
 
-ALPHA = 0.05
-MAX_DROP = 0.05
-ROUND = 10
-OUTCOMES = np.array([-1.0, 0.0, 1.0])
-Runs = list[tuple[list[float], list[Interval]]]  # each run's values and its confidence sequence
+GATES = DropGates(max_drop=0.05, max_slice_drop=0.10, min_slice_cases=20)
 
 
-def _draws(rng: np.random.Generator, *, worse: float, better: float, cases: int) -> list[float]:
-    """Per-case differences: -1 with probability `worse`, +1 with `better`, else 0."""
-    picks = rng.choice(OUTCOMES, p=[worse, 1 - worse - better, better], size=cases)
-    return [float(v) for v in picks]
+def test_identical_outputs_pass_once_the_overall_sequence_clears_the_threshold() -> None:
+    # every difference 0: the lower bound reaches -5 points after 80 cases
+    tags = [("lang:en",)] * 80
+    assert gates_status([0.0] * 79, tags[:79], GATES) == "undecided"
+    assert gates_status([0.0] * 80, tags, GATES) == "pass"
 
 
-def _round_statuses(path: list[Interval]) -> list[str]:
-    """The gate's status after each round of ROUND cases, read from the path at round ends."""
-    return [drop_status(interval=path[k - 1], max_drop=MAX_DROP) for k in range(ROUND, len(path) + 1, ROUND)]
+def test_a_slice_is_gated_once_it_has_enough_cases_and_can_fail_alone() -> None:
+    # 100 identical cases, then a slice of 30 whose every case loses a whole case: the overall
+    # drop is 23 points and fails too; a slice of 10 such cases alone is not gated yet
+    base = [0.0] * 100
+    tags = [("lang:en",)] * 100
+    assert gates_status(base + [-1.0] * 10, tags + [("lang:en", "dates")] * 10, GATES) == "pass"
+    only_slice = DropGates(max_drop=None, max_slice_drop=0.10, min_slice_cases=20)
+    assert gates_status(base + [-1.0] * 30, tags + [("lang:en", "dates")] * 30, only_slice) == "fail"
 
 
-def _first_round(statuses: list[str], status: str) -> int | None:
-    """Cases seen when `status` was first declared, or None."""
-    return next(((i + 1) * ROUND for i, s in enumerate(statuses) if s == status), None)
+def test_no_gate_or_no_case_is_undecided() -> None:
+    assert gates_status([], [], GATES) == "undecided"
+    none = DropGates(max_drop=None, max_slice_drop=None)
+    assert gates_status([0.0] * 200, [()] * 200, none) == "undecided"
 
 
-@pytest.fixture(scope="module")
-def at_threshold() -> Runs:
-    """1000 runs of 300 cases whose true mean difference is exactly -MAX_DROP, with their
-    confidence sequences (computed once for the tests that read them)."""
-    rng = np.random.default_rng(20230101)
-    runs = [_draws(rng, worse=0.15, better=0.10, cases=300) for _ in range(1000)]
-    return [(values, confidence_sequence_path(values)) for values in runs]
-
-
-# Values computed with the authors' implementation: confseq 0.0.11 (tag v0.0.11 of
-# github.com/gostevehoward/confseq, src/confseq/betting.py), run as
-# `l, u = hedged_cs(x, alpha=..., breaks=1000, running_intersection=True)` and read at the
-# times below. The paper gives its widths as plots only, so confseq's output is the
-# published reference that can be compared to the third decimal.
-CONFSEQ_PATTERN = [  # x = (d + 1) / 2 for d = [0, 0, -1, 0, 1, 0, 0, -1, 0, 0] * 20, alpha 0.05
-    (1, 0.0, 1.0),
-    (5, 0.104, 0.852),
-    (10, 0.19, 0.739),
-    (25, 0.294, 0.61),
-    (50, 0.338, 0.565),
-    (100, 0.368, 0.53),
-    (200, 0.39, 0.508),
-]
-CONFSEQ_GOLDEN = [  # x_k = frac(k * 0.6180339887498949) ** 2 for k = 1..200, alpha 0.1
-    (1, 0.0, 1.0),
-    (5, 0.026, 0.744),
-    (10, 0.137, 0.632),
-    (25, 0.202, 0.512),
-    (50, 0.23, 0.44),
-    (100, 0.255, 0.412),
-    (200, 0.274, 0.392),
-]
-
-
-def test_matches_confseq_hedged_cs_on_differences() -> None:
-    """confseq's hedged_cs on [0, 1], mapped back to the differences' [-1, 1] (2 l - 1)."""
-    differences = [0.0, 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0] * 20
-    path = confidence_sequence_path(differences, confidence=0.95)
-    for t, low, high in CONFSEQ_PATTERN:
-        assert (path[t - 1].low, path[t - 1].high) == pytest.approx((2 * low - 1, 2 * high - 1), abs=1e-9)
-
-
-def test_matches_confseq_hedged_cs_on_continuous_values() -> None:
-    k = np.arange(1, 201)
-    values = [float(v) for v in np.mod(k * 0.6180339887498949, 1.0) ** 2]
-    path = confidence_sequence_path(values, confidence=0.9, low=0.0, high=1.0)
-    for t, low, high in CONFSEQ_GOLDEN:
-        assert (path[t - 1].low, path[t - 1].high) == pytest.approx((low, high), abs=1e-9)
-
-
-def test_pass_rate_at_the_threshold_stays_below_alpha(
-    at_threshold: Runs,
-) -> None:
-    """A variant whose true drop is exactly max_drop passes in at most alpha of the runs.
-
-    Passing means the lower bound rose above the true mean, which the upward half of the
-    hedged capital allows with probability at most alpha / 2 (Ville's inequality), however
-    many rounds are checked. The bound asserted is alpha / 2 plus three binomial standard
-    errors of 1000 runs (0.0398), still below alpha.
-    """
-    passed = [_first_round(_round_statuses(path), "pass") is not None for _, path in at_threshold]
-    rate = sum(passed) / len(passed)
-    slack = 3 * math.sqrt(ALPHA / 2 * (1 - ALPHA / 2) / len(passed))
-    assert rate <= ALPHA / 2 + slack
-    assert rate < ALPHA
-
-
-def test_the_same_simulation_catches_naive_peeking(
-    at_threshold: Runs,
-) -> None:
-    """A fixed-sample 95% interval (normal approximation) checked after every round passes
-    the same variants far more often than alpha: the simulation can tell the difference."""
-    passed = 0
-    for values, _ in at_threshold:
-        data = np.asarray(values)
-        cases = np.arange(ROUND, data.size + 1, ROUND)
-        means = np.array([data[:n].mean() for n in cases])
-        errors = np.array([data[:n].std(ddof=1) / math.sqrt(n) for n in cases])
-        passed += bool(np.any(means - 1.96 * errors >= -MAX_DROP))
-    assert passed / len(at_threshold) > 2 * ALPHA
-
-
-def test_covers_the_mean_at_every_time(at_threshold: Runs) -> None:
-    """Time-uniform coverage: the whole path contains the mean in at least 1 - alpha of runs.
-
-    The bounds are candidate means the capital excluded, so covering is strict.
-    """
-    mean = -MAX_DROP
-    covered = [all(step.low < mean < step.high for step in path) for _, path in at_threshold]
-    assert sum(covered) / len(covered) >= 1 - ALPHA
-
-
-def test_covers_a_continuous_mean_at_every_time() -> None:
-    rng = np.random.default_rng(7)
-    mean = 2 * 2 / 7 - 1  # 2 Beta(2, 5) - 1
-    covered = []
-    for _ in range(200):
-        values = [float(v) for v in 2 * rng.beta(2, 5, size=300) - 1]
-        covered.append(all(step.low < mean < step.high for step in confidence_sequence_path(values)))
-    assert sum(covered) / len(covered) >= 1 - ALPHA
-
-
-def test_a_large_drop_fails_early() -> None:
-    """A true drop of 30 points never passes and fails before 100 cases in most runs (90% with
-    this seed; 85% asserted so that a retuning of the bets does not break it by one run)."""
-    rng = np.random.default_rng(11)
-    stops = []
-    for _ in range(300):
-        statuses = _round_statuses(confidence_sequence_path(_draws(rng, worse=0.35, better=0.05, cases=150)))
-        assert "pass" not in statuses
-        stops.append(_first_round(statuses, "fail") or 10**6)
-    assert np.mean(np.array(stops) < 100) >= 0.85
-    assert np.median(stops) <= 60
-
-
-def test_no_drop_with_low_variance_eventually_passes() -> None:
-    rng = np.random.default_rng(13)
-    stops = []
-    for _ in range(100):
-        statuses = _round_statuses(confidence_sequence_path(_draws(rng, worse=0.02, better=0.02, cases=600)))
-        assert "fail" not in statuses
-        stops.append(_first_round(statuses, "pass") or 10**6)
-    assert np.mean(np.array(stops) <= 600) >= 0.9
-    assert np.median(stops) <= 250
-
-
-def test_status_once_decided_stays() -> None:
-    """The running intersection only narrows, so a decided gate never goes back."""
-    rng = np.random.default_rng(17)
-    values = _draws(rng, worse=0.35, better=0.05, cases=200)
+def test_the_gates_status_agrees_with_the_sequence_path() -> None:
+    values = [0.0, -0.125, 0.0, 0.125] * 40
     path = confidence_sequence_path(values)
-    lows = [step.low for step in path]
-    highs = [step.high for step in path]
-    assert lows == sorted(lows)
-    assert highs == sorted(highs, reverse=True)
-    statuses = _round_statuses(path)
-    first = statuses.index("fail")
-    assert set(statuses[first:]) == {"fail"}
+    for n in (12, 60, 120, 160):
+        expected = "pass" if path[n - 1].low >= -0.05 else "fail" if path[n - 1].high < -0.05 else "undecided"
+        overall = DropGates(max_drop=0.05)
+        assert gates_status(values[:n], [()] * n, overall) == expected
 
 
-def test_confidence_sequence_is_the_last_step_of_the_path() -> None:
-    rng = np.random.default_rng(19)
-    values = _draws(rng, worse=0.1, better=0.05, cases=120)
-    path = confidence_sequence_path(values)
-    assert len(path) == 120
-    for k in (1, 37, 120):
-        assert confidence_sequence(values[:k]) == path[k - 1]
-
-
-def test_sequential_drop_status_reports_interval_and_cases() -> None:
-    rng = np.random.default_rng(23)
-    values = _draws(rng, worse=0.35, better=0.05, cases=200)
-    result = sequential_drop_status(values, max_drop=MAX_DROP)
-    assert isinstance(result, SequentialDrop)
-    assert result.status == "fail"
-    assert result.cases == 200
-    assert result.max_drop == MAX_DROP
-    assert result.interval == confidence_sequence(values)
-    assert result.interval is not None
-    assert result.interval.high < -MAX_DROP
-
-
-def test_method_names_the_method_and_its_parameters() -> None:
-    interval = confidence_sequence([0.0, 1.0, -1.0])
-    assert interval is not None
-    assert interval.confidence == 0.95
-    assert interval.method == (
-        "hedged betting confidence sequence (Waudby-Smith & Ramdas 2023), alpha 0.05, "
-        "grid 1000, running intersection"
+def test_forecast_of_identical_outputs_is_exact() -> None:
+    """36 identical cases: every resample is 0s, which pass after 80 cases, so at the round end of
+    84: 48 more, in every resample."""
+    forecast = forecast_settlement([0.0] * 36, [("lang:en",)] * 36, GATES, step=12)
+    assert forecast == Forecast(
+        cases=36,
+        simulations=200,
+        horizon=2000,
+        settled_share=1.0,
+        pass_share=1.0,
+        median_more=48,
+        low_more=48,
+        high_more=48,
     )
 
 
-def test_two_thousand_cases_take_well_under_a_second() -> None:
-    rng = np.random.default_rng(29)
-    values = _draws(rng, worse=0.1, better=0.05, cases=2000)
-    start = time.perf_counter()
-    interval = confidence_sequence(values)
-    assert time.perf_counter() - start < 1.0
-    assert interval is not None
-    assert interval.low < -0.05 < interval.high
+def test_forecast_of_a_broken_variant_says_it_will_fail_soon() -> None:
+    values = [-0.25, -0.125, -0.375, 0.0, -0.125, -0.25] * 2
+    forecast = forecast_settlement(values, [()] * 12, DropGates(max_drop=0.05), step=12)
+    assert forecast is not None
+    assert forecast.pass_share == 0.0
+    assert forecast.settled_share == 1.0
+    assert forecast.median_more is not None
+    assert forecast.median_more <= 48
 
 
-def test_no_values_has_no_interval() -> None:
-    assert confidence_sequence([]) is None
-    assert confidence_sequence_path([]) == []
-    assert sequential_drop_status([], max_drop=MAX_DROP) == SequentialDrop(
-        status="undecided", interval=None, cases=0, max_drop=MAX_DROP
-    )
+def test_forecast_at_the_threshold_does_not_settle_within_a_short_horizon() -> None:
+    values = [0.0] * 18 + [-1.0]  # a drop of 5.3 points: close to the threshold
+    forecast = forecast_settlement(values, [()] * 19, DropGates(max_drop=0.05), step=12, horizon=120)
+    assert forecast is not None
+    assert forecast.median_more is None
+    assert forecast.settled_share < 0.5
 
 
-@pytest.mark.parametrize(
-    ("values", "shown"), [([0.0, 1.5], "1.5"), ([-1.0001], "-1.0001"), ([math.nan], "nan")]
-)
-def test_values_outside_the_range_are_refused(values: list[float], shown: str) -> None:
-    with pytest.raises(ValueError, match=f"value {shown} at index {len(values) - 1}"):
-        confidence_sequence(values)
+def test_forecast_is_reproducible_and_none_without_cases() -> None:
+    values = [0.0, 0.0, -0.125, 0.125, 0.0, -0.25] * 4
+    tags = [("lang:en",)] * 24
+    first = forecast_settlement(values, tags, GATES, step=12)
+    assert first == forecast_settlement(values, tags, GATES, step=12)
+    assert forecast_settlement([], [], GATES, step=12) is None
 
 
-def test_values_are_checked_against_the_given_range() -> None:
-    with pytest.raises(ValueError, match=r"value -0.5 at index 0 lies outside \[0.0, 1.0\]"):
-        confidence_sequence([-0.5], low=0.0, high=1.0)
-
-
-@pytest.mark.parametrize("confidence", [0.0, 1.0, -0.1, 1.5])
-def test_confidence_outside_zero_one_is_refused(confidence: float) -> None:
-    with pytest.raises(ValueError, match="confidence"):
-        confidence_sequence([0.0], confidence=confidence)
-    with pytest.raises(ValueError, match="confidence"):
-        confidence_sequence([], confidence=confidence)
-
-
-def test_invalid_range_grid_and_gate_are_refused() -> None:
-    with pytest.raises(ValueError, match="low < high"):
-        confidence_sequence([0.0], low=1.0, high=1.0)
-    with pytest.raises(ValueError, match="grid"):
-        confidence_sequence([0.0], grid=1)
-    with pytest.raises(ValueError, match="max_drop"):
-        drop_status(interval=None, max_drop=-0.01)
-
-
-@pytest.mark.parametrize(
-    ("low", "high", "expected"),
-    [(-0.05, 0.1, "pass"), (-0.2, -0.0501, "fail"), (-0.06, 0.0, "undecided")],
-)
-def test_drop_status_reads_the_bounds(low: float, high: float, expected: str) -> None:
-    interval = Interval(low=low, high=high, confidence=0.95, method="test")
-    assert drop_status(interval=interval, max_drop=MAX_DROP) == expected
-    assert drop_status(interval=None, max_drop=MAX_DROP) == "undecided"
+@pytest.mark.parametrize("step", [5, 12])
+def test_forecast_counts_cases_to_a_round_end(step: int) -> None:
+    forecast = forecast_settlement([0.0] * 10, [()] * 10, DropGates(max_drop=0.05), step=step)
+    assert forecast is not None
+    assert forecast.median_more is not None
+    assert (10 + forecast.median_more) % step == 10 % step  # whole rounds after the cases so far
+    assert 10 + forecast.median_more >= 80
