@@ -2,8 +2,8 @@
 
 Typical use: the same variants and dataset before and after upgrading the runtime or the
 model. Variants are matched by name and cases by id; run A plays the reference's part,
-so a delta is B minus A, with a paired bootstrap interval, McNemar's test and an
-equivalence verdict, overall, per field and per slice. Operational figures (validity,
+so a delta is B minus A, with the betting confidence interval (valid at any number of cases; the
+paired bootstrap beside it, descriptive), McNemar's test and an equivalence verdict, overall, per field and per slice. Operational figures (validity,
 errors, latency, memory, agreement with each run's reference, token KLD) are shown side
 by side from the two summaries.
 """
@@ -69,7 +69,7 @@ def compare_runs(
     Args:
         run_a: The earlier run (the baseline).
         run_b: The later run.
-        options: Margin, minimum cases and bootstrap settings (default: the gates' defaults).
+        options: Margin, minimum cases and interval settings (default: the gates' defaults).
 
     Returns:
         A JSON-ready dict: per variant the paired comparison (B minus A) and the figures;

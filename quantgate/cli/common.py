@@ -4,6 +4,7 @@ where variants are evaluated (`--executor`)."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import stat
 import sys
@@ -28,9 +29,13 @@ if TYPE_CHECKING:
 Number = TypeVar("Number", int, float)
 
 DEFAULT_DATASET = "contacts-events"
+"""The dataset of `quantgate load` and `quantgate embed` without --dataset."""
+DEFAULT_RUN_DATASET = "restaurants"
+"""The dataset of `quantgate run` without --dataset: 1,398 real short texts, enough cases for the
+sequential gates to pass a variant close to the reference and fail a broken one."""
 DEFAULT_LIMIT = 10
 """Cases whose prompts `quantgate load` sends without --dataset or --limit."""
-DEFAULT_BUDGET_MINUTES = 3.0
+DEFAULT_BUDGET_MINUTES = 10.0
 """Minutes of case evaluation of a plain `quantgate run` (the default dataset, sequential)."""
 
 
@@ -105,7 +110,7 @@ def cli_variants(specs: list[str] | None) -> VariantSet:
         variant_set = resolve_variants(specs)
         check_variant_files(variant_set)
         return variant_set
-    print("building the default ladder (Gemma 3 270M: F16 reference, Q8_0, Q5_K_M, Q4_K_M, Q2_K) if missing")
+    print("building the default ladder (Gemma 3 270M: F16 reference, Q8_0, Q4_K_M, Q2_K) if missing")
     variant_set, _ = build_ladder()
     check_variant_files(variant_set, verify_sha256=False)  # the build has just checked each file's sha256
     return variant_set
@@ -198,10 +203,37 @@ def cli_costs(args: argparse.Namespace) -> tuple[Prices | None, Ranking]:
     return (None if args.costs is None else load_prices(args.costs)), args.recommend
 
 
-def sequential_note(entry: SequentialEntry) -> str:
+def sequential_note(entry: SequentialEntry, *, is_reference: bool = False) -> str:
     """How a variant's sequential evaluation ended, in a few words."""
-    how = {"settled": "settled", "budget": "budget spent", "cases": "cases used up"}[entry.stopped]
-    return f"{how} after {entry.paired_cases} paired cases"
+    if is_reference:
+        how = {"settled": "every candidate settled", "budget": "budget spent", "cases": "cases used up"}
+        return f"{how[entry.stopped]} after {entry.cases} cases"
+    how = {"settled": "settled", "budget": "budget spent", "cases": "cases used up"}
+    return f"{how[entry.stopped]} after {entry.paired_cases} paired cases"
+
+
+def _resume_line(decision: Decision, run_dir: Path) -> str | None:
+    """The command that goes on with the candidates left open, with the budget their forecasts ask
+    (each one's cases at its own rate, plus the reference's for the most cases any needs); None
+    when none is open or the dataset has too few cases left for every open one."""
+    open_ones = [s.open for s in decision.variants.values() if s.open is not None]
+    feasible = [
+        o for o in open_ones if o.forecast.median_more is not None and o.forecast.median_more <= o.cases_left
+    ]
+    if not feasible:
+        return None
+    rates = [
+        (o.forecast.median_more or 0, o.seconds_per_case, o.reference_seconds_per_case) for o in feasible
+    ]
+    if any(own is None or reference is None for _, own, reference in rates):
+        budget = "MINUTES"
+    else:
+        seconds = sum(more * (own or 0.0) for more, own, _ in rates) + max(
+            more * (reference or 0.0) for more, _, reference in rates
+        )
+        budget = str(max(1, math.ceil(seconds / 60)))
+    command = f"quantgate run --resume {run_dir} --budget {budget}"
+    return f"to go on with the open candidates on the same sequence: {command}"
 
 
 def _decision_line(decision: Decision) -> str:
@@ -264,13 +296,18 @@ def report_decision(
             unsettled = [f"{g.gate} {g.status}" for g in section.gates if g.status != "pass"]
             detail = "every gate passes" if section.passes else "; ".join(unsettled) or section.status
             if section.sequential is not None:
-                detail += f" ({sequential_note(section.sequential)})"
+                detail += f" ({sequential_note(section.sequential, is_reference=section.is_reference)})"
             print(f"  {name:<10} {section.verdict:<12} {detail}")
+            if section.open is not None:
+                print(f"  {'':<10} {'':<12} {section.open.message}")
         if decision.costs is not None:
             print("expected cost per 1,000 extractions (in parentheses: minus the reference's, interval):")
             print("\n".join("  " + line for line in text_table(cost_rows(decision.costs))))
             print(_break_even_line(decision))
         print(f"decision: {_decision_line(decision)} (exit status {decision.exit_status})")
+        resume = _resume_line(decision, run_dir)
+        if resume:
+            print(resume)
         print(f"decision record: {run_dir / DECISION_MD}")
     return decision.exit_status
 
@@ -286,8 +323,9 @@ def add_executor_flags(parser: argparse.ArgumentParser) -> None:
         "--executor",
         choices=("local", "ray"),
         default="local",
-        help="local: one variant after another in worker processes here (default); ray: each variant as "
-        "a Ray task, side by side on a cluster's nodes (needs: pip install 'quantgate[ray]')",
+        help="local: every variant kept warm in a worker process here, evaluated in interleaved rounds on "
+        "the same cases (default); ray: each variant as a Ray task, side by side on a cluster's nodes "
+        "(needs: pip install 'quantgate[ray]')",
     )
     group.add_argument(
         "--ray-address",

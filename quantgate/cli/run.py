@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from quantgate.cli.common import (
     DEFAULT_BUDGET_MINUTES,
-    DEFAULT_DATASET,
+    DEFAULT_RUN_DATASET,
     EXECUTOR_FLAGS,
     add_cost_flags,
     add_examples_flag,
@@ -43,13 +43,14 @@ if TYPE_CHECKING:
 def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
     if args.resume is not None:
         return _resume(args, defaults)
+    from quantgate.evaluate.cache import default_reference_cache
     from quantgate.evaluate.run import RunOptions, run_evaluation
 
     gates = cli_gates(args)  # a bad gates file fails before the run, not after it
     cli_costs(args)  # so does a bad costs file
     check_output_dir(Path(args.out))
     load = load_options(args) if args.load else None
-    dataset_name = args.dataset or DEFAULT_DATASET
+    dataset_name = args.dataset or DEFAULT_RUN_DATASET
     sequential = args.limit is None and not args.all
     if not sequential and (args.max_cases is not None or args.budget is not None):
         raise ValueError(
@@ -71,6 +72,7 @@ def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
         token_fidelity=not args.no_token_fidelity,
         token_fidelity_cases=args.token_fidelity_cases,
         examples=args.examples,
+        reference_cache=None if args.no_cache else default_reference_cache(),
     )
     with cli_executor(args, progress=not args.json) as executor:
         run_dir = run_evaluation(
@@ -204,7 +206,7 @@ def _add_input_flags(run: argparse.ArgumentParser) -> None:
     """What to evaluate: the dataset, the variants, the reference, how many cases."""
     run.add_argument(
         "--dataset",
-        help=f"dataset directory or bundled name (default: {DEFAULT_DATASET}, with a "
+        help=f"dataset directory or bundled name (default: {DEFAULT_RUN_DATASET}, with a "
         f"{DEFAULT_BUDGET_MINUTES:g}-minute budget unless --budget is given)",
     )
     run.add_argument(
@@ -221,11 +223,14 @@ def _add_input_flags(run: argparse.ArgumentParser) -> None:
         "--limit",
         type=positive_int,
         metavar="N",
-        help="a fixed sample: N cases balanced across languages, judged with the paired bootstrap "
-        "(default: sequential, in rounds, each variant stopping once its accuracy gates are settled)",
+        help="a fixed sample: N cases balanced across languages, judged with the betting confidence "
+        "interval (default: sequential, in rounds, each candidate stopping once its accuracy gates are "
+        "settled)",
     )
     sample.add_argument(
-        "--all", action="store_true", help="a fixed sample of every case, judged with the paired bootstrap"
+        "--all",
+        action="store_true",
+        help="a fixed sample of every case, judged with the betting confidence interval",
     )
     run.add_argument(
         "--max-cases", type=positive_int, metavar="N", help="sequential: at most N cases (default: all)"
@@ -234,9 +239,10 @@ def _add_input_flags(run: argparse.ArgumentParser) -> None:
         "--budget",
         type=positive_float,
         metavar="MINUTES",
-        help="sequential: minutes of case evaluation, shared by the variants still to run (model loads "
-        f"and token fidelity come on top; default: {DEFAULT_BUDGET_MINUTES:g} for the default dataset, "
-        "none with --dataset)",
+        help="sequential: minutes of case evaluation, all variants together; a round starts only when "
+        "its expected time fits in what is left (loads, warm-ups and token fidelity come on top; default: "
+        f"{DEFAULT_BUDGET_MINUTES:g} for the default dataset, none with --dataset; with --resume: more "
+        "minutes for the rest)",
     )
     add_examples_flag(run)
 
@@ -275,6 +281,12 @@ def _add_run_flags(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--no-report", action="store_true", help="do not write RUN_DIR/report/report.html at the end"
+    )
+    run.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="evaluate the reference on every case, not taking its answers from the reference cache "
+        "(kept by runs with the same reference file, dataset, prompt and decoding settings)",
     )
     run.add_argument(
         "--load", action="store_true", help="after the evaluation, run the load test into the same run"
@@ -316,7 +328,8 @@ def add_parser(commands: Commands) -> None:
         "--resume",
         metavar="RUN_DIR",
         help="go on with an interrupted run in its own directory, as it was started: its complete "
-        "variants are kept, the others go on from their records (each case recorded once); "
+        "variants are kept, the others go on from their records (each case recorded once); also a "
+        "sequential run whose budget left candidates open (with --budget MINUTES for the rest); "
         "--dataset and --variants, if given, must be the run's",
     )
     defaults = {action.dest: action.default for action in run._actions if action.dest != "help"}

@@ -117,6 +117,7 @@ class RayExecutor:
 
     parallel = True
     remote = True
+    rounds = False
 
     def __init__(self, *, retries: int = 1, progress: bool = True) -> None:
         import ray

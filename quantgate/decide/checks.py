@@ -78,12 +78,12 @@ def measure(records: Sequence[CaseRecord], entry: VariantEntry) -> Measured:
 
 
 def judge_drop(
-    gate: str, delta: PairedDelta, *, max_drop: float, min_cases: int, method: IntervalMethod = "bootstrap"
+    gate: str, delta: PairedDelta, *, max_drop: float, min_cases: int, method: IntervalMethod = "betting"
 ) -> GateResult:
     """An accuracy-drop gate: pass when the interval's lower bound is above -max_drop.
 
-    With the bootstrap (a fixed sample), fewer than `min_cases` paired cases are inconclusive
-    and a drop whose estimate is beyond the threshold fails. With the sequential method the
+    With the betting interval of a fixed sample, fewer than `min_cases` paired cases are
+    inconclusive and a drop whose estimate is beyond the threshold fails. With the sequential method the
     interval is a confidence sequence: the gate fails only when all of it lies beyond the
     threshold (`evaluators.sequential.drop_status`, the rule the run stops by), and any number
     of cases may settle it.
@@ -165,7 +165,7 @@ def judge_variant(
     comparison: Comparison | None,
     gates: Gates,
     is_reference: bool,
-    method: IntervalMethod = "bootstrap",
+    method: IntervalMethod = "betting",
     embeddings: EmbeddingEntry | None = None,
 ) -> list[GateResult]:
     """Every set gate's verdict for one variant.

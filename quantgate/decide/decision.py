@@ -24,6 +24,7 @@ from pathlib import Path
 from evaluators.comparison import (
     AgreementSummary,
     Comparison,
+    ComparisonOptions,
     IntervalMethod,
     Regression,
     compare_paired,
@@ -32,9 +33,11 @@ from evaluators.comparison import (
 )
 from quantgate.decide.checks import Measured, judge_variant, measure, passes
 from quantgate.decide.costs import break_even_signal, cost_table
+from quantgate.decide.forecast import open_forecast
 from quantgate.decide.markdown import render_decision
 from quantgate.decide.regressions import export_regressions
 from quantgate.decide.rollback import rollback_signals
+from quantgate.evaluate.sequential import DEFAULT_ROUND_SIZE
 from quantgate.hardware import package_version
 from quantgate.inputs.costs import Prices
 from quantgate.inputs.dataset import Dataset, DatasetError, load_dataset
@@ -59,17 +62,18 @@ from quantgate.rundir.files import DATASET_DIR, DECISION_JSON, DECISION_MD, REGR
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.pairing import paired_cases
 from quantgate.rundir.store import LineProblem, Run, latest_records, load_run, read_decision, write_model
-from quantgate.rundir.summary import VariantEntry
+from quantgate.rundir.summary import RunOptionsInfo, VariantEntry
 
 
 class DecisionError(RuntimeError):
     """A run that cannot be decided on (no reference results, unreadable files)."""
 
 
-def agreement_of(records: Iterable[CaseRecord], gates: Gates) -> AgreementSummary:
-    """Agreement with the reference over the cases where the reference gave a record."""
+def agreement_of(records: Iterable[CaseRecord], options: ComparisonOptions) -> AgreementSummary:
+    """Agreement with the reference over the cases where the reference gave a record (in the
+    order given: the run's case order)."""
     per_case = [r.agreement_fields for r in records if r.agreement_fields is not None]
-    return summarize_agreement(per_case, options=comparison_options(gates))
+    return summarize_agreement(per_case, options=options)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,7 +130,13 @@ class _Method:
     """How the run sampled its cases, which sets how the accuracy deltas are judged."""
 
     name: IntervalMethod
-    case_order: Mapping[str, int]  # the run's case order: a confidence sequence depends on it
+    truncation: float
+    case_order: Mapping[str, int]  # the run's case order: a betting interval depends on it
+    round_size: int
+
+
+def _in_order(records: Iterable[CaseRecord], order: Mapping[str, int]) -> list[CaseRecord]:
+    return sorted(records, key=lambda r: order.get(r.case_id, len(order)))
 
 
 def _judge(
@@ -143,9 +153,9 @@ def _judge(
     paired = [] if is_reference else paired_cases(records.get(reference, {}), own)
     order = method.case_order
     paired.sort(key=lambda c: order.get(c.case_id, len(order)))
-    options = comparison_options(gates, method.name)
+    options = comparison_options(gates, method.name, truncation=method.truncation)
     comparison = compare_paired(paired, options=options) if paired else None
-    agreement = None if is_reference else agreement_of(own.values(), gates)
+    agreement = None if is_reference else agreement_of(_in_order(own.values(), order), options)
     measured = measure(list(own.values()), entry)
     results = judge_variant(
         measured=measured,
@@ -191,13 +201,19 @@ def run_dataset(run: Run) -> Dataset | None:
 
 _SEQUENTIAL_INTERVAL = (
     "anytime-valid confidence sequence of the mean paired per-case difference, over the cases in the "
-    "run's order, {confidence:.0%}: hedged betting (Waudby-Smith & Ramdas, JRSSB 2023), checked after "
-    "every round of {round_size} cases; each variant stopped once its accuracy gates were settled "
-    "(`sequential` per variant: the case count)"
+    "run's order, {confidence:.0%}: hedged betting (Waudby-Smith & Ramdas, JRSSB 2023), truncation "
+    "{truncation:g}, checked after every round of {round_size} cases; each candidate stopped once its "
+    "accuracy gates were settled (`sequential` per variant: the case count); the paired percentile "
+    "bootstrap beside it is descriptive"
+)
+_FIXED_INTERVAL = (
+    "betting confidence interval for a fixed sample of the mean paired per-case difference, over the cases "
+    "in the run's order, {confidence:.0%}: hedged betting (Waudby-Smith & Ramdas, JRSSB 2023), truncation "
+    "{truncation:g}, valid at any number of cases; the paired percentile bootstrap beside it is descriptive"
 )
 
 
-def _record_section(run: Run, gates: Gates, method: IntervalMethod) -> DecisionRecord:
+def _record_section(run: Run, gates: Gates, method: _Method) -> DecisionRecord:
     summary = run.summary
     return DecisionRecord(
         run_id=summary.run_id,
@@ -211,13 +227,8 @@ def _record_section(run: Run, gates: Gates, method: IntervalMethod) -> DecisionR
         variants=run.variants.by_name(),
         statistics=StatisticsRecord(
             accuracy_delta_interval=(
-                _SEQUENTIAL_INTERVAL.format(
-                    confidence=gates.confidence,
-                    round_size=summary.options.round_size if summary.options else None,
-                )
-                if method == "sequential"
-                else f"paired percentile bootstrap over cases, {gates.confidence:.0%}"
-            ),
+                _SEQUENTIAL_INTERVAL if method.name == "sequential" else _FIXED_INTERVAL
+            ).format(confidence=gates.confidence, truncation=method.truncation, round_size=method.round_size),
             mcnemar="exact two-sided binomial test on discordant cases; a case is right when all its "
             "fields are right, a field when it scores 1.0",
             equivalence_margin=gates.equivalence_margin,
@@ -263,6 +274,7 @@ def decide(
     dataset = run_dataset(run)
     method = _method_of(run, dataset)
     judged = [_judge(entry, records, reference, gates, method) for entry in run.summary.variants]
+    _forecast_open(run, judged, records, reference, gates, method)
     costs = None if prices is None else _costs(run, judged, records, reference, prices, gates)
     chosen = recommend((j.name, j.section.passes, _rank(j, costs, recommend_by)) for j in judged)
     outcome = outcome_of(chosen, reference)
@@ -280,17 +292,52 @@ def decide(
         regression_sets=_export_all(run, dataset, {j.name: j.regressions for j in judged}, reference),
         recommended_by=recommend_by,
         costs=costs,
-        record=_record_section(run, gates, method.name),
+        record=_record_section(run, gates, method),
     )
     write_model(run.directory / DECISION_JSON, decision)
     (run.directory / DECISION_MD).write_text(render_decision(decision), encoding="utf-8")
     return decision
 
 
+def _forecast_open(
+    run: Run,
+    judged: list[_Judged],
+    records: Mapping[str, Mapping[str, CaseRecord]],
+    reference: str,
+    gates: Gates,
+    method: _Method,
+) -> None:
+    """Give each candidate a sequential run left open its forecast (`quantgate.decide.forecast`)."""
+    if method.name != "sequential":
+        return
+    entries = {e.name: e for e in run.summary.variants}
+    ref_records = records.get(reference, {})
+    for item in judged:
+        entry = entries[item.name]
+        if entry.is_reference or entry.sequential is None or entry.sequential.settled is not None:
+            continue
+        own = records.get(item.name, {})
+        paired = paired_cases(ref_records, own)
+        paired.sort(key=lambda c: method.case_order.get(c.case_id, len(method.case_order)))
+        item.section.open = open_forecast(
+            paired=paired,
+            gates=gates,
+            truncation=method.truncation,
+            round_size=method.round_size,
+            cases_left=max(run.summary.dataset.cases - len(own), 0),
+            entry=entry,
+            reference=entries.get(reference),
+            reference_ahead=len(set(ref_records) - set(own)),
+        )
+
+
 def _method_of(run: Run, dataset: Dataset | None) -> _Method:
+    options = run.summary.options or RunOptionsInfo(limit=None, concurrency=None, max_repairs=0)
     return _Method(
-        name=run.summary.options.method if run.summary.options else "bootstrap",
+        name=options.interval_method,
+        truncation=options.truncation,
         case_order={c.id: i for i, c in enumerate(dataset.cases)} if dataset else {},
+        round_size=options.round_size or DEFAULT_ROUND_SIZE,
     )
 
 

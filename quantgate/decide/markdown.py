@@ -14,6 +14,7 @@ from quantgate.decide.costs import cost_rows
 from quantgate.embeddings.table import embedding_rows
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.rundir.decision import Decision, VariantDecision
+from quantgate.rundir.summary import SequentialEntry
 
 _MARKDOWN_ESCAPES = str.maketrans(
     {"&": "&amp;", "<": "&lt;", ">": "&gt;"} | {char: "\\" + char for char in "\\`*_[]|"}
@@ -115,8 +116,9 @@ def _overview_row(name: str, v: VariantDecision) -> list[str]:
 _OVERVIEW = ["variant", "gates", "footprint MiB", "Δ acc (pts)", "95% CI", "verdict", "b/c", "McNemar p",
              "valid", "agreement", "KLD mean", "top-1"]  # fmt: skip
 _OVERVIEW_NOTE = (
-    "Δ acc: field accuracy minus the reference's on the same cases, with its paired bootstrap "
-    "interval and the equivalence verdict. b/c: cases exactly right (every field) for the "
+    "Δ acc: field accuracy minus the reference's on the same cases, with the interval it is judged "
+    "by (valid at any number of cases; the method is in the record below) and the equivalence "
+    "verdict. b/c: cases exactly right (every field) for the "
     "reference only / for the variant only, the discordant pairs of McNemar's exact test. "
     "Agreement: field-level agreement with the reference's own outputs (no gold needed). KLD "
     "and top-1: token-level fidelity to the reference (nats; see docs/token-fidelity.md)."
@@ -142,10 +144,22 @@ def _gates(decision: Decision) -> list[str]:
         rows = [[g.gate, g.status, g.evidence] for g in v.gates]
         lines += [f"### {escape_markdown(name)}", "", *_table(["gate", "status", "evidence"], rows)]
         if v.sequential is not None:
-            s = v.sequential
-            how = f"settled {s.settled}" if s.settled else f"not settled (stopped: {s.stopped})"
-            lines += [f"Sequential: {how} after {s.paired_cases} paired cases ({s.cases} evaluated).", ""]
+            lines += [_sequential_line(v.sequential, is_reference=v.is_reference), ""]
+        if v.open is not None:
+            lines += [f"Forecast: {escape_markdown(v.open.message)}.", ""]
     return lines
+
+
+def _sequential_line(s: SequentialEntry, *, is_reference: bool) -> str:
+    if is_reference:
+        until = {
+            "settled": "every candidate was settled",
+            "budget": "the budget",
+            "cases": "the cases ran out",
+        }
+        return f"Sequential: ran {s.cases} cases, until {until[s.stopped]}."
+    how = f"settled {s.settled}" if s.settled else f"not settled (stopped: {s.stopped})"
+    return f"Sequential: {how} after {s.paired_cases} paired cases ({s.cases} evaluated)."
 
 
 def _delta_row(label: str, d: PairedDelta) -> list[str]:
@@ -156,6 +170,7 @@ def _delta_row(label: str, d: PairedDelta) -> list[str]:
         percent(d.variant),
         points(d.delta),
         interval_points(d.interval),
+        interval_points(d.descriptive_interval),
         f"{d.reference_only}/{d.variant_only}",
         number(d.mcnemar_p),
         d.verdict,
@@ -164,7 +179,10 @@ def _delta_row(label: str, d: PairedDelta) -> list[str]:
 
 def _deltas(decision: Decision) -> list[str]:
     lines = ["## Paired deltas per field and slice", ""]
-    header = ["", "cases", "reference", "variant", "Δ (pts)", "95% CI", "b/c", "McNemar p", "verdict"]
+    header = [
+        "", "cases", "reference", "variant", "Δ (pts)", "95% CI", "bootstrap (descriptive)", "b/c",
+        "McNemar p", "verdict",
+    ]  # fmt: skip
     for name, v in decision.variants.items():
         comparison = v.comparison
         if comparison is None:
@@ -173,6 +191,13 @@ def _deltas(decision: Decision) -> list[str]:
         rows += [_delta_row(f"slice {key}", d) for key, d in comparison.slices.items()]
         title = f"### {escape_markdown(name)} vs {escape_markdown(decision.reference)}"
         lines += [title, "", *_table(header, rows)]
+    if len(lines) > 2:
+        lines += [
+            "The 95% CI is the interval each delta is judged by, valid at any number of cases (see the "
+            "record below); the percentile bootstrap beside it is descriptive: at tens of cases with rare, "
+            "large failures its coverage falls well short of 95%.",
+            "",
+        ]
     return lines
 
 

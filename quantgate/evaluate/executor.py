@@ -93,10 +93,14 @@ class VariantExecutor(Protocol):
             budget is then not split between them).
         remote: Work may run on another machine, whose files are not this one's: what it
             would write must be sent back instead.
+        rounds: A run keeps its variants warm here and evaluates them in interleaved rounds
+            on the same cases (`quantgate.evaluate.rounds`), one at a time; otherwise each job
+            is evaluated whole by `evaluate`.
     """
 
     parallel: bool
     remote: bool
+    rounds: bool
 
     def evaluate(self, jobs: Sequence[VariantJob]) -> Iterator[Evaluated]:
         """Evaluate the jobs, yielding each as it ends (in any order), its records written.
@@ -117,10 +121,12 @@ class VariantExecutor(Protocol):
 
 
 class LocalExecutor:
-    """Each job in turn, in a fresh worker process of this machine (`evaluate_isolated`)."""
+    """Each job in turn, in a fresh worker process of this machine (`evaluate_isolated`); a run
+    keeps its variants warm here, in worker processes, and evaluates them in rounds."""
 
     parallel = False
     remote = False
+    rounds = True
 
     def evaluate(self, jobs: Sequence[VariantJob]) -> Iterator[Evaluated]:
         """Evaluate the jobs one after another, in the order given."""

@@ -36,6 +36,8 @@ class RssSampler:
         self.samples = 0
         self.ended = False
         self._stop = threading.Event()
+        self._active = threading.Event()
+        self._active.set()
         self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
 
     def _sample(self) -> None:
@@ -51,7 +53,18 @@ class RssSampler:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval) and not self.ended:
+            self._active.wait()
             self._sample()
+
+    def pause(self) -> None:
+        """Stop sampling until `resume` (a warm model waiting for its next round neither grows
+        nor should take CPU from the variant that runs), after one last sample."""
+        self._sample()
+        self._active.clear()
+
+    def resume(self) -> None:
+        """Sample again."""
+        self._active.set()
 
     def __enter__(self) -> RssSampler:
         self._sample()
@@ -63,5 +76,6 @@ class RssSampler:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._stop.set()
+        self._active.set()
         self._thread.join()
         self._sample()

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evaluators.betting import DEFAULT_TRUNCATION
 from graphs.evaluation import CaseInput
 from graphs.extraction import ExtractionContext
 from quantgate.backends import OpenedVariant, capabilities
@@ -47,8 +48,14 @@ class RunOptions:
         gates: The gates a sequential run judges after each round (those `decide` uses).
         round_size: Cases per round of a sequential run.
         max_cases: At most this many cases in a sequential run (None: the whole dataset).
-        budget_s: Seconds of case evaluation a sequential run may spend, shared evenly by
-            the variants still to run (model loading and token fidelity come on top).
+        budget_s: Seconds of case evaluation a sequential run may spend, all variants
+            together (loads, warm-ups and token fidelity come on top); a round starts only
+            when its expected time fits in what is left.
+        truncation: The betting truncation of the confidence sequences and intervals
+            (`evaluators.betting.DEFAULT_TRUNCATION`).
+        reference_cache: Where the reference's answers are kept across runs
+            (`quantgate.evaluate.cache`); None: no cache (the Python default; the command line
+            uses `default_reference_cache()` unless `--no-cache`).
         token_fidelity_cases: Token fidelity is measured on the run's first this many cases
             (those the reference answered validly at the first attempt; it costs about as much
             per case as the evaluation itself); None: on all of them.
@@ -66,6 +73,8 @@ class RunOptions:
     round_size: int = DEFAULT_ROUND_SIZE
     max_cases: int | None = None
     budget_s: float | None = None
+    truncation: float = DEFAULT_TRUNCATION
+    reference_cache: Path | None = None
     token_fidelity_cases: int | None = DEFAULT_TOKEN_FIDELITY_CASES
 
     def __post_init__(self) -> None:

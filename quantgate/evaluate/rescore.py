@@ -21,12 +21,12 @@ from quantgate.inputs.dataset import Case, Dataset
 from quantgate.rundir.files import RECORDS_FILE
 from quantgate.rundir.lines import CaseRecord
 
-__all__ = ["outcomes_read_back", "prior_outcomes"]
+__all__ = ["extraction_of", "outcomes_read_back", "prior_outcomes"]
 
 _SCORE_TOLERANCE = 1e-9
 
 
-def _extraction(record: CaseRecord) -> ExtractionResult:
+def extraction_of(record: CaseRecord) -> ExtractionResult:
     """The extraction graph's result as a record keeps it."""
     return ExtractionResult(
         record=record.record,
@@ -93,7 +93,7 @@ def outcomes_read_back(
         if record is None:
             continue
         outcome = score_case(
-            case_input(case), _extraction(record), scorer=scorer, reference_records=reference_records
+            case_input(case), extraction_of(record), scorer=scorer, reference_records=reference_records
         )
         mismatch = _mismatch(record, outcome)
         if mismatch:

@@ -48,7 +48,7 @@ from quantgate.rundir.store import (
     read_summary,
     set_aside_torn_tail,
 )
-from quantgate.rundir.summary import RunSummary, VariantsFile
+from quantgate.rundir.summary import RunSummary, TokenFidelityEntry, VariantsFile
 
 __all__ = ["ReadBack", "ResumeError", "planned_variants", "read_back"]
 
@@ -71,6 +71,8 @@ class ReadBack:
         options: The run's options (its budget: see `read_back`).
         done: The variants whose entry is complete: not run again.
         records: Each variant's latest record per case id, as read back.
+        kept_fidelity: A complete run going on: each variant's token fidelity as measured (on the
+            run's first cases, which do not change), kept instead of measured again.
     """
 
     store: RunStore
@@ -82,6 +84,7 @@ class ReadBack:
     options: RunOptions
     done: frozenset[str]
     records: dict[str, dict[str, CaseRecord]]
+    kept_fidelity: dict[str, tuple[TokenFidelityEntry | None, str | None]]
 
 
 def _summary(run_dir: Path) -> RunSummary:
@@ -93,17 +96,35 @@ def _summary(run_dir: Path) -> RunSummary:
         raise ResumeError(f"--resume {run_dir}: {exc}; it cannot be resumed: start a new run") from None
     if summary.kind != "evaluation":
         raise ResumeError(f"--resume {run_dir}: a load-test run, not an evaluation: nothing to resume")
-    if summary.status == "complete":
-        raise ResumeError(
-            f"--resume {run_dir}: the run is complete, nothing to resume (quantgate decide {run_dir} "
-            "judges it again)"
+    if summary.status == "complete" and not open_candidates(summary):
+        ended = [e.name for e in summary.variants if e.sequential and e.sequential.stopped == "cases"]
+        why = (
+            f"its open candidates ({', '.join(ended)}) used every case of its dataset: a decision needs a "
+            "bigger dataset"
+            if any(not e.is_reference for e in summary.variants if e.name in ended)
+            else f"nothing to resume (quantgate decide {run_dir} judges it again)"
         )
+        raise ResumeError(f"--resume {run_dir}: the run is complete; {why}")
     if summary.options is None or summary.options.gates is None:
         raise ResumeError(
             f"--resume {run_dir}: the run was written by an earlier quantgate, which did not record what "
             "resuming needs (its gates and its list of variants): start a new run"
         )
     return summary
+
+
+def open_candidates(summary: RunSummary) -> list[str]:
+    """The candidates a complete sequential run left open because its budget ran out: more cases
+    can settle them, on the same sequence (`--resume RUN_DIR --budget MINUTES`)."""
+    return [
+        e.name
+        for e in summary.variants
+        if not e.is_reference
+        and e.status == "ok"
+        and e.sequential is not None
+        and e.sequential.settled is None
+        and e.sequential.stopped == "budget"
+    ]
 
 
 def _dataset(run_dir: Path, summary: RunSummary, given: Dataset | None) -> Dataset:
@@ -192,15 +213,27 @@ def _records(run_dir: Path, dataset: Dataset, names: Iterable[str]) -> dict[str,
     return records
 
 
-def _options(
-    summary: RunSummary, run_dir: Path, *, to_run: int, planned: int, budget_s: float | None, progress: bool
-) -> RunOptions:
-    """The run's options; its budget, unless `budget_s` is given: the run's share for the variants left."""
+def _budget(summary: RunSummary, run_dir: Path, given_s: float | None, *, going_on: bool) -> float | None:
+    """The budget of case evaluation, all of the run's so far included: what was spent plus
+    `given_s`, else the run's own budget (an interrupted run goes on with what it had left)."""
+    info = summary.options
+    assert info is not None  # _summary checked
+    spent = summary.evaluation_s or 0.0
+    if given_s is not None:
+        return spent + given_s
+    if going_on:
+        raise ResumeError(
+            f"--resume {run_dir}: the run spent its budget with candidates still open; give the minutes "
+            "to go on with: --budget MINUTES (its decision forecasts what they need)"
+        )
+    return info.budget_minutes * 60 if info.budget_minutes is not None else None
+
+
+def _options(summary: RunSummary, run_dir: Path, *, budget_s: float | None, progress: bool) -> RunOptions:
+    """The run's options, with the budget for the rest (`_budget`)."""
     info = summary.options
     assert info is not None  # _summary checked
     assert info.gates is not None
-    if budget_s is None and info.budget_minutes is not None:
-        budget_s = info.budget_minutes * 60 * to_run / planned
     return RunOptions(
         limit=info.limit,
         concurrency=info.concurrency,
@@ -213,6 +246,7 @@ def _options(
         round_size=info.round_size or DEFAULT_ROUND_SIZE,
         max_cases=info.max_cases,
         budget_s=budget_s if info.method == "sequential" else None,
+        truncation=info.truncation,
         token_fidelity_cases=info.token_fidelity_cases,
     )
 
@@ -279,8 +313,8 @@ def read_back(
             copy is what is evaluated.
         variant_set: The variants given again, checked against the run's and then used (a
             model file may have moved); needed for chat models given from Python.
-        budget_s: Seconds of case evaluation for the rest of the run; None: a sequential run's
-            budget, shared as when it started, for the variants not yet done.
+        budget_s: Seconds of case evaluation for the rest of the run; None: what an interrupted
+            sequential run had left of its budget (a complete run left open needs it given).
         progress: Show progress bars.
 
     Raises:
@@ -291,6 +325,8 @@ def read_back(
     copy = _dataset(directory, summary, dataset)
     metadata = _plan(directory)
     variants = _variants(directory, metadata, variant_set)
+    going_on = summary.status == "complete"  # a sequential run whose budget left candidates open
+    budget = _budget(summary, directory, budget_s, going_on=going_on)
     try:
         store = RunStore.resume(directory)
     except RunBusyError as exc:
@@ -300,12 +336,14 @@ def read_back(
     except BaseException:
         store.close()
         raise
-    done = frozenset(e.name for e in summary.variants if e.status == "ok" and e.complete)
+    reopened = {*open_candidates(summary), summary.reference} if going_on else set()
+    done = frozenset(e.name for e in summary.variants if e.status == "ok" and e.complete) - reopened
+    kept_fidelity = {e.name: (e.token_fidelity, e.token_fidelity_missing) for e in summary.variants}
     summary.variants = [e for e in summary.variants if e.name in done]
     summary.status = "running"
     _warn_other_machine(summary)
-    _set_aside_fidelity(directory)
-    to_run = len(variants) - len(done)
+    if not going_on:
+        _set_aside_fidelity(directory)
     return ReadBack(
         store=store,
         summary=summary,
@@ -313,9 +351,8 @@ def read_back(
         dataset=copy,
         variants=variants,
         reference=summary.reference or variants[0].name,
-        options=_options(
-            summary, directory, to_run=to_run, planned=len(variants), budget_s=budget_s, progress=progress
-        ),
+        options=_options(summary, directory, budget_s=budget, progress=progress),
         done=done,
         records=records,
+        kept_fidelity=kept_fidelity if going_on else {},
     )

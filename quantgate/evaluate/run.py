@@ -20,6 +20,7 @@ from quantgate.evaluate.fidelity_step import token_fidelity_step
 from quantgate.evaluate.options import RunOptions, run_cases, select_cases
 from quantgate.evaluate.rescore import prior_outcomes
 from quantgate.evaluate.resume import read_back
+from quantgate.evaluate.rounds import evaluate_in_rounds
 from quantgate.evaluate.session import RunSession, evaluate_all
 from quantgate.evaluate.signals import note_run_dir, stop_on_signals
 from quantgate.inputs.dataset import Case, Dataset, write_dataset
@@ -55,7 +56,8 @@ def _options_info(options: RunOptions) -> RunOptionsInfo:
         limit=None if sequential else options.limit,
         concurrency=options.concurrency,
         max_repairs=options.max_repairs,
-        method="sequential" if sequential else "bootstrap",
+        method="sequential" if sequential else "fixed",
+        betting_truncation=options.truncation,
         round_size=options.round_size if sequential else None,
         max_cases=options.max_cases if sequential else None,
         budget_minutes=options.budget_s / 60 if sequential and options.budget_s is not None else None,
@@ -106,23 +108,15 @@ def _execute(session: RunSession, executor: VariantExecutor) -> Path:
 
 
 def _execute_here(session: RunSession, executor: VariantExecutor) -> Path:
-    store, summary, options = session.store, session.summary, session.options
+    store, summary = session.store, session.summary
     try:
         store.write_variants(session.metadata)
         store.write_summary(summary)
-        evaluate_all(session, executor)
-        token_fidelity_step(
-            dataset=session.dataset,
-            cases=session.cases[: options.token_fidelity_cases],
-            variants=session.variants,
-            reference_name=session.reference,
-            entries=summary.variants,
-            run_dir=store.directory,
-            enabled=options.token_fidelity,
-            max_repairs=options.max_repairs,
-            progress=options.progress,
-            executor=executor,
-        )
+        if executor.rounds:
+            evaluate_in_rounds(session)
+        else:
+            evaluate_all(session, executor)
+        _token_fidelity(session, executor)
         summary.status = "complete"
     except KeyboardInterrupt as interruption:  # Ctrl-C, or SIGTERM under signals.stop_on_signals
         summary.status = "interrupted"
@@ -137,6 +131,29 @@ def _execute_here(session: RunSession, executor: VariantExecutor) -> Path:
     finally:
         _write_summary_last(store, summary, failing=sys.exc_info()[1] is not None)
     return store.directory
+
+
+def _token_fidelity(session: RunSession, executor: VariantExecutor) -> None:
+    """Measure token fidelity after the variants, or put back what a complete run going on measured."""
+    options, summary = session.options, session.summary
+    if session.kept_fidelity:
+        for entry in summary.variants:
+            entry.token_fidelity, entry.token_fidelity_missing = session.kept_fidelity.get(
+                entry.name, (None, None)
+            )
+        return
+    token_fidelity_step(
+        dataset=session.dataset,
+        cases=session.cases[: options.token_fidelity_cases],
+        variants=session.variants,
+        reference_name=session.reference,
+        entries=summary.variants,
+        run_dir=session.store.directory,
+        enabled=options.token_fidelity,
+        max_repairs=options.max_repairs,
+        progress=options.progress,
+        executor=executor,
+    )
 
 
 def _write_summary_last(store: RunStore, summary: RunSummary, *, failing: bool) -> None:
@@ -215,7 +232,8 @@ def resume_evaluation(
     progress: bool = True,
     executor: VariantExecutor | None = None,
 ) -> Path:
-    """Go on with an interrupted run in its own directory, as it was started, until it is complete.
+    """Go on with an interrupted run in its own directory, as it was started, until it is complete;
+    or with a complete sequential run whose budget left candidates open, for `budget_s` more.
 
     Variants the run completed are not run again; the others go on from their records, each
     (variant, case) recorded once (`quantgate.evaluate.resume`). Token fidelity runs at the end.
@@ -225,8 +243,9 @@ def resume_evaluation(
         dataset: The dataset, given again: checked to be the run's.
         variant_set: The variants, given again: checked to be the run's, and used (a model
             file may have moved; chat models given from Python must be given again).
-        budget_s: Seconds of case evaluation for the rest of the run (None: a sequential run's
-            budget, shared as when it started, for the variants not yet done).
+        budget_s: Seconds of case evaluation for the rest of the run (None: what an interrupted
+            sequential run had left of its budget; a complete run whose budget left candidates
+            open needs it, and goes on with them on the same sequence).
         progress: Show progress bars.
         executor: Where the variants left are evaluated (default: here, one after another).
 
@@ -261,5 +280,6 @@ def resume_evaluation(
         baselines=_baselines(back.dataset, cases),
         done=back.done,
         prior=prior,
+        kept_fidelity=back.kept_fidelity,
     )
     return _execute(session, executor or LocalExecutor())

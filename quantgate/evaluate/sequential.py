@@ -1,17 +1,19 @@
-"""Sequential evaluation: cases in rounds, and the rule that stops a variant once it is settled.
+"""Sequential evaluation: the rule that stops a variant once its accuracy gates are settled.
 
-A sequential run (the default when neither `--limit` nor `--all` is given) evaluates the
-reference first, in rounds of `round_size` cases spread across languages and tags, until the
-dataset, `--max-cases` or its share of `--budget` is used up. Each other variant then runs on
-the reference's cases in the same order, in rounds, and after each round its accuracy gates
+A sequential run (the default when neither `--limit` nor `--all` is given) evaluates every
+variant on the same cases, in interleaved rounds of `round_size` cases spread across languages
+and tags (`quantgate.evaluate.rounds`). After each round each candidate's accuracy gates
 (overall, and each slice with at least `min_slice_cases` paired cases) are judged with the
 anytime-valid confidence sequence of the paired per-case differences
-(`evaluators.sequential`), so looking after every round does not inflate the error rate. A
-variant stops as soon as it is settled: "fail" when any accuracy gate's whole sequence lies
-below its threshold, "pass" when every accuracy gate's lower bound is at or above it. `decide`
-judges the gates on the same records with the same intervals and thresholds, so its verdict
-on the accuracy gates is the one the run stopped on. The other gates (validity, errors,
-memory, latency) are judged by `decide` on the cases the variant ran.
+(`evaluators.sequential.gates_status`), so looking after every round does not inflate the
+error rate. A candidate stops as soon as it is settled: "fail" when any accuracy gate's whole
+sequence lies below its threshold, "pass" when every accuracy gate's lower bound is at or
+above it. `decide` judges the gates on the same records with the same intervals and
+thresholds, so its verdict on the accuracy gates is the one the run stopped on. The other
+gates (validity, errors, memory, latency) are judged by `decide` on the cases the variant ran.
+
+`SequentialJudge` is the same rule as the evaluation graph's `judge`, for a variant evaluated
+alone in one task (a Ray executor).
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from evaluators.comparison import PairedCase, compare_paired
-from evaluators.sequential import SequentialStatus, drop_status
+from evaluators.comparison import PairedCase, case_difference
+from evaluators.sequential import DropGates, SequentialStatus, gates_status
 from graphs.evaluation import CaseOutcome
-from quantgate.inputs.gates import Gates, comparison_options
+from quantgate.inputs.gates import Gates
 
 DEFAULT_ROUND_SIZE = 12
 """Cases per round: three waves of the embedded backend's 4 slots."""
@@ -46,23 +48,26 @@ def paired_outcomes(
     ]
 
 
-def accuracy_gates_status(paired: list[PairedCase], gates: Gates) -> SequentialStatus:
+def drop_gates(gates: Gates, *, truncation: float) -> DropGates:
+    """The accuracy-drop part of the gates, as the confidence sequences judge it."""
+    return DropGates(
+        max_drop=gates.max_accuracy_drop,
+        max_slice_drop=gates.max_slice_accuracy_drop,
+        min_slice_cases=gates.min_slice_cases,
+        confidence=gates.confidence,
+        truncation=truncation,
+    )
+
+
+def differences_of(paired: list[PairedCase]) -> tuple[list[float], list[tuple[str, ...]]]:
+    """Each paired case's difference (variant minus reference case accuracy) and its tags."""
+    return [case_difference(c) for c in paired], [tuple(c.tags) for c in paired]
+
+
+def accuracy_gates_status(paired: list[PairedCase], gates: Gates, *, truncation: float) -> SequentialStatus:
     """The accuracy gates together: "fail" if one failed, "pass" if all passed, else "undecided"."""
-    if not paired:
-        return "undecided"
-    comparison = compare_paired(paired, options=comparison_options(gates, "sequential"))
-    statuses: list[SequentialStatus] = []
-    if gates.max_accuracy_drop is not None:
-        statuses.append(drop_status(interval=comparison.overall.interval, max_drop=gates.max_accuracy_drop))
-    if gates.max_slice_accuracy_drop is not None:
-        statuses += [
-            drop_status(interval=delta.interval, max_drop=gates.max_slice_accuracy_drop)
-            for delta in comparison.slices.values()
-            if delta.cases >= gates.min_slice_cases
-        ]
-    if "fail" in statuses:
-        return "fail"
-    return "pass" if statuses and all(s == "pass" for s in statuses) else "undecided"
+    differences, tags = differences_of(paired)
+    return gates_status(differences, tags, drop_gates(gates, truncation=truncation))
 
 
 @dataclass(kw_only=True)
@@ -79,6 +84,7 @@ class SequentialJudge:
 
     gates: Gates
     reference: Mapping[str, Mapping[str, float]] | None
+    truncation: float
     deadline: float | None = None
     settled: Literal["pass", "fail"] | None = None
     paired_cases: int = 0
@@ -93,7 +99,7 @@ class SequentialJudge:
         else:
             paired = paired_outcomes(outcomes, self.reference)
             self.paired_cases = len(paired)
-            status = accuracy_gates_status(paired, self.gates)
+            status = accuracy_gates_status(paired, self.gates, truncation=self.truncation)
             if status != "undecided":
                 self.settled, self.stopped = status, "settled"
                 return f"settled: {status} after {len(paired)} paired cases"

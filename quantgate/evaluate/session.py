@@ -25,9 +25,16 @@ from quantgate.inputs.variants import Variant
 from quantgate.rundir.build import skipped_entry, variant_metadata
 from quantgate.rundir.pairing import paired_cases
 from quantgate.rundir.store import RunStore, latest_records, read_records
-from quantgate.rundir.summary import RunSummary, VariantEntry, VariantMetadata, VariantsFile
+from quantgate.rundir.summary import (
+    Placement,
+    RunSummary,
+    TokenFidelityEntry,
+    VariantEntry,
+    VariantMetadata,
+    VariantsFile,
+)
 
-__all__ = ["RunSession", "evaluate_all"]
+__all__ = ["RunSession", "evaluate_all", "record_run", "record_skipped"]
 
 
 @dataclass(kw_only=True)
@@ -53,12 +60,19 @@ class RunSession:
     prior: dict[str, tuple[CaseOutcome, ...]] = field(default_factory=dict)
     unenforced_said: set[tuple[str, ...]] = field(default_factory=set)
     """The lists of unenforced schema keywords already warned of (each is said once per run)."""
+    kept_fidelity: dict[str, tuple[TokenFidelityEntry | None, str | None]] = field(default_factory=dict)
+    """A complete run going on: each variant's token fidelity as measured before (on the run's
+    first cases, which did not change), put back instead of measured again."""
 
     def place(self, entry: VariantEntry, metadata: VariantMetadata) -> None:
         """Put a variant's summary entry and variants.json line in their place, in run order."""
         order = {v.name: i for i, v in enumerate(self.variants)}
         entries = [e for e in self.summary.variants if e.name != entry.name]
         self.summary.variants = sorted([*entries, entry], key=lambda e: order.get(e.name, len(order)))
+        self.place_metadata(metadata)
+
+    def place_metadata(self, metadata: VariantMetadata) -> None:
+        """Put a variant's variants.json line in its place."""
         self.metadata.variants = [metadata if m.name == metadata.name else m for m in self.metadata.variants]
 
 
@@ -120,31 +134,42 @@ def _ended(session: RunSession, executor: VariantExecutor) -> Iterator[Evaluated
 
 
 def evaluate_all(session: RunSession, executor: VariantExecutor) -> None:
-    """Evaluate the variants not done yet (the reference first), writing summary.json and
-    variants.json again after each one."""
+    """Evaluate the variants not done yet (the reference first), each as a whole, writing
+    summary.json and variants.json again after each one (the executor's own way: a Ray cluster)."""
     for evaluated in _ended(session, executor):
-        variant = evaluated.job.variant
-        is_reference = variant.name == session.reference
         if evaluated.run is None:
-            print(f"quantgate: skipping variant {variant.name}: {evaluated.error}")
-            cases = [case.id for case in evaluated.job.cases]
-            session.place(
-                skipped_entry(variant, str(evaluated.error), is_reference=is_reference, cases=cases),
-                variant_metadata(variant, error=evaluated.error).model_copy(
-                    update={"placement": evaluated.placement}
-                ),
-            )
+            print(f"quantgate: skipping variant {evaluated.job.variant.name}: {evaluated.error}")
+            record_skipped(session, evaluated.job, str(evaluated.error), placement=evaluated.placement)
         else:
-            result = evaluated.run
-            _say_cuts(result.entry)
-            _say_unenforced(session, result.metadata)
-            result.entry.baseline_accuracy = baseline_accuracy(
-                scores=session.baselines, case_ids=result.case_ids
-            )
-            session.place(result.entry, result.metadata.model_copy(update={"placement": evaluated.placement}))
-        _with_deltas(session.summary, session.reference, session.store.directory)
-        session.store.write_variants(session.metadata)
-        session.store.write_summary(session.summary)
+            record_run(session, evaluated.run, placement=evaluated.placement)
+
+
+def record_skipped(session: RunSession, job: VariantJob, error: str, *, placement: Placement) -> None:
+    """Write the entry of a variant that could not be evaluated (its records stay), and the run's files."""
+    variant = job.variant
+    session.place(
+        skipped_entry(
+            variant, error, is_reference=variant.name == session.reference, cases=[c.id for c in job.cases]
+        ),
+        variant_metadata(variant, error=error).model_copy(update={"placement": placement}),
+    )
+    _write(session)
+
+
+def record_run(session: RunSession, result: VariantRun, *, placement: Placement) -> None:
+    """Write an evaluated variant's entry (with its trivial baseline), its line of variants.json,
+    and every variant's paired delta; say what its evaluation cut or could not enforce."""
+    _say_cuts(result.entry)
+    _say_unenforced(session, result.metadata)
+    result.entry.baseline_accuracy = baseline_accuracy(scores=session.baselines, case_ids=result.case_ids)
+    session.place(result.entry, result.metadata.model_copy(update={"placement": placement}))
+    _write(session)
+
+
+def _write(session: RunSession) -> None:
+    _with_deltas(session.summary, session.reference, session.store.directory)
+    session.store.write_variants(session.metadata)
+    session.store.write_summary(session.summary)
 
 
 def _with_deltas(summary: RunSummary, reference: str, run_dir: Path) -> None:

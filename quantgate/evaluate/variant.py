@@ -39,6 +39,8 @@ __all__ = [
     "VariantRun",
     "evaluate_isolated",
     "evaluate_variant",
+    "memory_reading",
+    "rss_sampler",
     "variant_run",
     "with_backend_module",
 ]
@@ -86,7 +88,7 @@ class VariantJob:
     backend_module: str | None = None
 
 
-def _memory_reading(
+def memory_reading(
     variant: Variant, opened: OpenedVariant, sampler: RssSampler, before: float
 ) -> MemoryReading:
     in_process = opened.memory_pid is None
@@ -134,14 +136,14 @@ def evaluate_variant(job: VariantJob, on_outcome: Callable[[CaseOutcome], None])
         progress.update(1)
 
     opening = open_variant(variant, dataset.schema, slots=concurrency)
-    with progress, opening as opened, _sampler(opened) as sampler:
+    with progress, opening as opened, rss_sampler(opened) as sampler:
         judge, deadline = _judge_of(job)
         context = EvaluationContext(
             extraction=extraction_context(dataset, opened, options),
             scorer=CaseScorer(schema=dataset.schema),
             reference_records=job.reference_records,
             on_record=on_record,
-            memory=lambda: _memory_reading(variant, opened, sampler, before),
+            memory=lambda: memory_reading(variant, opened, sampler, before),
             judge=judge,
             deadline=deadline,
             stop=stop_asked,
@@ -223,7 +225,10 @@ def _judge_of(job: VariantJob) -> tuple[SequentialJudge | None, float | None]:
     if not job.options.sequential:
         return None, deadline
     return SequentialJudge(
-        gates=job.options.gates, reference=job.reference_scores, deadline=deadline
+        gates=job.options.gates,
+        reference=job.reference_scores,
+        truncation=job.options.truncation,
+        deadline=deadline,
     ), deadline
 
 
@@ -255,7 +260,7 @@ def _sequential_entry(judge: SequentialJudge | None) -> SequentialEntry | None:
     )
 
 
-def _sampler(opened: OpenedVariant) -> RssSampler:
+def rss_sampler(opened: OpenedVariant) -> RssSampler:
     """This process's RSS, or the local server process tree that holds the model."""
     if opened.memory_pid is None:
         return RssSampler()

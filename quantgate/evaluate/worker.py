@@ -74,7 +74,7 @@ def _watch_parent(parent: BaseProcess) -> None:
     os._exit(_ORPHANED_EXIT)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Make this worker end when the process that started it ends, by any means."""
     parent = multiprocessing.parent_process()
     if parent is None:  # not started by multiprocessing: nothing to watch
@@ -86,13 +86,18 @@ def _die_with_parent() -> None:
         os._exit(_ORPHANED_EXIT)
 
 
-def _worker_main(sender: Connection, function: Callable[[Any], Any], job: Any) -> None:
-    _die_with_parent()
+def prepare_worker() -> None:
+    """What every worker process does first: end with its parent, let `terminate()` end it."""
+    die_with_parent()
     # terminate() must end the worker, even when quantgate was started with SIGTERM ignored
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # tqdm's default lock includes a named semaphore, which the resource tracker reports as
     # leaked when the worker is killed; nothing but this process writes its progress bars
     tqdm.set_lock(threading.RLock())
+
+
+def _worker_main(sender: Connection, function: Callable[[Any], Any], job: Any) -> None:
+    prepare_worker()
     try:
         sender.send(("ok", function(job)))
     except KeyboardInterrupt:
@@ -116,7 +121,7 @@ def _receive(receiver: Connection) -> tuple[str, Any] | None:
     return kind, payload
 
 
-def _stop(worker: BaseProcess) -> None:
+def stop_worker(worker: BaseProcess) -> None:
     """Terminate the worker (SIGTERM), and kill it if it has not ended after a grace period."""
     if worker.pid is None:  # it was not started
         return
@@ -130,7 +135,7 @@ def _stop(worker: BaseProcess) -> None:
 def run_in_worker(function: Callable[[Job], Result], job: Job, *, name: str) -> Result:
     """Call `function(job)` in a fresh spawned process and return its result.
 
-    The worker ends with this process, even when this one is killed (see `_die_with_parent`).
+    The worker ends with this process, even when this one is killed (see `die_with_parent`).
 
     Args:
         function: A module-level function (it is pickled by reference).
@@ -154,7 +159,7 @@ def run_in_worker(function: Callable[[Job], Result], job: Job, *, name: str) -> 
         message = _receive(receiver)
         worker.join()
     except BaseException:  # an interruption, above all: the worker must not go on without us
-        _stop(worker)
+        stop_worker(worker)
         raise
     finally:
         sender.close()

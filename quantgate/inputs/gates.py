@@ -29,6 +29,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evaluators.betting import DEFAULT_TRUNCATION
 from evaluators.comparison import ComparisonOptions, IntervalMethod
 from quantgate.inputs.tomlfile import read_toml, validation_message
 
@@ -111,13 +112,19 @@ def load_gates(path: str | Path | None = None, *, overrides: dict[str, Any] | No
         ) from None
 
 
-def comparison_options(gates: Gates, method: IntervalMethod = "bootstrap") -> ComparisonOptions:
+def comparison_options(
+    gates: Gates, method: IntervalMethod = "betting", *, truncation: float = DEFAULT_TRUNCATION
+) -> ComparisonOptions:
     """How the paired statistics are judged under these gates (margin, minimum cases, confidence),
-    with the run's interval method ("sequential" for a sequential run).
+    with the run's interval method ("sequential" for a sequential run) and betting truncation.
 
     The one translation of gates into comparison options: `decide`, `compare`, `explore` and
     the sequential run's stopping rule all judge deltas with it.
     """
     return ComparisonOptions(
-        margin=gates.equivalence_margin, min_cases=gates.min_cases, confidence=gates.confidence, method=method
+        margin=gates.equivalence_margin,
+        min_cases=gates.min_cases,
+        confidence=gates.confidence,
+        method=method,
+        truncation=truncation,
     )

@@ -30,10 +30,10 @@ from quantgate.inputs.variants import Variant, VariantSet, write_variants_file
 from quantgate.ladder.dequantize import dequantize_to_f16
 
 REFERENCE = "F16"
-DEFAULT_QUANTS = ("Q8_0", "Q5_K_M", "Q4_K_M", "Q2_K")
+DEFAULT_QUANTS = ("Q8_0", "Q4_K_M", "Q2_K")
 """The default ladder below the F16 reference; Q2_K is there to show the gates catching a broken
 quantization beside the variants that pass."""
-EXTRA_QUANTS = ("Q6_K", "Q3_K_M")
+EXTRA_QUANTS = ("Q6_K", "Q5_K_M", "Q3_K_M")
 _FTYPE_NAMES = {
     "Q8_0": "LLAMA_FTYPE_MOSTLY_Q8_0",
     "Q6_K": "LLAMA_FTYPE_MOSTLY_Q6_K",

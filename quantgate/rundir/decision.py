@@ -13,6 +13,7 @@ from pydantic import Field
 
 from evaluators.comparison import AgreementSummary, Comparison, Regression
 from evaluators.costs import VariantCosts
+from evaluators.sequential import Forecast
 from evaluators.statistics import Interval
 from quantgate.inputs.gates import Gates
 from quantgate.rundir.embeddings import EmbeddingEntry
@@ -120,6 +121,26 @@ class MeasuredFigures(RunFileModel):
     memory_source: str
 
 
+class OpenForecast(RunFileModel):
+    """What a candidate left open (its accuracy gates unsettled when the run ended) still needs.
+
+    Attributes:
+        forecast: How many more paired cases its differences so far suggest, by resampling.
+        cases_left: The run's cases it has not evaluated.
+        seconds_per_case: Its case-evaluation seconds per case in the run.
+        reference_seconds_per_case: The reference's.
+        minutes: The median forecast in minutes at those rates (None: a rate not measured).
+        message: The forecast in one sentence.
+    """
+
+    forecast: Forecast
+    cases_left: int
+    seconds_per_case: float | None
+    reference_seconds_per_case: float | None
+    minutes: float | None
+    message: str
+
+
 class VariantDecision(RunFileModel):
     """One variant's verdict (a skipped variant has only its status, error and no gates)."""
 
@@ -144,6 +165,11 @@ class VariantDecision(RunFileModel):
     )
     sequential: SequentialEntry | None = Field(
         default=None, description="In a sequential run: settled pass/fail or not, after how many cases."
+    )
+    open: OpenForecast | None = Field(
+        default=None,
+        description="A sequential run's candidate whose accuracy gates were left unsettled: the forecast "
+        "of what settling them needs.",
     )
     regressions: list[Regression] = Field(default_factory=list)
 
@@ -213,8 +239,8 @@ class DecisionRecord(RunFileModel):
 class Decision(RunFileModel):
     """decision.json."""
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (2, 3)
-    format_version: Literal[4] = DECISION_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (2, 3, 4)
+    format_version: Literal[5] = DECISION_FORMAT_VERSION
     recommended: str | None = Field(description="The variant to deploy; None when none passed.")
     recommended_is_reference: bool
     outcome: Outcome = Field(

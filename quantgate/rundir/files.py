@@ -38,22 +38,27 @@ VARIANTS_FORMAT_VERSION: Final[Literal[2]] = 2
 """Of variants.json. 2: where each variant was evaluated (`placement`: this machine, or a Ray
 node), and the machine's host name in its `hardware`. Files of version 1 are still read (as
 version 2, the placement unknown)."""
-RECORDS_FORMAT_VERSION: Final[Literal[2]] = 2
+RECORDS_FORMAT_VERSION: Final[Literal[3]] = 3
 """Of records.jsonl. 2: each record counts the calls repeated after retryable errors
-(`retries`), so a resumed run summarizes read-back cases exactly as it did when they ran;
-records of version 1 are still read (as version 2, `retries` unknown)."""
-SUMMARY_FORMAT_VERSION: Final[Literal[4]] = 4
+(`retries`), so a resumed run summarizes read-back cases exactly as it did when they ran.
+3: a record copied from the reference cache names the run that evaluated it (`cached_from`).
+Records of versions 1 and 2 are still read (as version 3, the keys added since unknown)."""
+SUMMARY_FORMAT_VERSION: Final[Literal[5]] = 5
 """Of summary.json. 2: each variant says whether it is complete and which cases it lacks
 (`complete`, `missing_cases`). 3: the options record the gates and the token-fidelity
 settings a resumed run goes on with, and each variant how many of its cases a resumed run
 read back (`resumed_cases`). 4: each variant's embedding figures (`embeddings`,
-`embeddings_error`, from `run --embeddings`). Summaries of versions 1 to 3 are still read (as
-version 4, the keys added since unknown)."""
+`embeddings_error`, from `run --embeddings`). 5: runs in interleaved rounds: each variant's
+load time, cold first token, loads and cached cases (`load_s`, `cold_first_token_s`, `loads`,
+`cached_cases`), the case-evaluation time spent (`evaluation_s`), a fixed sample named
+`fixed` (format 4 said `bootstrap`) and the betting truncation (`betting_truncation`).
+Summaries of versions 1 to 4 are still read (as version 5, the keys added since unknown)."""
 LOAD_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of load.jsonl and the summary's `load` section."""
 EMBEDDINGS_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of embeddings.json and a summary variant's `embeddings` entry."""
-DECISION_FORMAT_VERSION: Final[Literal[4]] = 4
+DECISION_FORMAT_VERSION: Final[Literal[5]] = 5
 """Of decision.json. 3: whether the run was complete when decided, and what it lacked
-(`run_complete`, `run_problems`). 4: each variant's embedding figures (`embeddings`). Decisions
-of versions 2 and 3 are still read (as version 4)."""
+(`run_complete`, `run_problems`). 4: each variant's embedding figures (`embeddings`). 5: the
+forecast of each variant still open (`open`), and each delta's descriptive bootstrap interval
+beside the interval it is judged by. Decisions of versions 2 to 4 are still read (as version 5)."""

@@ -32,8 +32,8 @@ class CaseRecord(RunFileModel):
     A later line for the same variant and case replaces an earlier one.
     """
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (1,)
-    format_version: Literal[2] = RECORDS_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2)
+    format_version: Literal[3] = RECORDS_FORMAT_VERSION
     variant: str
     case_id: str
     tags: list[str] = Field(default_factory=list)
@@ -68,6 +68,11 @@ class CaseRecord(RunFileModel):
     prompt_tokens_per_s: float | None = None
     generation_tokens_per_s: float | None = None
     attempt_timings: list[dict[str, Any]] = Field(default_factory=list)
+    cached_from: str | None = Field(
+        default=None,
+        description="The run that evaluated this case, when this record is a copy from the reference "
+        "cache (its output and timings are that run's; its scores today's).",
+    )
 
     @property
     def counts_as_format_valid(self) -> bool:

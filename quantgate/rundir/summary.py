@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from evaluators.betting import CONFSEQ_TRUNCATION
 from evaluators.comparison import IntervalMethod
 from evaluators.fidelity import TokenFidelitySummary
 from quantgate.inputs.examples import ExamplesSource
@@ -21,6 +22,10 @@ from quantgate.rundir.embeddings import EmbeddingEntry
 from quantgate.rundir.files import SUMMARY_FORMAT_VERSION, VARIANTS_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel, VariantStatus
 from quantgate.rundir.load import LoadSection
+
+RunMethod = Literal["fixed", "sequential", "bootstrap"]
+"""How a run chose its cases: a fixed sample, or rounds with early stopping (`bootstrap`: a fixed
+sample, as format 4 and earlier named it)."""
 
 
 class TokenFidelityEntry(RunFileModel):
@@ -49,8 +54,9 @@ class SequentialEntry(RunFileModel):
         settled: "pass" or "fail" when its accuracy gates were settled, None when it stopped unsettled.
         paired_cases: Paired labeled cases when it stopped (for the reference: its labeled cases).
         cases: Cases it evaluated.
-        stopped: "settled", "budget" (its share of `--budget` was spent), or "cases" (the
-            run's cases, or the reference's, were used up).
+        stopped: "settled" (for the reference: every candidate was settled), "budget" (the next
+            round would not have fitted in `--budget`), or "cases" (the run's cases, or the
+            reference's, were used up).
     """
 
     settled: Literal["pass", "fail"] | None
@@ -151,6 +157,26 @@ class VariantEntry(RunFileModel):
         "running them again (None: none, or a run that was not resumed while this variant ran). Its "
         "memory, wall_s and throughput_tokens_per_s are of the part run after the resume.",
     )
+    cached_cases: int | None = Field(
+        default=None,
+        description="Cases of the reference taken from the reference cache (records marked "
+        "`cached_from`) instead of evaluated in this run (None: none).",
+    )
+    load_s: float | None = Field(
+        default=None,
+        description="Seconds to open the variant (read its weights, reach its server), the first time "
+        "in this run; kept out of every case figure.",
+    )
+    cold_first_token_s: float | None = Field(
+        default=None,
+        description="Time to the first token of the warm-up prompt after loading (the prompt prefix "
+        "read once; a server loading the model); kept out of every case figure.",
+    )
+    loads: int | None = Field(
+        default=None,
+        description="Times the variant was loaded in this run (more than 1 when memory could not "
+        "hold every variant at once; 0 for a reference served from the cache).",
+    )
 
 
 class DatasetInfo(RunFileModel):
@@ -202,9 +228,15 @@ class RunOptionsInfo(RunFileModel):
         description="As given; None: each backend's default (see the variants' entries)."
     )
     max_repairs: int
-    method: IntervalMethod = Field(
-        default="bootstrap",
-        description="bootstrap: a fixed sample (--limit, --all); sequential: rounds with early stopping.",
+    method: RunMethod = Field(
+        default="fixed",
+        description="fixed: a fixed sample (--limit, --all), judged by the betting confidence interval; "
+        "sequential: rounds with early stopping; bootstrap: the name of a fixed sample before format 5.",
+    )
+    betting_truncation: float | None = Field(
+        default=None,
+        description="The betting truncation of the run's intervals (None: a run written before it was "
+        "recorded, judged with confseq's 0.5).",
     )
     round_size: int | None = None
     max_cases: int | None = None
@@ -221,6 +253,17 @@ class RunOptionsInfo(RunFileModel):
     token_fidelity_cases: int | None = Field(
         default=None, description="On the run's first this many cases (None: all, or not recorded)."
     )
+
+    @property
+    def interval_method(self) -> IntervalMethod:
+        """How the run's accuracy deltas are judged: the confidence sequence, or the fixed-sample
+        betting interval."""
+        return "sequential" if self.method == "sequential" else "betting"
+
+    @property
+    def truncation(self) -> float:
+        """The betting truncation the run was judged with."""
+        return self.betting_truncation if self.betting_truncation is not None else CONFSEQ_TRUNCATION
 
 
 class ExamplesInfo(RunFileModel):
@@ -244,8 +287,8 @@ class RunSummary(RunFileModel):
     that died (or is still going).
     """
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2, 3)
-    format_version: Literal[4] = SUMMARY_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2, 3, 4)
+    format_version: Literal[5] = SUMMARY_FORMAT_VERSION
     run_id: str
     quantgate_version: str | None
     status: Literal["running", "complete", "interrupted"]
@@ -262,6 +305,12 @@ class RunSummary(RunFileModel):
         "run's labeled cases (None figures without one); None in runs written before it was recorded.",
     )
     hardware: dict[str, Any] = Field(default_factory=dict)
+    evaluation_s: float | None = Field(
+        default=None,
+        description="Seconds of case evaluation spent so far, all variants together (what --budget "
+        "counts; loads and warm-ups not included). None: not counted (a run on Ray, whose variants run "
+        "side by side, or a run written before it was recorded).",
+    )
     variants: list[VariantEntry] = Field(default_factory=list)
     load: LoadSection | None = None
 
