@@ -5,8 +5,9 @@ the run directory (the latest record per case x variant in records.jsonl, summar
 the run's copy of its cases, decision.json once `quantgate decide` has run), computed with
 the existing evaluators: paired deltas and regressions from `evaluators.comparison`,
 per-field gold and predicted values from `evaluators.fields`, footprints from the gates'
-`measure`. Accuracies are the summaries' definitions: a field's accuracy is its mean score
-over cases, a slice's the mean of all field scores of the cases carrying its tag. A figure
+`measure`, the interval of each variant's mean case accuracy from `evaluators.betting`.
+Accuracies are the summaries' definitions: a field's accuracy is its mean score over cases, a
+slice's the mean of all field scores of the cases carrying its tag. A figure
 that was not measured is NaN in a frame and None elsewhere, never 0.
 """
 
@@ -21,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from evaluators.betting import CONFSEQ_TRUNCATION, betting_interval
 from evaluators.comparison import Comparison, compare_paired, regressions
 from evaluators.fields import FieldScore, no_output, score_fields
 from evaluators.latency import percentile
@@ -173,13 +175,12 @@ def slice_sizes(view: RunView) -> pd.Series:
     return pd.Series(tags, dtype=object).value_counts().sort_index().rename("cases")
 
 
-def field_deltas(view: RunView) -> pd.DataFrame:
+def field_deltas(view: RunView, *, found: Mapping[str, Comparison] | None = None) -> pd.DataFrame:
     """Field accuracy minus the reference's, on paired cases: one row per field, one column
-    per quantized variant; NaN where a variant has no paired labeled case."""
-    deltas = {
-        name: {field: d.delta for field, d in comparison.fields.items()}
-        for name, comparison in comparisons(view).items()
-    }
+    per quantized variant; NaN where a variant has no paired labeled case. `found`: the
+    run's `comparisons`, when the caller has them already."""
+    found = comparisons(view) if found is None else found
+    deltas = {name: {field: d.delta for field, d in c.fields.items()} for name, c in found.items()}
     fields = list(field_accuracy(view).index)
     table = pd.DataFrame(deltas, index=fields, columns=list(view.quantized), dtype=float)
     return table.rename_axis(index="field", columns="variant")
@@ -226,6 +227,39 @@ def variant_table(view: RunView) -> pd.DataFrame:
     numbers = ["field_accuracy", "accuracy_delta", "footprint_mb", "format_validity", "error_rate"]
     table = pd.DataFrame(rows, columns=_VARIANT_COLUMNS).set_index("variant")
     return table.astype(dict.fromkeys([*numbers, "ttft_s_p50", "latency_s_p95"], float))
+
+
+def case_order(view: RunView) -> dict[str, int]:
+    """Each case id's position in the run's order: the run's cases, then ids only records know."""
+    ids = [c.id for c in view.dataset.cases] if view.dataset is not None else []
+    ids += [case_id for name in view.variants for case_id in view.records[name]]
+    return {case_id: i for i, case_id in enumerate(dict.fromkeys(ids))}
+
+
+def accuracy_intervals(view: RunView) -> pd.DataFrame:
+    """Per variant (index): cases, case_accuracy (a case's: its mean field score), and the
+    betting confidence interval of it, valid at any n (`evaluators.betting`), at the gates'
+    confidence and the run's truncation, over its labeled cases in run order (accuracy_low,
+    accuracy_high; NaN without a labeled case)."""
+    order = case_order(view)
+    options = view.run.summary.options
+    truncation = options.truncation if options is not None else CONFSEQ_TRUNCATION
+    rows = {}
+    for name in view.variants:
+        labeled = sorted((r for r in view.records[name].values() if r.fields), key=lambda r: order[r.case_id])
+        values = [sum(r.fields.values()) / len(r.fields) for r in labeled]
+        interval = betting_interval(
+            values, confidence=view.gates.confidence, low=0.0, high=1.0, truncation=truncation
+        )
+        rows[name] = (
+            len(values),
+            sum(values) / len(values) if values else None,
+            interval.low if interval is not None else None,
+            interval.high if interval is not None else None,
+        )
+    columns = ["cases", "case_accuracy", "accuracy_low", "accuracy_high"]
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis(index="variant")
+    return table.astype({"cases": int} | dict.fromkeys(columns[1:], float))
 
 
 def latencies(view: RunView) -> pd.DataFrame:

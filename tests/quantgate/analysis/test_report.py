@@ -157,7 +157,8 @@ def test_charts_draw_the_figures_of_the_records(tmp_path):
     assert "Frontier: Q, S." in charts["accuracy_memory"].note
     assert charts["slices"].data.loc["lang:es", "Q"] == pytest.approx((0 + 0 + 1 + 0.5) / 4)
     assert charts["latency"].data["ttft_s"].isna().all()  # not measured in hand-written records
-    assert "Not measured for some or all cases: Q, R, S" in charts["latency"].note
+    assert "Left out of time to first token (not measured): R, Q, S." in charts["latency"].note
+    assert "Total time: on the 3 cases every variant ran." in charts["latency"].note
     for chart in charts.values():
         assert chart.path.read_bytes().startswith(PNG_SIGNATURE)
 
