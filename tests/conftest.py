@@ -39,6 +39,15 @@ def _sha256_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ.setdefault(HASH_CACHE_ENV, str(tmp_path_factory.mktemp("hashes") / "sha256.json"))
 
 
+@pytest.fixture(autouse=True)
+def _reference_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's command-line runs keep reference answers in a cache of their own, so that no test
+    reads another's (and none writes into the user's cache)."""
+    from quantgate.evaluate.cache import REFERENCE_CACHE_ENV
+
+    monkeypatch.setenv(REFERENCE_CACHE_ENV, str(tmp_path_factory.mktemp("reference-cache")))
+
+
 @pytest.fixture(params=bundled_datasets())
 def bundled_dataset_dir(request: pytest.FixtureRequest) -> Path:
     return bundled_root() / str(request.param)

@@ -12,13 +12,15 @@ from langchain_core.outputs import ChatGenerationChunk
 from pydantic import Field, PrivateAttr
 
 from quantgate.backends.streaming import StreamingChatModel
+from quantgate.evaluate.warm import WARM_UP_TEXT
 
 
 class QueuedChatModel(StreamingChatModel):
-    """Streams queued outputs in order (the last one repeats). An `Exception` in the queue
-    is raised instead; `by_text` maps a substring of the conversation to a fixed output.
-    With `max_tokens`, an output longer than that many 7-character pieces is cut there and
-    ends with finish reason `length`, as a backend's token limit does."""
+    """Streams queued outputs in order (the last one repeats). A run's warm-up prompt gets `{`
+    and leaves the queue and `calls` as they were. An `Exception` in the queue is raised
+    instead; `by_text` maps a substring of the conversation to a fixed output. With
+    `max_tokens`, an output longer than that many 7-character pieces is cut there and ends with
+    finish reason `length`, as a backend's token limit does."""
 
     outputs: list[Any]
     by_text: dict[str, Any] = Field(default_factory=dict)
@@ -35,9 +37,11 @@ class QueuedChatModel(StreamingChatModel):
         return self._calls
 
     def _next(self, messages: list[BaseMessage]) -> Any:
+        text = " ".join(str(m.content) for m in messages)
+        if WARM_UP_TEXT in text:  # a run's warm-up prompt: answered, neither queued nor counted
+            return "{"
         with self._lock:
             self._calls.append(list(messages))
-            text = " ".join(str(m.content) for m in messages)
             for key, output in self.by_text.items():
                 if key in text:
                     return output

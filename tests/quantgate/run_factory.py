@@ -8,11 +8,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evaluators.betting import DEFAULT_TRUNCATION
 from quantgate.inputs.dataset import Case, write_dataset
 from quantgate.rundir.files import DATASET_DIR, RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.store import write_model
-from quantgate.rundir.summary import DatasetInfo, RunSummary, VariantEntry, VariantMetadata, VariantsFile
+from quantgate.rundir.summary import (
+    DatasetInfo,
+    RunOptionsInfo,
+    RunSummary,
+    VariantEntry,
+    VariantMetadata,
+    VariantsFile,
+)
 
 SCHEMA = {
     "type": "object",
@@ -37,6 +45,8 @@ def make_run(
     `invalid[name]` makes that variant's first n cases invalid outputs (an error each).
     `tags[i]` are case i's tags (default: lang:en and numbers for every case).
     `record_values[name]` sets more fields of each of that variant's records (`output_tokens`, ...).
+    The summary records the options of a fixed sample run by this quantgate (`method` "fixed", the
+    default betting truncation), so the run is judged as one of today's runs would be.
     """
     directory.mkdir(parents=True)
     n = len(next(iter(variants.values())))
@@ -88,6 +98,9 @@ def make_run(
         reference=reference,
         dataset=DatasetInfo(name="synthetic", path=str(directory / DATASET_DIR), sha256="x", cases=n),
         hardware={"cpu": "test"},
+        options=RunOptionsInfo(
+            limit=None, concurrency=None, max_repairs=0, method="fixed", betting_truncation=DEFAULT_TRUNCATION
+        ),
         variants=entries,
     )
     write_model(directory / SUMMARY_FILE, summary)

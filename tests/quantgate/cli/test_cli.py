@@ -39,34 +39,41 @@ def _synthetic_run(directory, b_scores):
     right = {"a": 1.0, "b": 1.0}
     return make_run(
         directory,
-        {"R": [right] * 12, "Q": [{"a": 1.0, "b": b} for b in b_scores]},
+        {"R": [right] * len(b_scores), "Q": [{"a": 1.0, "b": b} for b in b_scores]},
         footprints={"R": 700.0, "Q": 400.0},
         reference="R",
     )
 
 
 def test_decide_exit_status_gates_a_pipeline(tmp_path, capsys):
-    run = _synthetic_run(tmp_path / "run", [1.0] * 12)
-    assert main(["decide", str(run)]) == 4  # default gates: 12 cases are too few to show Q is safe
+    small = _synthetic_run(tmp_path / "small", [1.0] * 12)
+    assert main(["decide", str(small)]) == 4  # default gates: 12 cases are too few to show Q is safe
     out = capsys.readouterr().out
     assert "decision: keep the reference R: no quantized variant is shown safe (exit status 4)" in out
     assert re.search(r"^  Q +inconclusive +max_accuracy_drop inconclusive", out, re.MULTILINE)
-    assert json.loads((run / "decision.json").read_text())["outcome"] == "keep_reference"
-    assert main(["decide", str(run), "--min-cases", "10"]) == 0
+    assert json.loads((small / "decision.json").read_text())["outcome"] == "keep_reference"
+    # nor with a lower --min-cases: 12 identical cases leave a drop of more than 5 points possible
+    assert main(["decide", str(small), "--min-cases", "10"]) == 4
+    out = capsys.readouterr().out
+    assert re.search(r"^  Q +inconclusive +max_accuracy_drop inconclusive", out, re.MULTILINE)
+    run = _synthetic_run(tmp_path / "run", [1.0] * 100)  # enough identical cases to bound the drop
+    assert main(["decide", str(run)]) == 0
     out = capsys.readouterr().out
     assert "decision: Q replaces the reference R (exit status 0)" in out
     assert re.search(r"^  Q +pass +every gate passes", out, re.MULTILINE)
     assert (run / "decision.md").is_file()
-    assert main(["decide", str(run), "--min-cases", "10", "--max-memory-mb", "100"]) == 3
+    assert main(["decide", str(run), "--max-memory-mb", "100"]) == 3
     out = capsys.readouterr().out
     assert "no variant passes every gate, not even the reference (exit status 3)" in out
     assert re.search(r"^  Q +fail +max_memory_mb fail", out, re.MULTILINE)
 
 
 def test_decide_reads_a_gates_file_and_reports_its_errors(tmp_path, capsys):
-    run = _synthetic_run(tmp_path / "run", [1.0] * 12)
+    run = _synthetic_run(tmp_path / "run", [1.0] * 100)
+    assert main(["decide", str(run)]) == 0  # Q passes the default gates
+    capsys.readouterr()
     gates = tmp_path / "gates.toml"
-    gates.write_text("min_cases = 13\n")  # 12 paired cases: Q's accuracy gate is inconclusive
+    gates.write_text("min_cases = 101\n")  # 100 paired cases: Q's accuracy gate is inconclusive
     assert main(["decide", str(run), "--gates", str(gates)]) == 4
     assert "decision: keep the reference R" in capsys.readouterr().out
     gates.write_text("min_format_validity = 95\n")
@@ -75,18 +82,19 @@ def test_decide_reads_a_gates_file_and_reports_its_errors(tmp_path, capsys):
 
 
 def test_compare_two_runs(tmp_path, capsys):
-    before = _synthetic_run(tmp_path / "before", [1.0] * 12)
-    after = _synthetic_run(tmp_path / "after", [0.0] * 12)  # the upgrade broke field b
-    assert main(["compare", str(before), str(after), "--json", "--min-cases", "10"]) == 0
+    n = 300  # identical cases: the interval of R's delta lies within ±2 points from 240
+    before = _synthetic_run(tmp_path / "before", [1.0] * n)
+    after = _synthetic_run(tmp_path / "after", [0.0] * n)  # the upgrade broke field b
+    assert main(["compare", str(before), str(after), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["same_dataset"] is True
     q = result["variants"]["Q"]
-    assert q["paired_cases"] == 12
+    assert q["paired_cases"] == n
     assert q["comparison"]["fields"]["b"]["delta"] == -1.0
     assert q["comparison"]["fields"]["b"]["verdict"] == "worse"
-    assert q["comparison"]["fields"]["b"]["mcnemar_p"] == pytest.approx(2 * 0.5**12)
+    assert q["comparison"]["fields"]["b"]["mcnemar_p"] == pytest.approx(2 * 0.5**n)
     assert result["variants"]["R"]["comparison"]["overall"]["verdict"] == "equivalent"
-    assert main(["compare", str(before), str(after), "--min-cases", "10"]) == 0
+    assert main(["compare", str(before), str(after)]) == 0
     text = capsys.readouterr().out
     assert "field b" in text
     assert "worse" in text

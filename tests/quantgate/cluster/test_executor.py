@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,16 +22,60 @@ from tests.quantgate.cluster.conftest import comparable_records, run_six, slow_v
 pytestmark = pytest.mark.slow
 
 
+_MEASURED_APART = {
+    "ttft_s_p50", "ttft_s_p95", "latency_s_p50", "latency_s_p95", "tokens_per_s", "prompt_tokens_per_s",
+    "server_tokens_per_s", "server_prompt_tokens_per_s", "wall_s", "throughput_tokens_per_s",
+    "memory_mb", "model_memory_mb", "vram_mb", "load_s", "cold_first_token_s", "loads",
+}  # fmt: skip
+"""Summary entry fields that are timed or measured on the process that ran the variant, not
+scored from its records: they differ from one execution to the next, and between executors (the
+local one evaluates in rounds with every variant kept loaded, and times its loads apart)."""
+
+
+def _judged(run_dir: Path) -> dict[str, Any]:
+    """What the decision on the run judged from its records (the default gates judge no latency or
+    memory, and the measured latency and memory are left out)."""
+    decision = decide(run_dir)
+    judged = {"passes", "verdict", "gates", "comparison", "agreement"}
+    counted = {"cases", "format_validity", "error_rate"}
+    variants = {
+        name: {
+            **variant.model_dump(include=judged),
+            "measured": None if variant.measured is None else variant.measured.model_dump(include=counted),
+        }
+        for name, variant in decision.variants.items()
+    }
+    return {**decision.model_dump(include={"outcome", "recommended", "exit_status"}), "variants": variants}
+
+
+def _records(run_dir: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """The run's records without their timings, by (variant, case): the order of records.jsonl
+    depends on the executor (rounds locally, variant after variant on Ray)."""
+    records = comparable_records(run_dir)
+    by_case = {(r["variant"], r["case_id"]): r for r in records}
+    assert len(by_case) == len(records)  # one record per variant and case
+    return by_case
+
+
+def _figures(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Each variant's summary entry without what is measured apart, by name: the local executor
+    writes the reference's entry last."""
+    return {e.name: e.model_dump(exclude=_MEASURED_APART) for e in load_run(run_dir).summary.variants}
+
+
 def test_the_run_directory_is_the_local_executors(ray_cluster, invoices, tmp_path):
     variants = slow_variants("ref", "cand")
     local = run_six(invoices, variants, tmp_path / "local", LocalExecutor())
     with RayExecutor.connect(progress=False) as executor:
         distributed = run_six(invoices, variants, tmp_path / "ray", executor)
-    assert comparable_records(distributed) == comparable_records(local)
-    assert len(comparable_records(distributed)) == 12
-    assert decide(distributed).model_dump(include={"outcome", "recommended"}) == decide(local).model_dump(
-        include={"outcome", "recommended"}
-    )
+    assert _records(distributed) == _records(local)
+    assert len(_records(distributed)) == 12
+    figures = _figures(distributed)
+    assert figures == _figures(local)
+    assert (figures["cand"]["cases"], figures["cand"]["field_accuracy"]) == (6, 1.0)
+    judged = _judged(distributed)
+    assert judged == _judged(local)
+    assert judged["variants"]["cand"]["gates"]  # the comparison above compared gates
     run = load_run(distributed)
     assert run.summary.status == "complete"
     placements = {v.name: v.placement for v in run.variants.variants}

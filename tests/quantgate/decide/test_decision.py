@@ -124,20 +124,23 @@ def test_agreement_signals_do_not_collapse_to_the_measured_value() -> None:
     assert signals["agreement_with_reference[b]"].direction == "below"
 
 
-def _run(tmp_path: Path, **variants: list[dict[str, float]]) -> Path:
+def _run(
+    tmp_path: Path, *, invalid: dict[str, int] | None = None, **variants: list[dict[str, float]]
+) -> Path:
     footprints = {"R": 700.0, "A": 450.0, "B": 300.0, "C": 250.0}
-    invalid = {"C": 6}
     return make_run(tmp_path / "run", variants, footprints=footprints, invalid=invalid)
 
 
 def test_decide_recommends_the_smallest_variant_that_passes(tmp_path: Path) -> None:
-    n = 20
+    n = 300  # identical cases: A's interval lies within the ±2-point equivalence margin from 240
+    bad = 3 * n // 10  # 30% invalid outputs: below the 90% validity gate, above the 5% error gate
     run = _run(
         tmp_path,
+        invalid={"C": bad},
         R=[RIGHT] * n,
         A=[RIGHT] * n,  # identical: passes
         B=[HALF] * n,  # loses field b everywhere: fails the accuracy gate
-        C=[{"a": 0.0, "b": 0.0}] * 6 + [RIGHT] * (n - 6),  # 6 invalid outputs
+        C=[{"a": 0.0, "b": 0.0}] * bad + [RIGHT] * (n - bad),
     )
     decision = decide(run, Gates(min_cases=10, min_slice_cases=10))
     assert decision.recommended == "A"

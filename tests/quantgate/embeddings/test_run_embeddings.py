@@ -19,9 +19,30 @@ from quantgate.rundir.files import DECISION_MD
 from quantgate.rundir.store import read_summary
 from tests.quantgate.run_factory import make_run
 
+
+def _paired_vectors(cases: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """CLOSE and FAR for "case 0" .. "case {cases - 1}" (an even number), in cases / 2 dimensions.
+
+    In the first, case 2j is the unit vector e_j and case 2j+1 is 0.9 e_j + 0.1 e_{j+1}: each is
+    the other's nearest neighbour. In the second, case 2j+1 is 0.9 e_{j+1} + 0.1 e_j: the nearest
+    neighbour of case 2j is case 2j-1, and of case 2j+1 case 2j+2, so every one changed.
+    """
+    pairs = cases // 2
+
+    def vector(weights: dict[int, float]) -> list[float]:
+        return [weights.get(d, 0.0) for d in range(pairs)]
+
+    close, far = {}, {}
+    for j in range(pairs):
+        after = (j + 1) % pairs
+        close[f"case {2 * j}"] = far[f"case {2 * j}"] = vector({j: 1.0})
+        close[f"case {2 * j + 1}"] = vector({j: 0.9, after: 0.1})
+        far[f"case {2 * j + 1}"] = vector({after: 0.9, j: 0.1})
+    return close, far
+
+
 # the run factory's case texts are "case 0" .. "case 3"
-CLOSE = {"case 0": [1.0, 0.0], "case 1": [0.9, 0.1], "case 2": [0.0, 1.0], "case 3": [0.1, 0.9]}
-FAR = {**CLOSE, "case 1": [0.0, 1.0], "case 2": [0.9, 0.1]}
+CLOSE, FAR = _paired_vectors(4)
 
 
 class Table(Embeddings):
@@ -35,8 +56,8 @@ class Table(Embeddings):
         return self.vectors[text]
 
 
-def _run(tmp_path: Path) -> Path:
-    fields = [{"a": 1.0, "b": 1.0}] * 4
+def _run(tmp_path: Path, *, cases: int = 4) -> Path:
+    fields = [{"a": 1.0, "b": 1.0}] * cases
     return make_run(
         tmp_path / "run", {"R": fields, "Q": fields, "P": fields}, footprints={"R": 500, "Q": 250, "P": 200}
     )
@@ -172,9 +193,11 @@ def test_run_embeddings_flag_measures_before_deciding(
     from quantgate.cli.main import main
     from quantgate.inputs.variants import VariantSet
 
-    run_dir = _run(tmp_path)
+    cases = 100  # identical answers: enough for Q to pass the accuracy gate, so the decision is Q's
+    run_dir = _run(tmp_path, cases=cases)
+    close, far = _paired_vectors(cases)
     variants = [
-        Variant.from_embeddings(name, Table(v)) for name, v in (("R", CLOSE), ("Q", CLOSE), ("P", FAR))
+        Variant.from_embeddings(name, Table(v)) for name, v in (("R", close), ("Q", close), ("P", far))
     ]
     monkeypatch.setattr(
         quantgate.cli.run, "cli_variants", lambda specs: VariantSet(reference="R", variants=variants)
@@ -192,7 +215,7 @@ def test_run_embeddings_flag_measures_before_deciding(
         "--min-neighbour-recall",
         "0.5",
     ]
-    assert main([*argv, "--min-cases", "1", "--no-report", "--out", str(tmp_path)]) == 0
+    assert main([*argv, "--no-report", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "nbr recall@k" in printed
     decision = json.loads((run_dir / "decision.json").read_text())

@@ -137,13 +137,14 @@ def test_readme_first_command_with_a_limit(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["run", "--limit", "1"]) == 4  # one case: keep the reference
     out = capsys.readouterr().out
-    for name in ("F16 *", "Q8_0", "Q5_K_M", "Q4_K_M", "Q2_K"):
+    for name in ("F16 *", "Q8_0", "Q4_K_M", "Q2_K"):
         assert name in out
-    assert "dataset contacts-events (1 cases)" in out
+    assert "Q5_K_M" not in out  # one flag away (quantgate ladder --quants), not in the default ladder
+    assert "dataset restaurants (1 cases)" in out
     assert "decision: keep the reference F16" in out
     assert (tmp_path / "cache" / "quantgate" / "ladder" / "variants.toml").is_file()
     (run_dir,) = (tmp_path / "runs").iterdir()
-    assert len(list(read_records(run_dir))) == 5
+    assert len(list(read_records(run_dir))) == 4
     assert assert_stopped_outputs_are_strictly_valid(run_dir) >= 1
 
 

@@ -7,8 +7,9 @@ import pytest
 
 from quantgate.cli.main import main
 from quantgate.decide.decision import decide
-from quantgate.evaluate.run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import load_dataset
+from quantgate.evaluate.resume import ResumeError
+from quantgate.evaluate.run import RunOptions, resume_evaluation, run_evaluation
+from quantgate.inputs.dataset import Case, load_dataset, write_dataset
 from quantgate.inputs.gates import Gates
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import latest_records, load_run, read_records
@@ -71,25 +72,23 @@ def test_each_variant_stops_once_its_accuracy_gate_is_settled(dataset, tmp_path)
     )
     entries = {e.name: e.sequential for e in summary.variants}
     ref, same, broken = entries["ref"], entries["same"], entries["broken"]
-    assert ref is not None
-    assert (ref.settled, ref.cases, ref.stopped) == (None, 60, "cases")
     # identical outputs: every difference 0; the confidence sequence's lower bound reaches -0.2
-    # after 32 cases, so at the end of round 4
+    # after 19 cases, so at the end of round 2
     assert same is not None
-    assert (same.settled, same.paired_cases, same.stopped) == ("pass", 40, "settled")
-    # every field wrong: differences of -1; the upper bound falls below -0.2 after 13 cases (-0.206),
-    # so at the end of round 2
+    assert (same.settled, same.paired_cases, same.stopped) == ("pass", 20, "settled")
+    # every field wrong: differences of -1; the upper bound falls below -0.2 after 8 cases, so at
+    # the end of round 1
     assert broken is not None
-    assert (broken.settled, broken.paired_cases, broken.stopped) == (
-        "fail",
-        20,
-        "settled",
-    )
+    assert (broken.settled, broken.paired_cases, broken.stopped) == ("fail", 10, "settled")
+    # the reference runs only the cases some open candidate needs: both settled after 20
+    assert ref is not None
+    assert (ref.settled, ref.cases, ref.stopped) == (None, 20, "settled")
     records = latest_records(read_records(run_dir))
-    assert {name: len(r) for name, r in records.items()} == {"ref": 60, "same": 40, "broken": 20}
+    assert {name: len(r) for name, r in records.items()} == {"ref": 20, "same": 20, "broken": 10}
     # rounds follow the run's order (languages in turn), and every variant runs a prefix of it
     order = [c.id for c in load_dataset(run_dir / "dataset").cases]
-    assert sorted(records["same"], key=order.index) == order[:40]
+    assert sorted(records["same"], key=order.index) == order[:20]
+    assert sorted(records["broken"], key=order.index) == order[:10]
     assert [int(i[1:]) % 3 == 0 for i in order[:4]] == [True, False, True, False]  # en, es, en, es
 
 
@@ -106,49 +105,55 @@ def test_the_decision_judges_the_same_sequences_and_records_the_method(dataset, 
     assert accuracy["same"].interval is not None
     assert accuracy["same"].interval.low >= -0.2
     assert accuracy["broken"].status == "fail"
-    assert "over 20 cases: the whole confidence sequence lies below -20.0 pts" in accuracy["broken"].evidence
+    assert "over 10 cases: the whole confidence sequence lies below -20.0 pts" in accuracy["broken"].evidence
     assert (same.verdict, broken.verdict) == ("pass", "fail")
     assert same.sequential is not None
-    assert same.sequential.paired_cases == 40
+    assert same.sequential.paired_cases == 20
     assert decision.record.statistics.accuracy_delta_interval.startswith("anytime-valid confidence sequence")
     assert "after every round of 10 cases" in decision.record.statistics.accuracy_delta_interval
 
 
-def test_a_budget_stops_starting_cases_and_bounds_the_others(dataset, tmp_path):
-    slow = QueuedChatModel(outputs=[json.dumps(GOOD)])
+def test_a_round_starts_only_when_its_expected_time_fits_in_the_budget_left(dataset, tmp_path):
+    fast = QueuedChatModel(outputs=[json.dumps(GOOD)])
     sleepy = VariantSet(
         reference="ref",
         variants=[
             Variant.from_chat_model("ref", SleepyChatModel(delay_s=0.05), quantization="F16"),  # 0.2 s a case
-            Variant.from_chat_model("same", slow, quantization="Q8_0"),
+            Variant.from_chat_model("same", fast, quantization="Q8_0"),
         ],
     )
-    # the reference's share is half of 0.9 s: it starts about 3 cases, one at a time, then no more
-    run_dir = run_evaluation(dataset, sleepy, options=_options(tmp_path, budget_s=0.9))
-    entries = {e.name: e.sequential for e in load_run(run_dir).summary.variants}
+    # the first round (10 cases, one at a time) takes the reference about 2 s; a second would not fit
+    # in what is left of 3 s, so no second round starts, and both variants have the same 10 cases
+    run_dir = run_evaluation(dataset, sleepy, options=_options(tmp_path, budget_s=3.0))
+    summary = load_run(run_dir).summary
+    entries = {e.name: e.sequential for e in summary.variants}
     ref, same = entries["ref"], entries["same"]
     assert ref is not None
-    assert ref.stopped == "budget"
-    assert 1 <= ref.cases <= 4  # far fewer than one round of 10: the deadline holds inside a round
     assert same is not None
-    assert same.cases == ref.cases  # at most the reference's cases
+    assert (ref.cases, ref.stopped) == (10, "budget")
+    assert (same.cases, same.settled, same.stopped) == (10, None, "budget")  # 19 cases settle it at 0.2
     records = latest_records(read_records(run_dir))
-    assert len(records["ref"]) == ref.cases  # a case that was not started leaves no record
-    options = load_run(run_dir).summary.options
+    assert set(records["ref"]) == set(records["same"])
+    assert summary.evaluation_s is not None
+    assert 2.0 <= summary.evaluation_s < 3.0
+    options = summary.options
     assert options is not None
-    assert options.budget_minutes == pytest.approx(0.9 / 60)
+    assert options.budget_minutes == pytest.approx(3.0 / 60)
 
 
 def test_max_cases(dataset, tmp_path):
-    run_dir = run_evaluation(dataset, _variants(), options=_options(tmp_path, max_cases=25))
+    gates = Gates(max_accuracy_drop=0.05, max_slice_accuracy_drop=None)  # zeros settle it after 80 cases
+    options = RunOptions(
+        out=tmp_path / "runs", progress=False, sequential=True, gates=gates, round_size=10, max_cases=25
+    )
+    run_dir = run_evaluation(dataset, _variants(), options=options)
     entries = {e.name: e.sequential for e in load_run(run_dir).summary.variants}
     assert entries["ref"] is not None
     assert entries["ref"].cases == 25
     assert entries["same"] is not None
-    assert (entries["same"].settled, entries["same"].stopped) == (
-        None,
-        "cases",
-    )
+    assert (entries["same"].settled, entries["same"].cases, entries["same"].stopped) == (None, 25, "cases")
+    assert entries["broken"] is not None
+    assert (entries["broken"].settled, entries["broken"].cases) == ("fail", 10)
 
 
 def test_cli_sequential_by_default_and_fixed_with_limit_or_all(dataset, tmp_path, monkeypatch, capsys):
@@ -163,12 +168,12 @@ def test_cli_sequential_by_default_and_fixed_with_limit_or_all(dataset, tmp_path
     assert summary.options.budget_minutes is None  # no default budget with --dataset
     out = capsys.readouterr().out
     assert "broken     fail" in out
-    assert "dataset sixty (sequential: 60 of 60 cases)" in out
+    assert "dataset sixty (sequential: 24 of 60 cases)" in out  # both candidates settled by case 24
     assert main([*base, "--out", str(tmp_path / "b"), "--limit", "5"]) == 4  # 5 cases: inconclusive
     (fixed,) = (tmp_path / "b").iterdir()
     fixed_options = load_run(fixed).summary.options
     assert fixed_options is not None
-    assert fixed_options.method == "bootstrap"
+    assert fixed_options.method == "fixed"
     assert main([*base, "--out", str(tmp_path / "c"), "--limit", "5", "--budget", "2"]) == 2
     assert "--max-cases and --budget bound a sequential run" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exited:
@@ -177,3 +182,98 @@ def test_cli_sequential_by_default_and_fixed_with_limit_or_all(dataset, tmp_path
     with pytest.raises(SystemExit):
         main([*base, "--budget", "0"])
     assert "--budget: expected a positive number, got 0" in capsys.readouterr().err
+
+
+@pytest.fixture
+def long_dataset(tmp_path):
+    """120 cases: more than the 80 identical ones that settle the 5-point gate."""
+    root = tmp_path / "long"
+    lines = [Case(id=f"c{i:03d}", text=f"case {i}", expected=GOOD, tags=("lang:en",)) for i in range(120)]
+    write_dataset(root, schema=SCHEMA, cases=lines, examples=[Case(id="e1", text="example", expected=GOOD)])
+    return load_dataset(root)
+
+
+def _open_run(dataset, tmp_path, *, budget_s: float):
+    """A sequential run whose budget ends after the first round: `same` is left open."""
+    sleepy = VariantSet(
+        reference="ref",
+        variants=[
+            Variant.from_chat_model(
+                "ref", SleepyChatModel(delay_s=0.02), quantization="F16"
+            ),  # 0.08 s a case
+            Variant.from_chat_model("same", SleepyChatModel(delay_s=0.02), quantization="Q8_0"),
+        ],
+    )
+    gates = Gates(max_accuracy_drop=0.05, max_slice_accuracy_drop=None)
+    options = RunOptions(
+        out=tmp_path / "runs", progress=False, sequential=True, gates=gates, round_size=10, budget_s=budget_s
+    )
+    return run_evaluation(dataset, sleepy, options=options), sleepy, gates
+
+
+def test_an_open_candidate_gets_a_forecast_and_goes_on_with_resume_budget(long_dataset, tmp_path):
+    run_dir, variants, gates = _open_run(long_dataset, tmp_path, budget_s=2.0)
+    summary = load_run(run_dir).summary
+    same = summary.entry("same")
+    assert same is not None
+    assert same.sequential is not None
+    assert (same.sequential.cases, same.sequential.settled, same.sequential.stopped) == (10, None, "budget")
+    decision = decide(run_dir, gates)
+    forecast = decision.variants["same"].open
+    assert forecast is not None
+    # identical outputs: every resample is zeros, which settle the 5-point gate after 80 cases
+    assert (forecast.forecast.median_more, forecast.forecast.pass_share) == (70, 1.0)
+    assert forecast.cases_left == 110
+    assert forecast.seconds_per_case is not None
+    assert forecast.reference_seconds_per_case is not None
+    expected = 70 * (forecast.seconds_per_case + forecast.reference_seconds_per_case) / 60
+    assert forecast.minutes == pytest.approx(expected)
+    assert "about 70 more (80% of resamples: 70 to 70)" in forecast.message
+    assert decision.variants["ref"].open is None
+    assert "suggest about 70 more" in (run_dir / "decision.md").read_text()
+
+    with pytest.raises(ResumeError, match="give the minutes to go on with: --budget MINUTES"):
+        resume_evaluation(run_dir, variant_set=variants, progress=False)
+    resume_evaluation(run_dir, variant_set=variants, budget_s=60.0, progress=False)
+    summary = load_run(run_dir).summary
+    same = summary.entry("same")
+    assert same is not None
+    assert same.sequential is not None
+    # the same sequence goes on: settled at the round end after 80 cases, the first 10 read back
+    assert (same.sequential.settled, same.sequential.cases, same.resumed_cases) == ("pass", 80, 10)
+    records = latest_records(read_records(run_dir))
+    order = [c.id for c in load_dataset(run_dir / "dataset").cases]
+    assert sorted(records["same"], key=order.index) == order[:80]
+    assert sum(1 for r in read_records(run_dir) if r.variant == "same") == 80  # each case once
+    assert summary.status == "complete"
+    assert decide(run_dir, gates).variants["same"].verdict == "pass"
+
+
+def test_the_command_line_prints_the_forecast_and_the_command_that_goes_on(long_dataset, tmp_path, capsys):
+    run_dir, _, _ = _open_run(long_dataset, tmp_path, budget_s=2.0)
+    assert (
+        main(["decide", str(run_dir), "--max-accuracy-drop", "0.05", "--max-slice-accuracy-drop", "1"]) == 4
+    )
+    out = capsys.readouterr().out
+    assert "open after 10 paired cases; its differences so far suggest about 70 more" in out
+    assert (
+        f"to go on with the open candidates on the same sequence: quantgate run --resume {run_dir} --budget"
+        in out
+    )
+
+
+def test_a_run_whose_candidates_used_every_case_cannot_go_on(dataset, tmp_path):
+    gates = Gates(max_accuracy_drop=0.05, max_slice_accuracy_drop=None)
+    options = RunOptions(
+        out=tmp_path / "runs", progress=False, sequential=True, gates=gates, round_size=10, max_cases=30
+    )
+    run_dir = run_evaluation(dataset, _variants(), options=options)
+    decision = decide(run_dir, gates)
+    forecast = decision.variants["same"].open
+    assert forecast is not None
+    assert forecast.cases_left == 0  # the run's cases: the dataset's first 30 (--max-cases)
+    assert forecast.message.endswith("the dataset has 0 case(s) left: a decision needs a bigger dataset")
+    with pytest.raises(
+        ResumeError, match="used every case of its dataset: a decision needs a bigger dataset"
+    ):
+        resume_evaluation(run_dir, variant_set=_variants(), budget_s=60.0, progress=False)

@@ -141,10 +141,14 @@ def test_signals_and_window_must_make_sense() -> None:
         OnlineGuard.from_thresholds(max_error_rate=0.1, window=5, min_count=6)
 
 
+CASES = 100  # Q answers as R on every case: enough to show its accuracy drop is under 5 points
+
+
 def _decided_run(tmp_path: Path, *, max_memory_mb: float | None = None) -> Path:
+    """Q recommended with one invalid output in `CASES`; its error rate (1%) under a 2.5% gate."""
     run = make_run(
         tmp_path / "run",
-        {"R": [RIGHT] * 12, "Q": [RIGHT] * 12},
+        {"R": [RIGHT] * CASES, "Q": [RIGHT] * CASES},
         footprints={"R": 700.0, "Q": 300.0},
         invalid={"Q": 1},
     )
@@ -153,7 +157,7 @@ def _decided_run(tmp_path: Path, *, max_memory_mb: float | None = None) -> Path:
         Gates(
             min_cases=10,
             min_slice_cases=10,
-            max_error_rate=0.2,
+            max_error_rate=0.025,
             min_format_validity=0.5,
             max_memory_mb=max_memory_mb,
         ),
@@ -168,22 +172,24 @@ def test_from_decision_watches_the_recommended_variants_signals(tmp_path: Path) 
     calls: list[list[SignalReading]] = []
     guard = OnlineGuard.from_decision(run, on_trip=calls.append)
     assert [s.metric for s in guard.signals] == [s["metric"] for s in decision["rollback"]["signals"]]
-    assert (guard.window, guard.min_count) == (12, 12)  # the run judged Q on 12 cases
+    assert (guard.window, guard.min_count) == (CASES, CASES)  # the run judged Q on CASES cases
     validity = next(s for s in guard.signals if s.metric == "format_validity")
     assert validity.threshold == decision["rollback"]["signals"][0]["threshold"]
-    for _ in range(12):
+    for _ in range(CASES):
         guard.observe(format_valid=True, latency_s=1.0, agreement={"a": 1.0, "b": 1.0})
     assert not guard.tripped
     for _ in range(6):
         guard.observe(format_valid=False, error=True, latency_s=1.0, agreement={"a": 1.0, "b": 1.0})
     assert guard.tripped
-    # the error rate (gate 0.2) crosses at the 3rd failure, validity (Wilson bound 0.646) at the 5th
+    # over a window of 100 calls, the error rate (the gate 0.025, under the Wilson upper bound 0.054
+    # of 1/100) crosses at the 3rd failure, validity (the Wilson lower bound 0.946 of 99/100) at the 6th
     assert [[r.signal.metric for r in crossed] for crossed in calls] == [["error_rate"], ["format_validity"]]
     same = OnlineGuard.from_decision(run / "decision.json", window=50, min_count=20)
     assert (same.window, same.min_count) == (50, 20)
-    assert OnlineGuard.from_decision(decision, window=50).min_count == 12  # decision.json's mapping
-    typed = OnlineGuard.from_decision(load_decision(run), window=50)
-    assert (typed.signals, typed.window, typed.min_count) == (guard.signals, 50, 12)
+    # a window larger than the run: the minimum count is still the run's cases
+    assert OnlineGuard.from_decision(decision, window=200).min_count == CASES  # decision.json's mapping
+    typed = OnlineGuard.from_decision(load_decision(run), window=200)
+    assert (typed.signals, typed.window, typed.min_count) == (guard.signals, 200, CASES)
 
 
 def test_from_decision_without_a_recommendation(tmp_path: Path) -> None:

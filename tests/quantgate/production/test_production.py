@@ -12,6 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage, SystemMessage
 from pydantic import BaseModel, Field
 
+from evaluators.betting import DEFAULT_TRUNCATION
 from evaluators.schema import SchemaSupportError, parse_schema
 from graphs.extraction import graph as extraction_graph
 from quantgate.decide.decision import decide
@@ -33,6 +34,7 @@ from tests.graphs.fakes import QueuedChatModel
 from tests.quantgate.run_factory import SCHEMA, make_run
 
 RIGHT = {"a": 1.0, "b": 1.0}
+CASES = 100  # identical answers: enough for Q to pass the accuracy gate
 GOOD = json.dumps({"a": "x", "b": "1.234,5"})  # normalized to 1234.5 by the graph
 
 
@@ -46,7 +48,7 @@ class AB(BaseModel):
 def _run(tmp_path: Path, *, backend: str = "llamacpp", max_memory_mb: float | None = None) -> Path:
     """A decided synthetic run whose variants R (reference) and Q (smaller, recommended) are files."""
     run = make_run(
-        tmp_path / "run", {"R": [RIGHT] * 12, "Q": [RIGHT] * 12}, footprints={"R": 700.0, "Q": 300.0}
+        tmp_path / "run", {"R": [RIGHT] * CASES, "Q": [RIGHT] * CASES}, footprints={"R": 700.0, "Q": 300.0}
     )
     variants = []
     for name in ("R", "Q"):
@@ -65,7 +67,9 @@ def _run(tmp_path: Path, *, backend: str = "llamacpp", max_memory_mb: float | No
         )
     write_model(run / VARIANTS_FILE, VariantsFile(variants=variants))
     summary = read_summary(run)
-    summary.options = RunOptionsInfo(limit=None, concurrency=1, max_repairs=1)
+    summary.options = RunOptionsInfo(
+        limit=None, concurrency=1, max_repairs=1, betting_truncation=DEFAULT_TRUNCATION
+    )
     write_model(run / SUMMARY_FILE, summary)
     decide(run, Gates(min_cases=10, min_slice_cases=10, max_memory_mb=max_memory_mb))
     return run
@@ -114,12 +118,12 @@ def test_a_decision_that_recommends_nothing(tmp_path: Path) -> None:
 def test_a_decision_of_another_format_version_is_refused_naming_the_file_and_version(tmp_path: Path) -> None:
     run = _run(tmp_path)
     path = run / DECISION_JSON
-    path.write_text(json.dumps({**json.loads(path.read_text()), "format_version": 5}))
+    path.write_text(json.dumps({**json.loads(path.read_text()), "format_version": 6}))
     with pytest.raises(ProductionError) as caught:
         load_chosen(run)
     message = str(caught.value)
     assert message.startswith(f"unreadable decision: {path}: ")
-    assert "format_version 5 is not one this quantgate reads (2, 3, 4)" in message
+    assert "format_version 6 is not one this quantgate reads (2, 3, 4, 5)" in message
 
 
 def test_a_missing_model_file(tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ def test_a_records_line_round_trips_through_case_record() -> None:
     record = _record()
     line = record.model_dump_json()
     assert "\n" not in line  # one JSONL line, whatever the model's own text holds
-    assert json.loads(line)["format_version"] == 2
+    assert json.loads(line)["format_version"] == 3
     parsed = parse_model(CaseRecord, json.loads(line), where="records.jsonl:1")
     assert parsed == record
     assert parsed.fields["b"] == 0.1 + 0.2
@@ -96,25 +96,25 @@ def test_records_written_by_the_store_read_back_equal(tmp_path: Path) -> None:
     assert [json.loads(line)["case_id"] for line in on_disk] == ["c0", "c1"]
 
 
-def test_a_file_of_format_version_5_is_refused_naming_the_file(tmp_path: Path) -> None:
+def test_a_file_of_format_version_6_is_refused_naming_the_file(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
-    (run / SUMMARY_FILE).write_text(json.dumps(_summary(format_version=5)))
+    (run / SUMMARY_FILE).write_text(json.dumps(_summary(format_version=6)))
     with pytest.raises(RunFileError) as caught:
         read_summary(run)
     message = str(caught.value)
     assert message.startswith(f"{run / SUMMARY_FILE}: ")
-    assert "format_version 5" in message
-    assert "(1, 2, 3, 4)" in message  # the versions this quantgate reads
+    assert "format_version 6" in message
+    assert "(1, 2, 3, 4, 5)" in message  # the versions this quantgate reads
 
 
-def test_a_records_line_of_format_version_3_is_refused_naming_the_file_and_line(tmp_path: Path) -> None:
+def test_a_records_line_of_format_version_4_is_refused_naming_the_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / RECORDS_FILE
-    newer = {**_record("c1").model_dump(mode="json"), "format_version": 3}
+    newer = {**_record("c1").model_dump(mode="json"), "format_version": 4}
     path.write_text(_record("c0").model_dump_json() + "\n" + json.dumps(newer) + "\n")
     lines = read_lines(path, CaseRecord)
     assert next(lines).case_id == "c0"
-    with pytest.raises(RunFileError, match=rf"^{re.escape(str(path))}:2: format_version 3 "):
+    with pytest.raises(RunFileError, match=rf"^{re.escape(str(path))}:2: format_version 4 "):
         next(lines)
 
 
@@ -123,12 +123,12 @@ def test_a_records_line_of_format_version_1_is_read_without_its_retries(tmp_path
     older = _record("c1").model_dump(mode="json", exclude={"retries"}) | {"format_version": 1}
     path.write_text(json.dumps(older) + "\n")
     (read,) = read_lines(path, CaseRecord)
-    assert (read.format_version, read.case_id, read.retries) == (2, "c1", None)
+    assert (read.format_version, read.case_id, read.retries) == (3, "c1", None)
 
 
 def test_parse_model_names_where_the_version_was_found() -> None:
-    with pytest.raises(RunFileError, match=r"^somewhere/decision\.json: format_version 5 is not one"):
-        parse_model(RunSummary, _summary(format_version=5), where="somewhere/decision.json")
+    with pytest.raises(RunFileError, match=r"^somewhere/decision\.json: format_version 6 is not one"):
+        parse_model(RunSummary, _summary(format_version=6), where="somewhere/decision.json")
 
 
 def test_a_file_without_format_version_is_read_as_version_1(tmp_path: Path) -> None:
@@ -138,7 +138,7 @@ def test_a_file_without_format_version_is_read_as_version_1(tmp_path: Path) -> N
     del summary["format_version"]
     (run / SUMMARY_FILE).write_text(json.dumps(summary))
     read = read_summary(run)
-    assert read.format_version == 4  # version 1, which summary.json's version 4 reads as itself
+    assert read.format_version == 5  # version 1, which summary.json's version 5 reads as itself
     assert read.run_id == "20260101-000000-abcdef"
     assert read.variants[0].field_accuracy == 0.75
     line = _record().model_dump(mode="json")

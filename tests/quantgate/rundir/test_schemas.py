@@ -98,12 +98,12 @@ def test_the_schemas_describe_their_files(tmp_path: Path) -> None:
     record = json.loads((tmp_path / "record.schema.json").read_text())
     assert record["$id"] == "quantgate/records.jsonl"
     assert "one line of the file" in record["description"]
-    assert record["properties"]["format_version"]["const"] == 2
+    assert record["properties"]["format_version"]["const"] == 3
     assert {"variant", "case_id"} <= set(record["required"])
     decision = json.loads((tmp_path / "decision.schema.json").read_text())
-    assert decision["properties"]["format_version"]["const"] == 4
+    assert decision["properties"]["format_version"]["const"] == 5
     summary = json.loads((tmp_path / "summary.schema.json").read_text())
-    assert summary["properties"]["format_version"]["const"] == 4
+    assert summary["properties"]["format_version"]["const"] == 5
     entry = summary["$defs"]["VariantEntry"]["properties"]
     assert (entry["missing_cases"]["type"], entry["missing_cases"]["items"]) == ("array", {"type": "string"})
     assert entry["complete"]["anyOf"] == [{"type": "boolean"}, {"type": "null"}]

@@ -1,0 +1,183 @@
+"""The reference cache: a later run with the same reference file, dataset, prompt and decoding
+settings takes the reference's answers from it; any changed input misses it; `--no-cache` turns
+it off."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from quantgate import backends
+from quantgate.backends import BackendCapabilities, OpenedVariant, register_backend
+from quantgate.evaluate.cache import cache_key, key_inputs
+from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
+from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.rundir.store import load_run, read_records
+from tests.graphs.fakes import QueuedChatModel
+from tests.graphs.test_extraction import GOOD, SCHEMA
+
+WRONG = json.dumps({**GOOD, "currency": "USD"})
+CASES_ANSWERED: list[str] = []
+"""The case texts the `filed` backend's models were asked (warm-ups left out), in order."""
+
+
+class _CountingModel(QueuedChatModel):
+    def _next(self, messages: Any) -> Any:
+        text = str(messages[-1].content)
+        if text.startswith("case"):
+            CASES_ANSWERED.append(text)
+        return super()._next(messages)
+
+
+@contextmanager
+def _open_filed(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
+    wrong = {"case <1>": WRONG} if variant.options.get("wrong") else {}
+    yield OpenedVariant(
+        chat_model=_CountingModel(outputs=[json.dumps(GOOD)], by_text=wrong),
+        runtime={"name": "filed fake", "version": "0"},
+    )
+
+
+@pytest.fixture(autouse=True)
+def filed_backend() -> Iterator[None]:
+    """A backend `filed` whose variants are model files (it never reads them), run in this process."""
+    register_backend("filed", _open_filed, capabilities=BackendCapabilities(model_file=True))
+    CASES_ANSWERED.clear()
+    yield
+    backends._BACKENDS.pop("filed", None)
+    backends._CAPABILITIES.pop("filed", None)
+
+
+def _dataset(root: Path, cases: int, *, text: str = "case <{}>") -> Dataset:
+    lines = [
+        Case(id=f"c{i:02d}", text=text.format(i), expected=GOOD, tags=("lang:en",)) for i in range(cases)
+    ]
+    write_dataset(root, schema=SCHEMA, cases=lines, examples=[Case(id="e1", text="example", expected=GOOD)])
+    return load_dataset(root)
+
+
+def _variants(tmp_path: Path, *, reference_bytes: bytes = b"reference weights") -> VariantSet:
+    reference, candidate = tmp_path / "ref.gguf", tmp_path / "cand.gguf"
+    reference.write_bytes(reference_bytes)
+    candidate.write_bytes(b"candidate weights")
+    return VariantSet(
+        reference="ref",
+        variants=[
+            Variant(name="ref", backend="filed", model=str(reference), quantization="F16"),
+            Variant(
+                name="cand", backend="filed", model=str(candidate), quantization="Q4", options={"wrong": 1}
+            ),
+        ],
+    )
+
+
+def _options(tmp_path: Path, cache: Path | None, **changes: Any) -> RunOptions:
+    return RunOptions(
+        out=tmp_path / "runs",
+        progress=False,
+        token_fidelity=False,
+        round_size=4,
+        reference_cache=cache,
+        **changes,
+    )
+
+
+def test_a_second_run_takes_the_reference_from_the_cache(tmp_path):
+    cache = tmp_path / "cache"
+    dataset = _dataset(tmp_path / "d", 8)
+    first = run_evaluation(dataset, _variants(tmp_path), options=_options(tmp_path, cache))
+    assert len(CASES_ANSWERED) == 16  # both variants answered every case
+    CASES_ANSWERED.clear()
+    second = run_evaluation(dataset, _variants(tmp_path), options=_options(tmp_path, cache))
+    assert len(CASES_ANSWERED) == 8  # only the candidate
+    summary = load_run(second).summary
+    ref, cand = summary.entry("ref"), summary.entry("cand")
+    assert ref is not None
+    assert cand is not None
+    assert (ref.cases, ref.cached_cases, ref.loads) == (8, 8, 0)
+    assert cand.cached_cases is None
+    records = [r for r in read_records(second) if r.variant == "ref"]
+    assert {r.cached_from for r in records} == {first.name}  # each names the run that evaluated it
+    before = {r.case_id: r.raw for r in read_records(first) if r.variant == "ref"}
+    assert {r.case_id: r.raw for r in records} == before
+    # the reference's figures are as in the first run (its memory: the first run's measurement)
+    first_ref = load_run(first).summary.entry("ref")
+    assert first_ref is not None
+    assert (ref.field_accuracy, ref.memory_mb, ref.load_s) == (
+        first_ref.field_accuracy,
+        first_ref.memory_mb,
+        first_ref.load_s,
+    )
+    assert cand.field_accuracy_delta == pytest.approx(-1 / 4 / 8)
+
+
+def test_the_cache_serves_what_it_has_and_the_reference_runs_the_rest(tmp_path):
+    cache = tmp_path / "cache"
+    dataset = _dataset(tmp_path / "d", 12)
+    run_evaluation(
+        dataset, _variants(tmp_path), options=_options(tmp_path, cache, sequential=True, max_cases=4)
+    )
+    CASES_ANSWERED.clear()
+    second = run_evaluation(dataset, _variants(tmp_path), options=_options(tmp_path, cache))
+    ref = load_run(second).summary.entry("ref")
+    assert ref is not None
+    assert (ref.cases, ref.cached_cases, ref.loads) == (12, 4, 1)
+    assert len(CASES_ANSWERED) == 12 + 8  # the candidate's 12, the reference's 8 not cached
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["reference file", "dataset", "examples", "max_repairs", "no cache"],
+)
+def test_a_changed_input_never_hits_the_cache(tmp_path, change):
+    cache = tmp_path / "cache"
+    dataset = _dataset(tmp_path / "d", 4)
+    run_evaluation(dataset, _variants(tmp_path), options=_options(tmp_path, cache))
+    variants, options = _variants(tmp_path), _options(tmp_path, cache)
+    if change == "reference file":
+        variants = _variants(tmp_path, reference_bytes=b"other reference weights")
+    elif change == "dataset":
+        dataset = _dataset(tmp_path / "d2", 4, text="case <{}>.")
+    elif change == "examples":
+        lines = list(dataset.cases)
+        write_dataset(
+            tmp_path / "d3", schema=SCHEMA, cases=lines, examples=[Case(id="e1", text="other", expected=GOOD)]
+        )
+        dataset = load_dataset(tmp_path / "d3")
+    elif change == "max_repairs":
+        options = _options(tmp_path, cache, max_repairs=1)
+    else:
+        options = _options(tmp_path, None)
+    CASES_ANSWERED.clear()
+    run_dir = run_evaluation(dataset, variants, options=options)
+    ref = load_run(run_dir).summary.entry("ref")
+    assert ref is not None
+    assert (ref.cached_cases, ref.loads) == (None, 1)
+    assert len(CASES_ANSWERED) == 8
+    assert {r.cached_from for r in read_records(run_dir)} == {None}
+
+
+def test_the_key_names_what_decides_the_answers(tmp_path):
+    from quantgate.evaluate.session import RunSession
+
+    dataset = _dataset(tmp_path / "d", 2)
+    variants = _variants(tmp_path)
+    session = RunSession.__new__(RunSession)  # only what key_inputs reads
+    session.variants, session.reference, session.dataset = variants.variants, "ref", dataset
+    session.options = _options(tmp_path, tmp_path / "cache")
+    inputs = key_inputs(session)
+    assert inputs is not None
+    assert set(inputs) == {
+        "model_sha256", "backend", "options", "slots", "max_repairs", "dataset_sha256",
+        "prompt_prefix_sha256", "quantgate", "llama_cpp_python", "cpu_model", "machine",
+    }  # fmt: skip
+    assert inputs["dataset_sha256"] == dataset.sha256
+    assert len(cache_key(inputs)) == 32
+    session.variants = [Variant.from_chat_model("ref", QueuedChatModel(outputs=["{}"]))]
+    assert key_inputs(session) is None  # a chat model given from Python has no file to key on
