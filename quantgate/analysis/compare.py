@@ -3,9 +3,9 @@
 Typical use: the same variants and dataset before and after upgrading the runtime or the
 model. Variants are matched by name and cases by id; run A plays the reference's part,
 so a delta is B minus A, with the betting confidence interval (valid at any number of cases; the
-paired bootstrap beside it, descriptive), McNemar's test and an equivalence verdict, overall, per field and per slice. Operational figures (validity,
-errors, latency, memory, agreement with each run's reference, token KLD) are shown side
-by side from the two summaries.
+paired bootstrap beside it, descriptive), McNemar's test and an equivalence verdict, overall, per
+field and per slice. Operational figures (validity, errors, latency, memory, agreement with each
+run's reference, token KLD) are shown side by side from the two summaries.
 """
 
 from __future__ import annotations

@@ -97,6 +97,7 @@ def _decision_row(name: str, section: VariantDecision) -> dict[str, Any]:
         "kld": number(kld, "{:.4f}"),
         "top1": percent(top1),
         "gates": [g.model_dump(mode="json") for g in section.gates],
+        "open": section.open.message if section.open else None,
     }
 
 
@@ -105,7 +106,10 @@ def _decision_context(decision: Decision | None) -> dict[str, Any] | None:
         return None
     variants = [_decision_row(name, section) for name, section in decision.variants.items()]
     costs = cost_rows(decision.costs) if decision.costs is not None else None
-    return {"headline": _headline(decision), "variants": variants, "cost_rows": costs}
+    resume = None
+    if any(v["open"] for v in variants):
+        resume = "quantgate run --resume RUN_DIR --budget MINUTES goes on with them on the same sequence."
+    return {"headline": _headline(decision), "variants": variants, "cost_rows": costs, "resume": resume}
 
 
 def _diff_rows(view: RunView, *, case_id: str, variant: str, labeled: bool) -> list[dict[str, Any]]:

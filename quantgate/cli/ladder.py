@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from quantgate.cli.common import Commands
 
 
-LADDER_HELP = "Q8_0,Q5_K_M,Q4_K_M,Q2_K"
+LADDER_HELP = "Q8_0,Q4_K_M,Q2_K"
 """The default of --quants as `--help` shows it, without importing the ladder at start-up
 (`quantgate.ladder.build.DEFAULT_QUANTS` is the one definition; a test keeps them equal)."""
 
@@ -39,7 +39,7 @@ def add_parser(commands: Commands) -> None:
     ladder.add_argument("--source", help="GGUF to start from (default: the bundled Gemma 3 270M Q4_K_M)")
     ladder.add_argument(
         "--quants",
-        help=f"comma-separated llama.cpp types (also Q6_K, Q3_K_M, Q4_0, ...); default {LADDER_HELP}",
+        help=f"comma-separated llama.cpp types (also Q5_K_M, Q6_K, Q3_K_M, Q4_0, ...); default {LADDER_HELP}",
     )
     ladder.add_argument("--out", help="output directory (default: the user cache dir, quantgate/ladder)")
     ladder.set_defaults(handler=_ladder)

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from quantgate.analysis.report import write_report
 from quantgate.cli.main import main
 from quantgate.decide.decision import decide
 from quantgate.evaluate.resume import ResumeError
@@ -231,6 +232,9 @@ def test_an_open_candidate_gets_a_forecast_and_goes_on_with_resume_budget(long_d
     assert "about 70 more (80% of resamples: 70 to 70)" in forecast.message
     assert decision.variants["ref"].open is None
     assert "suggest about 70 more" in (run_dir / "decision.md").read_text()
+    page = write_report(run_dir).read_text()
+    assert "Still open" in page
+    assert "its differences so far suggest about 70 more" in page
 
     with pytest.raises(ResumeError, match="give the minutes to go on with: --budget MINUTES"):
         resume_evaluation(run_dir, variant_set=variants, progress=False)
