@@ -82,10 +82,17 @@ OLLAMA_TAGS = {"F16": "gemma3:270m-f16", "Q8_0": "gemma3:270m-q8_0", "Q4_K_M": "
 
 
 @pytest.fixture(scope="session")
-def ollama_double(ladder: VariantSet) -> Iterator[OllamaDoubleProcess]:
-    """The Ollama-protocol test double serving the ladder's files under Ollama-style tags."""
+def _ollama_double_process(ladder: VariantSet) -> Iterator[OllamaDoubleProcess]:
     from tests.model_fixtures import OllamaDoubleProcess
 
     server = OllamaDoubleProcess({OLLAMA_TAGS[v.name]: v.model for v in ladder.variants})
     yield server
     server.stop()
+
+
+@pytest.fixture
+def ollama_double(_ollama_double_process: OllamaDoubleProcess) -> Iterator[OllamaDoubleProcess]:
+    """The Ollama-protocol test double serving the ladder's files under Ollama-style tags (one
+    process for the session; the faults a test injected are cleared after it)."""
+    yield _ollama_double_process
+    _ollama_double_process.clear_faults()

@@ -45,6 +45,11 @@ class OllamaDoubleProcess:
 
         httpx.post(f"{self.url}/_double/faults", json=values, timeout=10).raise_for_status()
 
+    def clear_faults(self) -> None:
+        """Forget the failures a test injected and did not consume (the next test starts clean)."""
+        none = dict.fromkeys(("busy", "error", "cut", "stream_error", "html", "html_chat", "spare"), 0)
+        self.faults(**none, slow=0.0)
+
     def stop(self) -> None:
         self.process.kill()
         self.process.wait()

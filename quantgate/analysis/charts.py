@@ -70,6 +70,7 @@ def _error_bars(axes: Axes, points: dict[str, tuple[float, float]], intervals: p
     """Each point's interval as a vertical bar, and its case count beside its name."""
     lows, highs = _measured(intervals["accuracy_low"]), _measured(intervals["accuracy_high"])
     cases = {str(name): int(count) for name, count in intervals["cases"].items()}
+    by_footprint = sorted(points, key=lambda name: points[name][0])
     for name, (x, y) in points.items():
         low, high = lows[name], highs[name]
         if low is not None and high is not None:
@@ -78,7 +79,13 @@ def _error_bars(axes: Axes, points: dict[str, tuple[float, float]], intervals: p
             # turn a bar inside out.
             below, above = max(y - low, 0.0), max(high - y, 0.0)
             axes.errorbar(x, y, yerr=[[below], [above]], fmt="none", ecolor="tab:grey", capsize=4, zorder=2)
-        axes.annotate(f"{name} (n={cases[name]})", (x, y), textcoords="offset points", xytext=(6, 6))
+        above_point = by_footprint.index(name) % 2 == 0  # neighbours alternate: close points stay legible
+        axes.annotate(
+            f"{name} (n={cases[name]})",
+            (x, y),
+            textcoords="offset points",
+            xytext=(6, 6 if above_point else -14),
+        )
 
 
 def accuracy_memory_chart(view: RunView, *, out: Path) -> Chart:

@@ -9,7 +9,8 @@ as it finishes. What is not a case is measured apart and kept out of the case fi
 - the cold first token: the time to the first token of a warm-up prompt (the run's prompt
   prefix with a placeholder text), which pays for reading the shared prefix once (and, for a
   server, for loading the model there). A server may unload a model while others run, so a
-  variant whose model lives in a server is warmed up again before each round, untimed.
+  variant whose model lives in a server is warmed up again before each later round, untimed.
+  A warm-up that fails leaves the figure missing; it never fails the variant.
 
 Its memory sampler runs while it loads, warms up and runs a round, and pauses between rounds
 (an idle model neither grows nor should take CPU from the variant running), so its peak
@@ -48,16 +49,24 @@ WARM_UP_TEXT = "(warm-up: no text yet)"
 
 def first_token_s(context: ExtractionContext) -> float | None:
     """Seconds to the first token of the warm-up prompt (the run's prompt prefix and
-    `WARM_UP_TEXT`); the answer is dropped after its first token. None when nothing came."""
+    `WARM_UP_TEXT`); the answer is dropped after its first token.
+
+    None when nothing came, or when the call failed (a busy server, a cut stream): the warm-up
+    is a measurement, not a case, so its failure leaves the figure missing and the variant's
+    cases meet the server as it is (with their retries, their failures recorded on them).
+    """
     messages: list[BaseMessage] = prompt_messages(context, WARM_UP_TEXT)[0]
     started = time.perf_counter()
-    stream = cast(Generator[BaseMessageChunk, None, None], context.model.stream(messages))
     try:
-        for chunk in stream:
-            if chunk.content:
-                return time.perf_counter() - started
-    finally:
-        stream.close()  # the backend stops generating (a slot is freed)
+        stream = cast(Generator[BaseMessageChunk, None, None], context.model.stream(messages))
+        try:
+            for chunk in stream:
+                if chunk.content:
+                    return time.perf_counter() - started
+        finally:
+            stream.close()  # the backend stops generating (a slot is freed)
+    except Exception:  # as the graph does for a case: a backend failure is never raised
+        return None
     return None
 
 
@@ -113,6 +122,7 @@ class WarmVariant:
         self._before_mb = 0.0
         self._concurrency = variant_concurrency(job.options, job.variant)
         self._rewarm = capabilities(job.variant).memory == "server"
+        self._rounds_run = 0
 
     def __enter__(self) -> WarmVariant:
         return self
@@ -167,8 +177,9 @@ class WarmVariant:
     def _run(
         self, case_ids: list[str], reference_records: Mapping[str, dict[str, Any] | None] | None
     ) -> RoundRan:
-        if self._rewarm:  # a server may have unloaded the model since the last round
+        if self._rewarm and self._rounds_run:  # a server may have unloaded it since the last round
             first_token_s(self._context())
+        self._rounds_run += 1
         cases = [case_input(self._by_id[case_id]) for case_id in case_ids]
         started = time.perf_counter()
         last_end = started

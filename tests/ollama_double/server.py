@@ -7,7 +7,8 @@ It is not Ollama (see the package docstring). Faults are injected through
 streams with an error line after a few tokens, `{"html": n}` answers the next n requests of
 any endpoint with a 200 HTML page (what a proxy or another program on the port gives),
 `{"html_chat": n}` the next n chats, and `{"max_queue": k}` sets how many requests may wait
-(OLLAMA_MAX_QUEUE).
+(OLLAMA_MAX_QUEUE). `{"spare": n}` answers the next n chats normally before any chat fault
+applies (a run's first chat of a variant is its warm-up, which a test aiming at a case spares).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class Faults:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.busy = self.error = self.cut = self.stream_error = self.html = self.html_chat = 0
+        self.busy = self.error = self.cut = self.stream_error = self.html = self.html_chat = self.spare = 0
         self.slow = 0.0
 
     def update(self, values: dict[str, Any]) -> None:
@@ -190,8 +191,9 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/api/generate":
             self._generate(tag, body, keep_alive)
         elif self.path == "/api/chat":
-            if not self._html_instead("html_chat"):
-                self._admitted_chat(tag, body, keep_alive)
+            spared = self.server.faults.take("spare")
+            if spared or not self._html_instead("html_chat"):
+                self._admitted_chat(tag, body, keep_alive, spared=spared)
         elif self.path == "/api/embed":
             self._json(*embed(self.server.models, tag, body))
         else:
@@ -236,11 +238,15 @@ class Handler(BaseHTTPRequestHandler):
              "total_duration": load_ns, "load_duration": load_ns},
         )  # fmt: skip
 
-    def _admitted_chat(self, tag: str, body: dict[str, Any], keep_alive: float | None) -> None:
+    def _admitted_chat(
+        self, tag: str, body: dict[str, Any], keep_alive: float | None, *, spared: bool
+    ) -> None:
         faults = self.server.faults
         try:
             with self.server.admission.admitted():
-                if faults.take("busy"):
+                if spared:
+                    self._chat(tag, body, keep_alive, spared=True)
+                elif faults.take("busy"):
                     self._json(503, {"error": BUSY})
                 elif faults.take("error"):
                     self._json(500, {"error": "llama runner process has terminated: injected failure"})
@@ -253,7 +259,9 @@ class Handler(BaseHTTPRequestHandler):
         except QueueFullError as exc:
             self._json(503, {"error": str(exc)})
 
-    def _chat(self, tag: str, body: dict[str, Any], keep_alive: float | None) -> None:
+    def _chat(
+        self, tag: str, body: dict[str, Any], keep_alive: float | None, *, spared: bool = False
+    ) -> None:
         started = time.perf_counter()
         models, faults = self.server.models, self.server.faults
         num_ctx = models.num_ctx(tag, body.get("options") or {})
@@ -264,7 +272,9 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_header("Content-Type", "application/x-ndjson")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-            ending = "cut" if faults.take("cut") else "error" if faults.take("stream_error") else None
+            ending = None
+            if not spared:
+                ending = "cut" if faults.take("cut") else "error" if faults.take("stream_error") else None
             answer = self._answer(tag, loaded.engine, body, num_ctx=num_ctx, ending=ending)
         if answer is None:  # the stream was cut, or ended with an error line, on purpose
             return

@@ -88,7 +88,7 @@ def test_timing_fields_come_from_the_server(ollama_double, tmp_path):
     [({"busy": 1}, "busy"), ({"error": 1}, "server_error"), ({"cut": 1}, "stream_cut")],
 )
 def test_transient_failures_are_retried_and_counted(ollama_double, tmp_path, fault, kind):
-    ollama_double.faults(**fault)
+    ollama_double.faults(spare=1, **fault)  # the warm-up is spared: the fault meets the case
     entry, records = run_one(ollama_double, tmp_path, limit=1, retry_backoff_s=0)
     assert entry.errors == 0
     assert entry.retries == 1
@@ -96,7 +96,7 @@ def test_transient_failures_are_retried_and_counted(ollama_double, tmp_path, fau
 
 
 def test_persistent_busy_is_an_error_of_its_kind_and_the_run_goes_on(ollama_double, tmp_path):
-    ollama_double.faults(busy=3)  # first case: 1 call + 2 retries, all refused
+    ollama_double.faults(spare=1, busy=3)  # after the warm-up, the first case: 1 call + 2 retries
     entry, records = run_one(ollama_double, tmp_path, limit=2, retry_backoff_s=0)
     assert entry.errors_by_kind == {"busy": 1}
     assert entry.retries == 2
@@ -107,7 +107,7 @@ def test_timeout(ollama_double, tmp_path):
     # longer than the timeout, which is much longer than a cold prompt; short enough that the retry, queued
     # behind the slow request, gets its first token well within the timeout (at 60 s it took two retries
     # on a busy machine)
-    ollama_double.faults(slow=45)
+    ollama_double.faults(spare=1, slow=45)  # the first case's call, after the warm-up
     entry, _ = run_one(ollama_double, tmp_path, limit=1, timeout_s=30, retry_backoff_s=0)
     assert entry.retries == 1  # the retry succeeds once the slow answer is gone
     assert entry.errors == 0

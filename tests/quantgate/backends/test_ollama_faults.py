@@ -52,7 +52,7 @@ def test_a_page_that_is_not_ollama_at_the_start_skips_the_variant_saying_so(olla
 
 
 def test_a_page_that_is_not_ollama_mid_run_is_recorded_on_its_case(ollama_double, tmp_path):
-    ollama_double.faults(html_chat=1)
+    ollama_double.faults(spare=1, html_chat=1)  # spare: the variant's first chat is its warm-up
     entry, records = run(ollama_double.url, tmp_path)
     assert [r.error_kind for r in records] == ["bad_response", None]  # not retried: it would not help
     assert "is it an Ollama server?" in (records[0].error or "")
@@ -64,7 +64,7 @@ def test_a_page_that_is_not_ollama_mid_run_is_recorded_on_its_case(ollama_double
 def test_an_error_that_persists_is_recorded_with_its_kind_and_the_run_goes_on(
     ollama_double, tmp_path, fault, kind
 ):
-    ollama_double.faults(**{fault: 3})  # the first case: one call and its two retries
+    ollama_double.faults(spare=1, **{fault: 3})  # after the warm-up, the first case: a call and 2 retries
     entry, records = run(ollama_double.url, tmp_path)
     assert [r.error_kind for r in records] == [kind, None]
     assert entry.retries == 2
@@ -72,13 +72,13 @@ def test_an_error_that_persists_is_recorded_with_its_kind_and_the_run_goes_on(
 
 
 def test_an_error_line_once_is_retried(ollama_double, tmp_path):
-    ollama_double.faults(stream_error=1)
+    ollama_double.faults(spare=1, stream_error=1)
     entry, records = run(ollama_double.url, tmp_path, limit=1)
     assert (entry.errors, entry.retries, records[0].valid) == (0, 1, True)
 
 
 def test_a_hung_server_is_said_while_waited_for_then_timed_out(ollama_double, tmp_path, capfd):
-    ollama_double.faults(slow=30)
+    ollama_double.faults(spare=1, slow=30)
     entry, records = run(
         ollama_double.url, tmp_path, limit=1, first_token_timeout_s=3, notice_every_s=1, max_retries=0
     )
@@ -125,7 +125,8 @@ def test_the_command_line_over_a_failing_server_prints_no_traceback(
     ollama_double, tmp_path, capsys, monkeypatch
 ):
     monkeypatch.setenv("OLLAMA_HOST", ollama_double.url.removeprefix("http://"))
-    ollama_double.faults(html_chat=1, stream_error=1)  # the first case's only call; the second's first
+    # after the warm-up: the first case's only call; the second's first
+    ollama_double.faults(spare=1, html_chat=1, stream_error=1)
     args = [
         "run",
         "--dataset",
