@@ -62,8 +62,17 @@ def ladder(tmp_path_factory: pytest.TempPathFactory) -> VariantSet:
 
 
 @pytest.fixture(scope="session")
+def default_ladder(ladder: VariantSet) -> tuple[VariantSet, Path]:
+    """The default ladder (F16, Q8_0, Q4_K_M and Q2_K): Q2_K quantized once beside the session
+    ladder's files. The variant set and its variants file."""
+    from quantgate.ladder.build import DEFAULT_QUANTS, build_ladder
+
+    return build_ladder(quants=DEFAULT_QUANTS, out=Path(ladder.variants[0].model).parent, progress=False)
+
+
+@pytest.fixture(scope="session")
 def small_real_run(ladder: VariantSet, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A small real run, decided: the F16 reference and Q4_K_M on 3 cases of contacts-events,
+    """A small real run, decided: the F16 reference and Q4_K_M on 3 cases of restaurants,
     token fidelity included; the report and the notebook read it."""
     from quantgate.decide.decision import decide
     from quantgate.evaluate.run import RunOptions, run_evaluation
@@ -73,7 +82,7 @@ def small_real_run(ladder: VariantSet, tmp_path_factory: pytest.TempPathFactory)
         reference="F16", variants=[v for v in ladder.variants if v.name in ("F16", "Q4_K_M")]
     )
     options = RunOptions(limit=3, out=tmp_path_factory.mktemp("real-run"), progress=False)
-    run_dir = run_evaluation(load_dataset("contacts-events"), variants, options=options)
+    run_dir = run_evaluation(load_dataset("restaurants"), variants, options=options)
     decide(run_dir)
     return run_dir
 

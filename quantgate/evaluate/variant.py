@@ -27,6 +27,7 @@ from quantgate.evaluate.measure import RssSampler, rss_mb
 from quantgate.evaluate.options import RunOptions, case_input, extraction_context, variant_concurrency
 from quantgate.evaluate.sequential import SequentialJudge
 from quantgate.evaluate.signals import stop_asked
+from quantgate.evaluate.warm_up import first_token_s
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.variants import Variant
@@ -148,6 +149,7 @@ def evaluate_variant(job: VariantJob, on_outcome: Callable[[CaseOutcome], None])
             deadline=deadline,
             stop=stop_asked,
         )
+        first_token_s(context.extraction)  # warmed up as in a round's worker: the same outputs
         round_size = options.round_size if options.sequential else None
         started = last_end = time.perf_counter()
         output = evaluation_graph.invoke(

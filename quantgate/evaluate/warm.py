@@ -20,54 +20,27 @@ covers every round.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, cast
-
-from langchain_core.messages import BaseMessage, BaseMessageChunk
+from typing import Any
 
 from evaluators import CaseScorer
 from evaluators.memory import MemorySummary, summarize_memory
 from graphs.evaluation import CaseOutcome, EvaluationContext, rounds_limit
 from graphs.evaluation import graph as evaluation_graph
-from graphs.extraction import ExtractionContext, prompt_messages
+from graphs.extraction import ExtractionContext
 from quantgate.backends import OpenedVariant, capabilities, open_variant
 from quantgate.evaluate.measure import RssSampler, rss_mb
 from quantgate.evaluate.options import case_input, extraction_context, variant_concurrency
 from quantgate.evaluate.signals import stop_asked
 from quantgate.evaluate.variant import VariantJob, memory_reading, rss_sampler
+from quantgate.evaluate.warm_up import first_token_s
 from quantgate.rundir.build import variant_metadata
 from quantgate.rundir.summary import VariantMetadata
 
-__all__ = ["WARM_UP_TEXT", "RoundRan", "WarmVariant", "Warmed", "WorkerEnd", "first_token_s"]
-
-WARM_UP_TEXT = "(warm-up: no text yet)"
-"""The case text of the warm-up prompt; its answer is discarded."""
-
-
-def first_token_s(context: ExtractionContext) -> float | None:
-    """Seconds to the first token of the warm-up prompt (the run's prompt prefix and
-    `WARM_UP_TEXT`); the answer is dropped after its first token.
-
-    None when nothing came, or when the call failed (a busy server, a cut stream): the warm-up
-    is a measurement, not a case, so its failure leaves the figure missing and the variant's
-    cases meet the server as it is (with their retries, their failures recorded on them).
-    """
-    messages: list[BaseMessage] = prompt_messages(context, WARM_UP_TEXT)[0]
-    started = time.perf_counter()
-    try:
-        stream = cast(Generator[BaseMessageChunk, None, None], context.model.stream(messages))
-        try:
-            for chunk in stream:
-                if chunk.content:
-                    return time.perf_counter() - started
-        finally:
-            stream.close()  # the backend stops generating (a slot is freed)
-    except Exception:  # as the graph does for a case: a backend failure is never raised
-        return None
-    return None
+__all__ = ["RoundRan", "WarmVariant", "Warmed", "WorkerEnd"]
 
 
 @dataclass(frozen=True, kw_only=True)

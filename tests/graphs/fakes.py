@@ -12,7 +12,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from pydantic import Field, PrivateAttr
 
 from quantgate.backends.streaming import StreamingChatModel
-from quantgate.evaluate.warm import WARM_UP_TEXT
+from quantgate.evaluate.warm_up import WARM_UP_TEXT
 
 
 class QueuedChatModel(StreamingChatModel):

@@ -100,7 +100,7 @@ def test_the_http_workflow_ends_with_the_runs_decision(
     workflow = _with_settings(
         json.loads(WORKFLOW.read_text()),
         quantgate_url=server,
-        dataset="contacts-events",
+        dataset="restaurants",
         limit=2,
         variants=",".join(_two_variants(ladder)),
     )
@@ -117,7 +117,7 @@ def test_the_cli_workflow_branches_on_the_exit_status(ladder: VariantSet, tmp_pa
     workflow = _with_settings(
         json.loads(CLI_WORKFLOW.read_text()),
         quantgate=str(Path(sys.executable).parent / "quantgate"),
-        dataset="contacts-events",
+        dataset="restaurants",
         limit=2,
         variants=",".join(_two_variants(ladder)),
         out=str(out),

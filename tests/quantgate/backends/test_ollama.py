@@ -36,7 +36,7 @@ def run_one(
 
 def test_quantgate_run_over_ollama_variants(ollama_double, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("OLLAMA_HOST", ollama_double.url.removeprefix("http://"))
-    args = ["run", "--dataset", "tech-config", "--limit", "2", "--out", str(tmp_path), "--json"]
+    args = ["run", "--dataset", "restaurants", "--limit", "2", "--out", str(tmp_path), "--json"]
     assert main([*args, "--variants", "ollama:gemma3:270m-f16", "ollama:gemma3:270m-q4_K_M"]) == 4  # 2 cases
     summary = json.loads(capsys.readouterr().out)
     f16, q4 = summary["variants"]

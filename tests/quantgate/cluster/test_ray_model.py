@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 def _run(variants: VariantSet, out: Path, executor: VariantExecutor) -> Path:
     options = RunOptions(limit=2, out=out, token_fidelity_cases=1, progress=False, concurrency=1)
-    return run_evaluation(load_dataset("contacts-events"), variants, options=options, executor=executor)
+    return run_evaluation(load_dataset("restaurants"), variants, options=options, executor=executor)
 
 
 def test_a_ray_run_of_the_ladder_records_the_same_outputs_and_decision(ladder, ray_cluster, tmp_path):

@@ -10,7 +10,6 @@ import pytest
 
 from quantgate.cli.main import main
 from quantgate.inputs.variants import VariantSet, write_variants_file
-from quantgate.ladder.build import build_ladder
 from quantgate.rundir.store import latest_records, read_records
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -19,17 +18,16 @@ CASES = 10
 
 
 @pytest.fixture(scope="module")
-def q2k_variants(ladder: VariantSet, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """F16, Q8_0 and Q2_K (quantized into the session ladder's directory), capped at 320 tokens.
+def q2k_variants(default_ladder: tuple[VariantSet, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """F16, Q8_0 and Q2_K (the session's default ladder), capped at 320 tokens.
 
     The cap keeps Q2_K's repetition loops short; the F16 reference's longest answer on these
     cases is about 250 tokens.
     """
-    directory = Path(ladder.variants[0].model).parent
-    built, _ = build_ladder(quants=["Q8_0", "Q2_K"], out=directory, progress=False)
+    chosen = [v for v in default_ladder[0].variants if v.name in ("F16", "Q8_0", "Q2_K")]
     capped = VariantSet(
         reference="F16",
-        variants=[v.model_copy(update={"options": {**v.options, "max_tokens": 320}}) for v in built.variants],
+        variants=[v.model_copy(update={"options": {**v.options, "max_tokens": 320}}) for v in chosen],
     )
     path = tmp_path_factory.mktemp("q2k") / "variants.toml"
     write_variants_file(path, capped)
@@ -46,7 +44,7 @@ def test_q2k_fails_the_gates_while_q8_0_is_not_passed_on_ten_cases(
     # one case at a time: batching changes some of a quantized variant's greedy choices
     # (docs/performance.md); run to run, the same outputs
     args = ["run", "--variants", str(q2k_variants), "--dataset", "tech-config", "--limit", str(CASES),
-            "--concurrency", "1"]  # fmt: skip
+            "--concurrency", "1", "--token-fidelity-cases", "3"]  # fmt: skip
     gates = ["--min-cases", str(CASES), "--min-slice-cases", str(CASES)]  # the defaults ask for 30 and 20
     # One error in 10 allowed (the default is 5%): greedy answers depend on the CPU's kernels, and on
     # an AMD EPYC with AVX-512 Q8_0 repeats one flag of tc-en-001 up to the 320-token cap (the code

@@ -14,7 +14,7 @@ from quantgate.backends.embedders import open_embeddings
 from quantgate.backends.llamacpp_embeddings import LlamaCppEmbeddings
 from quantgate.cli.main import main
 from quantgate.embeddings import VectorIndex
-from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.inputs.variants import Variant, VariantSet, write_variants_file
 from tests.conftest import OLLAMA_TAGS
 from tests.model_fixtures import OllamaDoubleProcess
 
@@ -22,14 +22,15 @@ pytestmark = [pytest.mark.model, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def q2_ladder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """F16, Q8_0 and Q2_K of the bundled Gemma 3 270M: the variants file's path."""
-    from quantgate.ladder.build import build_ladder
-
-    _, variants_file = build_ladder(
-        quants=["Q8_0", "Q2_K"], out=tmp_path_factory.mktemp("q2-ladder"), progress=False
+def q2_ladder(default_ladder: tuple[VariantSet, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """F16, Q8_0 and Q2_K of the bundled Gemma 3 270M (the session's default ladder): a variants file."""
+    variant_set, _ = default_ladder
+    chosen = VariantSet(
+        reference="F16", variants=[v for v in variant_set.variants if v.name in ("F16", "Q8_0", "Q2_K")]
     )
-    return variants_file
+    path = tmp_path_factory.mktemp("q2-ladder") / "variants.toml"
+    write_variants_file(path, chosen)
+    return path
 
 
 def test_embed_q8_keeps_the_neighbours_and_q2_loses_more(
