@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 
+from graphs.extraction import ModelCallError
 from quantgate.evaluate import rounds
 from quantgate.evaluate.pool import PROCESS_OVERHEAD_MB, warm_capacity
 from quantgate.evaluate.run import RunOptions, run_evaluation
@@ -46,6 +47,15 @@ class _SlowWarmUp(QueuedChatModel):
     def _stream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any):
         if any(WARM_UP_TEXT in str(m.content) for m in messages):
             time.sleep(self.warm_up_s)
+        yield from super()._stream(messages, stop, run_manager, **kwargs)
+
+
+class _BusyAtWarmUp(QueuedChatModel):
+    """Refuses the warm-up prompt as a busy server does (503), answers the cases."""
+
+    def _stream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any):
+        if any(WARM_UP_TEXT in str(m.content) for m in messages):
+            raise ModelCallError("busy", "server busy (503)", retryable=True)
         yield from super()._stream(messages, stop, run_manager, **kwargs)
 
 
@@ -117,6 +127,23 @@ def test_load_and_warm_up_are_measured_apart_from_the_cases(tmp_path):
         assert entry.wall_s < 0.6 * 2  # the rounds' wall time, not the warm-up's
     assert summary.evaluation_s is not None
     assert summary.evaluation_s < 1.2  # the budget counts case evaluation only
+
+
+def test_a_warm_up_that_fails_leaves_its_figure_missing_and_the_cases_run(tmp_path):
+    dataset = _dataset(tmp_path / "d", 4)
+    variants = VariantSet(
+        reference="ref",
+        variants=[
+            Variant.from_chat_model("ref", _model()),
+            Variant.from_chat_model("cand", _BusyAtWarmUp(outputs=[json.dumps(GOOD)])),
+        ],
+    )
+    options = RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False, round_size=4)
+    summary = load_run(run_evaluation(dataset, variants, options=options)).summary
+    ref, cand = summary.variants
+    assert ref.cold_first_token_s is not None
+    assert (cand.status, cand.cold_first_token_s, cand.cases, cand.errors) == ("ok", None, 4, 0)
+    assert cand.format_validity == 1.0
 
 
 def test_worker_processes_stay_warm_across_rounds(tmp_path):
