@@ -33,7 +33,7 @@ from evaluators.comparison import (
 )
 from quantgate.decide.checks import Measured, judge_variant, measure, passes
 from quantgate.decide.costs import break_even_signal, cost_table
-from quantgate.decide.forecast import open_forecast
+from quantgate.decide.forecast import open_forecasts
 from quantgate.decide.markdown import render_decision
 from quantgate.decide.regressions import export_regressions
 from quantgate.decide.rollback import rollback_signals
@@ -274,7 +274,13 @@ def decide(
     dataset = run_dataset(run)
     method = _method_of(run, dataset)
     judged = [_judge(entry, records, reference, gates, method) for entry in run.summary.variants]
-    _forecast_open(run, judged, records, reference, gates, method)
+    if method.name == "sequential":  # an open candidate's forecast (`quantgate.decide.forecast`)
+        forecasts = open_forecasts(
+            run, records, reference, gates, truncation=method.truncation, round_size=method.round_size,
+            case_order=method.case_order,
+        )  # fmt: skip
+        for item in judged:
+            item.section.open = forecasts.get(item.name, item.section.open)
     costs = None if prices is None else _costs(run, judged, records, reference, prices, gates)
     chosen = recommend((j.name, j.section.passes, _rank(j, costs, recommend_by)) for j in judged)
     outcome = outcome_of(chosen, reference)
@@ -297,38 +303,6 @@ def decide(
     write_model(run.directory / DECISION_JSON, decision)
     (run.directory / DECISION_MD).write_text(render_decision(decision), encoding="utf-8")
     return decision
-
-
-def _forecast_open(
-    run: Run,
-    judged: list[_Judged],
-    records: Mapping[str, Mapping[str, CaseRecord]],
-    reference: str,
-    gates: Gates,
-    method: _Method,
-) -> None:
-    """Give each candidate a sequential run left open its forecast (`quantgate.decide.forecast`)."""
-    if method.name != "sequential":
-        return
-    entries = {e.name: e for e in run.summary.variants}
-    ref_records = records.get(reference, {})
-    for item in judged:
-        entry = entries[item.name]
-        if entry.is_reference or entry.sequential is None or entry.sequential.settled is not None:
-            continue
-        own = records.get(item.name, {})
-        paired = paired_cases(ref_records, own)
-        paired.sort(key=lambda c: method.case_order.get(c.case_id, len(method.case_order)))
-        item.section.open = open_forecast(
-            paired=paired,
-            gates=gates,
-            truncation=method.truncation,
-            round_size=method.round_size,
-            cases_left=max(run.summary.dataset.cases - len(own), 0),
-            entry=entry,
-            reference=entries.get(reference),
-            reference_ahead=len(set(ref_records) - set(own)),
-        )
 
 
 def _method_of(run: Run, dataset: Dataset | None) -> _Method:

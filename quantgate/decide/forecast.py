@@ -13,13 +13,16 @@ order, so the answer stays valid.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from evaluators.comparison import PairedCase
 from evaluators.sequential import Forecast, forecast_settlement
 from quantgate.evaluate.sequential import differences_of, drop_gates
 from quantgate.inputs.gates import Gates
 from quantgate.rundir.decision import OpenForecast
+from quantgate.rundir.lines import CaseRecord
+from quantgate.rundir.pairing import paired_cases
+from quantgate.rundir.store import Run
 from quantgate.rundir.summary import VariantEntry
 
 __all__ = ["open_forecast", "seconds_per_case"]
@@ -103,3 +106,41 @@ def open_forecast(
         minutes=minutes,
         message=_message(forecast, cases_left=cases_left, minutes=minutes),
     )
+
+
+def open_forecasts(
+    run: Run,
+    records: Mapping[str, Mapping[str, CaseRecord]],
+    reference: str,
+    gates: Gates,
+    *,
+    truncation: float,
+    round_size: int,
+    case_order: Mapping[str, int],
+) -> dict[str, OpenForecast | None]:
+    """The forecast of each candidate a sequential run left open, by name.
+
+    Args:
+        records: The run's latest records, by variant and case id.
+        case_order: The run's case order (its paired cases are taken in it).
+    """
+    entries = {e.name: e for e in run.summary.variants}
+    ref_records = records.get(reference, {})
+    forecasts: dict[str, OpenForecast | None] = {}
+    for entry in run.summary.variants:
+        if entry.is_reference or entry.sequential is None or entry.sequential.settled is not None:
+            continue
+        own = records.get(entry.name, {})
+        paired = paired_cases(ref_records, own)
+        paired.sort(key=lambda c: case_order.get(c.case_id, len(case_order)))
+        forecasts[entry.name] = open_forecast(
+            paired=paired,
+            gates=gates,
+            truncation=truncation,
+            round_size=round_size,
+            cases_left=max(run.summary.dataset.cases - len(own), 0),
+            entry=entry,
+            reference=entries.get(reference),
+            reference_ahead=len(set(ref_records) - set(own)),
+        )
+    return forecasts

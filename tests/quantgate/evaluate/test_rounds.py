@@ -39,23 +39,18 @@ def _model(**by_text: Any) -> QueuedChatModel:
     return QueuedChatModel(outputs=[json.dumps(GOOD)], by_text=by_text)
 
 
-class _SlowWarmUp(QueuedChatModel):
-    """Answers the warm-up prompt after `warm_up_s`, the cases at once."""
+class _WarmUp(QueuedChatModel):
+    """Answers the warm-up prompt after `warm_up_s`, or refuses it with `warm_up_error` (as a
+    busy server does); the cases at once."""
 
-    warm_up_s: float
+    warm_up_s: float = 0.0
+    warm_up_error: ModelCallError | None = None
 
     def _stream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any):
         if any(WARM_UP_TEXT in str(m.content) for m in messages):
+            if self.warm_up_error is not None:
+                raise self.warm_up_error
             time.sleep(self.warm_up_s)
-        yield from super()._stream(messages, stop, run_manager, **kwargs)
-
-
-class _BusyAtWarmUp(QueuedChatModel):
-    """Refuses the warm-up prompt as a busy server does (503), answers the cases."""
-
-    def _stream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any):
-        if any(WARM_UP_TEXT in str(m.content) for m in messages):
-            raise ModelCallError("busy", "server busy (503)", retryable=True)
         yield from super()._stream(messages, stop, run_manager, **kwargs)
 
 
@@ -108,8 +103,8 @@ def test_load_and_warm_up_are_measured_apart_from_the_cases(tmp_path):
     variants = VariantSet(
         reference="ref",
         variants=[
-            Variant.from_chat_model("ref", _SlowWarmUp(outputs=[json.dumps(GOOD)], warm_up_s=0.6)),
-            Variant.from_chat_model("cand", _SlowWarmUp(outputs=[json.dumps(GOOD)], warm_up_s=0.6)),
+            Variant.from_chat_model("ref", _WarmUp(outputs=[json.dumps(GOOD)], warm_up_s=0.6)),
+            Variant.from_chat_model("cand", _WarmUp(outputs=[json.dumps(GOOD)], warm_up_s=0.6)),
         ],
     )
     options = RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False, round_size=4)
@@ -135,7 +130,13 @@ def test_a_warm_up_that_fails_leaves_its_figure_missing_and_the_cases_run(tmp_pa
         reference="ref",
         variants=[
             Variant.from_chat_model("ref", _model()),
-            Variant.from_chat_model("cand", _BusyAtWarmUp(outputs=[json.dumps(GOOD)])),
+            Variant.from_chat_model(
+                "cand",
+                _WarmUp(
+                    outputs=[json.dumps(GOOD)],
+                    warm_up_error=ModelCallError("busy", "server busy (503)", retryable=True),
+                ),
+            ),
         ],
     )
     options = RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False, round_size=4)
