@@ -274,13 +274,7 @@ def decide(
     dataset = run_dataset(run)
     method = _method_of(run, dataset)
     judged = [_judge(entry, records, reference, gates, method) for entry in run.summary.variants]
-    if method.name == "sequential":  # an open candidate's forecast (`quantgate.decide.forecast`)
-        forecasts = open_forecasts(
-            run, records, reference, gates, truncation=method.truncation, round_size=method.round_size,
-            case_order=method.case_order,
-        )  # fmt: skip
-        for item in judged:
-            item.section.open = forecasts.get(item.name, item.section.open)
+    _give_forecasts(run, judged, records, reference, gates, method)
     costs = None if prices is None else _costs(run, judged, records, reference, prices, gates)
     chosen = recommend((j.name, j.section.passes, _rank(j, costs, recommend_by)) for j in judged)
     outcome = outcome_of(chosen, reference)
@@ -303,6 +297,25 @@ def decide(
     write_model(run.directory / DECISION_JSON, decision)
     (run.directory / DECISION_MD).write_text(render_decision(decision), encoding="utf-8")
     return decision
+
+
+def _give_forecasts(
+    run: Run,
+    judged: list[_Judged],
+    records: Mapping[str, Mapping[str, CaseRecord]],
+    reference: str,
+    gates: Gates,
+    method: _Method,
+) -> None:
+    """Each candidate a sequential run left open gets its forecast (`quantgate.decide.forecast`)."""
+    if method.name != "sequential":
+        return
+    forecasts = open_forecasts(
+        run, records, reference, gates, truncation=method.truncation, round_size=method.round_size,
+        case_order=method.case_order,
+    )  # fmt: skip
+    for item in judged:
+        item.section.open = forecasts.get(item.name, item.section.open)
 
 
 def _method_of(run: Run, dataset: Dataset | None) -> _Method:
