@@ -52,6 +52,15 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from evaluators.capital import (
+    HEDGE,
+    check_options,
+    excluded_counts,
+    final_unit_bounds,
+    plug_in_bets,
+    rescaled,
+    unit_bounds,
+)
 from evaluators.statistics import Interval
 
 DEFAULT_GRID = 1000
@@ -62,104 +71,6 @@ DEFAULT_TRUNCATION = 0.9
 
 CONFSEQ_TRUNCATION = 0.5
 """confseq's default truncation, which runs written before `DEFAULT_TRUNCATION` were judged with."""
-
-_HEDGE = 0.5  # theta: the weight of each of the two capitals (the same for both here)
-_PRIOR_MEAN = 0.5  # one fake observation at the centre, with the largest variance
-_PRIOR_VARIANCE = 0.25
-_CHUNK = 256  # observations per block, to bound memory at _CHUNK x (grid + 1) floats
-
-
-def _check_options(*, confidence: float, low: float, high: float, grid: int, truncation: float) -> None:
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence}")
-    if not (math.isfinite(low) and math.isfinite(high) and low < high):
-        raise ValueError(f"the range must be finite with low < high, got [{low}, {high}]")
-    if grid < 2:
-        raise ValueError(f"grid must have at least 2 steps, got {grid}")
-    if not 0 < truncation < 1:
-        raise ValueError(f"truncation must lie strictly between 0 and 1, got {truncation}")
-
-
-def _rescaled(
-    values: Sequence[float] | NDArray[np.float64], *, low: float, high: float
-) -> NDArray[np.float64]:
-    data = np.asarray(values, dtype=np.float64).reshape(-1)
-    outside = ~((data >= low) & (data <= high))  # NaN counts as outside
-    if outside.any():
-        index = int(np.argmax(outside))
-        raise ValueError(f"value {float(data[index])!r} at index {index} lies outside [{low}, {high}]")
-    return (data - low) / (high - low)
-
-
-def _plug_in_bets(x: NDArray[np.float64], *, alpha: float, horizon: int | None) -> NDArray[np.float64]:
-    """Predictable plug-in bets: the bet on observation t uses observations before t only.
-
-    `horizon` None tunes them for every time at once (t log(1 + t)), else for that sample size.
-    """
-    t = np.arange(1, x.size + 1, dtype=np.float64)
-    mean = np.minimum((_PRIOR_MEAN + np.cumsum(x)) / (t + 1), 1.0)
-    variance = (_PRIOR_VARIANCE + np.cumsum((x - mean) ** 2)) / (t + 1)
-    previous = np.concatenate(([_PRIOR_VARIANCE], variance[:-1]))  # > 0: the prior is in it
-    scale = t * np.log1p(t) if horizon is None else np.full_like(t, float(horizon))
-    bets: NDArray[np.float64] = np.sqrt(2 * math.log(1 / alpha) / (scale * previous))
-    return bets
-
-
-def _excluded_counts(
-    x: NDArray[np.float64],
-    *,
-    bets: NDArray[np.float64],
-    candidates: NDArray[np.float64],
-    threshold: float,
-    truncation: float,
-    start: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None,
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """After each observation, how many candidate means have ever been excluded from each end.
-
-    The upward capital (betting the mean is above m) is non-increasing in m, so the
-    candidates it excludes at any time are a prefix of the grid; the downward one's are a
-    suffix. The running maximum of the counts over time is then the running intersection.
-    `start` holds the log capitals before `x` (updated in place): a sequence fed piece by piece.
-    """
-    with np.errstate(divide="ignore"):  # no cap at m = 0 (upward) or m = 1 (downward)
-        caps_up = truncation / candidates
-        caps_down = truncation / (1 - candidates)
-    log_up, log_down = start if start is not None else (np.zeros(candidates.size), np.zeros(candidates.size))
-    below = np.empty(x.size, dtype=np.int64)
-    above = np.empty(x.size, dtype=np.int64)
-    for first in range(0, x.size, _CHUNK):
-        stop = min(first + _CHUNK, x.size)
-        step = bets[first:stop, None]
-        gain = x[first:stop, None] - candidates[None, :]
-        path_up = np.cumsum(np.log1p(np.minimum(step, caps_up) * gain), axis=0) + log_up
-        path_down = np.cumsum(np.log1p(-np.minimum(step, caps_down) * gain), axis=0) + log_down
-        below[first:stop] = np.count_nonzero(path_up >= threshold, axis=1)
-        above[first:stop] = np.count_nonzero(path_down >= threshold, axis=1)
-        log_up, log_down = path_up[-1], path_down[-1]
-    if start is not None:
-        start[0][:], start[1][:] = log_up, log_down
-    return np.maximum.accumulate(below), np.maximum.accumulate(above)
-
-
-def _unit_bounds(
-    x: NDArray[np.float64], *, alpha: float, grid: int, truncation: float, horizon: int | None
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Running-intersection bounds on [0, 1] after each observation of `x` (in [0, 1])."""
-    candidates = np.linspace(0.0, 1.0, grid + 1)
-    # Hedged with theta = 1/2: the capital max(K+ / 2, K- / 2) reaches 1/alpha when either
-    # side reaches 2/alpha, and each side's bets are tuned for alpha / 2.
-    bets = _plug_in_bets(x, alpha=_HEDGE * alpha, horizon=horizon)
-    threshold = math.log(1 / (_HEDGE * alpha))
-    below, above = _excluded_counts(
-        x, bets=bets, candidates=candidates, threshold=threshold, truncation=truncation
-    )
-    lower = candidates[np.maximum(below - 1, 0)]
-    upper = candidates[np.minimum(grid + 1 - above, grid)]
-    # Both sides can exclude every candidate only when the data contradict any fixed mean
-    # (probability at most alpha); the interval then shrinks to the point where they met.
-    crossed = lower > upper
-    middle = (lower + upper) / 2
-    return np.where(crossed, middle, lower), np.where(crossed, middle, upper)
 
 
 def method_name(
@@ -172,52 +83,6 @@ def method_name(
         f"hedged betting {kind} (Waudby-Smith & Ramdas 2023), alpha {1 - confidence:.4g}, grid {grid}, "
         f"truncation {truncation:g}{tail}"
     )
-
-
-def _ever_reaches(
-    x: NDArray[np.float64], bets: NDArray[np.float64], candidate: float, threshold: float, truncation: float
-) -> tuple[bool, bool]:
-    """Whether the upward and the downward capital against `candidate` ever reach the threshold."""
-    gain = x - candidate
-    up = np.minimum(bets, truncation / candidate) if candidate > 0 else bets
-    down = np.minimum(bets, truncation / (1 - candidate)) if candidate < 1 else bets
-    return (
-        bool(np.any(np.cumsum(np.log1p(up * gain)) >= threshold)),
-        bool(np.any(np.cumsum(np.log1p(-down * gain)) >= threshold)),
-    )
-
-
-def _final_unit_bounds(
-    x: NDArray[np.float64], *, alpha: float, grid: int, truncation: float, horizon: int | None
-) -> tuple[float, float]:
-    """`_unit_bounds` after the last observation only, by bisection over the grid.
-
-    Each capital is monotone in the candidate mean (every factor is), and so is its running
-    maximum, so the candidates ever excluded from below are a prefix of the grid (from above, a
-    suffix): two bisections find the same bounds as the full grid, in O(n log grid).
-    """
-    candidates = np.linspace(0.0, 1.0, grid + 1)
-    bets = _plug_in_bets(x, alpha=_HEDGE * alpha, horizon=horizon)
-    threshold = math.log(1 / (_HEDGE * alpha))
-
-    def first(side: int, outside: bool) -> int:
-        """The first index (from the low end for side 0, else from the high end) not excluded."""
-        low, high = 0, grid + 1
-        while low < high:
-            middle = (low + high) // 2
-            index = middle if side == 0 else grid - middle
-            if _ever_reaches(x, bets, float(candidates[index]), threshold, truncation)[side] == outside:
-                low = middle + 1
-            else:
-                high = middle
-        return low
-
-    below, above = first(0, True), first(1, True)
-    lower = float(candidates[max(below - 1, 0)])
-    upper = float(candidates[min(grid + 1 - above, grid)])
-    if lower > upper:  # both sides excluded everything: the point where they met
-        lower = upper = (lower + upper) / 2
-    return lower, upper
 
 
 class RunningBounds:
@@ -239,11 +104,11 @@ class RunningBounds:
         truncation: float = DEFAULT_TRUNCATION,
         grid: int = DEFAULT_GRID,
     ) -> None:
-        _check_options(confidence=confidence, low=-1.0, high=1.0, grid=grid, truncation=truncation)
-        self._x = _rescaled(values, low=-1.0, high=1.0)
+        check_options(confidence=confidence, low=-1.0, high=1.0, grid=grid, truncation=truncation)
+        self._x = rescaled(values, low=-1.0, high=1.0)
         alpha = 1 - confidence
-        self._bets = _plug_in_bets(self._x, alpha=_HEDGE * alpha, horizon=None)
-        self._threshold = math.log(1 / (_HEDGE * alpha))
+        self._bets = plug_in_bets(self._x, alpha=HEDGE * alpha, horizon=None)
+        self._threshold = math.log(1 / (HEDGE * alpha))
         self._truncation = truncation
         self._candidates = np.linspace(0.0, 1.0, grid + 1)
         self._log = (np.zeros(grid + 1), np.zeros(grid + 1))
@@ -258,7 +123,7 @@ class RunningBounds:
         above = np.zeros(0, dtype=np.int64)
         if last > self.count:
             x, bets = self._x[self.count : last], self._bets[self.count : last]
-            below, above = _excluded_counts(
+            below, above = excluded_counts(
                 x, bets=bets, candidates=self._candidates, threshold=self._threshold,
                 truncation=self._truncation, start=self._log,
             )  # fmt: skip
@@ -289,11 +154,11 @@ def _path(
     truncation: float,
     horizon: int | None,
 ) -> list[tuple[float, float]]:
-    _check_options(confidence=confidence, low=low, high=high, grid=grid, truncation=truncation)
-    x = _rescaled(values, low=low, high=high)
+    check_options(confidence=confidence, low=low, high=high, grid=grid, truncation=truncation)
+    x = rescaled(values, low=low, high=high)
     if x.size == 0:
         return []
-    lower, upper = _unit_bounds(x, alpha=1 - confidence, grid=grid, truncation=truncation, horizon=horizon)
+    lower, upper = unit_bounds(x, alpha=1 - confidence, grid=grid, truncation=truncation, horizon=horizon)
     width = high - low
     return [
         (low + width * lo, low + width * hi) for lo, hi in zip(lower.tolist(), upper.tolist(), strict=True)
@@ -406,12 +271,12 @@ def _final_interval(
 ) -> Interval | None:
     """The interval after all of `values`: the sequence's (bets for every time) or the fixed
     sample's (bets tuned to its size)."""
-    _check_options(confidence=confidence, low=low, high=high, grid=grid, truncation=truncation)
-    x = _rescaled(values, low=low, high=high)
+    check_options(confidence=confidence, low=low, high=high, grid=grid, truncation=truncation)
+    x = rescaled(values, low=low, high=high)
     if x.size == 0:
         return None
     horizon = None if sequence else x.size
-    lo, hi = _final_unit_bounds(x, alpha=1 - confidence, grid=grid, truncation=truncation, horizon=horizon)
+    lo, hi = final_unit_bounds(x, alpha=1 - confidence, grid=grid, truncation=truncation, horizon=horizon)
     method = method_name(confidence, sequence=sequence, grid=grid, truncation=truncation)
     return Interval(
         low=low + (high - low) * lo, high=low + (high - low) * hi, confidence=confidence, method=method
