@@ -1,8 +1,9 @@
-"""`quantgate.explore`: the public name of the run explorer, defined in `quantgate.analysis.explore`."""
+"""`quantgate.explore`: the public name of the run explorer, defined in `quantgate.analysis.explore`
+(one case side by side in `quantgate.analysis.case_diff`)."""
 
+from quantgate.analysis.case_diff import case_diff
 from quantgate.analysis.explore import (
     RunView,
-    case_diff,
     comparisons,
     failing_cases,
     field_accuracy,

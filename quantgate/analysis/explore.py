@@ -14,19 +14,15 @@ that was not measured is NaN in a frame and None elsewhere, never 0.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from evaluators.betting import CONFSEQ_TRUNCATION, betting_interval
 from evaluators.comparison import Comparison, compare_paired, regressions
-from evaluators.fields import FieldScore, no_output, score_fields
 from evaluators.latency import percentile
-from evaluators.schema import FieldSpec
 from quantgate.decide.checks import measure
 from quantgate.decide.decision import run_dataset
 from quantgate.inputs.dataset import Case, Dataset
@@ -312,72 +308,6 @@ def only_variant_fails(view: RunView) -> pd.DataFrame:
                 )  # fmt: skip
     columns = ["variant", "case_id", "field", "tags", "variant_score", "outcome"]
     return pd.DataFrame(rows, columns=[*columns, "reference_case_score", "variant_case_score"])
-
-
-def _values(
-    spec: FieldSpec, record: CaseRecord | None, gold: Mapping[str, Any] | None
-) -> dict[str, FieldScore]:
-    """Per field: gold (`expected`) and the record's value (`predicted`), flattened by the scorer."""
-    output = record.record if record is not None and _answered(record) else None
-    if gold is None:  # unlabeled: flatten the output against itself
-        gold = output
-    if output is None:
-        return no_output(spec, gold).fields
-    return score_fields(outputs=output, reference_outputs=gold or {}, schema=spec).fields
-
-
-def case_diff(view: RunView, *, case_id: str, variant: str) -> pd.DataFrame:
-    """Gold, reference output and variant output of one case side by side, one row per field.
-
-    Columns: gold, reference, variant (the values), reference_answered and
-    variant_answered (whether each side gave a valid record; if not, its values are None),
-    reference_score, variant_score, outcome (the variant's), agreement (field agreement
-    with the reference), wrong (the variant scores below 1 against gold) and differs (its
-    value differs from the reference's).
-
-    Raises:
-        KeyError: The case or the variant has no record in this run.
-        ValueError: The run's cases are not available.
-    """
-    case = view.case(case_id)
-    if view.dataset is None or case is None:
-        raise ValueError(f"{view.run.directory}: the run's copy of case {case_id!r} is not available")
-    own = view.records[variant][case_id]
-    ref = view.records.get(view.reference, {}).get(case_id)
-    spec = view.dataset.spec
-    mine, theirs = _values(spec, own, case.expected), _values(spec, ref, case.expected)
-    rows = []
-    for field in mine:
-        score = own.fields.get(field)
-        agreement = (own.agreement_fields or {}).get(field)  # None for the reference itself
-        value, ref_value = mine[field].predicted, theirs[field].predicted
-        rows.append(
-            {
-                "field": field,
-                "gold": mine[field].expected if case.expected is not None else None,
-                "reference": ref_value,
-                "variant": value,
-                "reference_answered": _answered(ref),
-                "variant_answered": _answered(own),
-                "reference_score": ref.fields.get(field) if ref is not None else None,
-                "variant_score": score,
-                "outcome": own.outcomes.get(field),
-                "agreement": agreement,
-                "wrong": score is not None and score < 1.0,
-                "differs": agreement < 1.0 if agreement is not None else _dumps(value) != _dumps(ref_value),
-            }
-        )
-    kinds: dict[str, type] = {"reference_score": float, "variant_score": float, "agreement": float}
-    kinds |= dict.fromkeys(["reference_answered", "variant_answered", "wrong", "differs"], bool)
-    return pd.DataFrame(rows, dtype=object).astype(kinds).set_index("field")  # a null value stays None
-
-
-def _answered(record: CaseRecord | None) -> bool:
-    return record is not None and record.valid and record.record is not None
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def pareto_frontier(*, memory: Mapping[str, float | None], accuracy: Mapping[str, float | None]) -> list[str]:

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from quantgate.analysis.explore import RunView, case_diff, failing_cases, load_run_view, only_variant_fails
+from quantgate.analysis.case_diff import case_diff
+from quantgate.analysis.explore import RunView, failing_cases, load_run_view, only_variant_fails
 from quantgate.analysis.summary_table import BASELINE_NOTE, below_baseline, summary_rows
 from quantgate.decide.costs import cost_rows
 from quantgate.embeddings.table import embedding_rows
