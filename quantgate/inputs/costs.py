@@ -14,6 +14,9 @@ not counted, never as 0):
     extractions_per_hour = 500         # the traffic the node serves (none: it is always busy)
 
 `review_per_case` and `review_per_field` are two ways of pricing the same review: give one.
+Values are typed strictly (a price is a TOML number, never a string or a boolean; an integer is
+taken as a float), finite, and at most `MAX_PRICE`; `extractions_per_hour` is at least
+`MIN_TRAFFIC`, so that no cost per 1,000 extractions can overflow to infinity.
 """
 
 from __future__ import annotations
@@ -25,12 +28,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from quantgate.inputs.tomlfile import read_toml, validation_message
 
-__all__ = ["ANY_FIELD", "CostsError", "Prices", "load_prices"]
+__all__ = ["ANY_FIELD", "MAX_PRICE", "MIN_TRAFFIC", "CostsError", "Prices", "load_prices"]
 
 ANY_FIELD = "*"
 """The key of `review_per_field` that prices every field not named."""
 
-Price = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+MAX_PRICE = 1e12
+"""The largest price a costs file may give: far above any real one, far below a double's overflow."""
+MIN_TRAFFIC = 1e-6
+"""The smallest `extractions_per_hour` (one extraction in 114 years): traffic divides the node time."""
+
+Price = Annotated[float, Field(ge=0.0, le=MAX_PRICE)]
 
 
 class CostsError(ValueError):
@@ -40,7 +48,7 @@ class CostsError(ValueError):
 class Prices(BaseModel):
     """What things cost a team (see the module docstring for the file)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     format_version: Literal[1] = 1
     currency: str = ""
@@ -50,7 +58,7 @@ class Prices(BaseModel):
     node_per_hour: Price | None = None
     memory_per_gib_hour: Price | None = None
     energy_per_1k_tokens: Price | None = None
-    extractions_per_hour: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] | None = None
+    extractions_per_hour: Annotated[float, Field(ge=MIN_TRAFFIC, le=MAX_PRICE)] | None = None
 
     @model_validator(mode="after")
     def _one_review_price(self) -> Prices:

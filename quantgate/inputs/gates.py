@@ -17,7 +17,9 @@ A gates file is flat TOML; every key is optional and falls back to the default b
     min_slice_cases = 20
     confidence = 0.95
 
-Accuracy, validity and rates are fractions in [0, 1]. A gate is switched off by leaving
+Values are typed strictly: a number must be a TOML number (`"0.05"` and `true` are refused, an
+integer is taken as a float) and finite (no `inf` or `nan`). Accuracy, validity and rates are
+fractions in [0, 1]. A gate is switched off by leaving
 its threshold unset (the memory, latency and embedding gates are off by default) or, for a default
 gate, by setting it to its loosest value (1.0 for a drop or a rate, 0.0 for validity).
 """
@@ -67,7 +69,7 @@ class Gates(BaseModel):
         confidence: Coverage of every confidence interval.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     format_version: Literal[1] = 1
     max_accuracy_drop: Fraction | None = 0.05

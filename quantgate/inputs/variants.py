@@ -30,7 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from quantgate.inputs.dataset import validation_problems
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:+\-]*$")
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+\-]*")
+"""A variant name, matched whole (`fullmatch`: `$` would let a final newline through)."""
 
 
 class VariantSpecError(ValueError):
@@ -91,7 +92,7 @@ class Variant(VariantSpec):
     """One model variant as a run uses it: its spec and, for the `langchain` backend only,
     the chat model itself (`chat_model`) or an embeddings object (`embeddings`), never serialized."""
 
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, strict=True, allow_inf_nan=False)
 
     chat_model: BaseChatModel | None = Field(default=None, exclude=True)
     embeddings: Embeddings | None = Field(default=None, exclude=True)
@@ -99,7 +100,7 @@ class Variant(VariantSpec):
     @field_validator("name")
     @classmethod
     def _valid_name(cls, value: str) -> str:
-        if not _NAME_RE.match(value):
+        if not _NAME_RE.fullmatch(value):
             raise ValueError(f"{value!r}: use letters, digits and _ . : + - (no spaces or slashes)")
         return value
 
@@ -119,9 +120,9 @@ class Variant(VariantSpec):
 
 
 class VariantSet(BaseModel):
-    """The contents of a variants TOML file."""
+    """The contents of a variants TOML file (typed strictly: `shards = "2"` or `true` is refused)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     format_version: Literal[1] = 1
     reference: str | None = None

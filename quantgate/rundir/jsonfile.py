@@ -46,10 +46,13 @@ def write_json(path: Path, value: Any) -> None:
     Raises:
         RunWriteError: The file could not be written (the previous version is left as it was).
     """
+    # allow_nan=False: `Infinity` or `NaN` is no JSON (Node's JSON.parse refuses it), so a figure
+    # that is not finite fails here (ValueError), loudly, before the file is touched
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str, allow_nan=False)
     partial = path.with_name(path.name + ".partial")
     try:
         with partial.open("w", encoding="utf-8") as handle:
-            handle.write(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())  # on disk before the rename: a power cut leaves the old file or the new
         os.replace(partial, path)

@@ -3,6 +3,9 @@ signal, and the tables in decision.md and the report."""
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from pathlib import Path
 
 import pytest
@@ -12,12 +15,12 @@ from quantgate.cli import main
 from quantgate.cli.main import EXIT_USAGE
 from quantgate.decide.costs import load_level
 from quantgate.decide.decision import decide, load_decision
-from quantgate.inputs.costs import Prices
+from quantgate.inputs.costs import MAX_PRICE, MIN_TRAFFIC, Prices
 from quantgate.inputs.gates import Gates
 from quantgate.production.guard import OnlineGuard
 from quantgate.rundir.files import SUMMARY_FILE
 from quantgate.rundir.load import LoadLevelEntry, LoadSection, LoadVariantEntry
-from quantgate.rundir.store import read_summary, write_model
+from quantgate.rundir.store import read_summary, write_json, write_model
 from tests.quantgate.evaluate.slow_backend import write_inputs
 from tests.quantgate.run_factory import make_run
 
@@ -186,3 +189,31 @@ def test_run_takes_costs_and_checks_the_file_before_the_run(tmp_path, capsys):
     retries = decision.costs.variants["slow"].ingredient("retries")
     assert retries.per_1000 == 0.0  # every case answered at the first call
     assert "expected cost per 1,000 extractions" in capsys.readouterr().out
+
+
+def test_the_largest_prices_at_the_least_traffic_give_finite_json(run):
+    """A node price of 1e308 made `Infinity` in decision.json (no JSON to Node) and `inf` in
+    decision.md; prices are capped, so every cost is finite and the files are strict JSON."""
+    top = Prices(
+        review_per_case=MAX_PRICE,
+        retry_call=MAX_PRICE,
+        node_per_hour=MAX_PRICE,
+        memory_per_gib_hour=MAX_PRICE,
+        energy_per_1k_tokens=MAX_PRICE,
+        extractions_per_hour=MIN_TRAFFIC,
+    )
+    decision = decide(run, GATES, prices=top)
+    assert decision.costs is not None
+    assert all(math.isfinite(c.total_per_1000 or 0.0) for c in decision.costs.variants.values())
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} in decision.json")
+
+    json.loads((run / "decision.json").read_text(), parse_constant=refuse)
+    assert not re.search(r"\binf\b|\bnan\b", (run / "decision.md").read_text(), re.IGNORECASE)
+
+
+def test_a_figure_that_is_not_finite_is_never_written(tmp_path):
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        write_json(tmp_path / "decision.json", {"total": float("inf")})
+    assert list(tmp_path.iterdir()) == []  # neither the file nor a partial one

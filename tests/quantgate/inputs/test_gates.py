@@ -33,6 +33,12 @@ def test_file_values_and_overrides_on_top(tmp_path: Path) -> None:
         ("max_accuracy_drop = 5\n", "max_accuracy_drop: Input should be less than or equal to 1"),
         ("max_acuracy_drop = 0.1\n", "max_acuracy_drop: Extra inputs are not permitted"),
         ("max_accuracy_drop = \n", "not valid TOML"),
+        # strict types: `true` was read as 1.0 and switched the gate off; a string was read as a number
+        ("max_accuracy_drop = true\n", "max_accuracy_drop: Input should be a valid number"),
+        ('max_accuracy_drop = "0.05"\n', "max_accuracy_drop: Input should be a valid number"),
+        ("min_cases = 30.0\n", "min_cases: Input should be a valid integer"),
+        ("max_memory_mb = inf\n", "max_memory_mb: Input should be a finite number"),
+        ("max_p95_latency_s = nan\n", "max_p95_latency_s: Input should be a finite number"),
     ],
 )
 def test_bad_files_name_the_file_and_key(tmp_path: Path, text: str, message: str) -> None:
@@ -42,6 +48,14 @@ def test_bad_files_name_the_file_and_key(tmp_path: Path, text: str, message: str
         load_gates(path)
     assert str(path) in str(caught.value)
     assert message in str(caught.value)
+
+
+def test_an_integer_is_taken_for_a_float(tmp_path: Path) -> None:
+    path = tmp_path / "gates.toml"
+    path.write_text("max_accuracy_drop = 0\nmax_memory_mb = 600\n")
+    gates = load_gates(path)
+    assert gates.max_accuracy_drop == 0.0
+    assert gates.max_memory_mb == 600.0
 
 
 def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:

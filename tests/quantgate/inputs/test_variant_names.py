@@ -47,3 +47,21 @@ def test_files_that_cannot_run_together_are_a_variant_spec_error(tmp_path):
     message = str(raised.value)
     assert message.startswith(f"--variants {first} {second}: the variants must share one grammar_engine")
     assert "\n" not in message
+
+
+@pytest.mark.parametrize("name", ["Q2_K\n", "Q2_K\r", "Q2_K\n\nx", "\nQ2_K"])
+def test_a_name_with_a_line_break_is_refused(tmp_path, name):
+    """`$` matches before a final newline: the name is matched whole, or `Q2_K\\n` passed."""
+    path = tmp_path / "v.toml"
+    path.write_text(f'[[variants]]\nname = {name!r}\nbackend = "ollama"\nmodel = "x"\n'.replace("'", '"'))
+    with pytest.raises(VariantSpecError, match=r"variants\[0\]\.name: .*use letters, digits"):
+        load_variants_file(path)
+
+
+@pytest.mark.parametrize(("line", "key"), [('shards = "2"', "shards"), ("shards = true", "shards"),
+                                           ("file_size_bytes = 1.5", "file_size_bytes")])  # fmt: skip
+def test_loose_types_are_refused(tmp_path, line, key):
+    path = tmp_path / "v.toml"
+    path.write_text(A + line + "\n")
+    with pytest.raises(VariantSpecError, match=rf"variants\[0\]\.{key}: Input should be a valid integer"):
+        load_variants_file(path)
