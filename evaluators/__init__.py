@@ -65,8 +65,10 @@ from evaluators.statistics import (
     mcnemar_exact,
     proportion_interval,
 )
+from evaluators.validation import MAX_DEPTH, PatternError, SchemaValidator, check_schema, too_deep
 
 __all__ = [
+    "MAX_DEPTH",
     "AgreementSummary",
     "BaselineScore",
     "BaselineScores",
@@ -89,8 +91,10 @@ __all__ = [
     "MatchOptions",
     "PairedCase",
     "PairedDelta",
+    "PatternError",
     "Regression",
     "SchemaSupportError",
+    "SchemaValidator",
     "SequentialDrop",
     "SequentialStatus",
     "SetScore",
@@ -106,6 +110,7 @@ __all__ = [
     "betting_interval",
     "bootstrap_interval",
     "case_language",
+    "check_schema",
     "compare_paired",
     "confidence_sequence",
     "confidence_sequence_path",
@@ -137,6 +142,7 @@ __all__ = [
     "summarize_load",
     "summarize_token_fidelity",
     "token_fidelity",
+    "too_deep",
     "top_k_kld",
     "top_logprob_fidelity",
 ]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from evaluators.validation import MAX_DEPTH, SchemaValidator, too_deep
 
 _FENCE_RE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", re.DOTALL)
 
@@ -107,16 +107,23 @@ def parse_json_output(raw: str) -> tuple[Any, FormatError | None]:
 
 @dataclass(frozen=True, kw_only=True)
 class FormatEvaluator:
-    """Checks outputs against one schema; the validator is built once and reused."""
+    """Checks outputs against one schema; the validator is built once and reused.
+
+    Patterns are matched with RE2 (`evaluators.validation`): a schema whose patterns are not RE2
+    syntax raises `PatternError` here; `validation.check_schema` refuses it first.
+    """
 
     schema: Mapping[str, Any]
 
     @cached_property
-    def _validator(self) -> Draft202012Validator:
-        return Draft202012Validator(self.schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    def _validator(self) -> Any:
+        return SchemaValidator(self.schema, format_checker=SchemaValidator.FORMAT_CHECKER)
 
     def schema_errors(self, value: Any, prefix: str = "") -> list[FormatError]:
-        """Every schema violation of `value`, in document order."""
+        """Every schema violation of `value`, in document order; a value nested deeper than
+        `MAX_DEPTH` is one error, found before the validator recurses into it."""
+        if too_deep(value):
+            return [FormatError(path=prefix or "<root>", message=f"nested more than {MAX_DEPTH} levels deep")]
         errors = sorted(self._validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
         return [FormatError(path=error_path(e.absolute_path, prefix), message=e.message) for e in errors]
 

@@ -8,6 +8,7 @@ rewrites it into the supported subset: references inlined (with langchain-core's
 added to an `enum`), and every object's properties all `required` with no additional
 properties, so that the model always writes every key, as the dataset format asks. A
 JSON Schema given as a dict is taken as it is. Either way the result is checked with
+`evaluators.check_schema` (nesting, RE2 patterns, the metaschema) and
 `evaluators.schema.parse_schema`, which names any construct left unsupported.
 """
 
@@ -17,10 +18,11 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from jsonschema.exceptions import SchemaError
 from langchain_core.utils.json_schema import dereference_refs
 from pydantic import BaseModel
 
-from evaluators.schema import parse_schema
+from evaluators import SchemaSupportError, check_schema, error_path, parse_schema
 
 RecordType = type[BaseModel] | Mapping[str, Any]
 """What a user may give as the record's schema: a pydantic model class or a JSON Schema."""
@@ -37,16 +39,28 @@ def record_schema(schema: RecordType) -> dict[str, Any]:
 
     Raises:
         SchemaSupportError: The schema (or the model's) uses a construct quantgate cannot
-            prompt or score, such as a union of two non-null types; the error names the field.
+            prompt or score, such as a union of two non-null types, a pattern that is not RE2
+            syntax, or nesting deeper than `evaluators.MAX_DEPTH`; the error names the field.
     """
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         resolved = dereference_refs(schema.model_json_schema())
         resolved.pop("$defs", None)
         converted: dict[str, Any] = _simplify(resolved)
+        _check(converted)
     else:
+        _check(schema)  # before the copy, which recurses
         converted = copy.deepcopy(dict(schema))
     parse_schema(converted)
     return converted
+
+
+def _check(schema: Mapping[str, Any]) -> None:
+    """`check_schema`'s refusal as a `SchemaSupportError` naming the place in the schema."""
+    try:
+        check_schema(schema)
+    except SchemaError as exc:
+        path = error_path(exc.absolute_path)
+        raise SchemaSupportError("" if path == "<root>" else path, exc.message) from None
 
 
 def _simplify(node: Any) -> Any:
