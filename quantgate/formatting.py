@@ -1,16 +1,41 @@
-"""How quantgate shows numbers as text: one place for every table, report and message.
+"""How quantgate shows numbers and text: one place for every table, report and message.
 
 The lowest layer: it imports nothing from quantgate, so any module may use it. Each function
-shows a figure that was not measured (None) as `MISSING`.
+shows a figure that was not measured (None) as `MISSING`. `terminal_text` makes a user's
+string (a case id, a name, a message quoting them) safe to print on a terminal.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 MISSING = "—"
 """A figure that was not measured."""
+
+_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_UNSAFE_IN_LINES = re.compile(f"[{_CONTROLS}]")
+_UNSAFE = re.compile(f"[\t\n{_CONTROLS}]")
+
+
+def terminal_text(text: object, *, lines: bool = False) -> str:
+    """`text` safe to print on a terminal: each control character as its escape (`\\x1b`).
+
+    A case id or a name from a user's file could otherwise clear the screen, move the cursor
+    over earlier lines or set the window title (ESC, CSI, BEL), turn the text around (bidi
+    controls) or stop the print (a lone surrogate cannot be encoded).
+
+    Args:
+        text: Anything; its `str`.
+        lines: Keep line breaks and tabs (a multi-line message); otherwise they are escaped
+            too, as they break a table's row or a one-line message.
+
+    Returns:
+        E.g. `"a\\x1b[2Jb"` for `"a\x1b[2Jb"`.
+    """
+    pattern = _UNSAFE_IN_LINES if lines else _UNSAFE
+    return pattern.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
 
 
 class Interval(Protocol):
@@ -125,7 +150,9 @@ def compact(value: float) -> str:
 
 
 def text_table(rows: Sequence[Sequence[str]]) -> list[str]:
-    """Rows (the first a header) as fixed-width text lines, the header underlined."""
+    """Rows (the first a header) as fixed-width text lines, the header underlined; each cell
+    through `terminal_text`."""
+    rows = [[terminal_text(cell) for cell in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.insert(1, "-" * len(lines[0]))

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
+from quantgate.formatting import terminal_text
 from quantgate.inputs.costs import Prices, load_prices
 from quantgate.inputs.dataset import Dataset, load_dataset
 from quantgate.inputs.gates import GATE_KEYS, Gates, load_gates
@@ -93,7 +94,7 @@ def cli_dataset(name: str, skip_invalid_cases: bool) -> Dataset:
     """Load a dataset by directory or bundled name, printing its warnings to stderr."""
     dataset = load_dataset(name, skip_invalid_cases=skip_invalid_cases)
     for warning in dataset.warnings:
-        print(f"warning: {dataset.path}/{warning}", file=sys.stderr)
+        print(terminal_text(f"warning: {dataset.path}/{warning}"), file=sys.stderr)
     return dataset
 
 
@@ -276,6 +277,11 @@ def _break_even_line(decision: Decision) -> str:
     )
 
 
+def _say(line: str) -> None:
+    """Print a line that quotes names from the user's files, its control characters escaped."""
+    print(terminal_text(line))
+
+
 def report_decision(
     run_dir: Path,
     gates: Gates,
@@ -297,18 +303,18 @@ def report_decision(
             detail = "every gate passes" if section.passes else "; ".join(unsettled) or section.status
             if section.sequential is not None:
                 detail += f" ({sequential_note(section.sequential, is_reference=section.is_reference)})"
-            print(f"  {name:<10} {section.verdict:<12} {detail}")
+            _say(f"  {name:<10} {section.verdict:<12} {detail}")
             if section.open is not None:
-                print(f"  {'':<10} {'':<12} {section.open.message}")
+                _say(f"  {'':<10} {'':<12} {section.open.message}")
         if decision.costs is not None:
             print("expected cost per 1,000 extractions (in parentheses: minus the reference's, interval):")
             print("\n".join("  " + line for line in text_table(cost_rows(decision.costs))))
-            print(_break_even_line(decision))
-        print(f"decision: {_decision_line(decision)} (exit status {decision.exit_status})")
+            _say(_break_even_line(decision))
+        _say(f"decision: {_decision_line(decision)} (exit status {decision.exit_status})")
         resume = _resume_line(decision, run_dir)
         if resume:
-            print(resume)
-        print(f"decision record: {run_dir / DECISION_MD}")
+            _say(resume)
+        _say(f"decision record: {run_dir / DECISION_MD}")
     return decision.exit_status
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from quantgate.cli.common import add_gate_flags, cli_gates
 from quantgate.evaluate.predictions import dump_json
+from quantgate.formatting import terminal_text
 
 if TYPE_CHECKING:
     from quantgate.cli.common import Commands
@@ -23,8 +24,11 @@ def _compare(args: argparse.Namespace) -> int:
         for side, run_dir in (("a", args.run_a), ("b", args.run_b)):
             completeness = Completeness(problems=tuple(result["incomplete"][side]))
             if not completeness.complete:
-                print(f"quantgate: warning: {run_dir}: {completeness.notice()}", file=sys.stderr)
-    print(dump_json(result) if args.json else render_comparison(result))
+                print(
+                    terminal_text(f"quantgate: warning: {run_dir}: {completeness.notice()}", lines=True),
+                    file=sys.stderr,
+                )
+    print(dump_json(result) if args.json else terminal_text(render_comparison(result), lines=True))
     return 0
 
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from quantgate.formatting import terminal_text
 from quantgate.inputs.dataset import bundled_datasets, check_dataset, load_dataset, resolve_dataset
 
 if TYPE_CHECKING:
@@ -20,20 +21,20 @@ def _check(args: argparse.Namespace) -> int:
         try:
             path = resolve_dataset(name)
         except FileNotFoundError as exc:
-            print(f"{name}: {exc}", file=sys.stderr)
+            print(terminal_text(f"{name}: {exc}"), file=sys.stderr)
             failed = True
             continue
         dataset, problems = check_dataset(path)
         for problem in problems:
-            print(f"{problem.severity}: {path}/{problem}", file=sys.stderr)
+            print(terminal_text(f"{problem.severity}: {path}/{problem}"), file=sys.stderr)
         if dataset is None:
             errors = sum(p.severity == "error" for p in problems)
-            print(f"FAIL {path}: {errors} error(s)")
+            print(terminal_text(f"FAIL {path}: {errors} error(s)"))
             failed = True
         else:
             labeled = sum(c.expected is not None for c in dataset.cases)
             counts = f"{len(dataset.cases)} cases ({labeled} labeled), {len(dataset.examples)} examples"
-            print(f"ok   {path}: {counts}")
+            print(terminal_text(f"ok   {path}: {counts}"))
             _say_unenforced(path, dataset.schema)
     return 1 if failed else 0
 
@@ -45,10 +46,8 @@ def _say_unenforced(path: Path, schema: Mapping[str, Any]) -> None:
 
     for engine in GRAMMAR_ENGINES:
         for keyword in unenforced_keywords(schema, engine=engine):
-            print(
-                f"warning: {path}/schema.json: the {engine} grammar does not enforce {keyword}",
-                file=sys.stderr,
-            )
+            warning = f"warning: {path}/schema.json: the {engine} grammar does not enforce {keyword}"
+            print(terminal_text(warning), file=sys.stderr)
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from quantgate.cli.common import add_cost_flags, add_gate_flags, cli_costs, cli_gates, report_decision
+from quantgate.formatting import terminal_text
 
 if TYPE_CHECKING:
     from quantgate.cli.common import Commands
@@ -23,7 +24,10 @@ def _decide(args: argparse.Namespace) -> int:
     completeness = run_completeness(run_dir)
     if not completeness.complete:
         severity = "warning" if args.allow_incomplete else "error"
-        print(f"quantgate: {severity}: {run_dir}: {completeness.notice()}", file=sys.stderr)
+        print(
+            terminal_text(f"quantgate: {severity}: {run_dir}: {completeness.notice()}", lines=True),
+            file=sys.stderr,
+        )
         if not args.allow_incomplete:
             status = EXIT_STATUS["incomplete_run"]
             resume = f"go on with: quantgate run --resume {run_dir}; " if completeness.resumable else ""

@@ -15,6 +15,7 @@ from quantgate.cli.common import (
     cli_variants,
     positive_int,
 )
+from quantgate.formatting import terminal_text
 from quantgate.rundir.embeddings import DEFAULT_K
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def _embed(args: argparse.Namespace) -> int:
     if args.json:
         print(dump_json({"run_dir": str(run_dir), **document.model_dump(mode="json")}))
     else:
-        print(embeddings_table(document))
+        print(terminal_text(embeddings_table(document), lines=True))
         print(f"\nembeddings.json and the Qdrant store are in {run_dir}")
     return 0 if _all_embedded(document) else 1
 
@@ -57,7 +58,10 @@ def _embed(args: argparse.Namespace) -> int:
 def _all_embedded(document: EmbeddingsFile) -> bool:
     skipped = [v.name for v in document.variants if v.status != "ok"]
     if skipped:
-        print(f"quantgate: {len(skipped)} variant(s) could not embed: {', '.join(skipped)}", file=sys.stderr)
+        print(
+            terminal_text(f"quantgate: {len(skipped)} variant(s) could not embed: {', '.join(skipped)}"),
+            file=sys.stderr,
+        )
     return not skipped
 
 

@@ -17,6 +17,7 @@ from quantgate.cli.common import (
     cli_variants,
 )
 from quantgate.evaluate.predictions import dump_json
+from quantgate.formatting import terminal_text
 from quantgate.inputs.dataset import Dataset
 from quantgate.rundir.files import LOAD_FILE
 
@@ -60,7 +61,7 @@ def load_into(
     if not quiet:
         section = load_run(run_dir).summary.load
         if section is not None:
-            print(render_load(section))
+            print(terminal_text(render_load(section), lines=True))
         print(f"load records: {run_dir / LOAD_FILE}")
     return run_dir
 

@@ -22,6 +22,7 @@ from quantgate.cli import (
     serve,
 )
 from quantgate.evaluate.signals import Interrupted, stop_on_signals
+from quantgate.formatting import terminal_text
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -67,10 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return int(args.handler(args))
         except (FileNotFoundError, ValueError) as exc:  # bad input, named in the message
-            print(f"quantgate: error: {exc}", file=sys.stderr)
+            print(f"quantgate: error: {terminal_text(exc, lines=True)}", file=sys.stderr)
             return EXIT_USAGE
         except RuntimeError as exc:  # the work itself failed (a run that cannot be decided, ...)
-            print(f"quantgate: error: {exc}", file=sys.stderr)
+            print(f"quantgate: error: {terminal_text(exc, lines=True)}", file=sys.stderr)
             return EXIT_FAILURE
         except KeyboardInterrupt as exc:
             return _interrupted(exc)
@@ -84,7 +85,7 @@ def _interrupted(exc: KeyboardInterrupt) -> int:
     where = ""
     if exc.run_dir is not None:
         where = f"; the run so far is in {exc.run_dir} (go on with: quantgate run --resume {exc.run_dir})"
-    print(f"quantgate: {exc}{where}", file=sys.stderr)
+    print(terminal_text(f"quantgate: {exc}{where}"), file=sys.stderr)
     return exc.exit_status
 
 

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from quantgate.formatting import terminal_text
+
 if TYPE_CHECKING:
     from quantgate.cli.common import Commands
 
@@ -18,7 +20,10 @@ def _report(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     completeness = run_completeness(run_dir)
     if not completeness.complete:
-        print(f"quantgate: warning: {run_dir}: {completeness.notice()}", file=sys.stderr)
+        print(
+            terminal_text(f"quantgate: warning: {run_dir}: {completeness.notice()}", lines=True),
+            file=sys.stderr,
+        )
     print(write_report(run_dir, max_failures=args.max_failures))
     return 0
 

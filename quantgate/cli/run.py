@@ -31,6 +31,7 @@ from quantgate.cli.common import (
 from quantgate.cli.load import add_load_flags, load_into, load_options
 from quantgate.evaluate.options import DEFAULT_TOKEN_FIDELITY_CASES
 from quantgate.evaluate.predictions import dump_json
+from quantgate.formatting import terminal_text
 from quantgate.rundir.embeddings import DEFAULT_K
 
 if TYPE_CHECKING:
@@ -125,14 +126,16 @@ def _conclude(run_dir: Path, gates: Gates, args: argparse.Namespace) -> int:
     if args.json:
         print(dump_json(summary.model_dump(mode="json")))
     else:
-        print(render_summary(summary))
-        print(f"run directory: {run_dir}")
+        print(terminal_text(render_summary(summary), lines=True))
+        print(terminal_text(f"run directory: {run_dir}"))
     prices, recommend_by = cli_costs(args)
     status = report_decision(run_dir, gates, quiet=args.json, prices=prices, recommend_by=recommend_by)
     completeness = run_completeness(run_dir)
     if completeness.complete:
         return status
-    print(f"quantgate: warning: {run_dir}: {completeness.notice()}", file=sys.stderr)
+    print(
+        terminal_text(f"quantgate: warning: {run_dir}: {completeness.notice()}", lines=True), file=sys.stderr
+    )
     return EXIT_STATUS["incomplete_run"]
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from quantgate.cli.common import cli_dataset
 from quantgate.evaluate.predictions import dump_json, read_predictions, render_report, score_predictions
+from quantgate.formatting import terminal_text
 
 if TYPE_CHECKING:
     from quantgate.cli.common import Commands
@@ -18,9 +19,9 @@ def _score(args: argparse.Namespace) -> int:
     dataset = cli_dataset(args.dataset, args.skip_invalid_cases)
     predictions, problems = read_predictions(Path(args.predictions))
     for problem in problems:
-        print(problem, file=sys.stderr)
+        print(terminal_text(problem), file=sys.stderr)
     report = score_predictions(dataset, predictions)
-    print(dump_json(report.as_dict()) if args.json else render_report(report))
+    print(dump_json(report.as_dict()) if args.json else terminal_text(render_report(report), lines=True))
     return 1 if any(p.severity == "error" for p in problems) else 0
 
 

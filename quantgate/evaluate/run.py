@@ -23,6 +23,7 @@ from quantgate.evaluate.resume import read_back
 from quantgate.evaluate.rounds import evaluate_in_rounds
 from quantgate.evaluate.session import RunSession, evaluate_all
 from quantgate.evaluate.signals import note_run_dir, stop_on_signals
+from quantgate.formatting import terminal_text
 from quantgate.inputs.dataset import Case, Dataset, write_dataset
 from quantgate.inputs.examples import ChosenExamples, choose_examples
 from quantgate.inputs.variants import Variant, VariantSet
@@ -88,7 +89,7 @@ def _examples(dataset: Dataset, options: RunOptions) -> ChosenExamples:
     chosen = choose_examples(dataset, options.examples)
     for note in (chosen.message, chosen.warning and f"warning: {chosen.warning}"):
         if note:
-            print(f"quantgate: {note}", file=sys.stderr)
+            print(f"quantgate: {terminal_text(note)}", file=sys.stderr)  # case ids, as given
     return chosen
 
 

@@ -7,7 +7,18 @@ from pathlib import Path
 import pytest
 
 import quantgate.formatting
-from quantgate.formatting import MISSING, compact, figure, fixed, interval_points, number, percent, points
+from quantgate.formatting import (
+    MISSING,
+    compact,
+    figure,
+    fixed,
+    interval_points,
+    number,
+    percent,
+    points,
+    terminal_text,
+    text_table,
+)
 
 
 @dataclass(frozen=True)
@@ -80,3 +91,29 @@ def test_formatting_imports_nothing_from_quantgate():
     imported += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert "typing" in imported
     assert not [name for name in imported if name.split(".")[0] in ("quantgate", "graphs", "evaluators")]
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("c1\x1b[2J\x1b]0;owned\x07", "c1\\x1b[2J\\x1b]0;owned\\x07"),  # clear screen, window title, bell
+        ("a\rb\nc\td", "a\\rb\\nc\\td"),  # a line break or tab breaks a table's row
+        ("\x9b31m\x7f", "\\x9b31m\\x7f"),  # C1 control (8-bit CSI), DEL
+        ("abc\u202edef\u2066", "abc\\u202edef\\u2066"),  # bidi overrides turn the text around
+        ("lone \ud800", "lone \\ud800"),  # a lone surrogate cannot even be printed
+        ("Größe 日本 — ok", "Größe 日本 — ok"),  # printable text is left as it is
+    ],
+)
+def test_terminal_text_escapes_control_characters(text, shown):
+    assert terminal_text(text) == shown
+    shown.encode("utf-8")  # printable, whatever the terminal's encoding of Unicode
+
+
+def test_terminal_text_can_keep_line_breaks_and_tabs():
+    assert terminal_text("one\n\ttwo\x1b[A\r", lines=True) == "one\n\ttwo\\x1b[A\\r"
+
+
+def test_text_table_escapes_every_cell():
+    lines = text_table([["variant", "case"], ["Q4\x1b[2J", "c\n1"]])
+    assert lines[2] == "Q4\\x1b[2J  c\\n1"
+    assert "\x1b" not in "".join(lines)
