@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from jsonschema.exceptions import SchemaError
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from evaluators import (
     FieldSpec,
@@ -27,6 +27,7 @@ from evaluators import (
     loads_json,
     parse_schema,
 )
+from quantgate.inputs.utf8 import utf8_encodable
 
 SCHEMA_FILE = "schema.json"
 CASES_FILE = "cases.jsonl"
@@ -40,8 +41,8 @@ def _not_blank(value: str) -> str:
     return value
 
 
-Text = Annotated[str, AfterValidator(_not_blank)]
-"""A case's or document's text: anything but empty or blank."""
+Text = Annotated[str, BeforeValidator(utf8_encodable), AfterValidator(_not_blank)]
+"""A case's or document's text: anything but empty or blank, and encodable as UTF-8."""
 
 
 class Case(BaseModel):
@@ -49,10 +50,10 @@ class Case(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = Field(min_length=1)
+    id: Annotated[str, Field(min_length=1), BeforeValidator(utf8_encodable)]
     text: Text
-    expected: dict[str, Any] | None = None
-    tags: tuple[str, ...] = ()
+    expected: Annotated[dict[str, Any] | None, BeforeValidator(utf8_encodable)] = None
+    tags: tuple[Annotated[str, BeforeValidator(utf8_encodable)], ...] = ()
 
     @property
     def lang(self) -> str | None:
@@ -163,6 +164,11 @@ def _read_schema(path: Path, problems: list[Problem]) -> tuple[dict[str, Any], F
         problems.append(Problem(file=SCHEMA_FILE, message="the schema must be a JSON object"))
         return None
     try:
+        utf8_encodable(schema)
+    except ValueError as exc:
+        problems.append(Problem(file=SCHEMA_FILE, message=str(exc)))
+        return None
+    try:
         check_schema(schema)  # nesting bounded, patterns in RE2 syntax, then the metaschema
     except SchemaError as exc:
         field = error_path(exc.absolute_path)
@@ -242,6 +248,12 @@ def _read_cases(
                 problems.append(Problem(file=file.name, line=lineno, field=error.path, message=error.message))
         cases.append((lineno, case))
     return cases
+
+
+def data_file_hashes(path: str | Path) -> dict[str, str]:
+    """The sha256 of each data file of a dataset directory (schema, cases, examples) it holds."""
+    files = [Path(path) / name for name in (SCHEMA_FILE, CASES_FILE, EXAMPLES_FILE)]
+    return {file.name: hashlib.sha256(file.read_bytes()).hexdigest() for file in files if file.is_file()}
 
 
 def _sha256(path: Path) -> str:
@@ -360,15 +372,25 @@ def write_dataset(
         card: The README.md text.
 
     Returns:
-        The directory.
+        The directory (an `OSError`, on a full disk, names the file it could not write).
     """
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
-    (root / SCHEMA_FILE).write_text(json.dumps(schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (root / CASES_FILE).write_text(_jsonl(cases), encoding="utf-8")
+    _write_text(root / SCHEMA_FILE, json.dumps(schema, indent=2, ensure_ascii=False) + "\n")
+    _write_text(root / CASES_FILE, _jsonl(cases))
     example_text = _jsonl(examples)
     if example_text:
-        (root / EXAMPLES_FILE).write_text(example_text, encoding="utf-8")
+        _write_text(root / EXAMPLES_FILE, example_text)
     if card is not None:
-        (root / CARD_FILES[0]).write_text(card, encoding="utf-8")
+        _write_text(root / CARD_FILES[0], card)
     return root
+
+
+def _write_text(file: Path, text: str) -> None:
+    """Write a file; an `OSError` names it (a write that fails, on a full disk, names none)."""
+    try:
+        file.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(file)
+        raise

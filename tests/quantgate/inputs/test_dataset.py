@@ -146,6 +146,49 @@ def test_cli_check_warns_of_keywords_a_grammar_cannot_enforce(tmp_path, capsys):
     ]  # llguidance enforces it, and the nullable date is enforced by both
 
 
+SURROGATES = [
+    case(1),
+    r'{"id": "c2", "text": "a lone \ud800 surrogate"}',
+    r'{"id": "c3", "text": "x", "expected": {"total": 1, "when": "\udfff"}}',
+    r'{"id": "c4", "text": "x", "tags": ["ok", "\ud83d"]}',
+    r'{"id": "c5\udc00", "text": "x"}',
+    r'{"id": "c6", "text": "a pair: \ud83d\ude00"}',
+]
+"""Lines of cases.jsonl with lone surrogates (valid JSON escapes, but no UTF-8 text) in a case's
+text, gold, tags and id; the last holds a whole pair (an emoji): not one."""
+
+
+def test_a_lone_surrogate_is_refused_naming_its_line_and_field(tmp_path):
+    _, problems = check_dataset(write_dataset(tmp_path / "d", SURROGATES))
+    lone = "a \\uD800-\\uDFFF escape without its pair, not text that UTF-8 can write"
+    assert messages(problems) == [
+        f"cases.jsonl:2: text: a lone surrogate '\\ud800': {lone}",
+        f"cases.jsonl:3: expected: a lone surrogate '\\udfff' at when: {lone}",
+        f"cases.jsonl:4: tags[1]: a lone surrogate '\\ud83d': {lone}",
+        f"cases.jsonl:5: id: a lone surrogate '\\udc00': {lone}",
+    ]
+
+
+def test_a_lone_surrogate_in_the_schema_is_refused(tmp_path):
+    schema = json.dumps(SCHEMA).replace('"Total"', '"Total \\ud800"')
+    _, problems = check_dataset(write_dataset(tmp_path / "d", [case(1)], schema=schema))
+    assert [p.file for p in problems if p.severity == "error"] == ["schema.json"]
+    assert "a lone surrogate '\\ud800' at properties.total.description" in messages(problems)[0]
+
+
+def test_run_refuses_a_lone_surrogate_before_it_makes_a_run_directory(tmp_path, capsys):
+    root = write_dataset(tmp_path / "d", SURROGATES[:2])
+    assert main(["datasets", "check", str(root)]) == 1
+    assert f"{root}/cases.jsonl:2: text: a lone surrogate '\\ud800'" in capsys.readouterr().err
+    out = tmp_path / "runs"
+    argv = ["run", "--all", "--dataset", str(root), "--variants", "ollama:x", "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "cases.jsonl:2: text: a lone surrogate '\\ud800'" in err
+    assert "Traceback" not in err
+    assert not out.exists() or not any(out.iterdir())
+
+
 def test_cli_check_unknown_directory(tmp_path, capsys):
     assert main(["datasets", "check", str(tmp_path / "nope")]) == 1
     assert "no dataset directory" in capsys.readouterr().err
