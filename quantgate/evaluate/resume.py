@@ -33,7 +33,7 @@ from quantgate.backends import capabilities
 from quantgate.evaluate.options import RunOptions
 from quantgate.evaluate.sequential import DEFAULT_ROUND_SIZE
 from quantgate.hardware import hardware
-from quantgate.inputs.dataset import Dataset, DatasetError, load_dataset
+from quantgate.inputs.dataset import Dataset, DatasetError, data_file_hashes, load_dataset
 from quantgate.inputs.variants import Variant, VariantSet, VariantSpec
 from quantgate.rundir.files import DATASET_DIR, FIDELITY_FILE, RECORDS_FILE, VARIANTS_FILE
 from quantgate.rundir.jsonfile import RunFileError
@@ -133,12 +133,30 @@ def _dataset(run_dir: Path, summary: RunSummary, given: Dataset | None) -> Datas
             f"--dataset {given.path}: not the run's dataset (sha256 {given.sha256[:12]}…; the run read "
             f"{summary.dataset.path}, sha256 {summary.dataset.sha256[:12]}…)"
         )
+    _check_copy(run_dir, summary.dataset.copy_sha256)
     try:
         return load_dataset(run_dir / DATASET_DIR)
     except (DatasetError, FileNotFoundError) as exc:
         raise ResumeError(
             f"--resume {run_dir}: the run's copy of its dataset cannot be read: {exc}"
         ) from None
+
+
+def _check_copy(run_dir: Path, recorded: dict[str, str] | None) -> None:
+    """The run's copy of its dataset must be as the run wrote it (summary.json has each file's
+    sha256; a summary written before format 6 has none to check)."""
+    if recorded is None:
+        return
+    found = data_file_hashes(run_dir / DATASET_DIR)
+    changed = sorted(name for name in {*recorded, *found} if recorded.get(name) != found.get(name))
+    if changed:
+        name = changed[0]
+        how = "is gone" if name not in found else "was added" if name not in recorded else "was changed"
+        raise ResumeError(
+            f"--resume {run_dir}: {run_dir / DATASET_DIR / name} {how} since the run started (summary.json "
+            "records the sha256 of each file of the run's copy of its dataset); put it back as it was, "
+            "or start a new run"
+        )
 
 
 def _planned(metadata: VariantsFile) -> list[Variant]:

@@ -10,8 +10,10 @@ every variant, so an interrupted run leaves a readable directory, and `resume_ev
 
 from __future__ import annotations
 
+import functools
+import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evaluators.baselines import BaselineScores, baseline_scores
@@ -22,9 +24,9 @@ from quantgate.evaluate.rescore import prior_outcomes
 from quantgate.evaluate.resume import read_back
 from quantgate.evaluate.rounds import evaluate_in_rounds
 from quantgate.evaluate.session import RunSession, evaluate_all
-from quantgate.evaluate.signals import note_run_dir, stop_on_signals
+from quantgate.evaluate.signals import before_fast_exit, note_run_dir, stop_on_signals
 from quantgate.formatting import terminal_text
-from quantgate.inputs.dataset import Case, Dataset, write_dataset
+from quantgate.inputs.dataset import Case, Dataset, data_file_hashes, write_dataset
 from quantgate.inputs.examples import ChosenExamples, choose_examples
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.build import (
@@ -68,19 +70,64 @@ def _options_info(options: RunOptions) -> RunOptionsInfo:
     )
 
 
-def _copy_cases(dataset: Dataset, cases: Sequence[Case], store: RunStore) -> None:
+def _copy_cases(dataset: Dataset, cases: Sequence[Case], store: RunStore) -> dict[str, str]:
+    """Write the run's copy of its dataset; return the sha256 of each of its data files."""
     card = (
         f"# Cases of `{dataset.name}` evaluated in run {store.run_id}\n\n"
         f"A copy written by `quantgate run`: {len(cases)} of the {len(dataset.cases)} scored cases of "
         f"{dataset.path} (sha256 {dataset.sha256}), and the {len(dataset.examples)} few-shot "
         f"examples the run prompted with.\n\n{dataset.card or ''}"
     )
-    write_dataset(
+    copy = write_dataset(
         store.directory / DATASET_DIR,
         schema=dataset.schema,
         cases=cases,
         examples=dataset.examples,
         card=card,
+    )
+    return data_file_hashes(copy)
+
+
+def _start(out: Path, begin: Callable[[RunStore], RunSession]) -> RunSession:
+    """Make the run directory and write what a run starts with (`begin`: its copy of the dataset;
+    then variants.json and summary.json). Whatever stops the start (a full disk, a signal, a
+    bug) removes the directory: no half-made run, which `--resume` would refuse, is left.
+
+    Raises:
+        RuntimeError: A file could not be written (a full disk): the message names it.
+    """
+    try:
+        store = RunStore.create(out)
+    except OSError as exc:
+        raise RuntimeError(_not_started(exc, out)) from exc
+    with before_fast_exit(functools.partial(_remove, store)):
+        try:
+            session = begin(store)
+            store.write_variants(session.metadata)
+            store.write_summary(session.summary)
+        except BaseException as exc:
+            _remove(store)
+            if isinstance(exc, OSError | RunWriteError):
+                raise RuntimeError(_not_started(exc, store.directory)) from exc
+            raise
+    return session
+
+
+def _remove(store: RunStore) -> None:
+    """Release a run that did not start, and remove its directory."""
+    store.close()
+    shutil.rmtree(store.directory, ignore_errors=True)
+
+
+def _not_started(exc: OSError | RunWriteError, directory: Path) -> str:
+    """The one line saying which file could not be written as the run started, and what to do."""
+    if isinstance(exc, RunWriteError):
+        path, reason = exc.path, exc.reason
+    else:
+        path, reason = exc.filename or directory, exc.strerror or str(exc)
+    return (
+        f"cannot write {path}: {reason}; the run did not start (nothing of it is kept): once the cause "
+        "is fixed (free some disk space), start it again"
     )
 
 
@@ -104,8 +151,16 @@ def _execute(session: RunSession, executor: VariantExecutor) -> Path:
         RuntimeError: A run file could not be written (a full disk): the message says which,
             and how to go on once the cause is fixed; what was written stays.
     """
-    with stop_on_signals():
+    with stop_on_signals(), before_fast_exit(functools.partial(_write_interrupted, session)):
         return _execute_here(session, executor)
+
+
+def _write_interrupted(session: RunSession) -> None:
+    """A second signal's last words: the summary as the run stands, `interrupted` unless it ended."""
+    summary = session.summary
+    if summary.status == "running":
+        summary = summary.model_copy(update={"status": "interrupted"})
+    session.store.write_summary(summary)
 
 
 def _execute_here(session: RunSession, executor: VariantExecutor) -> Path:
@@ -161,7 +216,11 @@ def _write_summary_last(store: RunStore, summary: RunSummary, *, failing: bool) 
     """Write the summary as the run ends and release the run; when the run is already `failing`,
     a summary that cannot be written either is said, not raised over the first failure."""
     try:
-        store.write_summary(summary)
+        try:
+            store.write_summary(summary)
+        except KeyboardInterrupt:  # a signal cut the write short: write it whole, then stop
+            store.write_summary(summary)  # a second signal exits with it written (_write_interrupted)
+            raise
     except RunWriteError as exc:
         if not failing:
             raise
@@ -200,27 +259,30 @@ def run_evaluation(
     if not cases:
         raise ValueError(f"{dataset.path}: no case to evaluate")
     baselines = _baselines(dataset, cases)
-    store = RunStore.create(options.out)
-    _copy_cases(dataset, cases, store)
-    summary = new_summary(
-        run_id=store.run_id,
-        dataset=dataset_info(dataset, len(cases)),
-        reference=reference_name,
-        options=_options_info(options),
-        examples=ExamplesInfo(source=chosen.source, ids=list(chosen.ids)),
-        baselines=baselines_info(baselines),
-    )
-    session = RunSession(
-        store=store,
-        summary=summary,
-        metadata=VariantsFile(variants=[planned_metadata(v) for v in variants]),
-        dataset=dataset,
-        cases=cases,
-        variants=variants,
-        reference=reference_name,
-        options=options,
-        baselines=baselines,
-    )
+
+    def begin(store: RunStore) -> RunSession:
+        copied = _copy_cases(dataset, cases, store)
+        summary = new_summary(
+            run_id=store.run_id,
+            dataset=dataset_info(dataset, len(cases), copy_sha256=copied),
+            reference=reference_name,
+            options=_options_info(options),
+            examples=ExamplesInfo(source=chosen.source, ids=list(chosen.ids)),
+            baselines=baselines_info(baselines),
+        )
+        return RunSession(
+            store=store,
+            summary=summary,
+            metadata=VariantsFile(variants=[planned_metadata(v) for v in variants]),
+            dataset=dataset,
+            cases=cases,
+            variants=variants,
+            reference=reference_name,
+            options=options,
+            baselines=baselines,
+        )
+
+    session = _start(options.out, begin)
     return _execute(session, executor or LocalExecutor())
 
 

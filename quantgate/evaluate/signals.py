@@ -5,7 +5,9 @@ spot: summary.json would never say "interrupted", and the worker would be left r
 Under `stop_on_signals()`, SIGINT and SIGTERM raise `Interrupted`, a `KeyboardInterrupt`, so the
 paths that already handle Ctrl-C (the run's summary, terminating the worker) handle both. A
 second signal while stopping exits at once with 128 + its number; the worker then dies with
-this process (`quantgate.evaluate.worker`).
+this process (`quantgate.evaluate.worker`). GNU `timeout` signals the process and then its group,
+so it sends two: before that fast exit, what `before_fast_exit` registered runs (the run writes
+its summary as `interrupted`, a run not started yet removes its directory).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -24,6 +27,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _stop_asked = threading.Event()
 _depth = 0
 """How many `stop_on_signals` blocks this thread is in (the first one sets the handlers)."""
+_last_words: list[Callable[[], None]] = []
+"""What `before_fast_exit` blocks registered, innermost last."""
 
 
 def stop_asked() -> bool:
@@ -62,6 +67,30 @@ def note_run_dir(interruption: KeyboardInterrupt, run_dir: Path) -> None:
 
 
 @contextmanager
+def before_fast_exit(last_words: Callable[[], None]) -> Iterator[None]:
+    """Within the block, a second signal's fast exit first calls `last_words` (innermost block
+    first), so what must be on disk is (a run's summary saying `interrupted`).
+
+    `last_words` runs in the signal handler, in the main thread between two of its statements,
+    and the process ends right after: it must leave the files whole whatever was interrupted
+    (replace them atomically) and be quick. What it raises is said on stderr, not raised.
+    """
+    _last_words.append(last_words)
+    try:
+        yield
+    finally:
+        _last_words.remove(last_words)
+
+
+def _say_last_words() -> None:
+    for last_words in reversed(_last_words):
+        try:
+            last_words()
+        except BaseException as exc:  # exiting anyway: say it and go on with the others
+            os.write(2, f"quantgate: {''.join(traceback.format_exception_only(exc)).strip()}\n".encode())
+
+
+@contextmanager
 def stop_on_signals() -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM raise `Interrupted`; a second one exits at once.
 
@@ -82,6 +111,7 @@ def stop_on_signals() -> Iterator[None]:
         if stopping:
             name = signal.Signals(signum).name
             os.write(2, f"quantgate: {name} while stopping: exiting at once\n".encode())
+            _say_last_words()
             os._exit(128 + signum)
         stopping = True
         raise Interrupted(signum)

@@ -43,7 +43,7 @@ RECORDS_FORMAT_VERSION: Final[Literal[3]] = 3
 (`retries`), so a resumed run summarizes read-back cases exactly as it did when they ran.
 3: a record copied from the reference cache names the run that evaluated it (`cached_from`).
 Records of versions 1 and 2 are still read (as version 3, the keys added since unknown)."""
-SUMMARY_FORMAT_VERSION: Final[Literal[5]] = 5
+SUMMARY_FORMAT_VERSION: Final[Literal[6]] = 6
 """Of summary.json. 2: each variant says whether it is complete and which cases it lacks
 (`complete`, `missing_cases`). 3: the options record the gates and the token-fidelity
 settings a resumed run goes on with, and each variant how many of its cases a resumed run
@@ -52,7 +52,9 @@ read back (`resumed_cases`). 4: each variant's embedding figures (`embeddings`,
 load time, cold first token, loads and cached cases (`load_s`, `cold_first_token_s`, `loads`,
 `cached_cases`), the case-evaluation time spent (`evaluation_s`), a fixed sample named
 `fixed` (format 4 said `bootstrap`) and the betting truncation (`betting_truncation`).
-Summaries of versions 1 to 4 are still read (as version 5, the keys added since unknown)."""
+6: the sha256 of each data file of the run's copy of its dataset (`dataset.copy_sha256`), which
+`--resume` checks. Summaries of versions 1 to 5 are still read (as version 6, the keys added since
+unknown)."""
 LOAD_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of load.jsonl and the summary's `load` section."""
 EMBEDDINGS_FORMAT_VERSION: Final[Literal[1]] = 1

@@ -12,6 +12,7 @@ import datetime as dt
 import fcntl
 import os
 import secrets
+import shutil
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -87,11 +88,19 @@ class RunStore:
 
     @classmethod
     def create(cls, root: Path) -> RunStore:
-        """A store for a new run under `root`, with a fresh run id, locked by this process."""
+        """A store for a new run under `root`, with a fresh run id, locked by this process.
+
+        Raises:
+            OSError: The directory could not be made (a full disk): none is left.
+        """
         directory = root / new_run_id()
         directory.mkdir(parents=True, exist_ok=False)
-        store = cls(directory)
-        store._take_lock()
+        try:
+            store = cls(directory)
+            store._take_lock()
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
         return store
 
     @classmethod

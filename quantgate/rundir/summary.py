@@ -188,6 +188,12 @@ class DatasetInfo(RunFileModel):
     cases: int
     cases_in_dataset: int | None = None
     labeled: bool | None = None
+    copy_sha256: dict[str, str] | None = Field(
+        default=None,
+        description="The sha256 of each data file of the run's copy of its dataset (dataset/: "
+        "schema.json, cases.jsonl, examples.jsonl) as the run wrote it; `--resume` refuses a copy "
+        "changed since. None: written before summary format 6.",
+    )
 
 
 class BaselineFieldEntry(RunFileModel):
@@ -287,8 +293,8 @@ class RunSummary(RunFileModel):
     that died (or is still going).
     """
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2, 3, 4)
-    format_version: Literal[5] = SUMMARY_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2, 3, 4, 5)
+    format_version: Literal[6] = SUMMARY_FORMAT_VERSION
     run_id: str
     quantgate_version: str | None
     status: Literal["running", "complete", "interrupted"]

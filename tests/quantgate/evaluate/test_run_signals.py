@@ -155,3 +155,17 @@ def test_a_second_signal_while_stopping_exits_at_once(sessions, tmp_path):
     assert time.monotonic() - started < 2.0  # not the grace a stuck worker gets before SIGKILL
     assert "quantgate: SIGINT while stopping: exiting at once" in run.stderr.read_text()
     run.assert_nothing_left(children)  # the worker that ignores SIGTERM too
+    assert load_run(run.run_dir).summary.status == "interrupted"  # written before the fast exit
+
+
+def test_two_sigterms_as_gnu_timeout_sends_them_leave_the_run_interrupted(sessions, tmp_path):
+    """`timeout` signals the run, then its whole group: quantgate gets a second SIGTERM while it
+    stops (or both at once, as one); either way summary.json says `interrupted`."""
+    run = start_run(sessions, tmp_path)
+    children = run.helpers()
+    run.process.send_signal(signal.SIGTERM)
+    os.killpg(run.process.pid, signal.SIGTERM)  # the run's group: the run again, and its worker
+    assert run.process.wait(timeout=GONE_S) == 128 + signal.SIGTERM
+    run.assert_nothing_left(children)
+    assert load_run(run.run_dir).summary.status == "interrupted"
+    assert "Traceback" not in run.stderr.read_text()

@@ -111,6 +111,43 @@ def test_a_second_signal_while_stopping_exits_at_once_with_its_status(sessions, 
     assert (tmp_path / "stderr.txt").read_text() == f"quantgate: {name} while stopping: exiting at once\n"
 
 
+LAST_WORDS = """
+import sys, time
+from pathlib import Path
+from quantgate.evaluate.signals import before_fast_exit, stop_on_signals
+
+def fail():
+    raise OSError(28, "No space left on device")
+
+with stop_on_signals(), before_fast_exit(lambda: Path(sys.argv[2]).write_text("outer")):
+    with before_fast_exit(fail), before_fast_exit(lambda: Path(sys.argv[3]).write_text("inner")):
+        try:
+            Path(sys.argv[1]).touch()
+            time.sleep(120)
+        except KeyboardInterrupt:
+            Path(sys.argv[4]).touch()
+            time.sleep(120)
+"""
+"""STOPPING, with last words registered: two that write a file, one between them that fails."""
+
+
+def test_the_fast_exit_says_every_last_word_whatever_one_raises(sessions, tmp_path):
+    ready, outer, inner, stopping = (tmp_path / name for name in ("ready", "outer", "inner", "stopping"))
+    command = [sys.executable, "-c", LAST_WORDS, str(ready), str(outer), str(inner), str(stopping)]
+    process = sessions.enter_context(session(command, stderr=tmp_path / "stderr.txt"))
+    wait_for(ready.exists, timeout=60, what="start of the stopping process")
+    process.send_signal(signal.SIGTERM)
+    wait_for(stopping.exists, timeout=5, what="clean-up after the first signal")
+    assert not inner.exists()  # the first signal says nothing: the run writes its summary itself
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=2) == 128 + signal.SIGTERM
+    assert (outer.read_text(), inner.read_text()) == ("outer", "inner")
+    assert (tmp_path / "stderr.txt").read_text().splitlines() == [
+        "quantgate: SIGTERM while stopping: exiting at once",
+        "quantgate: OSError: [Errno 28] No space left on device",
+    ]
+
+
 def test_an_interrupted_run_says_its_run_directory(tmp_path):
     dataset_dir, _ = write_inputs(tmp_path, cases=5, delay_s=0)
     model = QueuedChatModel(outputs=[json.dumps(GOOD)], by_text={"case 3": Interrupted(signal.SIGTERM)})
