@@ -270,7 +270,7 @@ def _gbnf_honoured(node: Mapping[str, Any]) -> set[str]:
     if types in (None, "string") and "pattern" in node:
         exact_format = FORMAT_PATTERNS.get(fmt or "") == node["pattern"]
         return {"type", "pattern", "format"} if exact_format else {"type", "pattern"}
-    if types in (None, "string") and re.match(r"^uuid[1-5]?$", fmt or ""):
+    if types in (None, "string") and re.fullmatch(r"uuid[1-5]?", fmt or ""):
         return {"type", "format"}
     if types == "string" and ("minLength" in node or "maxLength" in node):
         return {"type", "minLength", "maxLength"}
