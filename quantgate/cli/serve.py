@@ -28,7 +28,7 @@ def _local(host: str) -> bool:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from quantgate.serve import TOKEN_ENV, create_app
+    from quantgate.serve import TOKEN_ENV, JobQueue, create_app
 
     token = os.environ.get(TOKEN_ENV) or None
     if not _local(args.host) and token is None:
@@ -42,7 +42,9 @@ def _serve(args: argparse.Namespace) -> int:
             raise ValueError(f"--root {root}: not a directory")
     out = Path(args.out)
     check_output_dir(out)
-    app = create_app(roots=roots, out=out, token=token)
+    if args.run_timeout is not None and not 0 < args.run_timeout < float("inf"):
+        raise ValueError(f"--run-timeout {args.run_timeout:g}: give a number of seconds above 0")
+    app = create_app(roots=roots, out=out, token=token, queue=JobQueue(out, run_timeout_s=args.run_timeout))
     where = f"http://{args.host}:{args.port}"
     print(f"quantgate serve on {where} (API docs: {where}/docs); roots: {', '.join(map(str, roots))}; "
           f"runs in {out}; token {'required' if token else 'not set'}", flush=True)  # fmt: skip
@@ -69,4 +71,11 @@ def add_parser(commands: Commands) -> None:
         "bundled dataset names are always allowed",
     )
     serve.add_argument("--out", default="runs", help="where each run's directory goes (default: runs)")
+    serve.add_argument(
+        "--run-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="stop every run after this wall-clock time, as by cancel (a request's timeout_s may ask for "
+        "less; default: no limit)",
+    )
     serve.set_defaults(handler=_serve)

@@ -1,12 +1,13 @@
 """`quantgate serve`: an HTTP API that queues runs and serves their results, for automation (n8n, CI).
 
 `create_app` builds the FastAPI application; `JobQueue` runs each request as a `quantgate run`
-process, one at a time; `quantgate.serve.paths` keeps requests to the server's roots.
+process, one at a time; `quantgate.serve.paths` keeps every file a request leads to inside the
+server's roots.
 """
 
 from quantgate.serve.app import TOKEN_ENV, create_app, run_arguments
 from quantgate.serve.jobs import JobQueue
-from quantgate.serve.paths import PathMissingError, PathRefusedError
+from quantgate.serve.paths import PathMissingError, PathRefusedError, UnusableFileError
 from quantgate.serve.requests import Accepted, JobStatus, RunProgress, RunRequest, RunState
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "RunProgress",
     "RunRequest",
     "RunState",
+    "UnusableFileError",
     "create_app",
     "run_arguments",
 ]

@@ -1,49 +1,55 @@
 """`quantgate serve`: the HTTP API (FastAPI), for automation such as n8n.
 
     POST /runs                  queue a run (202: {"id", "status"})
-    GET  /runs                  every run of this server
+    GET  /runs                  every run of this server (and those it found under --out)
     GET  /runs/{id}             its status, progress, outcome and error
     GET  /runs/{id}/summary     summary.json        GET /runs/{id}/decision   decision.json
     GET  /runs/{id}/report      report.html         POST /runs/{id}/cancel
     GET  /health                GET /docs (OpenAPI)
 
 With a token (`QUANTGATE_TOKEN`), every request, the docs included, needs
-`Authorization: Bearer <token>`, else 401. Paths in a request must lie inside the roots
-(`quantgate.serve.paths`), else 403. Runs go through `JobQueue`, one at a time.
+`Authorization: Bearer <token>`, else 401 (`quantgate.serve.guards`, with the body limit and the
+422 answers). Every file a request leads to must lie inside the roots (`quantgate.serve.paths`),
+else 403. Runs go through `JobQueue`, one at a time, at most `MAX_QUEUED` waiting (429).
 """
 
 from __future__ import annotations
 
 import json
-import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+import shutil
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import tomli_w
-from fastapi import FastAPI, HTTPException, Request, Response
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi import FastAPI, HTTPException
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse
 
 from quantgate.hardware import package_version
 from quantgate.rundir.files import DECISION_JSON, REPORT_DIR, SUMMARY_FILE
-from quantgate.serve.jobs import JobQueue
-from quantgate.serve.paths import PathMissingError, PathRefusedError, dataset_argument, variant_argument
+from quantgate.serve.guards import BodyLimit, bearer_check, validation_error
+from quantgate.serve.jobs import JobQueue, NotOursError, QueueFullError
+from quantgate.serve.paths import PathMissingError, PathRefusedError, UnusableFileError, dataset_argument
 from quantgate.serve.requests import Accepted, RunRequest, RunState
+from quantgate.serve.variant_files import write_job_variants
 
 TOKEN_ENV = "QUANTGATE_TOKEN"
+_MAX_DETAIL = 1000
 
 
 def run_arguments(request: RunRequest, roots: Sequence[Path], job_dir: Path) -> list[str]:
-    """`quantgate run`'s arguments for a request (its gates written to the job's directory).
+    """`quantgate run`'s arguments for a request (its variants and gates written to the job's directory).
 
     Raises:
         PathRefusedError: A path outside the roots.
         PathMissingError: A path inside them that does not exist.
+        UnusableFileError: A file inside them that cannot be used as the request says.
     """
     arguments = ["--dataset", dataset_argument(request.dataset, roots)]
     if request.variants:
-        arguments += ["--variants", *(variant_argument(v, roots) for v in request.variants)]
+        arguments += ["--variants", str(write_job_variants(request.variants, roots, job_dir))]
     if request.limit is not None:
         arguments += ["--limit", str(request.limit)]
     if request.gates:
@@ -59,17 +65,9 @@ def run_arguments(request: RunRequest, roots: Sequence[Path], job_dir: Path) -> 
     return arguments
 
 
-def _bearer_check(
-    token: str | None,
-) -> Callable[[Request, Callable[[Request], Awaitable[Response]]], Awaitable[Response]]:
-    async def check(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        if token is not None:
-            given = request.headers.get("authorization", "")
-            if not secrets.compare_digest(given.encode(), f"Bearer {token}".encode()):
-                return JSONResponse({"detail": "missing or wrong bearer token"}, status_code=401)
-        return await call_next(request)
-
-    return check
+def _refused(status: int, exc: Exception) -> HTTPException:
+    text = str(exc)
+    return HTTPException(status, text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 1] + "…")
 
 
 def _file_of(queue: JobQueue, job_id: str, name: str) -> Path:
@@ -94,7 +92,9 @@ def create_app(
         jobs.close()
 
     app = FastAPI(title="quantgate", version=package_version("quantgate") or "unknown", lifespan=lifespan)
-    app.middleware("http")(_bearer_check(token))
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_middleware(BodyLimit)
+    app.middleware("http")(bearer_check(token))  # added last: it runs first
     _add_run_routes(app, jobs, [Path(r).resolve() for r in roots])
     _add_file_routes(app, jobs)
     return app
@@ -110,14 +110,17 @@ def _add_run_routes(app: FastAPI, jobs: JobQueue, roots: Sequence[Path]) -> None
 
     @app.post("/runs", status_code=202)
     def submit(request: RunRequest) -> Accepted:
+        if jobs.full():
+            raise HTTPException(429, f"{jobs.max_queued} runs are already waiting; try again later")
         job_id = jobs.new_id()
+        job_dir = jobs.job_directory(job_id)
         try:
-            arguments = run_arguments(request, roots, jobs.job_directory(job_id))
-        except PathRefusedError as exc:
-            raise HTTPException(403, str(exc)) from None
-        except PathMissingError as exc:
-            raise HTTPException(422, str(exc)) from None
-        state = jobs.submit(job_id, request, arguments)
+            arguments = run_arguments(request, roots, job_dir)
+            state = jobs.submit(job_id, request, arguments)
+        except (PathRefusedError, PathMissingError, UnusableFileError, QueueFullError) as exc:
+            shutil.rmtree(job_dir, ignore_errors=True)
+            status = {PathRefusedError: 403, QueueFullError: 429}.get(type(exc), 422)
+            raise _refused(status, exc) from None
         return Accepted(id=state.id, status=state.status)
 
     @app.get("/runs")
@@ -133,7 +136,10 @@ def _add_run_routes(app: FastAPI, jobs: JobQueue, roots: Sequence[Path]) -> None
 
     @app.post("/runs/{job_id}/cancel")
     def cancel(job_id: str) -> RunState:
-        state = jobs.cancel(job_id)
+        try:
+            state = jobs.cancel(job_id)
+        except NotOursError as exc:
+            raise HTTPException(409, str(exc)) from None
         if state is None:
             raise HTTPException(404, f"no run {job_id!r}")
         return state

@@ -1,19 +1,37 @@
-"""Which files a request may name: paths inside the server's roots, and the bundled datasets.
+"""Which files a request may lead to: paths inside the server's roots, and the bundled datasets.
 
 A path is resolved first (symlinks followed, `..` collapsed), then must lie inside one of
-the roots (`--root`, default the working directory). Anything else is refused before the
-file is read: `PathRefusedError` (403). A path inside a root that does not exist is `PathMissingError`
-(422).
+the roots (`--root`, default the working directory). That holds for every file a request
+leads to: the dataset directory and each file of it the dataset formats read (a symlink in it
+that points out is refused), variants files, and the model files they or a `llamacpp:`
+shorthand name (`quantgate.serve.variant_files`). Anything else is refused before the file is
+read: `PathRefusedError` (403). A path inside a root that does not exist is `PathMissingError`
+(422); one that exists but cannot be used (a pipe, a file too large) is `UnusableFileError`
+(422). The messages name the path as the request gave it and never quote a file's content.
+
+The roots are trusted: whoever can write in them could swap a checked file for a symlink
+between the check and the run.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from quantgate.inputs.dataset import bundled_datasets
+from quantgate.inputs.corpus import CORPUS_FILE, QUERIES_FILE
+from quantgate.inputs.dataset import (
+    CARD_FILES,
+    CASES_FILE,
+    EXAMPLES_FILE,
+    SCHEMA_FILE,
+    bundled_datasets,
+    bundled_root,
+)
 
-SHORTHANDS = ("llamacpp:", "ollama:")
+DATASET_FILES = (SCHEMA_FILE, CASES_FILE, EXAMPLES_FILE, CORPUS_FILE, QUERIES_FILE, *CARD_FILES)
+"""Every file a dataset directory is read for (extraction and retrieval datasets, the card)."""
 
 
 class PathRefusedError(PermissionError):
@@ -24,27 +42,65 @@ class PathMissingError(ValueError):
     """A path inside a root that does not exist."""
 
 
-def inside_roots(text: str, roots: Sequence[Path], *, what: str) -> Path:
-    """The resolved path of `text` (relative paths are taken from the first root).
+class UnusableFileError(ValueError):
+    """A file inside a root that cannot be used as the request says (a pipe, too large, not a
+    variants file, not a GGUF); the message never quotes the file's content."""
+
+
+def inside_roots(text: str, roots: Sequence[Path], *, what: str, base: Path | None = None) -> Path:
+    """The resolved path of `text` (a relative one is taken from `base`, by default the first root).
 
     Raises:
         PathRefusedError: It resolves outside every root.
-        PathMissingError: It is inside a root but does not exist.
+        PathMissingError: It is inside a root but does not exist (or cannot be looked at).
     """
-    given = Path(text).expanduser()
-    path = (given if given.is_absolute() else roots[0] / given).resolve()
+    try:
+        given = Path(text).expanduser()
+        path = (given if given.is_absolute() else (base or roots[0]) / given).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a symlink loop, an unknown ~user, a NUL
+        raise PathMissingError(f"{what} {text!r} cannot be resolved ({type(exc).__name__})") from None
     if not any(path.is_relative_to(root.resolve()) for root in roots):
         raise PathRefusedError(f"{what} {text!r} is outside the server's roots")
-    if not path.exists():
-        raise PathMissingError(f"{what} {text!r}: no such file or directory")
+    try:
+        path.stat()
+    except FileNotFoundError:
+        raise PathMissingError(f"{what} {text!r}: no such file or directory") from None
+    except OSError as exc:  # a name too long, a permission denied
+        raise PathMissingError(f"{what} {text!r} cannot be read: {exc.strerror or exc}") from None
+    return path
+
+
+def regular_file(path: Path, text: str, *, what: str, max_bytes: int | None = None) -> Path:
+    """`path` (already inside the roots) if it is a regular file, of at most `max_bytes`.
+
+    Raises:
+        UnusableFileError: A directory, a pipe or a device (opening it could wait for ever), or
+            a file larger than `max_bytes`.
+    """
+    mode_size = os.stat(path)
+    if not stat.S_ISREG(mode_size.st_mode):
+        raise UnusableFileError(f"{what} {text!r} is not a regular file")
+    if max_bytes is not None and mode_size.st_size > max_bytes:
+        raise UnusableFileError(f"{what} {text!r} is larger than {max_bytes:,} bytes")
     return path
 
 
 def dataset_argument(text: str, roots: Sequence[Path]) -> str:
-    """A bundled dataset's name as it is, else a path inside the roots."""
+    """A bundled dataset's directory, else a directory inside the roots whose files all are too.
+
+    A bundled name is passed as its directory, so that a directory of that name in the server's
+    working directory cannot stand in for it.
+    """
     if text in bundled_datasets():
-        return text
-    return str(inside_roots(text, roots, what="dataset"))
+        return str(bundled_root() / text)
+    directory = inside_roots(text, roots, what="dataset")
+    for name in DATASET_FILES:
+        if (directory / name).is_symlink() or (directory / name).exists():
+            shown = str(Path(text) / name)  # resolves as `directory / name` does
+            inside = inside_roots(shown, roots, what="dataset file")
+            if not inside.is_dir():
+                regular_file(inside, shown, what="dataset file")
+    return str(directory)
 
 
 def variant_argument(text: str, roots: Sequence[Path]) -> str:

@@ -2,56 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from quantgate.inputs.dataset import bundled_root
+from quantgate.inputs.variants import load_variants_file
 from quantgate.serve import JobQueue, RunRequest, create_app, run_arguments
-
-FAKE = (sys.executable, str(Path(__file__).with_name("fake_quantgate.py")))
-TOKEN = "s3cret-token"
-AUTH = {"Authorization": f"Bearer {TOKEN}"}
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    """A root holding three 'datasets' the stand-in reacts to, and a symlink out of the root."""
-    root = tmp_path / "root"
-    for name in ("ok", "slow", "fails"):
-        (root / name).mkdir(parents=True)
-    (root / "escape").symlink_to(tmp_path)
-    return root
-
-
-@pytest.fixture
-def client(root: Path, tmp_path: Path) -> Iterator[TestClient]:
-    queue = JobQueue(tmp_path / "runs", command=FAKE)
-    app = create_app(roots=[root], out=tmp_path / "runs", token=TOKEN, queue=queue)
-    with TestClient(app, headers=AUTH) as test_client:
-        yield test_client
-
-
-def _until(client: TestClient, job_id: str, *statuses: str, timeout_s: float = 20) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        state = client.get(f"/runs/{job_id}").json()
-        if state["status"] in statuses:
-            return dict(state)
-        time.sleep(0.05)
-    raise AssertionError(f"run {job_id} never reached {statuses}: {state}")
-
-
-def _until_started(client: TestClient, job_id: str, timeout_s: float = 20) -> None:
-    """Wait until the run's process has written its summary (its SIGTERM handler is in place)."""
-    deadline = time.monotonic() + timeout_s
-    while client.get(f"/runs/{job_id}").json()["progress"]["run_status"] != "running":
-        assert time.monotonic() < deadline, "the run never started"
-        time.sleep(0.05)
+from tests.quantgate.serve.api_client import FAKE, TOKEN, until, until_started
 
 
 def test_every_request_needs_the_token(client: TestClient) -> None:
@@ -69,7 +29,7 @@ def test_a_run_goes_from_queued_to_complete_with_its_files(client: TestClient) -
     assert answer.status_code == 202
     job = answer.json()
     assert job["status"] in ("queued", "running")
-    state = _until(client, job["id"], "complete", "failed")
+    state = until(client, job["id"], "complete", "failed")
     assert (state["status"], state["outcome"], state["exit_status"]) == ("complete", "candidate_passes", 0)
     assert state["progress"] == {
         "run_dir": state["progress"]["run_dir"],
@@ -90,28 +50,28 @@ def test_runs_wait_their_turn_and_a_failed_one_does_not_stop_the_server(client: 
     slow = client.post("/runs", json={"dataset": "slow"}).json()
     failing = client.post("/runs", json={"dataset": "fails"}).json()
     after = client.post("/runs", json={"dataset": "ok"}).json()
-    _until_started(client, slow["id"])
+    until_started(client, slow["id"])
     assert client.get(f"/runs/{failing['id']}").json()["status"] == "queued"
     assert client.get("/health").json() | {"status": "ok"} == {
         "status": "ok", "version": client.get("/health").json()["version"], "queued": 2, "running": 1,
     }  # fmt: skip
     stopped = client.post(f"/runs/{slow['id']}/cancel").json()
     assert stopped["status"] in ("running", "cancelled")
-    assert _until(client, slow["id"], "cancelled")["progress"]["run_status"] == "interrupted"
-    failed = _until(client, failing["id"], "failed", "complete")
+    assert until(client, slow["id"], "cancelled")["progress"]["run_status"] == "interrupted"
+    failed = until(client, failing["id"], "failed", "complete")
     assert failed["status"] == "failed"
     assert "exited with 1" in str(failed["error"])
     assert "llama.cpp could not load it" in str(failed["error"])
-    assert _until(client, after["id"], "complete", "failed")["status"] == "complete"
+    assert until(client, after["id"], "complete", "failed")["status"] == "complete"
 
 
 def test_a_queued_run_cancelled_never_starts(client: TestClient) -> None:
     slow = client.post("/runs", json={"dataset": "slow"}).json()
     queued = client.post("/runs", json={"dataset": "ok"}).json()
     assert client.post(f"/runs/{queued['id']}/cancel").json()["status"] == "cancelled"
-    _until_started(client, slow["id"])
+    until_started(client, slow["id"])
     client.post(f"/runs/{slow['id']}/cancel")
-    _until(client, slow["id"], "cancelled")
+    until(client, slow["id"], "cancelled")
     time.sleep(0.3)
     state = client.get(f"/runs/{queued['id']}").json()
     assert (state["status"], state["started_at"], state["progress"]["run_dir"]) == ("cancelled", None, None)
@@ -140,7 +100,8 @@ def test_paths_outside_the_roots_are_refused_before_any_read(
 @pytest.mark.parametrize(
     ("body", "field"),
     [({"limit": 0}, "limit"), ({"datasets": "ok"}, "datasets"), ({"embeddings": "maybe"}, "embeddings"),
-     ({"gates": {"max_accuracy_drop": 2}}, "max_accuracy_drop"), ({"gates": {"max_drop": 0.1}}, "max_drop")],
+     ({"gates": {"max_accuracy_drop": 2}}, "max_accuracy_drop"), ({"gates": {"max_drop": 0.1}}, "max_drop"),
+     ({"variants": []}, "variants")],
 )  # fmt: skip
 def test_a_bad_body_gets_422_naming_the_field(
     client: TestClient, body: dict[str, object], field: str
@@ -155,13 +116,17 @@ def test_unknown_runs_and_missing_files_are_404(client: TestClient) -> None:
     assert client.post("/runs/nope/cancel").status_code == 404
     assert client.get("/runs/nope/decision").status_code == 404
     failing = client.post("/runs", json={"dataset": "fails"}).json()
-    _until(client, failing["id"], "failed")
+    until(client, failing["id"], "failed")
     answer = client.get(f"/runs/{failing['id']}/decision")
     assert answer.status_code == 404
     assert "has no decision.json yet" in answer.json()["detail"]
 
 
-def test_a_bundled_dataset_name_and_ollama_tags_pass_as_they_are(root: Path, tmp_path: Path) -> None:
+def test_a_bundled_dataset_goes_by_its_directory_and_variants_by_a_file_in_the_job(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "invoices").symlink_to("/etc")  # a directory named like a bundled set where the server runs
+    monkeypatch.chdir(tmp_path)
     request = RunRequest(
         dataset="invoices",
         variants=["ollama:gemma3:270m"],
@@ -172,13 +137,22 @@ def test_a_bundled_dataset_name_and_ollama_tags_pass_as_they_are(root: Path, tmp
     arguments = run_arguments(request, [root], tmp_path / "job")
     assert arguments == [
         "--dataset",
-        "invoices",
+        str(bundled_root() / "invoices"),
         "--variants",
-        "ollama:gemma3:270m",
+        str(tmp_path / "job" / "variants.toml"),
         "--no-token-fidelity",
         "--no-report",
         "--embeddings",
     ]
+    written = load_variants_file(tmp_path / "job" / "variants.toml").variants
+    assert [(v.name, v.backend, v.model) for v in written] == [("gemma3:270m", "ollama", "gemma3:270m")]
+
+
+def test_the_bearer_scheme_is_case_insensitive(client: TestClient) -> None:
+    for scheme in ("bearer", "BEARER", "Bearer", "bEaReR"):
+        assert client.get("/health", headers={"Authorization": f"{scheme} {TOKEN}"}).status_code == 200
+    for wrong in (f"Basic {TOKEN}", f"Bearer{TOKEN}", TOKEN, f"bearer {TOKEN}x", "bearer"):
+        assert client.get("/health", headers={"Authorization": wrong}).status_code == 401
 
 
 def test_without_a_token_no_header_is_needed(root: Path, tmp_path: Path) -> None:

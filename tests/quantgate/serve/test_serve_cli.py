@@ -33,3 +33,12 @@ def test_the_server_answers_with_its_token_and_refuses_without(tmp_path: Path) -
             f"{url}/runs", json={"dataset": "/etc"}, headers={"Authorization": "Bearer t0ken"}
         )
         assert refused.status_code == 403
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf"])
+def test_the_run_timeout_must_be_seconds_above_0(
+    value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = ["--root", str(tmp_path), "--out", str(tmp_path / "runs"), "--run-timeout", value]
+    assert main(["serve", *flags]) == 2
+    assert f"--run-timeout {float(value):g}: give a number of seconds above 0" in capsys.readouterr().err
