@@ -74,10 +74,14 @@ def regular_file(path: Path, text: str, *, what: str, max_bytes: int | None = No
     """`path` (already inside the roots) if it is a regular file, of at most `max_bytes`.
 
     Raises:
+        PathMissingError: It went away.
         UnusableFileError: A directory, a pipe or a device (opening it could wait for ever), or
             a file larger than `max_bytes`.
     """
-    mode_size = os.stat(path)
+    try:
+        mode_size = os.stat(path)
+    except OSError as exc:  # gone since it was resolved
+        raise PathMissingError(f"{what} {text!r} cannot be read: {exc.strerror or exc}") from None
     if not stat.S_ISREG(mode_size.st_mode):
         raise UnusableFileError(f"{what} {text!r} is not a regular file")
     if max_bytes is not None and mode_size.st_size > max_bytes:
