@@ -116,7 +116,9 @@ def _add_run_routes(app: FastAPI, jobs: JobQueue, roots: Sequence[Path]) -> None
         job_dir = jobs.job_directory(job_id)
         try:
             arguments = run_arguments(request, roots, job_dir)
-            state = jobs.submit(job_id, request, arguments)
+            state = jobs.submit(
+                job_id, request, arguments, recheck=lambda: run_arguments(request, roots, job_dir)
+            )
         except (PathRefusedError, PathMissingError, UnusableFileError, QueueFullError) as exc:
             shutil.rmtree(job_dir, ignore_errors=True)
             status = {PathRefusedError: 403, QueueFullError: 429}.get(type(exc), 422)

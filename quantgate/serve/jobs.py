@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +80,8 @@ class _Job:
     killed: bool = False
     adopted: bool = False
     """Running under an earlier server (its lock held), with no process of this one."""
+    recheck: Callable[[], object] | None = None
+    """The request's file checks, run again when the job starts."""
 
 
 def time_limit(requested: float | None, server: float | None) -> float | None:
@@ -129,15 +131,22 @@ class JobQueue:
         with self._wake:
             return len(self._waiting) >= self.max_queued
 
-    def submit(self, job_id: str, request: RunRequest, arguments: list[str]) -> RunState:
-        """Queue `quantgate run ARGUMENTS` as job `job_id` (its directory made by the caller).
+    def submit(
+        self,
+        job_id: str,
+        request: RunRequest,
+        arguments: list[str],
+        recheck: Callable[[], object] | None = None,
+    ) -> RunState:
+        """Queue `quantgate run ARGUMENTS` as job `job_id` (its directory made by the caller);
+        `recheck` is called again just before the run starts, and the job fails if it raises.
 
         Raises:
             QueueFullError: MAX_QUEUED jobs are waiting.
         """
         limit = time_limit(request.timeout_s, self.run_timeout_s)
         state = RunState(id=job_id, status="queued", request=request, created_at=_now(), time_limit_s=limit)
-        job = _Job(state=state, directory=self.job_directory(job_id), arguments=arguments)
+        job = _Job(state=state, directory=self.job_directory(job_id), arguments=arguments, recheck=recheck)
         with self._wake:
             if len(self._waiting) >= self.max_queued:
                 raise QueueFullError(f"{self.max_queued} runs are already waiting; try again later")
@@ -226,12 +235,30 @@ class JobQueue:
                     return
                 job = self._waiting.popleft()
                 self._update(job, status="running", started_at=_now())
-                try:
-                    job.process = self._start(job)
-                except OSError as exc:
-                    self._update(job, status="failed", ended_at=_now(), error=f"cannot start: {exc.strerror}")
-                    continue
-            self._ended(job, self._wait(job))
+            if self._launched(job):
+                self._ended(job, self._wait(job))
+
+    def _launched(self, job: _Job) -> bool:
+        """Check the job's files again (outside the lock) and start its process; False if it ends here."""
+        problem = None
+        if job.recheck is not None:
+            try:
+                job.recheck()
+            except (PermissionError, ValueError, OSError) as exc:  # a file changed while the job waited
+                problem = f"refused at start: {exc}"
+        with self._wake:
+            if job.stop is not None:  # cancelled (or the server closing) meanwhile
+                self._update(job, status=_STOPPED[job.stop][0], ended_at=_now(), error=_STOPPED[job.stop][1])
+                return False
+            if problem is not None:
+                self._update(job, status="failed", ended_at=_now(), error=problem[: jobdirs.MAX_ERROR])
+                return False
+            try:
+                job.process = self._start(job)
+            except OSError as exc:
+                self._update(job, status="failed", ended_at=_now(), error=f"cannot start: {exc.strerror}")
+                return False
+        return True
 
     def _wait(self, job: _Job) -> int:
         """Wait for the job's process; stop it at its time limit, kill it a grace period after a stop."""

@@ -9,8 +9,8 @@ read: `PathRefusedError` (403). A path inside a root that does not exist is `Pat
 (422); one that exists but cannot be used (a pipe, a file too large) is `UnusableFileError`
 (422). The messages name the path as the request gave it and never quote a file's content.
 
-The roots are trusted: whoever can write in them could swap a checked file for a symlink
-between the check and the run.
+The checks run when the request comes and again when its run starts; the roots are trusted:
+whoever can write in them could swap a checked file for a symlink between that check and the run.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from quantgate.inputs.variants import load_variants_file
 from quantgate.serve.paths import DATASET_FILES
 from tests.quantgate.inputs.tiny_gguf import write_tiny_gguf
-from tests.quantgate.serve.api_client import until
+from tests.quantgate.serve.api_client import until, until_started
 
 SECRET = "root:$6$hash:19000:0:99999:7:::\n"
 
@@ -105,3 +105,16 @@ def test_a_failed_runs_error_quotes_no_bytes_of_a_file(client: TestClient) -> No
     error = until(client, job["id"], "failed")["error"]
     assert "is not a GGUF file: it starts with b'…', not b'…'" in error
     assert "root" not in error
+
+
+def test_a_file_changed_while_its_run_waited_is_refused_when_it_starts(
+    client: TestClient, root: Path, secret: Path
+) -> None:
+    slow = client.post("/runs", json={"dataset": "slow"}).json()
+    waiting = client.post("/runs", json={"dataset": "ok"}).json()
+    (root / "ok" / "cases.jsonl").symlink_to(secret)
+    until_started(client, slow["id"])
+    client.post(f"/runs/{slow['id']}/cancel")
+    state = until(client, waiting["id"], "failed", "complete")
+    assert state["error"] == "refused at start: dataset file 'ok/cases.jsonl' is outside the server's roots"
+    assert state["progress"]["run_dir"] is None
