@@ -35,8 +35,8 @@ from evaluators.fidelity import (
 )
 from evaluators.fields import FieldAccuracy, FieldScore, no_output, score_fields
 from evaluators.format import (
-    FormatError,
     FormatEvaluator,
+    FormatProblem,
     FormatResult,
     error_path,
     loads_json,
@@ -82,8 +82,8 @@ __all__ = [
     "FieldScore",
     "FieldSpec",
     "Forecast",
-    "FormatError",
     "FormatEvaluator",
+    "FormatProblem",
     "FormatResult",
     "Interval",
     "LoadRequest",

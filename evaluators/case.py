@@ -12,7 +12,7 @@ from typing import Any
 
 from evaluators.aggregate import CaseScore
 from evaluators.fields import no_output, score_fields
-from evaluators.format import FormatError, FormatEvaluator, FormatResult
+from evaluators.format import FormatEvaluator, FormatProblem, FormatResult
 from evaluators.matchers import DEFAULT_OPTIONS, MatchOptions
 from evaluators.schema import FieldSpec, parse_schema
 
@@ -72,7 +72,7 @@ class CaseScorer:
             fmt = FormatResult(
                 is_json=None,
                 schema_valid=None,
-                errors=(FormatError(path="<root>", message=missing_reason),),
+                errors=(FormatProblem(path="<root>", message=missing_reason),),
             )
         else:
             fmt = self.format(outputs=outputs)

@@ -16,7 +16,7 @@ _FENCE_RE = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", re.DOTALL)
 
 
 @dataclass(frozen=True, kw_only=True)
-class FormatError:
+class FormatProblem:
     """One reason an output is not valid.
 
     Attributes:
@@ -45,7 +45,7 @@ class FormatResult:
     is_json: bool | None
     schema_valid: bool | None
     parsed: Any = None
-    errors: tuple[FormatError, ...] = ()
+    errors: tuple[FormatProblem, ...] = ()
 
     @property
     def valid(self) -> bool:
@@ -88,7 +88,7 @@ def loads_json(text: str) -> Any:
         raise json.JSONDecodeError(f"{reason[:1].lower()}{reason[1:]}", text, 0) from None
 
 
-def parse_json_output(raw: str) -> tuple[Any, FormatError | None]:
+def parse_json_output(raw: str) -> tuple[Any, FormatProblem | None]:
     """Parse a model's text as JSON, tolerating surrounding whitespace and one code fence.
 
     Returns:
@@ -102,7 +102,7 @@ def parse_json_output(raw: str) -> tuple[Any, FormatError | None]:
         return loads_json(text), None
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno} column {exc.colno}"
-        return None, FormatError(path="<root>", message=f"not valid JSON ({exc.msg} at {where})")
+        return None, FormatProblem(path="<root>", message=f"not valid JSON ({exc.msg} at {where})")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,13 +119,14 @@ class FormatEvaluator:
     def _validator(self) -> Any:
         return SchemaValidator(self.schema, format_checker=SchemaValidator.FORMAT_CHECKER)
 
-    def schema_errors(self, value: Any, prefix: str = "") -> list[FormatError]:
+    def schema_errors(self, value: Any, prefix: str = "") -> list[FormatProblem]:
         """Every schema violation of `value`, in document order; a value nested deeper than
         `MAX_DEPTH` is one error, found before the validator recurses into it."""
         if too_deep(value):
-            return [FormatError(path=prefix or "<root>", message=f"nested more than {MAX_DEPTH} levels deep")]
+            deep = f"nested more than {MAX_DEPTH} levels deep"
+            return [FormatProblem(path=prefix or "<root>", message=deep)]
         errors = sorted(self._validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
-        return [FormatError(path=error_path(e.absolute_path, prefix), message=e.message) for e in errors]
+        return [FormatProblem(path=error_path(e.absolute_path, prefix), message=e.message) for e in errors]
 
     def __call__(self, *, outputs: str | Mapping[str, Any] | None) -> FormatResult:
         """Score the format of one output: raw model text, an already parsed record, or None."""
@@ -133,7 +134,7 @@ class FormatEvaluator:
             return FormatResult(
                 is_json=None,
                 schema_valid=None,
-                errors=(FormatError(path="<root>", message="no output"),),
+                errors=(FormatProblem(path="<root>", message="no output"),),
             )
         if isinstance(outputs, str):
             parsed, syntax_error = parse_json_output(outputs)
