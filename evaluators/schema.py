@@ -10,6 +10,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from evaluators.errors import UsageError
+
 FieldKind = Literal[
     "string",
     "number",
@@ -44,7 +46,7 @@ _UNSUPPORTED_KEYWORDS = (
 )
 
 
-class SchemaSupportError(ValueError):
+class SchemaSupportError(UsageError):
     """A schema uses a construct that quantgate cannot score."""
 
     def __init__(self, path: str, message: str) -> None:

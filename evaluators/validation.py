@@ -26,6 +26,8 @@ import re2
 from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 from jsonschema.exceptions import SchemaError
 
+from evaluators.errors import UsageError
+
 __all__ = ["MAX_DEPTH", "PatternError", "SchemaValidator", "check_schema", "compile_pattern", "too_deep"]
 
 MAX_DEPTH = 64
@@ -37,7 +39,7 @@ _OPTIONS.log_errors = False  # RE2 would print its own parse errors on stderr
 _ECMA_UNICODE_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9A-Fa-f]{4})")
 
 
-class PatternError(ValueError):
+class PatternError(UsageError):
     """A pattern RE2 cannot take; the message names it and says why."""
 
 

@@ -27,6 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from evaluators.errors import QuantgateError
 from evaluators.format import FormatEvaluator, parse_json_output
 from evaluators.normalize import normalize_record
 from evaluators.schema import FieldSpec, parse_schema
@@ -35,7 +36,7 @@ from graphs.prompting import build_messages, repair_message
 _SAFETY_TOKENS = 16
 
 
-class ModelCallError(RuntimeError):
+class ModelCallError(QuantgateError, RuntimeError):
     """What a model may raise to say what kind of failure it was and whether to retry.
 
     Backends translate their transport errors into this (server down, busy, timeout, a

@@ -1,5 +1,6 @@
 """quantgate: is a quantized LLM good enough to replace its reference for structured extraction?"""
 
+from evaluators.errors import QuantgateError, UsageError
 from quantgate.analysis.compare import compare_runs
 from quantgate.analysis.explore import RunView, latest_run, load_run_view
 from quantgate.analysis.report import write_report
@@ -62,12 +63,14 @@ __all__ = [
     "PredictionLine",
     "Problem",
     "ProductionError",
+    "QuantgateError",
     "Run",
     "RunFileError",
     "RunOptions",
     "RunSummary",
     "RunView",
     "ScoreReport",
+    "UsageError",
     "Variant",
     "VariantEntry",
     "VariantSet",

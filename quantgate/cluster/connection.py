@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
+from evaluators.errors import QuantgateError
+
 __all__ = ["ClusterError", "connected", "normal_priority_workers"]
 
 _CONNECT_TIMEOUT_S = 5.0
@@ -21,7 +23,7 @@ _NICENESS = "RAY_worker_niceness"
 """The raylet's setting of its workers' niceness (Ray's default: 15)."""
 
 
-class ClusterError(RuntimeError):
+class ClusterError(QuantgateError, RuntimeError):
     """Ray is not installed, or the cluster cannot be reached; the message says which and how."""
 
 

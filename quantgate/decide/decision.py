@@ -31,6 +31,7 @@ from evaluators.comparison import (
     regressions,
     summarize_agreement,
 )
+from evaluators.errors import QuantgateError
 from quantgate.decide.checks import Measured, judge_variant, measure, passes
 from quantgate.decide.costs import break_even_signal, cost_table
 from quantgate.decide.forecast import open_forecasts
@@ -65,7 +66,7 @@ from quantgate.rundir.store import LineProblem, Run, latest_records, load_run, r
 from quantgate.rundir.summary import RunOptionsInfo, VariantEntry
 
 
-class DecisionError(RuntimeError):
+class DecisionError(QuantgateError, RuntimeError):
     """A run that cannot be decided on (no reference results, unreadable files)."""
 
 

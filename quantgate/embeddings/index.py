@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 
+from evaluators.errors import QuantgateError
 from quantgate.inputs.corpus import Document
 
 COLLECTION_PREFIX = "quantgate-"
 _UPSERT_BATCH = 256
 
 
-class VectorStoreError(RuntimeError):
+class VectorStoreError(QuantgateError, RuntimeError):
     """The vector store cannot be opened or written; the message says where and why."""
 
 

@@ -27,6 +27,7 @@ from evaluators.embeddings import (
     retrieval_scores,
     summarize_retrieval,
 )
+from evaluators.errors import QuantgateError
 from quantgate.backends.embedders import open_embeddings
 from quantgate.embeddings.index import VectorIndex, collection_name
 from quantgate.evaluate.signals import stop_asked
@@ -38,7 +39,7 @@ _BATCH = 8
 """Texts handed to the embeddings object per call (between progress updates)."""
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(QuantgateError, RuntimeError):
     """A variant could not embed the corpus; the message names the variant and the text."""
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluators.errors import UsageError
 from quantgate.backends import capabilities
 from quantgate.evaluate.options import RunOptions
 from quantgate.evaluate.sequential import DEFAULT_ROUND_SIZE
@@ -53,7 +54,7 @@ from quantgate.rundir.summary import RunSummary, TokenFidelityEntry, VariantsFil
 __all__ = ["ReadBack", "ResumeError", "planned_variants", "read_back"]
 
 
-class ResumeError(ValueError):
+class ResumeError(UsageError):
     """A run directory that cannot be resumed; the message names it and says why."""
 
 

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
+from evaluators.errors import QuantgateError
 from quantgate.backends import BackendError
 from quantgate.rundir.jsonfile import RunWriteError
 
@@ -43,11 +44,11 @@ _ORPHANED_EXIT = 1
 """The exit status of a worker that found its parent gone (nobody reads it)."""
 
 
-class WorkerDiedError(RuntimeError):
+class WorkerDiedError(QuantgateError, RuntimeError):
     """The worker process ended without sending a result (killed, or crashed in native code)."""
 
 
-class WorkerFailedError(RuntimeError):
+class WorkerFailedError(QuantgateError, RuntimeError):
     """The job raised in the worker process; the message is the worker's traceback."""
 
 

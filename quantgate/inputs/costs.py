@@ -26,6 +26,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from evaluators.errors import UsageError
 from quantgate.inputs.tomlfile import read_toml, validation_message
 
 __all__ = ["ANY_FIELD", "MAX_PRICE", "MIN_TRAFFIC", "CostsError", "Prices", "load_prices"]
@@ -41,7 +42,7 @@ MIN_TRAFFIC = 1e-6
 Price = Annotated[float, Field(ge=0.0, le=MAX_PRICE)]
 
 
-class CostsError(ValueError):
+class CostsError(UsageError):
     """A costs file that cannot be used; the message names the file and key."""
 
 

@@ -27,6 +27,7 @@ from evaluators import (
     loads_json,
     parse_schema,
 )
+from evaluators.errors import UsageError
 from quantgate.inputs.utf8 import utf8_encodable
 
 SCHEMA_FILE = "schema.json"
@@ -82,7 +83,7 @@ class Problem:
         return cls(file=file, line=line, field="id", message=f"duplicate id {case_id!r} ({kept})")
 
 
-class DatasetError(ValueError):
+class DatasetError(UsageError):
     """A dataset that does not pass its checks; `problems` lists all of them."""
 
     def __init__(self, path: Path, problems: list[Problem]) -> None:

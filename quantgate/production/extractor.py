@@ -30,6 +30,7 @@ from typing import Any, Generic, Literal, TypeVar, overload
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ValidationError
 
+from evaluators.errors import QuantgateError
 from evaluators.format import FormatEvaluator
 from evaluators.schema import field_names, parse_schema
 from graphs.extraction import ExtractionContext, ExtractionResult
@@ -51,11 +52,11 @@ Example = tuple[str, Mapping[str, Any] | BaseModel]
 """A few-shot example: a text and its record (a dict, or an instance of your model)."""
 
 
-class ProductionError(RuntimeError):
+class ProductionError(QuantgateError, RuntimeError):
     """A run whose decision cannot be put in production; the message names the file and why."""
 
 
-class ExtractionFailedError(RuntimeError):
+class ExtractionFailedError(QuantgateError, RuntimeError):
     """No valid record for a text; `result` holds everything the graph returned."""
 
     def __init__(self, message: str, result: ExtractionResult) -> None:

@@ -16,16 +16,17 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from evaluators import loads_json
+from evaluators.errors import QuantgateError, UsageError
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
-class RunFileError(ValueError):
+class RunFileError(UsageError):
     """A run file that cannot be read: missing, not JSON, of an unknown format version, or
     not matching its model. The message names the file (and line)."""
 
 
-class RunWriteError(RuntimeError):
+class RunWriteError(QuantgateError, RuntimeError):
     """A run file that could not be written (the disk is full, the directory went away, ...).
 
     What was written before stays: a JSONL file keeps its complete lines, a JSON file its

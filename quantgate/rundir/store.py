@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from evaluators.errors import QuantgateError
 from quantgate.rundir.decision import Decision
 from quantgate.rundir.files import (
     DECISION_JSON,
@@ -59,7 +60,7 @@ __all__ = [
 ]
 
 
-class RunBusyError(RuntimeError):
+class RunBusyError(QuantgateError, RuntimeError):
     """A run directory another live process is writing (its lock is held)."""
 
 

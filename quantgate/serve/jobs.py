@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluators.errors import QuantgateError
 from quantgate.rundir.decision import EXIT_STATUS
 from quantgate.rundir.files import RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
 from quantgate.serve import jobdirs
@@ -60,11 +61,11 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-class QueueFullError(RuntimeError):
+class QueueFullError(QuantgateError, RuntimeError):
     """MAX_QUEUED jobs are already waiting."""
 
 
-class NotOursError(RuntimeError):
+class NotOursError(QuantgateError, RuntimeError):
     """A run an earlier server started: this one has no process to stop."""
 
 

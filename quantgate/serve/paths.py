@@ -20,6 +20,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
+from evaluators.errors import UsageError
 from quantgate.inputs.corpus import CORPUS_FILE, QUERIES_FILE
 from quantgate.inputs.dataset import (
     CARD_FILES,
@@ -34,15 +35,15 @@ DATASET_FILES = (SCHEMA_FILE, CASES_FILE, EXAMPLES_FILE, CORPUS_FILE, QUERIES_FI
 """Every file a dataset directory is read for (extraction and retrieval datasets, the card)."""
 
 
-class PathRefusedError(PermissionError):
+class PathRefusedError(UsageError, PermissionError):
     """A path outside every root."""
 
 
-class PathMissingError(ValueError):
+class PathMissingError(UsageError):
     """A path inside a root that does not exist."""
 
 
-class UnusableFileError(ValueError):
+class UnusableFileError(UsageError):
     """A file inside a root that cannot be used as the request says (a pipe, too large, not a
     variants file, not a GGUF); the message never quotes the file's content."""
 
