@@ -23,11 +23,12 @@ from typing import Any, Literal, Protocol
 
 from langchain_core.language_models import BaseChatModel
 
+from evaluators.errors import QuantgateError
 from quantgate.hardware import package_version
 from quantgate.inputs.variants import Variant
 
 
-class BackendError(RuntimeError):
+class BackendError(QuantgateError, RuntimeError):
     """A variant that cannot be opened (missing file, unknown backend, load failure)."""
 
 
