@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import pytest
 from hypothesis import settings
 
-from quantgate.inputs.dataset import bundled_datasets, bundled_root
+from quantgate.backends import Backend, BackendCapabilities, RegisteredBackend, registered_backend
+from quantgate.inputs.dataset import Dataset, bundled_datasets, bundled_root, load_dataset
 from quantgate.inputs.variants import VariantSet
+from tests.fakes import write_tiny_dataset
 
 if TYPE_CHECKING:
     from tests.model_fixtures import OllamaDoubleProcess
@@ -46,6 +49,32 @@ def _reference_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
     from quantgate.evaluate.cache import REFERENCE_CACHE_ENV
 
     monkeypatch.setenv(REFERENCE_CACHE_ENV, str(tmp_path_factory.mktemp("reference-cache")))
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Dataset:
+    """Five invoice cases and one example (`tests/fakes.py:write_tiny_dataset`), loaded."""
+    return load_dataset(write_tiny_dataset(tmp_path / "tiny"))
+
+
+class RegisterBackend(Protocol):
+    def __call__(
+        self, name: str, backend: Backend, *, capabilities: BackendCapabilities | None = None
+    ) -> RegisteredBackend: ...
+
+
+@pytest.fixture
+def register_backend() -> Iterator[RegisterBackend]:
+    """`register_backend(name, opener, capabilities=...)` registers a backend for this test; each one
+    is removed (or the backend it replaced restored) when the test ends."""
+    with ExitStack() as registered:
+
+        def register(
+            name: str, backend: Backend, *, capabilities: BackendCapabilities | None = None
+        ) -> RegisteredBackend:
+            return registered.enter_context(registered_backend(name, backend, capabilities=capabilities))
+
+        yield register
 
 
 @pytest.fixture(params=bundled_datasets())

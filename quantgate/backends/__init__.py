@@ -9,8 +9,10 @@ reports what it knows about the runtime, and frees everything when the block end
 
 Each backend also declares what it can do (`BackendCapabilities`): token fidelity, running
 in a worker process, how a load level is served, embeddings. Callers ask `capabilities(variant)`
-before opening, never the backend's name. Register another backend with
-`register_backend("name", factory, capabilities=BackendCapabilities(...))`.
+before opening, never the backend's name. Each backend is one `RegisteredBackend` record
+(name, opener, capabilities). Register another with `register_backend("name", opener,
+capabilities=BackendCapabilities(...))` (`registered_backend` for a block), or install a package
+that names its record in the `quantgate.backends` entry-point group.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
+from importlib.metadata import entry_points
 from typing import Any, Literal, Protocol
 
 from langchain_core.language_models import BaseChatModel
@@ -126,60 +129,43 @@ class OpenedVariant:
 class Backend(Protocol):
     """Opens a variant for a schema; the returned context manager frees it on exit.
 
-    A backend that declares `parallel="slots"` is also called with a `slots=k` keyword.
+    `slots` is the number of sequences to decode at once; it is None unless the backend
+    declares `parallel="slots"` and the caller asks for more than one at a time.
     """
 
-    def __call__(self, variant: Variant, schema: Mapping[str, Any]) -> AbstractContextManager[OpenedVariant]:
+    def __call__(
+        self, variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
+    ) -> AbstractContextManager[OpenedVariant]:
         """Open `variant` with output constrained to `schema`."""
         ...
 
 
+@dataclass(frozen=True, kw_only=True)
+class RegisteredBackend:
+    """One backend: its name, how it opens a variant and what it can do.
+
+    A separately installed package adds a backend by naming one of these in the
+    `quantgate.backends` entry-point group, under the backend's name (see `docs/development.md`).
+
+    Attributes:
+        name: The variants' `backend` value.
+        open: Opens a variant for a schema.
+        capabilities: What the backend can do; by default nothing beyond extraction.
+    """
+
+    name: str
+    open: Backend
+    capabilities: BackendCapabilities = BackendCapabilities()
+
+
+ENTRY_POINT_GROUP = "quantgate.backends"
+"""The entry-point group where installed packages name their `RegisteredBackend`s."""
+
+
 @contextmanager
-def _open_llamacpp(
-    variant: Variant, schema: Mapping[str, Any], slots: int | None = None
+def _open_chat_model(
+    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
 ) -> Iterator[OpenedVariant]:
-    from pathlib import Path
-
-    from quantgate.backends.llamacpp import EmbeddedEngine, LlamaCppChatModel
-
-    path = Path(variant.model)
-    if not path.is_file():
-        raise BackendError(f"variant {variant.name}: no GGUF file at {path}")
-    options = dict(variant.options)
-    max_tokens = int(options.pop("max_tokens", 512))
-    options.setdefault("slots", slots)
-    try:
-        engine = EmbeddedEngine(path, **options)
-    except (ValueError, RuntimeError, TypeError) as exc:
-        raise BackendError(f"variant {variant.name}: llama.cpp could not load {path}: {exc}") from exc
-    try:
-        yield OpenedVariant(
-            chat_model=LlamaCppChatModel(engine=engine, json_schema=dict(schema), max_tokens=max_tokens),
-            runtime={
-                "name": "llama.cpp (llama-cpp-python, in process)",
-                "version": package_version("llama-cpp-python"),
-                "n_ctx": engine.n_ctx,
-                "n_threads": engine.n_threads,
-                "slots": engine.slots,
-                "flash_attn": engine.flash_attn,
-                "seed": engine.seed,
-                "decoding": "greedy (temperature 0), JSON-schema grammar, argmax checked first",
-                "grammar_engine": engine.grammar_engine,
-                "fast_forward": engine.fast_forward,
-                "use_mmap": False,
-                "max_array_items": engine.max_array_items,
-                "unenforced_schema_keywords": [str(keyword) for keyword in engine.unenforced(schema)],
-            },
-            context_window=engine.n_ctx,
-            max_output_tokens=max_tokens,
-            count_tokens=engine.count_tokens,
-        )
-    finally:
-        engine.close()
-
-
-@contextmanager
-def _open_chat_model(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
     if variant.chat_model is None:
         raise BackendError(f"variant {variant.name}: backend 'langchain' needs a chat_model object")
     yield OpenedVariant(
@@ -189,43 +175,113 @@ def _open_chat_model(variant: Variant, schema: Mapping[str, Any]) -> Iterator[Op
 
 
 @contextmanager
-def _open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
+def _open_llamacpp(
+    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
+) -> Iterator[OpenedVariant]:
+    from quantgate.backends.llamacpp import open_llamacpp  # loads llama.cpp's bindings: only when used
+
+    with open_llamacpp(variant, schema, slots=slots) as opened:
+        yield opened
+
+
+@contextmanager
+def _open_ollama(
+    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
+) -> Iterator[OpenedVariant]:
     from quantgate.backends.ollama import open_ollama
 
     with open_ollama(variant, schema) as opened:
         yield opened
 
 
-_BACKENDS: dict[str, Backend] = {
-    "llamacpp": _open_llamacpp,
-    "langchain": _open_chat_model,
-    "ollama": _open_ollama,
-}
-_CAPABILITIES: dict[str, BackendCapabilities] = {
-    "llamacpp": LLAMACPP_CAPABILITIES,
-    "langchain": LANGCHAIN_CAPABILITIES,
-    "ollama": OLLAMA_CAPABILITIES,
+_REGISTRY: dict[str, RegisteredBackend] = {
+    record.name: record
+    for record in (
+        RegisteredBackend(name="llamacpp", open=_open_llamacpp, capabilities=LLAMACPP_CAPABILITIES),
+        RegisteredBackend(name="langchain", open=_open_chat_model, capabilities=LANGCHAIN_CAPABILITIES),
+        RegisteredBackend(name="ollama", open=_open_ollama, capabilities=OLLAMA_CAPABILITIES),
+    )
 }
 
 
-def register_backend(name: str, backend: Backend, *, capabilities: BackendCapabilities | None = None) -> None:
-    """Make `backend` available to variants whose `backend` field is `name`.
+def register_backend(
+    name: str, backend: Backend, *, capabilities: BackendCapabilities | None = None
+) -> RegisteredBackend:
+    """Make `backend` available to variants whose `backend` field is `name`, replacing any
+    backend of that name; `unregister_backend` removes it, `registered_backend` does both.
 
     Args:
         name: The variants' `backend` value.
         backend: Opens a variant for a schema.
         capabilities: What the backend can do; by default nothing beyond extraction (no
             token fidelity, no worker process, one shared object under load).
+
+    Returns:
+        The record now registered.
     """
-    _BACKENDS[name] = backend
-    _CAPABILITIES[name] = capabilities or BackendCapabilities()
+    record = RegisteredBackend(name=name, open=backend, capabilities=capabilities or BackendCapabilities())
+    _REGISTRY[name] = record
+    return record
+
+
+def unregister_backend(name: str) -> RegisteredBackend:
+    """Remove the backend registered as `name` (an installed package's comes back when next asked for).
+
+    Raises:
+        BackendError: No backend is registered as `name`.
+    """
+    record = _REGISTRY.pop(name, None)
+    if record is None:
+        raise BackendError(f"no backend registered as {name!r}")
+    return record
+
+
+@contextmanager
+def registered_backend(
+    name: str, backend: Backend, *, capabilities: BackendCapabilities | None = None
+) -> Iterator[RegisteredBackend]:
+    """Register a backend for the block, then restore the one it replaced, if any (tests use this)."""
+    previous = _REGISTRY.get(name)
+    try:
+        yield register_backend(name, backend, capabilities=capabilities)
+    finally:
+        if previous is None:
+            _REGISTRY.pop(name, None)
+        else:
+            _REGISTRY[name] = previous
+
+
+def _installed(name: str) -> RegisteredBackend | None:
+    """The backend an installed package names `name` in the entry-point group, registered."""
+    for entry_point in entry_points(group=ENTRY_POINT_GROUP, name=name):
+        where = f"entry point {name!r} of {entry_point.value!r} (group {ENTRY_POINT_GROUP})"
+        try:
+            record = entry_point.load()
+        except Exception as exc:  # a plugin's import can fail in any way: name it and the plugin
+            raise BackendError(f"{where} could not be loaded: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(record, RegisteredBackend) or record.name != name:
+            raise BackendError(f"{where} is {record!r}, not a RegisteredBackend named {name!r}")
+        _REGISTRY[name] = record
+        return record
+    return None
+
+
+def _lookup(name: str) -> RegisteredBackend | None:
+    return _REGISTRY.get(name) or _installed(name)
+
+
+def backend_names() -> list[str]:
+    """The names of the registered backends and of those installed packages declare, sorted."""
+    installed = {entry_point.name for entry_point in entry_points(group=ENTRY_POINT_GROUP)}
+    return sorted(set(_REGISTRY) | installed)
 
 
 def backend_module(name: str) -> str | None:
-    """The module that registered the backend `name`, by the name another process imports it
-    by to know the backend too (a spawned worker, a Ray task on another node); None for an
+    """The module that defines the opener of backend `name`, by the name another process imports
+    it by to know the backend too (a spawned worker, a Ray task on another node); None for an
     unknown backend or one a script registered (its `__main__` is not importable)."""
-    module = getattr(_BACKENDS.get(name), "__module__", None)
+    record = _lookup(name)
+    module = None if record is None else getattr(record.open, "__module__", None)
     if module != "__main__":
         return module
     spec = getattr(sys.modules["__main__"], "__spec__", None)  # `python -m package.module`
@@ -234,7 +290,8 @@ def backend_module(name: str) -> str | None:
 
 def backend_capabilities(name: str) -> BackendCapabilities:
     """What the backend registered as `name` can do; nothing for an unknown name."""
-    return _CAPABILITIES.get(name, BackendCapabilities())
+    record = _lookup(name)
+    return BackendCapabilities() if record is None else record.capabilities
 
 
 def capabilities(variant: Variant) -> BackendCapabilities:
@@ -260,23 +317,23 @@ def open_variant(
     Args:
         variant: The variant.
         schema: The JSON schema outputs are constrained to.
-        slots: Sequences decoded at once, for a backend with `parallel="slots"` (ignored by
-            the others); None: one at a time.
+        slots: Sequences decoded at once, for a backend with `parallel="slots"` (the others are
+            given None); None: one at a time.
 
     Raises:
-        BackendError: The backend is unknown or not available in this version.
+        BackendError: The backend is unknown, or an installed package's could not be loaded.
     """
-    backend = _BACKENDS.get(variant.backend)
-    if backend is None:
-        known = ", ".join(sorted(_BACKENDS))
+    record = _lookup(variant.backend)
+    if record is None:
+        known = ", ".join(backend_names())
         raise BackendError(f"variant {variant.name}: unknown backend {variant.backend!r}; known: {known}")
-    if slots is not None and capabilities(variant).parallel == "slots":
-        return backend(variant, schema, slots=slots)  # type: ignore[call-arg]
-    return backend(variant, schema)
+    takes_slots = capabilities(variant).parallel == "slots"
+    return record.open(variant, schema, slots=slots if takes_slots else None)
 
 
 __all__ = [
     "EMBEDDED_SLOTS",
+    "ENTRY_POINT_GROUP",
     "LANGCHAIN_CAPABILITIES",
     "LLAMACPP_CAPABILITIES",
     "OLLAMA_CAPABILITIES",
@@ -284,9 +341,13 @@ __all__ = [
     "BackendCapabilities",
     "BackendError",
     "OpenedVariant",
+    "RegisteredBackend",
     "backend_capabilities",
     "backend_module",
+    "backend_names",
     "capabilities",
     "open_variant",
     "register_backend",
+    "registered_backend",
+    "unregister_backend",
 ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from pydantic import ConfigDict
 
 from graphs.prompting import REPAIR_NAME
+from quantgate.backends import BackendError, OpenedVariant
 from quantgate.backends.grammar import GrammarChecker, GrammarEngine, LlguidanceChecker, lark_of_schema
 from quantgate.backends.greedy import Generation, GreedyDecoder
 from quantgate.backends.schema_grammar import (
@@ -34,6 +36,8 @@ from quantgate.backends.schema_grammar import (
     unenforced_keywords,
 )
 from quantgate.backends.streaming import StreamingChatModel
+from quantgate.hardware import package_version
+from quantgate.inputs.variants import Variant
 
 
 def render_prompt(messages: Sequence[BaseMessage]) -> str:
@@ -300,3 +304,48 @@ class LlamaCppChatModel(StreamingChatModel):
                 chunk_position="last",
             )
         )
+
+
+@contextmanager
+def open_llamacpp(
+    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
+) -> Iterator[OpenedVariant]:
+    """Load a variant's GGUF file in process (the `llamacpp` backend); freed when the block ends.
+
+    Raises:
+        BackendError: There is no file at the variant's `model`, or llama.cpp cannot load it.
+    """
+    path = Path(variant.model)
+    if not path.is_file():
+        raise BackendError(f"variant {variant.name}: no GGUF file at {path}")
+    options = dict(variant.options)
+    max_tokens = int(options.pop("max_tokens", 512))
+    options.setdefault("slots", slots)
+    try:
+        engine = EmbeddedEngine(path, **options)
+    except (ValueError, RuntimeError, TypeError) as exc:
+        raise BackendError(f"variant {variant.name}: llama.cpp could not load {path}: {exc}") from exc
+    try:
+        yield OpenedVariant(
+            chat_model=LlamaCppChatModel(engine=engine, json_schema=dict(schema), max_tokens=max_tokens),
+            runtime={
+                "name": "llama.cpp (llama-cpp-python, in process)",
+                "version": package_version("llama-cpp-python"),
+                "n_ctx": engine.n_ctx,
+                "n_threads": engine.n_threads,
+                "slots": engine.slots,
+                "flash_attn": engine.flash_attn,
+                "seed": engine.seed,
+                "decoding": "greedy (temperature 0), JSON-schema grammar, argmax checked first",
+                "grammar_engine": engine.grammar_engine,
+                "fast_forward": engine.fast_forward,
+                "use_mmap": False,
+                "max_array_items": engine.max_array_items,
+                "unenforced_schema_keywords": [str(keyword) for keyword in engine.unenforced(schema)],
+            },
+            context_window=engine.n_ctx,
+            max_output_tokens=max_tokens,
+            count_tokens=engine.count_tokens,
+        )
+    finally:
+        engine.close()

@@ -8,9 +8,7 @@ from evaluators import CaseScorer
 from evaluators.memory import MemoryReading
 from graphs.evaluation import CaseOutcome, EvaluationContext, graph, rounds_limit
 from graphs.extraction import ExtractionContext
-
-from .fakes import QueuedChatModel
-from .test_extraction import GOOD, SCHEMA
+from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 
 
 def cases(n, **expected):

@@ -6,21 +6,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from graphs.evaluation import error_kind
 from graphs.extraction import CUT_MARK, ExtractionContext, ExtractionResult, build_extraction_graph, graph
 from graphs.prompting import REPAIR_NAME
-
-from .fakes import QueuedChatModel
-
-SCHEMA = {
-    "title": "Invoice",
-    "type": "object",
-    "properties": {
-        "vendor": {"type": ["string", "null"], "description": "Who issued it"},
-        "total": {"type": ["number", "null"], "description": "Total amount"},
-        "issued": {"type": ["string", "null"], "format": "date"},
-        "currency": {"type": ["string", "null"], "enum": ["EUR", "USD", None]},
-    },
-    "required": ["vendor", "total", "issued", "currency"],
-}
-GOOD = {"vendor": "Acme", "total": 12.5, "issued": "2024-03-03", "currency": "EUR"}
+from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 
 
 def run(model, text="Factura de Acme por 12,50 €", **kwargs):

@@ -130,9 +130,8 @@ def make_fake_run(out: Path, *, decide: bool = True) -> Path:
     from quantgate.evaluate.run import RunOptions, run_evaluation
     from quantgate.inputs.dataset import load_dataset
     from quantgate.inputs.variants import Variant, VariantSet
-    from tests.graphs.fakes import QueuedChatModel
-    from tests.graphs.test_extraction import GOOD
-    from tests.graphs.test_extraction import SCHEMA as INVOICE_SCHEMA
+    from tests.fakes import GOOD, QueuedChatModel
+    from tests.fakes import SCHEMA as INVOICE_SCHEMA
 
     texts_and_tags = [
         (HOSTILE_TEXT, ("lang:es", "numbers", "dates")),

@@ -17,7 +17,7 @@ from quantgate.analysis.explore import (
 )
 from quantgate.decide.decision import decide
 from quantgate.rundir.store import read_records
-from tests.graphs.test_extraction import GOOD
+from tests.fakes import GOOD
 from tests.quantgate.run_factory import HOSTILE_GOLD, HOSTILE_OUTPUT, make_fake_run, make_run
 
 

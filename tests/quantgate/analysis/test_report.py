@@ -12,8 +12,7 @@ from quantgate.decide.decision import load_decision
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.files import REPORT_DIR
 from quantgate.rundir.store import load_run, read_records
-from tests.graphs.fakes import QueuedChatModel
-from tests.graphs.test_extraction import GOOD
+from tests.fakes import GOOD, QueuedChatModel
 from tests.quantgate.browser import CHARTS, CHROMIUM, assert_renders_in_chromium
 from tests.quantgate.run_factory import (
     HOSTILE_GOLD,

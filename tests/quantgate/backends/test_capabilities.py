@@ -22,7 +22,6 @@ from quantgate.backends import (
     OpenedVariant,
     backend_capabilities,
     capabilities,
-    register_backend,
 )
 from quantgate.evaluate.executor import LocalExecutor, VariantCall
 from quantgate.evaluate.fidelity_step import FidelityJob, token_fidelity_step, unmeasured_reason
@@ -33,20 +32,21 @@ from quantgate.loadtest.levels import LoadJob, LoadOptions, load_variant, parse_
 from quantgate.loadtest.table import render_load
 from quantgate.rundir.load import LoadLevelSpec, LoadSection, LoadVariantEntry
 from quantgate.rundir.summary import TokenFidelityEntry, VariantEntry
-from tests.graphs.fakes import QueuedChatModel
-from tests.graphs.test_extraction import GOOD
-from tests.quantgate.evaluate.test_run import dataset  # noqa: F401 (a fixture)
+from tests.fakes import GOOD, QueuedChatModel
 
 QUANTGATE = Path(__file__).resolve().parents[3] / "quantgate"
 
 
 @pytest.fixture
-def fake_backend() -> Iterator[Any]:
-    """`register(capabilities)` registers a backend `fake` over fake chat models; it counts opens."""
+def fake_backend(register_backend: Any) -> Any:
+    """`register(capabilities)` registers a backend `fake` over fake chat models for the test; it
+    counts opens."""
     opens: list[str] = []
 
     @contextmanager
-    def open_fake(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
+    def open_fake(
+        variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
+    ) -> Iterator[OpenedVariant]:
         opens.append(variant.name)
         yield OpenedVariant(chat_model=QueuedChatModel(outputs=[json.dumps(GOOD)]))
 
@@ -54,9 +54,7 @@ def fake_backend() -> Iterator[Any]:
         register_backend("fake", open_fake, capabilities=declared)
         return opens
 
-    yield register
-    backends._BACKENDS.pop("fake", None)
-    backends._CAPABILITIES.pop("fake", None)
+    return register
 
 
 def test_built_in_backends_declare_their_capabilities():
@@ -126,7 +124,7 @@ def _ok_entry(variant: Variant, *, is_reference: bool = False) -> VariantEntry:
     return VariantEntry(name=variant.name, backend=variant.backend, is_reference=is_reference)
 
 
-def test_fidelity_dispatch_groups_targets_by_kind(fake_backend, dataset, tmp_path, monkeypatch):  # noqa: F811
+def test_fidelity_dispatch_groups_targets_by_kind(fake_backend, dataset, tmp_path, monkeypatch):
     fake_backend(BackendCapabilities(token_fidelity="logprobs"))
     reference, variant = Variant(name="ref", backend="fake"), Variant(name="v", backend="fake")
     record = SimpleNamespace(raw=json.dumps(GOOD), attempts=1, error=None)
@@ -174,7 +172,7 @@ def _record_ways(monkeypatch: pytest.MonkeyPatch, module: Any, here: str) -> lis
 
 
 @pytest.mark.parametrize(("parallel", "copies"), [("instances", 3), ("server", 1), ("none", 1)])
-def test_a_registered_backend_gets_copies_only_with_parallel_instances(fake_backend, dataset, tmp_path,  # noqa: F811
+def test_a_registered_backend_gets_copies_only_with_parallel_instances(fake_backend, dataset, tmp_path,
                                                                        parallel, copies):  # fmt: skip
     opens = fake_backend(BackendCapabilities(parallel=parallel))
     entry = load_variant(_load_job(dataset, Variant(name="f", backend="fake"), tmp_path))
@@ -185,7 +183,7 @@ def test_a_registered_backend_gets_copies_only_with_parallel_instances(fake_back
     assert entry.memory_process == "quantgate"
 
 
-def test_memory_of_a_server_backend_without_a_local_pid_is_not_measured(fake_backend, dataset, tmp_path):  # noqa: F811
+def test_memory_of_a_server_backend_without_a_local_pid_is_not_measured(fake_backend, dataset, tmp_path):
     fake_backend(BackendCapabilities(parallel="server", memory="server"))
     entry = load_variant(_load_job(dataset, Variant(name="f", backend="fake"), tmp_path, levels="1"))
     assert entry.memory_process is None
@@ -199,7 +197,7 @@ def test_memory_of_a_server_backend_without_a_local_pid_is_not_measured(fake_bac
         (BackendCapabilities(process_isolation=False, memory="process"), False),
     ],
 )
-def test_a_load_isolates_by_capabilities(fake_backend, dataset, tmp_path, declared, isolated):  # noqa: F811
+def test_a_load_isolates_by_capabilities(fake_backend, dataset, tmp_path, declared, isolated):
     fake_backend(declared)
     call = load_run_module._load_call(
         _load_job(dataset, Variant(name="f", backend="fake"), tmp_path), LocalExecutor()
@@ -210,7 +208,7 @@ def test_a_load_isolates_by_capabilities(fake_backend, dataset, tmp_path, declar
 @pytest.mark.parametrize(
     ("backend", "isolated"), [("llamacpp", True), ("ollama", False), ("langchain", False)]
 )
-def test_a_load_of_the_built_in_backends(dataset, tmp_path, backend, isolated):  # noqa: F811
+def test_a_load_of_the_built_in_backends(dataset, tmp_path, backend, isolated):
     job = _load_job(dataset, Variant(name="v", backend=backend, model="m"), tmp_path)
     assert load_run_module._load_call(job, LocalExecutor()).isolate is isolated
 
@@ -244,14 +242,14 @@ def _variant_job(variant: Variant, data: Dataset, run_dir: Path) -> evaluate_var
         (Variant(name="f", backend="fake"), False),
     ],
 )
-def test_evaluation_isolates_by_capabilities(fake_backend, dataset, tmp_path, monkeypatch, variant, isolated):  # noqa: F811
+def test_evaluation_isolates_by_capabilities(fake_backend, dataset, tmp_path, monkeypatch, variant, isolated):
     fake_backend(BackendCapabilities(process_isolation=False))
     ways = _record_ways(monkeypatch, evaluate_variant, "_evaluate_into_run_dir")
     evaluate_variant.evaluate_isolated(_variant_job(variant, dataset, tmp_path))
     assert ways == (["worker"] if isolated else ["here"])
 
 
-def test_a_worker_is_told_the_module_that_registers_the_backend(fake_backend, dataset, tmp_path, monkeypatch):  # noqa: F811
+def test_a_worker_is_told_the_module_that_registers_the_backend(fake_backend, dataset, tmp_path, monkeypatch):
     fake_backend(BackendCapabilities(process_isolation=True))
     sent: list[Any] = []
     monkeypatch.setattr(evaluate_variant, "run_isolated", lambda function, job, **kwargs: sent.append(job))

@@ -10,8 +10,7 @@ from quantgate.evaluate.run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.gates import Gates
 from quantgate.inputs.variants import Variant, VariantSet
-from tests.graphs.fakes import QueuedChatModel
-from tests.graphs.test_extraction import GOOD, SCHEMA
+from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 from tests.quantgate.run_factory import make_run
 
 HOSTILE = "\x1b[2J\x1b]0;owned\x07"

@@ -15,8 +15,7 @@ from quantgate.evaluate.executor import LocalExecutor
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import load_run, read_records
 from quantgate.rundir.summary import Placement
-from tests.graphs.fakes import QueuedChatModel
-from tests.graphs.test_extraction import GOOD
+from tests.fakes import GOOD, QueuedChatModel
 from tests.quantgate.cluster.conftest import comparable_records, run_six, slow_variants
 
 pytestmark = pytest.mark.slow

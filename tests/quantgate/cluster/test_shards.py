@@ -22,7 +22,7 @@ from quantgate.inputs.dataset import Case, load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import load_run, read_records
 from quantgate.rundir.summary import ShardPlacement, VariantEntry, VariantMetadata
-from tests.graphs.test_extraction import GOOD, SCHEMA
+from tests.fakes import GOOD, SCHEMA
 from tests.quantgate.cluster.conftest import comparable_records, run_six, slow_variants
 
 _CASES = tuple(Case(id=f"c{i}", text=f"case {i}", expected=GOOD) for i in range(5))

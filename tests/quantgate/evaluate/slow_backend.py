@@ -37,8 +37,7 @@ from quantgate.backends import BackendCapabilities, OpenedVariant, register_back
 from quantgate.backends.embedders import OpenedEmbeddings, register_embeddings
 from quantgate.cli import main
 from quantgate.inputs.variants import Variant, VariantSet, write_variants_file
-from tests.graphs.fakes import QueuedChatModel
-from tests.graphs.test_extraction import GOOD, SCHEMA
+from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 
 
 class SlowChatModel(QueuedChatModel):
@@ -66,7 +65,9 @@ class SlowChatModel(QueuedChatModel):
 
 
 @contextmanager
-def _open_slow(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
+def _open_slow(
+    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
+) -> Iterator[OpenedVariant]:
     options = variant.options
     model = SlowChatModel(
         outputs=[json.dumps(GOOD)],

@@ -12,15 +12,13 @@ from typing import Any
 
 import pytest
 
-from quantgate import backends
-from quantgate.backends import BackendCapabilities, OpenedVariant, register_backend
+from quantgate.backends import BackendCapabilities, OpenedVariant
 from quantgate.evaluate.cache import cache_key, key_inputs
 from quantgate.evaluate.run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import load_run, read_records
-from tests.graphs.fakes import QueuedChatModel
-from tests.graphs.test_extraction import GOOD, SCHEMA
+from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 
 WRONG = json.dumps({**GOOD, "currency": "USD"})
 CASES_ANSWERED: list[str] = []
@@ -36,7 +34,9 @@ class _CountingModel(QueuedChatModel):
 
 
 @contextmanager
-def _open_filed(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
+def _open_filed(
+    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
+) -> Iterator[OpenedVariant]:
     wrong = {"case <1>": WRONG} if variant.options.get("wrong") else {}
     yield OpenedVariant(
         chat_model=_CountingModel(outputs=[json.dumps(GOOD)], by_text=wrong),
@@ -45,13 +45,10 @@ def _open_filed(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
 
 
 @pytest.fixture(autouse=True)
-def filed_backend() -> Iterator[None]:
+def filed_backend(register_backend: Any) -> None:
     """A backend `filed` whose variants are model files (it never reads them), run in this process."""
     register_backend("filed", _open_filed, capabilities=BackendCapabilities(model_file=True))
     CASES_ANSWERED.clear()
-    yield
-    backends._BACKENDS.pop("filed", None)
-    backends._CAPABILITIES.pop("filed", None)
 
 
 def _dataset(root: Path, cases: int, *, text: str = "case <{}>") -> Dataset:

@@ -13,66 +13,24 @@ import pytest
 
 from quantgate.evaluate.options import run_cases
 from quantgate.evaluate.resume import ResumeError, planned_variants
-from quantgate.evaluate.run import RunOptions, resume_evaluation, run_evaluation
-from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
+from quantgate.evaluate.run import resume_evaluation, run_evaluation
+from quantgate.inputs.dataset import Case, load_dataset, write_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.completeness import run_completeness
 from quantgate.rundir.files import FIDELITY_FILE, RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
 from quantgate.rundir.store import RunStore, load_run, read_records, read_summary
 from quantgate.rundir.summary import RunSummary
-from tests.graphs.fakes import QueuedChatModel
-from tests.graphs.test_extraction import GOOD, SCHEMA
+from tests.fakes import GOOD, SCHEMA, QueuedChatModel
+from tests.quantgate.evaluate.resumable_runs import (
+    assert_refused,
+    interrupted_run,
+    resume_dataset,
+    resume_options,
+    resume_variants,
+)
 
-WRONG = json.dumps({**GOOD, "currency": "USD"})
-"""The quantized variant's answer to some cases: one field wrong."""
 COMPARED = ("cases", "field_accuracy", "format_validity", "agreement_with_reference", "errors", "fields")
 """Figures of a variant that a resumed run must give exactly as an uninterrupted one."""
-
-
-def _dataset(root: Path, cases: int = 6) -> Dataset:
-    lines = [
-        Case(
-            id=f"c{i}", text=f"case <{i}>", expected=GOOD, tags=("lang:es" if i % 2 else "lang:en", "numbers")
-        )
-        for i in range(cases)
-    ]
-    write_dataset(root, schema=SCHEMA, cases=lines, examples=[Case(id="e1", text="example", expected=GOOD)])
-    return load_dataset(root)
-
-
-def _variants(*, stop_ref: str | None = None, stop_quant: str | None = None) -> VariantSet:
-    """The reference answers right; the quantized variant gets `currency` wrong on cases 1 and 4.
-
-    `stop_*`: a case id at which that variant is interrupted (as by Ctrl-C).
-    """
-    quant_answers: dict[str, object] = {"case <1>": WRONG, "case <4>": WRONG}
-    ref_answers: dict[str, object] = {}
-    if stop_quant:
-        quant_answers[f"case <{stop_quant[1:]}>"] = KeyboardInterrupt()
-    if stop_ref:
-        ref_answers[f"case <{stop_ref[1:]}>"] = KeyboardInterrupt()
-    return VariantSet(
-        reference="ref",
-        variants=[
-            Variant.from_chat_model(
-                "ref", QueuedChatModel(outputs=[json.dumps(GOOD)], by_text=ref_answers), quantization="F16"
-            ),
-            Variant.from_chat_model(
-                "quant", QueuedChatModel(outputs=[json.dumps(GOOD)], by_text=quant_answers), quantization="Q4"
-            ),
-        ],
-    )
-
-
-def _options(tmp_path: Path, **changes: object) -> RunOptions:
-    return RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False, **changes)  # type: ignore[arg-type]
-
-
-def _interrupted(dataset: Dataset, tmp_path: Path, **stops: str) -> Path:
-    with pytest.raises(KeyboardInterrupt):
-        run_evaluation(dataset, _variants(**stops), options=_options(tmp_path))
-    (run_dir,) = (tmp_path / "runs").iterdir()
-    return run_dir
 
 
 def _counts(run_dir: Path) -> Counter[tuple[str, str]]:
@@ -81,15 +39,17 @@ def _counts(run_dir: Path) -> Counter[tuple[str, str]]:
 
 @pytest.mark.parametrize("stops", [{"stop_quant": "c3"}, {"stop_ref": "c2"}], ids=["in-quant", "in-ref"])
 def test_an_interrupted_run_goes_on_with_each_case_recorded_once(tmp_path, stops):
-    dataset = _dataset(tmp_path / "d")
-    whole = load_run(run_evaluation(dataset, _variants(), options=_options(tmp_path / "whole"))).summary
-    run_dir = _interrupted(dataset, tmp_path, **stops)
+    dataset = resume_dataset(tmp_path / "d")
+    whole = load_run(
+        run_evaluation(dataset, resume_variants(), options=resume_options(tmp_path / "whole"))
+    ).summary
+    run_dir = interrupted_run(dataset, tmp_path, **stops)
     before = (run_dir / RECORDS_FILE).read_bytes()
     held = _counts(run_dir)
     assert read_summary(run_dir).status == "interrupted"
     assert 0 < len(held) < 12
 
-    assert resume_evaluation(run_dir, variant_set=_variants(), progress=False) == run_dir
+    assert resume_evaluation(run_dir, variant_set=resume_variants(), progress=False) == run_dir
 
     after = (run_dir / RECORDS_FILE).read_bytes()
     assert after.startswith(before)  # the records written before are left as they were
@@ -113,7 +73,7 @@ def test_an_interrupted_run_goes_on_with_each_case_recorded_once(tmp_path, stops
 
 
 def test_variants_json_lists_every_variant_from_the_start(tmp_path):
-    run_dir = _interrupted(_dataset(tmp_path / "d"), tmp_path, stop_ref="c1")
+    run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_ref="c1")
     lines = load_run(run_dir).variants.variants
     # both were loaded before the reference's first case was interrupted: what serves each is written
     # as it loads, beside the spec every variant had from the start
@@ -122,13 +82,13 @@ def test_variants_json_lists_every_variant_from_the_start(tmp_path):
 
 
 def test_a_torn_last_line_is_set_aside_and_its_case_runs_again(tmp_path, capsys):
-    dataset = _dataset(tmp_path / "d")
-    run_dir = _interrupted(dataset, tmp_path, stop_quant="c3")
+    dataset = resume_dataset(tmp_path / "d")
+    run_dir = interrupted_run(dataset, tmp_path, stop_quant="c3")
     records = run_dir / RECORDS_FILE
     lines = records.read_bytes().splitlines(keepends=True)
     torn = lines[-1][:40]  # the last record, cut off mid-write
     records.write_bytes(b"".join(lines[:-1]) + torn)
-    resume_evaluation(run_dir, variant_set=_variants(), progress=False)
+    resume_evaluation(run_dir, variant_set=resume_variants(), progress=False)
     assert (run_dir / (RECORDS_FILE + ".torn")).read_bytes() == torn + b"\n"
     assert set(_counts(run_dir).values()) == {1}
     assert len(_counts(run_dir)) == 12
@@ -144,7 +104,7 @@ def test_a_sequential_run_goes_on_judging_in_rounds_until_settled(tmp_path):
     blank = json.dumps(dict.fromkeys(GOOD))
     # one case at a time: exactly the cases before the interrupted one are recorded (side by side,
     # how many others of its round finish first depends on timing, and 7 can already settle it)
-    options = _options(tmp_path, sequential=True, round_size=4, max_repairs=0, concurrency=1)
+    options = resume_options(tmp_path, sequential=True, round_size=4, max_repairs=0, concurrency=1)
 
     def variants(stop: str | None) -> VariantSet:
         answers: dict[str, object] = {f"case <{stop[1:]}>": KeyboardInterrupt()} if stop else {}
@@ -173,15 +133,15 @@ def test_a_sequential_run_goes_on_judging_in_rounds_until_settled(tmp_path):
 
 
 def test_an_unfinished_token_fidelity_step_is_kept_aside(tmp_path, capsys):
-    run_dir = _interrupted(_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
+    run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
     (run_dir / FIDELITY_FILE).write_text('{"variant": "quant"}\n')
-    resume_evaluation(run_dir, variant_set=_variants(), progress=False)
+    resume_evaluation(run_dir, variant_set=resume_variants(), progress=False)
     assert (run_dir / (FIDELITY_FILE + ".interrupted")).read_text() == '{"variant": "quant"}\n'
     assert "the token-fidelity step had not finished" in capsys.readouterr().err
 
 
 def test_the_run_variants_are_read_back_and_chat_models_must_be_given_again(tmp_path):
-    run_dir = _interrupted(_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
+    run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
     with pytest.raises(ResumeError, match="variant ref is a chat model given from Python"):
         planned_variants(run_dir)
 
@@ -189,19 +149,11 @@ def test_the_run_variants_are_read_back_and_chat_models_must_be_given_again(tmp_
 # what stops a resume, before anything is written
 
 
-def _refused(run_dir: Path, match: str, **given: object) -> None:
-    summary = (run_dir / SUMMARY_FILE).read_bytes()
-    records = (run_dir / RECORDS_FILE).read_bytes()
-    given.setdefault("variant_set", _variants())
-    with pytest.raises(ResumeError, match=match):
-        resume_evaluation(run_dir, progress=False, **given)  # type: ignore[arg-type]
-    assert (run_dir / SUMMARY_FILE).read_bytes() == summary
-    assert (run_dir / RECORDS_FILE).read_bytes() == records
-
-
 def test_a_complete_run_has_nothing_to_resume(tmp_path):
-    run_dir = run_evaluation(_dataset(tmp_path / "d"), _variants(), options=_options(tmp_path))
-    _refused(run_dir, r"the run is complete; nothing to resume \(quantgate decide")
+    run_dir = run_evaluation(
+        resume_dataset(tmp_path / "d"), resume_variants(), options=resume_options(tmp_path)
+    )
+    assert_refused(run_dir, r"the run is complete; nothing to resume \(quantgate decide")
 
 
 def test_no_run_directory(tmp_path):
@@ -210,19 +162,19 @@ def test_no_run_directory(tmp_path):
 
 
 def test_another_dataset_is_refused_by_its_sha256(tmp_path):
-    run_dir = _interrupted(_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
-    other = _dataset(tmp_path / "other", cases=5)
-    _refused(run_dir, r"--dataset .*other: not the run's dataset \(sha256 ", dataset=other)
+    run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
+    other = resume_dataset(tmp_path / "other", cases=5)
+    assert_refused(run_dir, r"--dataset .*other: not the run's dataset \(sha256 ", dataset=other)
 
 
 def test_other_variants_are_refused(tmp_path):
-    run_dir = _interrupted(_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
+    run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
     renamed = VariantSet(variants=[Variant.from_chat_model("other", QueuedChatModel(outputs=["{}"]))])
-    _refused(run_dir, r"--variants: other; the run's variants are ref, quant", variant_set=renamed)
+    assert_refused(run_dir, r"--variants: other; the run's variants are ref, quant", variant_set=renamed)
 
 
 def test_a_variant_spec_that_differs_is_refused_naming_what_differs(tmp_path):
-    dataset = _dataset(tmp_path / "d")
+    dataset = resume_dataset(tmp_path / "d")
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
     other = Variant.from_chat_model("other", QueuedChatModel(outputs=["{}"]))
@@ -235,7 +187,7 @@ def test_a_variant_spec_that_differs_is_refused_naming_what_differs(tmp_path):
         ],
     )
     with pytest.raises(KeyboardInterrupt):
-        run_evaluation(dataset, variants, options=_options(tmp_path))
+        run_evaluation(dataset, variants, options=resume_options(tmp_path))
     (run_dir,) = (tmp_path / "runs").iterdir()
     moved = variants.variants[1].model_copy(update={"model": "/elsewhere/m.gguf"})  # same sha256: accepted
     changed = variants.variants[1].model_copy(update={"quantization": "Q4_0"})
@@ -254,11 +206,11 @@ def test_a_variant_spec_that_differs_is_refused_naming_what_differs(tmp_path):
 
 
 def test_a_damaged_record_line_stops_the_resume_naming_it(tmp_path):
-    run_dir = _interrupted(_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
+    run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
     records = run_dir / RECORDS_FILE
     lines = records.read_text().splitlines(keepends=True)
     records.write_text(lines[0] + '{"variant": "ref", "cas\n' + "".join(lines[1:]))
-    _refused(
+    assert_refused(
         run_dir,
         rf"{RECORDS_FILE} has damaged lines, so which cases they held is unknown: "
         rf"{RECORDS_FILE} line 2: not JSON",
@@ -266,41 +218,41 @@ def test_a_damaged_record_line_stops_the_resume_naming_it(tmp_path):
 
 
 def test_records_of_a_stranger_stop_the_resume(tmp_path):
-    run_dir = _interrupted(_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
+    run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
     records = run_dir / RECORDS_FILE
     line = json.loads(records.read_text().splitlines()[0])
     with records.open("a") as handle:
         handle.write(json.dumps({**line, "variant": "Q9"}) + "\n")
-    _refused(run_dir, f"{RECORDS_FILE} has records of variant Q9, which the run has not")
+    assert_refused(run_dir, f"{RECORDS_FILE} has records of variant Q9, which the run has not")
 
 
 def test_a_record_that_scores_otherwise_now_stops_the_resume(tmp_path):
-    run_dir = _interrupted(_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
+    run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
     records = run_dir / RECORDS_FILE
     lines = records.read_text().splitlines()
     first = json.loads(lines[0])
     first["fields"]["currency"] = 0.5
     records.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
-    _refused(
+    assert_refused(
         run_dir,
         r"case c0 of variant ref scores differently now \(fields was .*'currency': 0.5.*the scoring changed",
     )
 
 
 def test_a_run_still_being_written_cannot_be_resumed(tmp_path):
-    run_dir = _interrupted(_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
+    run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
     with RunStore.resume(run_dir):  # as the process still writing it holds it
-        _refused(run_dir, "another quantgate process is still writing this run")
-    resume_evaluation(run_dir, variant_set=_variants(), progress=False)  # its lock went with it
+        assert_refused(run_dir, "another quantgate process is still writing this run")
+    resume_evaluation(run_dir, variant_set=resume_variants(), progress=False)  # its lock went with it
     assert read_summary(run_dir).status == "complete"
 
 
 def test_a_run_of_an_earlier_quantgate_cannot_be_resumed(tmp_path):
-    run_dir = _interrupted(_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
+    run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
     summary = json.loads((run_dir / SUMMARY_FILE).read_text())
     del summary["options"]["gates"]
     (run_dir / SUMMARY_FILE).write_text(json.dumps(summary))
-    _refused(run_dir, "written by an earlier quantgate, which did not record what resuming needs")
+    assert_refused(run_dir, "written by an earlier quantgate, which did not record what resuming needs")
     assert (run_dir / VARIANTS_FILE).is_file()
 
 
@@ -348,7 +300,7 @@ def test_a_full_disk_stops_the_run_saying_how_to_go_on_and_keeps_what_was_writte
 
     monkeypatch.setattr(JsonLines, "append", append_until_full)
     with pytest.raises(RuntimeError) as caught:
-        run_evaluation(_dataset(tmp_path / "d"), _variants(), options=_options(tmp_path))
+        run_evaluation(resume_dataset(tmp_path / "d"), resume_variants(), options=resume_options(tmp_path))
     (run_dir,) = (tmp_path / "runs").iterdir()
     message = str(caught.value)
     assert message.startswith(f"cannot write {run_dir / RECORDS_FILE}: No space left on device")
@@ -359,7 +311,7 @@ def test_a_full_disk_stops_the_run_saying_how_to_go_on_and_keeps_what_was_writte
     assert read_summary(run_dir).status == "interrupted"
 
     monkeypatch.setattr(JsonLines, "append", real_append)  # space again
-    resume_evaluation(run_dir, variant_set=_variants(), progress=False)
+    resume_evaluation(run_dir, variant_set=resume_variants(), progress=False)
     assert _counts(run_dir) == Counter({(v, f"c{i}"): 1 for v in ("ref", "quant") for i in range(6)})
     assert (run_dir / (RECORDS_FILE + ".torn")).read_text() == torn + "\n"
 
@@ -382,7 +334,9 @@ def test_a_summary_that_cannot_be_written_while_the_run_fails_is_said_not_raised
 
     monkeypatch.setattr(RunStore, "write_summary", no_space_at_the_end)
     with pytest.raises(KeyboardInterrupt):  # the first failure is the one raised
-        run_evaluation(_dataset(tmp_path / "d"), _variants(stop_ref="c1"), options=_options(tmp_path))
+        run_evaluation(
+            resume_dataset(tmp_path / "d"), resume_variants(stop_ref="c1"), options=resume_options(tmp_path)
+        )
     err = capsys.readouterr().err
     assert "summary.json: No space left on device; what was written before it is kept" in err
     assert "(summary.json keeps its previous version)" in err

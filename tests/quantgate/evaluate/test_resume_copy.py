@@ -15,7 +15,12 @@ from quantgate.evaluate.run import resume_evaluation
 from quantgate.inputs.dataset import CASES_FILE, EXAMPLES_FILE, SCHEMA_FILE
 from quantgate.rundir.files import DATASET_DIR, SUMMARY_FILE
 from quantgate.rundir.store import read_records, read_summary
-from tests.quantgate.evaluate.test_resume import _dataset, _interrupted, _refused, _variants
+from tests.quantgate.evaluate.resumable_runs import (
+    assert_refused,
+    interrupted_run,
+    resume_dataset,
+    resume_variants,
+)
 
 
 def _copy(run_dir: Path, name: str) -> Path:
@@ -27,44 +32,44 @@ def _message(run_dir: Path, name: str, how: str) -> str:
 
 
 def test_a_case_added_to_the_copy_is_refused_naming_the_file(tmp_path):
-    run_dir = _interrupted(_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
+    run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
     cases = _copy(run_dir, CASES_FILE)
     added: dict[str, object] = {"id": "c99", "text": "case <99>", "expected": None, "tags": []}
     cases.write_text(cases.read_text() + json.dumps(added) + "\n")
-    _refused(run_dir, _message(run_dir, CASES_FILE, "was changed"))
+    assert_refused(run_dir, _message(run_dir, CASES_FILE, "was changed"))
 
 
 def test_the_text_of_a_case_not_run_yet_edited_in_the_copy_is_refused(tmp_path):
-    run_dir = _interrupted(_dataset(tmp_path / "d"), tmp_path, stop_ref="c2")
+    run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_ref="c2")
     cases = _copy(run_dir, CASES_FILE)
     cases.write_text(cases.read_text().replace("case <5>", "case <5>, edited"))
-    _refused(run_dir, _message(run_dir, CASES_FILE, "was changed"))
+    assert_refused(run_dir, _message(run_dir, CASES_FILE, "was changed"))
 
 
 @pytest.mark.parametrize(
     ("name", "how"), [(EXAMPLES_FILE, "is gone"), (SCHEMA_FILE, "is gone")], ids=["examples", "schema"]
 )
 def test_a_file_of_the_copy_removed_is_refused(tmp_path, name, how):
-    run_dir = _interrupted(_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
+    run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
     _copy(run_dir, name).unlink()
-    _refused(run_dir, _message(run_dir, name, how))
+    assert_refused(run_dir, _message(run_dir, name, how))
 
 
 def test_a_file_added_to_the_copy_is_refused(tmp_path):
-    run_dir = _interrupted(_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
+    run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
     summary = json.loads((run_dir / SUMMARY_FILE).read_text())
     del summary["dataset"]["copy_sha256"][EXAMPLES_FILE]  # as if the run had had no examples
     (run_dir / SUMMARY_FILE).write_text(json.dumps(summary))
-    _refused(run_dir, _message(run_dir, EXAMPLES_FILE, "was added"))
+    assert_refused(run_dir, _message(run_dir, EXAMPLES_FILE, "was added"))
 
 
 def test_the_card_of_the_copy_may_change_and_a_summary_of_format_5_is_not_checked(tmp_path):
-    run_dir = _interrupted(_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
+    run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
     (run_dir / DATASET_DIR / "README.md").write_text("notes added by hand\n")  # no data: not checked
     summary = json.loads((run_dir / SUMMARY_FILE).read_text())
     del summary["dataset"]["copy_sha256"]  # written before format 6: nothing to check against
     (run_dir / SUMMARY_FILE).write_text(json.dumps({**summary, "format_version": 5}))
-    resume_evaluation(run_dir, variant_set=_variants(), progress=False)
+    resume_evaluation(run_dir, variant_set=resume_variants(), progress=False)
     assert read_summary(run_dir).status == "complete"
     counts = Counter((r.variant, r.case_id) for r in read_records(run_dir))
     assert counts == Counter({(v, f"c{i}"): 1 for v in ("ref", "quant") for i in range(6)})

@@ -22,8 +22,7 @@ from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.files import RECORDS_FILE
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.store import load_run, read_records
-from tests.graphs.fakes import QueuedChatModel
-from tests.graphs.test_extraction import GOOD, SCHEMA
+from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 from tests.quantgate.evaluate import slow_backend
 
 WRONG = json.dumps({**GOOD, "currency": "USD"})

@@ -6,34 +6,13 @@ from quantgate.evaluate.run import RunOptions, run_evaluation, select_cases
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import load_run, read_records
-from tests.graphs.fakes import QueuedChatModel
-from tests.graphs.test_extraction import GOOD, SCHEMA
+from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 
 SUMMARY_KEYS = {
     "name", "backend", "quantization", "file_size_mb", "memory_mb", "model_memory_mb", "field_accuracy",
     "field_accuracy_delta", "format_validity", "first_attempt_validity", "agreement_with_reference",
     "ttft_s_p50", "tokens_per_s", "latency_s_p50", "latency_s_p95", "errors", "fields", "slices",
 }  # fmt: skip
-
-
-@pytest.fixture
-def dataset(tmp_path):
-    root = tmp_path / "tiny"
-    root.mkdir()
-    (root / "schema.json").write_text(json.dumps(SCHEMA))
-    lines = [
-        {
-            "id": f"c{i}",
-            "text": f"case {i}",
-            "expected": GOOD,
-            "tags": ["lang:es" if i < 3 else "lang:en", "numbers"],
-        }
-        for i in range(5)
-    ]
-    (root / "cases.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    (root / "examples.jsonl").write_text(json.dumps({"id": "e1", "text": "example", "expected": GOOD}) + "\n")
-    (root / "README.md").write_text("tiny\n")
-    return load_dataset(root)
 
 
 def variants():
@@ -194,16 +173,18 @@ def test_wall_time_and_throughput_of_cases_side_by_side(dataset, tmp_path):
     assert entry.throughput_tokens_per_s == pytest.approx(tokens / entry.wall_s)
 
 
-def test_schema_keywords_the_grammar_cannot_enforce_are_recorded_and_said_once(tmp_path, capsys):
+def test_schema_keywords_the_grammar_cannot_enforce_are_recorded_and_said_once(
+    tmp_path, capsys, register_backend
+):
     """A backend names what its grammar leaves unenforced: variants.json keeps it per variant, and
     the run warns once for the two variants that share the list."""
     from contextlib import contextmanager
 
-    from quantgate.backends import OpenedVariant, register_backend
+    from quantgate.backends import OpenedVariant
     from quantgate.backends.schema_grammar import unenforced_keywords
 
     @contextmanager
-    def open_gbnf_like(variant, schema):
+    def open_gbnf_like(variant, schema, *, slots=None):
         runtime = {"unenforced_schema_keywords": [str(k) for k in unenforced_keywords(schema, engine="gbnf")]}
         yield OpenedVariant(chat_model=QueuedChatModel(outputs=[json.dumps(GOOD)]), runtime=runtime)
 

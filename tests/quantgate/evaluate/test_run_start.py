@@ -18,8 +18,8 @@ from quantgate.rundir.files import DATASET_DIR, SUMMARY_FILE
 from quantgate.rundir.jsonfile import RunWriteError
 from quantgate.rundir.store import RunStore, read_summary
 from quantgate.rundir.summary import RunSummary
+from tests.quantgate.evaluate.resumable_runs import resume_dataset, resume_options, resume_variants
 from tests.quantgate.evaluate.slow_backend import write_inputs
-from tests.quantgate.evaluate.test_resume import _dataset, _options, _variants
 
 NO_SPACE = os.strerror(errno.ENOSPC)
 
@@ -39,10 +39,10 @@ def _full_disk_at(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
 
 
 def test_a_full_disk_while_the_dataset_is_copied_leaves_no_run_directory(tmp_path, monkeypatch):
-    dataset = _dataset(tmp_path / "d")
+    dataset = resume_dataset(tmp_path / "d")
     _full_disk_at(monkeypatch, CASES_FILE)
     with pytest.raises(RuntimeError) as caught:
-        run_evaluation(dataset, _variants(), options=_options(tmp_path))
+        run_evaluation(dataset, resume_variants(), options=resume_options(tmp_path))
     message = str(caught.value)
     assert message.startswith(f"cannot write {tmp_path / 'runs'}/")
     assert f"/{DATASET_DIR}/{CASES_FILE}: {NO_SPACE}; the run did not start (nothing of it" in message
@@ -56,7 +56,7 @@ def test_a_summary_that_cannot_be_written_as_the_run_starts_leaves_no_run_direct
 
     monkeypatch.setattr(RunStore, "write_summary", no_space)
     with pytest.raises(RuntimeError, match=rf"^cannot write .*/{SUMMARY_FILE}: {NO_SPACE}; the run did not"):
-        run_evaluation(_dataset(tmp_path / "d"), _variants(), options=_options(tmp_path))
+        run_evaluation(resume_dataset(tmp_path / "d"), resume_variants(), options=resume_options(tmp_path))
     assert list((tmp_path / "runs").iterdir()) == []
 
 
@@ -66,7 +66,7 @@ def test_no_space_for_the_run_directory_itself_leaves_none(tmp_path, monkeypatch
 
     monkeypatch.setattr(Path, "touch", touch)  # records.jsonl, made with the directory
     with pytest.raises(RuntimeError, match=rf"^cannot write .*records\.jsonl: {NO_SPACE}; the run did not"):
-        run_evaluation(_dataset(tmp_path / "d"), _variants(), options=_options(tmp_path))
+        run_evaluation(resume_dataset(tmp_path / "d"), resume_variants(), options=resume_options(tmp_path))
     assert list((tmp_path / "runs").iterdir()) == []
 
 
@@ -76,12 +76,14 @@ def test_an_interruption_as_the_run_starts_leaves_no_run_directory(tmp_path, mon
 
     monkeypatch.setattr(RunStore, "write_variants", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        run_evaluation(_dataset(tmp_path / "d"), _variants(), options=_options(tmp_path))
+        run_evaluation(resume_dataset(tmp_path / "d"), resume_variants(), options=resume_options(tmp_path))
     assert list((tmp_path / "runs").iterdir()) == []
 
 
 def test_the_summary_records_the_hash_of_each_file_of_the_run_copy(tmp_path):
-    run_dir = run_evaluation(_dataset(tmp_path / "d"), _variants(), options=_options(tmp_path))
+    run_dir = run_evaluation(
+        resume_dataset(tmp_path / "d"), resume_variants(), options=resume_options(tmp_path)
+    )
     recorded = read_summary(run_dir).dataset.copy_sha256
     assert recorded == data_file_hashes(run_dir / DATASET_DIR)
     assert recorded is not None
@@ -100,7 +102,7 @@ def test_a_signal_that_cuts_the_last_summary_write_short_still_leaves_it_written
 
     monkeypatch.setattr(RunStore, "write_summary", cut_once_at_the_end)
     with pytest.raises(KeyboardInterrupt):
-        run_evaluation(_dataset(tmp_path / "d"), _variants(), options=_options(tmp_path))
+        run_evaluation(resume_dataset(tmp_path / "d"), resume_variants(), options=resume_options(tmp_path))
     (run_dir,) = (tmp_path / "runs").iterdir()
     assert read_summary(run_dir).status == "complete"  # it was: the signal came after the last case
 

@@ -5,7 +5,7 @@ import pytest
 from quantgate.cli.main import main
 from quantgate.evaluate.predictions import read_predictions, score_predictions
 from quantgate.inputs.dataset import load_dataset
-from tests.quantgate.inputs.test_dataset import case, write_dataset
+from tests.fakes import case, write_dataset
 
 
 def write_predictions(path, lines):

@@ -14,9 +14,7 @@ from quantgate.inputs.dataset import Case, load_dataset, write_dataset
 from quantgate.inputs.gates import Gates
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import latest_records, load_run, read_records
-from tests.graphs.fakes import QueuedChatModel
-from tests.graphs.test_extraction import GOOD, SCHEMA
-from tests.quantgate.loadtest.test_load import SleepyChatModel
+from tests.fakes import GOOD, SCHEMA, QueuedChatModel, SleepyChatModel
 
 GATES = Gates(max_accuracy_drop=0.2, max_slice_accuracy_drop=None)
 WRONG = {"vendor": "Nobody", "total": 99.0, "issued": "1999-01-01", "currency": "JPY"}

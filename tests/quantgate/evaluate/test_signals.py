@@ -18,8 +18,7 @@ from quantgate.evaluate.signals import Interrupted, stop_on_signals
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import load_run
-from tests.graphs.fakes import QueuedChatModel
-from tests.graphs.test_extraction import GOOD
+from tests.fakes import GOOD, QueuedChatModel
 from tests.quantgate.evaluate.processes import session, wait_for
 from tests.quantgate.evaluate.slow_backend import write_inputs
 
@@ -165,7 +164,7 @@ def test_sigterm_stops_an_in_process_variant_from_python_with_no_case_started_af
     """`run_evaluation` called from Python with a chat model object (its cases on LangGraph's worker
     threads, which a signal does not reach): SIGTERM starts no further case, and the run ends at once."""
     from quantgate.inputs.dataset import Case, write_dataset
-    from tests.graphs.test_extraction import SCHEMA
+    from tests.fakes import SCHEMA
     from tests.quantgate.evaluate.slow_backend import SlowChatModel
 
     cases = [Case(id=f"c{i}", text=f"case {i}", expected=GOOD, tags=("lang:en",)) for i in range(60)]

@@ -10,7 +10,7 @@ from evaluators.fidelity import token_fidelity
 from graphs.extraction import ExtractionContext, graph
 from quantgate.backends.llamacpp import render_prompt
 from quantgate.inputs.dataset import load_dataset
-from tests.graphs.fakes import QueuedChatModel
+from tests.fakes import QueuedChatModel
 
 PROMPT = 'Extract the person as JSON.\n\nText:\nJohn Smith was born in 1970 in Paris.\nJSON: {"name": '
 TARGET = '"John Smith", "born": 1970, "city": "Paris"}'

@@ -4,33 +4,7 @@ import pytest
 
 from quantgate.cli.main import main
 from quantgate.inputs.dataset import DatasetError, check_dataset, load_dataset
-
-SCHEMA = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "type": "object",
-    "properties": {
-        "total": {"type": ["number", "null"], "description": "Total"},
-        "when": {"type": ["string", "null"], "format": "date"},
-    },
-    "required": ["total", "when"],
-}
-
-
-def write_dataset(root, lines, schema=SCHEMA, examples=None, card=True):
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "schema.json").write_text(schema if isinstance(schema, str) else json.dumps(schema))
-    (root / "cases.jsonl").write_text(
-        "\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n"
-    )
-    if examples is not None:
-        (root / "examples.jsonl").write_text("\n".join(json.dumps(x) for x in examples) + "\n")
-    if card:
-        (root / "README.md").write_text("# test set\n")
-    return root
-
-
-def case(i, total=1.0, **extra):
-    return {"id": f"c{i}", "text": f"text {i}", "expected": {"total": total, "when": None}, **extra}
+from tests.fakes import TOTAL_SCHEMA, case, write_dataset
 
 
 def messages(problems):
@@ -135,7 +109,7 @@ def test_cli_check_exits_1_and_lists_all_errors(tmp_path, capsys):
 
 
 def test_cli_check_warns_of_keywords_a_grammar_cannot_enforce(tmp_path, capsys):
-    bounded = json.loads(json.dumps(SCHEMA))
+    bounded = json.loads(json.dumps(TOTAL_SCHEMA))
     bounded["properties"]["total"]["minimum"] = 0
     root = write_dataset(tmp_path / "bounded", [case(1)], schema=bounded)
     assert main(["datasets", "check", str(root)]) == 0  # a warning, not an error
@@ -170,7 +144,7 @@ def test_a_lone_surrogate_is_refused_naming_its_line_and_field(tmp_path):
 
 
 def test_a_lone_surrogate_in_the_schema_is_refused(tmp_path):
-    schema = json.dumps(SCHEMA).replace('"Total"', '"Total \\ud800"')
+    schema = json.dumps(TOTAL_SCHEMA).replace('"Total"', '"Total \\ud800"')
     _, problems = check_dataset(write_dataset(tmp_path / "d", [case(1)], schema=schema))
     assert [p.file for p in problems if p.severity == "error"] == ["schema.json"]
     assert "a lone surrogate '\\ud800' at properties.total.description" in messages(problems)[0]

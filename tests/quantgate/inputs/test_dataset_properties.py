@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quantgate.inputs.dataset import check_dataset
-
-from .test_dataset import SCHEMA, case, write_dataset
+from tests.fakes import TOTAL_SCHEMA, case, write_dataset
 
 junk_lines = st.one_of(
     st.text(min_size=1, max_size=40).filter(lambda s: s.strip() and "\n" not in s and "\r" not in s),
@@ -27,7 +26,7 @@ junk_lines = st.one_of(
 def test_junk_lines_are_reported_with_their_line(junk):
     lines = [json.dumps(case(0)), *junk, json.dumps(case(99))]
     with tempfile.TemporaryDirectory() as tmp:
-        root = write_dataset(Path(tmp) / "d", lines, schema=SCHEMA)
+        root = write_dataset(Path(tmp) / "d", lines, schema=TOTAL_SCHEMA)
         dataset, problems = check_dataset(root)
     errors = [p for p in problems if p.severity == "error"]
     for error in errors:

@@ -10,8 +10,7 @@ from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.examples import choose_examples, spread
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import load_run, read_records
-from tests.graphs.fakes import QueuedChatModel
-from tests.graphs.test_extraction import GOOD, SCHEMA
+from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 
 
 def _write(root, cases, examples=None):

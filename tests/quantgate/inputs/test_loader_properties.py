@@ -20,8 +20,7 @@ from quantgate.cli.main import main
 from quantgate.inputs.dataset import check_dataset
 from quantgate.inputs.gates import GATE_KEYS, Gates, GatesError, load_gates
 from quantgate.inputs.variants import VariantSet, VariantSpecError, load_variants_file
-
-from .test_dataset import SCHEMA, case, write_dataset
+from tests.fakes import TOTAL_SCHEMA, case, write_dataset
 
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
 toml_values = st.recursive(
@@ -102,7 +101,7 @@ def test_a_variants_file_gives_variants_or_an_error_naming_it(content):
 def test_any_bytes_in_a_dataset_file_are_reported_in_that_file(content, which):
     lines = [json.dumps(case(0)), json.dumps(case(1))]
     with tempfile.TemporaryDirectory() as tmp:
-        root = write_dataset(Path(tmp) / "d", lines, schema=SCHEMA, examples=[case(9)])
+        root = write_dataset(Path(tmp) / "d", lines, schema=TOTAL_SCHEMA, examples=[case(9)])
         name = {"schema": "schema.json", "cases": "cases.jsonl", "examples": "examples.jsonl"}[which]
         (root / name).write_bytes(content)
         dataset, problems = check_dataset(root)

@@ -1,56 +1,20 @@
 """The bounded load loop and `run_load` with fake streaming chat models (no real model)."""
 
 import json
-import threading
 import time
-from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessageChunk, BaseMessage
-from langchain_core.outputs import ChatGenerationChunk
-from pydantic import PrivateAttr
+from langchain_core.messages import BaseMessage
 
-from graphs.extraction import ModelCallError
-from quantgate.backends.streaming import StreamingChatModel
 from quantgate.cli.main import main
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels, send_requests
 from quantgate.loadtest.run import run_load
 from quantgate.loadtest.table import render_load
 from quantgate.rundir.store import load_run
-from tests.graphs.test_extraction import GOOD
-from tests.quantgate.evaluate.test_run import dataset  # noqa: F401 (a fixture)
+from tests.fakes import SleepyChatModel
 
 PROMPTS: list[tuple[str, list[BaseMessage]]] = [("c0", []), ("c1", [])]
-
-
-class SleepyChatModel(StreamingChatModel):
-    """Streams `text` in 4 pieces, sleeping `delay_s` before each; at most `limit` calls at once,
-    beyond that it raises a busy `ModelCallError`."""
-
-    text: str = json.dumps(GOOD)
-    delay_s: float = 0.02
-    limit: int | None = None
-    _active: int = PrivateAttr(default=0)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-
-    @property
-    def _llm_type(self) -> str:
-        return "sleepy-fake"
-
-    def _stream(self, messages, stop=None, run_manager=None, **kwargs: Any):
-        with self._lock:
-            if self.limit is not None and self._active >= self.limit:
-                raise ModelCallError("busy", "server busy", retryable=True)
-            self._active += 1
-        try:
-            size = len(self.text) // 4 + 1
-            for i in range(0, len(self.text), size):
-                time.sleep(self.delay_s)
-                yield ChatGenerationChunk(message=AIMessageChunk(content=self.text[i : i + size]))
-        finally:
-            with self._lock:
-                self._active -= 1
 
 
 def always_valid(raw):
@@ -124,7 +88,7 @@ def test_concurrency_really_overlaps():
     assert four < one / 2.5
 
 
-def test_run_load_writes_records_and_the_summary_section(dataset, tmp_path, capsys):  # noqa: F811
+def test_run_load_writes_records_and_the_summary_section(dataset, tmp_path, capsys):
     ok = Variant.from_chat_model("ok", SleepyChatModel(delay_s=0.005))
     crowded = Variant.from_chat_model("crowded", SleepyChatModel(delay_s=0.03, limit=1))
     options = LoadOptions(levels=parse_levels("normal=1,peak=3"), requests=6)
@@ -172,7 +136,7 @@ def test_both_bounds_missing_is_refused():
                       check=always_valid, requests=None, duration_s=None)  # fmt: skip
 
 
-def test_load_added_to_an_evaluated_run_keeps_its_summary_and_shows_in_the_report(dataset, tmp_path):  # noqa: F811
+def test_load_added_to_an_evaluated_run_keeps_its_summary_and_shows_in_the_report(dataset, tmp_path):
     from quantgate.analysis.report import write_report
     from quantgate.evaluate.run import RunOptions, run_evaluation
 
@@ -192,7 +156,7 @@ def test_load_added_to_an_evaluated_run_keeps_its_summary_and_shows_in_the_repor
     assert "<td>v1</td><td>2</td>" in table
 
 
-def test_run_with_load_adds_the_load_to_the_same_run(dataset, tmp_path, monkeypatch, capsys):  # noqa: F811
+def test_run_with_load_adds_the_load_to_the_same_run(dataset, tmp_path, monkeypatch, capsys):
     import quantgate.inputs.variants
 
     fake = VariantSet(variants=[Variant.from_chat_model("v1", SleepyChatModel(delay_s=0.001))])
@@ -211,14 +175,16 @@ def test_run_with_load_adds_the_load_to_the_same_run(dataset, tmp_path, monkeypa
     assert "tok/s all" in out
 
 
-def test_instances_are_one_per_request_in_flight_capped_by_memory(dataset, tmp_path, monkeypatch):  # noqa: F811
+def test_instances_are_one_per_request_in_flight_capped_by_memory(
+    dataset, tmp_path, monkeypatch, register_backend
+):
     from collections import namedtuple
     from contextlib import contextmanager
 
     import psutil
 
     import quantgate.loadtest.levels
-    from quantgate.backends import BackendCapabilities, OpenedVariant, register_backend
+    from quantgate.backends import BackendCapabilities, OpenedVariant
     from quantgate.loadtest.levels import LoadJob, load_variant
 
     opened = []
@@ -251,7 +217,7 @@ def test_instances_are_one_per_request_in_flight_capped_by_memory(dataset, tmp_p
     assert entry.levels[1].errors == 0
 
 
-def test_embedded_levels_are_slots_of_one_copy(dataset, tmp_path, monkeypatch):  # noqa: F811
+def test_embedded_levels_are_slots_of_one_copy(dataset, tmp_path, monkeypatch):
     from contextlib import contextmanager
 
     import quantgate.loadtest.levels

@@ -16,7 +16,7 @@ from quantgate.inputs.gates import Gates
 from quantgate.production.guard import GuardedExtractionState, OnlineGuard, SignalReading, guard_node
 from quantgate.production.observation import Observation
 from quantgate.rundir.decision import RollbackSignal
-from tests.graphs.fakes import QueuedChatModel
+from tests.fakes import QueuedChatModel
 from tests.quantgate.run_factory import SCHEMA, make_run
 
 RIGHT = {"a": 1.0, "b": 1.0}

@@ -30,7 +30,7 @@ from quantgate.production.guard import OnlineGuard
 from quantgate.rundir.files import DATASET_DIR, DECISION_JSON, SUMMARY_FILE, VARIANTS_FILE
 from quantgate.rundir.store import read_summary, write_model
 from quantgate.rundir.summary import RunOptionsInfo, VariantMetadata, VariantsFile
-from tests.graphs.fakes import QueuedChatModel
+from tests.fakes import QueuedChatModel
 from tests.quantgate.run_factory import SCHEMA, make_run
 
 RIGHT = {"a": 1.0, "b": 1.0}

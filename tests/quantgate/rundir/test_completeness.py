@@ -19,8 +19,7 @@ from quantgate.rundir.files import RECORDS_FILE, SUMMARY_FILE
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.store import LineProblem, RunFileError, load_run, read_lines, read_records, read_summary
 from quantgate.rundir.summary import DatasetInfo, RunSummary, VariantEntry
-from tests.graphs.fakes import QueuedChatModel
-from tests.graphs.test_extraction import GOOD, SCHEMA
+from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 from tests.quantgate.rundir.incomplete_runs import (
     INTERRUPTED,
     RUNNING,

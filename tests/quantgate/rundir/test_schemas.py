@@ -14,7 +14,7 @@ from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.loadtest.levels import LoadOptions, parse_levels
 from quantgate.loadtest.run import run_load
 from quantgate.rundir.schemas import SCHEMAS, write_schemas
-from tests.quantgate.loadtest.test_load import SleepyChatModel
+from tests.fakes import SleepyChatModel
 from tests.quantgate.run_factory import make_fake_run
 
 

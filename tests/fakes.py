@@ -1,0 +1,202 @@
+"""The test fakes, in one place: fake chat models, the sample invoice schema and its record,
+and a tiny dataset of five cases written from them (no real model anywhere).
+
+- `QueuedChatModel` streams queued outputs, with usage metadata and optional failures.
+- `SleepyChatModel` streams one output slowly, refusing calls beyond a limit (load tests).
+- `SCHEMA` and `GOOD`: an invoice schema and a valid record of it.
+- `write_tiny_dataset` writes them as a dataset (the `dataset` fixture in `tests/conftest.py`).
+- `TOTAL_SCHEMA`, `case` and `write_dataset`: a two-field schema and datasets written case by case.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
+from pydantic import Field, PrivateAttr
+
+from graphs.extraction import ModelCallError
+from quantgate.backends.streaming import StreamingChatModel
+from quantgate.evaluate.warm_up import WARM_UP_TEXT
+
+SCHEMA: dict[str, Any] = {
+    "title": "Invoice",
+    "type": "object",
+    "properties": {
+        "vendor": {"type": ["string", "null"], "description": "Who issued it"},
+        "total": {"type": ["number", "null"], "description": "Total amount"},
+        "issued": {"type": ["string", "null"], "format": "date"},
+        "currency": {"type": ["string", "null"], "enum": ["EUR", "USD", None]},
+    },
+    "required": ["vendor", "total", "issued", "currency"],
+}
+"""An invoice schema: four nullable fields, one a date, one an enum."""
+
+GOOD: dict[str, Any] = {"vendor": "Acme", "total": 12.5, "issued": "2024-03-03", "currency": "EUR"}
+"""A valid record of `SCHEMA`."""
+
+
+class QueuedChatModel(StreamingChatModel):
+    """Streams queued outputs in order (the last one repeats). A run's warm-up prompt gets `{`
+    and leaves the queue and `calls` as they were. An `Exception` in the queue is raised
+    instead; `by_text` maps a substring of the conversation to a fixed output. With
+    `max_tokens`, an output longer than that many 7-character pieces is cut there and ends with
+    finish reason `length`, as a backend's token limit does."""
+
+    outputs: list[Any]
+    by_text: dict[str, Any] = Field(default_factory=dict)
+    max_tokens: int | None = None
+    _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "queued-fake"
+
+    @property
+    def calls(self) -> list[list[BaseMessage]]:
+        return self._calls
+
+    def _next(self, messages: list[BaseMessage]) -> Any:
+        text = " ".join(str(m.content) for m in messages)
+        if WARM_UP_TEXT in text:  # a run's warm-up prompt: answered, neither queued nor counted
+            return "{"
+        with self._lock:
+            self._calls.append(list(messages))
+            for key, output in self.by_text.items():
+                if key in text:
+                    return output
+            index = min(len(self._calls) - 1, len(self.outputs) - 1)
+            return self.outputs[index]
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        output = self._next(messages)
+        if isinstance(output, BaseException):
+            raise output
+        pieces = [output[i : i + 7] for i in range(0, len(output), 7)] or [""]
+        cut = self.max_tokens is not None and len(pieces) > self.max_tokens
+        pieces = pieces[: self.max_tokens] if cut else pieces
+        for piece in pieces:
+            yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                usage_metadata={
+                    "input_tokens": 100,
+                    "output_tokens": len(pieces),
+                    "total_tokens": 100 + len(pieces),
+                },
+                response_metadata={
+                    "finish_reason": "length" if cut else "stop",
+                    "eval_count": len(pieces),
+                    "done": True,
+                },
+                chunk_position="last",
+            )
+        )
+
+
+class SleepyChatModel(StreamingChatModel):
+    """Streams `text` in 4 pieces, sleeping `delay_s` before each; at most `limit` calls at once,
+    beyond that it raises a busy `ModelCallError`."""
+
+    text: str = json.dumps(GOOD)
+    delay_s: float = 0.02
+    limit: int | None = None
+    _active: int = PrivateAttr(default=0)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "sleepy-fake"
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        with self._lock:
+            if self.limit is not None and self._active >= self.limit:
+                raise ModelCallError("busy", "server busy", retryable=True)
+            self._active += 1
+        try:
+            size = len(self.text) // 4 + 1
+            for i in range(0, len(self.text), size):
+                time.sleep(self.delay_s)
+                yield ChatGenerationChunk(message=AIMessageChunk(content=self.text[i : i + size]))
+        finally:
+            with self._lock:
+                self._active -= 1
+
+
+def write_tiny_dataset(root: Path) -> Path:
+    """Write a dataset of five invoice cases into `root` (c0..c2 tagged `lang:es`, c3..c4
+    `lang:en`, all expecting `GOOD`) with one few-shot example; returns `root`."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "schema.json").write_text(json.dumps(SCHEMA))
+    lines = [
+        {
+            "id": f"c{i}",
+            "text": f"case {i}",
+            "expected": GOOD,
+            "tags": ["lang:es" if i < 3 else "lang:en", "numbers"],
+        }
+        for i in range(5)
+    ]
+    (root / "cases.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    (root / "examples.jsonl").write_text(json.dumps({"id": "e1", "text": "example", "expected": GOOD}) + "\n")
+    (root / "README.md").write_text("tiny\n")
+    return root
+
+
+TOTAL_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "properties": {
+        "total": {"type": ["number", "null"], "description": "Total"},
+        "when": {"type": ["string", "null"], "format": "date"},
+    },
+    "required": ["total", "when"],
+}
+"""A two-field schema (a nullable total and date) for datasets written case by case."""
+
+
+def write_dataset(
+    root: Path,
+    lines: list[Any],
+    schema: dict[str, Any] | str = TOTAL_SCHEMA,
+    examples: list[dict[str, Any]] | None = None,
+    card: bool = True,
+) -> Path:
+    """Write a dataset into `root`: `lines` (dicts, or raw text for broken lines) as cases.jsonl,
+    `schema` (a dict, or raw text), `examples` when given, and a dataset card unless `card` is off."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "schema.json").write_text(schema if isinstance(schema, str) else json.dumps(schema))
+    (root / "cases.jsonl").write_text(
+        "\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n"
+    )
+    if examples is not None:
+        (root / "examples.jsonl").write_text("\n".join(json.dumps(x) for x in examples) + "\n")
+    if card:
+        (root / "README.md").write_text("# test set\n")
+    return root
+
+
+def case(i: int, total: Any = 1.0, **extra: Any) -> dict[str, Any]:
+    """A case of `TOTAL_SCHEMA` whose gold is `total` (any JSON value, to test bad ones) and no date."""
+    return {"id": f"c{i}", "text": f"text {i}", "expected": {"total": total, "when": None}, **extra}
