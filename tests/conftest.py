@@ -52,6 +52,13 @@ def _reference_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
 
 
 @pytest.fixture
+def sessions() -> Iterator[ExitStack]:
+    """Where a test enters its `processes.session`s; whatever of them still runs is killed after."""
+    with ExitStack() as stack:
+        yield stack
+
+
+@pytest.fixture
 def dataset(tmp_path: Path) -> Dataset:
     """Five invoice cases and one example (`tests/fakes.py:write_tiny_dataset`), loaded."""
     return load_dataset(write_tiny_dataset(tmp_path / "tiny"))

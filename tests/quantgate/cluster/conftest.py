@@ -21,7 +21,6 @@ from quantgate.evaluate.executor import VariantExecutor
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import read_records
-from tests.quantgate.evaluate.conftest import sessions  # noqa: F401 (a fixture, for the head-node tests)
 from tests.quantgate.evaluate.slow_backend import write_inputs
 
 OLLAMA_UNITS = 1.0
