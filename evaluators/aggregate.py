@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass
+
+from pydantic import Field
 
 from evaluators.fields import FieldAccuracy
 from evaluators.format import FormatResult
 from evaluators.rates import share
+from evaluators.results import EvaluatorResult
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,8 +32,7 @@ class CaseScore:
     format: FormatResult | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class DatasetScore:
+class DatasetScore(EvaluatorResult):
     """Aggregates over a dataset.
 
     Attributes:
@@ -45,16 +46,12 @@ class DatasetScore:
     """
 
     cases: int
-    field_accuracy: float | None
-    field_accuracy_macro: float | None
-    fields: dict[str, float | None] = field(default_factory=dict)
+    field_accuracy: float | None = None
+    field_accuracy_macro: float | None = None
+    fields: dict[str, float | None] = Field(default_factory=dict)
     format_validity: float | None = None
-    slices: dict[str, float | None] = field(default_factory=dict)
-    slice_cases: dict[str, int] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
+    slices: dict[str, float | None] = Field(default_factory=dict)
+    slice_cases: dict[str, int] = Field(default_factory=dict)
 
 
 def mean(values: Iterable[float]) -> float | None:

@@ -19,12 +19,14 @@ A figure over no queries or texts is None, never 0.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
 from evaluators.aggregate import mean
+from evaluators.results import EvaluatorResult
 from evaluators.statistics import Interval, bootstrap_interval
 
 
@@ -155,8 +157,7 @@ def retrieval_scores(
     )
 
 
-@dataclass(frozen=True, kw_only=True)
-class RetrievalSummary:
+class RetrievalSummary(EvaluatorResult):
     """Mean retrieval scores over queries and, for a variant, their paired change from the reference.
 
     Attributes:
@@ -171,20 +172,16 @@ class RetrievalSummary:
         ndcg_delta: Variant minus reference nDCG@k, with its paired interval `ndcg_delta_interval`.
     """
 
-    queries: int
-    recall_at_k: float | None
-    mrr: float | None
-    ndcg_at_k: float | None
-    recall_delta: float | None = None
+    queries: int = Field(description="Labeled queries scored.")
+    recall_at_k: float | None = Field(default=None, description="Mean recall@k against the relevance labels.")
+    mrr: float | None = Field(default=None, description="Mean reciprocal rank within the top k.")
+    ndcg_at_k: float | None = None
+    recall_delta: float | None = Field(default=None, description="recall_at_k minus the reference's, paired.")
     recall_delta_interval: Interval | None = None
     mrr_delta: float | None = None
     mrr_delta_interval: Interval | None = None
     ndcg_delta: float | None = None
     ndcg_delta_interval: Interval | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
 
 
 def _paired(values: Sequence[float], reference: Sequence[float]) -> list[float]:
@@ -212,12 +209,13 @@ def summarize_retrieval(
     recall = _paired(scores.recall_at_k, reference.recall_at_k)
     reciprocal = _paired(scores.reciprocal_rank, reference.reciprocal_rank)
     ndcg = _paired(scores.ndcg_at_k, reference.ndcg_at_k)
-    return replace(
-        summary,
-        recall_delta=mean(recall),
-        recall_delta_interval=bootstrap_interval(recall, confidence=confidence),
-        mrr_delta=mean(reciprocal),
-        mrr_delta_interval=bootstrap_interval(reciprocal, confidence=confidence),
-        ndcg_delta=mean(ndcg),
-        ndcg_delta_interval=bootstrap_interval(ndcg, confidence=confidence),
+    return summary.model_copy(
+        update={
+            "recall_delta": mean(recall),
+            "recall_delta_interval": bootstrap_interval(recall, confidence=confidence),
+            "mrr_delta": mean(reciprocal),
+            "mrr_delta_interval": bootstrap_interval(reciprocal, confidence=confidence),
+            "ndcg_delta": mean(ndcg),
+            "ndcg_delta_interval": bootstrap_interval(ndcg, confidence=confidence),
+        }
     )

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from evaluators.results import EvaluatorResult
 
 _MASS_FLOOR = 1e-12
 """Smallest probability given to a bucket, so rounding in the server's logprobs cannot give log 0."""
@@ -61,8 +63,7 @@ class TokenFidelity:
         return len(self.kld)
 
 
-@dataclass(frozen=True, kw_only=True)
-class TokenFidelitySummary:
+class TokenFidelitySummary(EvaluatorResult):
     """Fidelity pooled over all positions of all cases; every statistic is None without positions.
 
     Attributes:
@@ -82,10 +83,6 @@ class TokenFidelitySummary:
     kld_p99: float | None
     kld_max: float | None
     top1_agreement: float | None
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready fields."""
-        return asdict(self)
 
 
 def _log_normalizer(logits: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:

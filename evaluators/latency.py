@@ -4,10 +4,12 @@ percentiles. Every figure is None when nothing it needs was measured."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from evaluators.results import EvaluatorResult
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,23 +87,18 @@ def case_latency(attempts: Sequence[Mapping[str, Any]]) -> CaseLatency:
     )
 
 
-@dataclass(frozen=True, kw_only=True)
-class LatencySummary:
-    """Per-variant latency: percentiles over cases and aggregate throughput."""
+class LatencySummary(EvaluatorResult):
+    """Per-variant latency: percentiles over cases and aggregate throughput (None: not measured)."""
 
-    ttft_s_p50: float | None
-    ttft_s_p95: float | None
-    latency_s_p50: float | None
-    latency_s_p95: float | None
-    tokens_per_s: float | None
-    prompt_tokens_per_s: float | None
+    ttft_s_p50: float | None = None
+    ttft_s_p95: float | None = None
+    latency_s_p50: float | None = None
+    latency_s_p95: float | None = None
+    tokens_per_s: float | None = None
+    prompt_tokens_per_s: float | None = None
     cases_timed: int
     server_tokens_per_s: float | None = None
     server_prompt_tokens_per_s: float | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

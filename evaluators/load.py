@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+
+from pydantic import Field
 
 from evaluators.latency import percentile
+from evaluators.results import EvaluatorResult
 
 INVALID_OUTPUT = "invalid_output"
 
 
-@dataclass(frozen=True, kw_only=True)
-class LoadRequest:
+class LoadRequest(EvaluatorResult):
     """One request sent during a load test.
 
     Attributes:
@@ -35,22 +35,17 @@ class LoadRequest:
     level: str
     slot: int
     case_id: str
-    started_s: float
+    started_s: float = Field(description="Seconds since the level started.")
     ttft_s: float | None
     total_s: float
     output_tokens: int | None
     inter_token_s: float | None
-    valid: bool | None
+    valid: bool | None = Field(description="The output matched the schema; None on an error.")
     error_kind: str | None = None
     error: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
 
-
-@dataclass(frozen=True, kw_only=True)
-class LoadStats:
+class LoadStats(EvaluatorResult):
     """The figures of one concurrency level.
 
     Attributes:
@@ -80,10 +75,6 @@ class LoadStats:
     request_tokens_per_s_p50: float | None
     aggregate_tokens_per_s: float | None
     requests_per_s: float | None
-
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
 
 
 def _rate(amount: float, seconds: float | None) -> float | None:

@@ -5,8 +5,9 @@ All values are MiB (2^20 bytes). A reading that was not taken stays None.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+
+from evaluators.results import EvaluatorResult
 
 MIB = 2**20
 
@@ -36,8 +37,7 @@ class MemoryReading:
     process: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
-class MemorySummary:
+class MemorySummary(EvaluatorResult):
     """What the reports show.
 
     Attributes:
@@ -51,15 +51,11 @@ class MemorySummary:
         memory_process: Which process `memory_mb` is of.
     """
 
-    memory_mb: float | None
-    model_memory_mb: float | None
-    file_size_mb: float | None
+    memory_mb: float | None = None
+    model_memory_mb: float | None = None
+    file_size_mb: float | None = None
     vram_mb: float | None = None
     memory_process: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
 
 
 def summarize_memory(reading: MemoryReading) -> MemorySummary:

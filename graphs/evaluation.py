@@ -311,7 +311,7 @@ def score_accuracy(state: EvaluationState) -> dict[str, Any]:
 
 def score_latency(state: EvaluationState) -> dict[str, Any]:
     """TTFT and total-time percentiles, generation and prompt tokens/s."""
-    return {"latency": summarize_latency(o.latency for o in state.get("outcomes", [])).as_dict()}
+    return {"latency": summarize_latency(o.latency for o in state.get("outcomes", [])).model_dump()}
 
 
 def score_agreement(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:
@@ -353,7 +353,7 @@ def outcomes_summary(outcomes: list[CaseOutcome], *, against_reference: bool) ->
 def score_memory(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:
     """Peak RSS during inference, RSS growth from loading, file size."""
     reading = runtime.context.memory() if runtime.context.memory else MemoryReading()
-    return {"memory": summarize_memory(reading).as_dict()}
+    return {"memory": summarize_memory(reading).model_dump()}
 
 
 def aggregate_summary(state: EvaluationState) -> dict[str, Any]:

@@ -17,7 +17,7 @@ Sequential runs (`--sequential`) judge after each round of cases, so their varia
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 from evaluators.latency import throughput
 from evaluators.memory import MemorySummary
@@ -30,7 +30,7 @@ from quantgate.rundir.summary import Placement, ShardPlacement
 
 __all__ = ["ShardEnded", "merged", "shard_jobs", "why_not_split"]
 
-_MEMORY_FIGURES = tuple(f.name for f in fields(MemorySummary))
+_MEMORY_FIGURES = tuple(MemorySummary.model_fields)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from evaluators.embeddings import (
     QueryScores,
+    RetrievalSummary,
     cosine_agreement,
     neighbour_overlaps,
     neighbour_recall,
@@ -202,18 +203,18 @@ def score_variant(
         cosine_missing = (
             f"{embedded.documents.shape[1]} dimensions against the reference's {reference.documents.shape[1]}"
         )
-    retrieval = None
+    retrieval = RetrievalSummary(queries=0)  # a corpus of case texts: no labeled queries
     if labeled:
         own = _rankings(index, embedded, corpus, k, exact=False)
         retrieval = summarize_retrieval(
             own, reference=None if is_reference else _rankings(index, reference, corpus, k, exact=True)
         )
     texts = len(corpus.documents) + len(corpus.queries)
-    return EmbeddingEntry(
+    return EmbeddingEntry.extending(
+        retrieval,
         k=k,
         collection=collection_name(embedded.name),
         documents=len(corpus.documents),
-        queries=len(corpus.queries),
         dimensions=int(embedded.documents.shape[1]),
         runtime=embedded.runtime,
         truncated_texts=embedded.truncated,
@@ -223,15 +224,6 @@ def score_variant(
         cosine_missing="the reference itself" if is_reference else cosine_missing,
         neighbour_recall_at_k=neighbour_recall(overlaps),
         neighbour_queries=len(overlaps),
-        recall_at_k=retrieval.recall_at_k if retrieval else None,
-        mrr=retrieval.mrr if retrieval else None,
-        ndcg_at_k=retrieval.ndcg_at_k if retrieval else None,
-        recall_delta=retrieval.recall_delta if retrieval else None,
-        recall_delta_interval=retrieval.recall_delta_interval if retrieval else None,
-        mrr_delta=retrieval.mrr_delta if retrieval else None,
-        mrr_delta_interval=retrieval.mrr_delta_interval if retrieval else None,
-        ndcg_delta=retrieval.ndcg_delta if retrieval else None,
-        ndcg_delta_interval=retrieval.ndcg_delta_interval if retrieval else None,
         embeddings_per_s=texts / embedded.embed_s if embedded.embed_s > 0 else None,
         index_build_s=embedded.index_build_s,
         vector_bytes=int(embedded.documents.size) * 4,

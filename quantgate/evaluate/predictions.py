@@ -82,7 +82,7 @@ class ScoreReport:
         """The machine-readable summary printed by `quantgate score --json`."""
         return {
             "dataset": self.dataset,
-            **self.summary.as_dict(),
+            **self.summary.model_dump(),
             "missing": self.missing,
             "unknown_ids": self.unknown_ids,
             "outcomes": self.outcomes,

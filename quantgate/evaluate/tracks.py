@@ -137,9 +137,9 @@ def _memory(track: Track) -> dict[str, Any]:
     ends = [end.memory for end in track.ends]
     if ends:
         largest = max(ends, key=lambda m: m.memory_mb if m.memory_mb is not None else -1.0)
-        return largest.as_dict()
+        return largest.model_dump()
     if track.cached_entry is not None:
-        kept = track.cached_entry.model_dump(include=set(MemorySummary.__dataclass_fields__))
+        kept = track.cached_entry.model_dump(include=set(MemorySummary.model_fields))
         return {key: value for key, value in kept.items() if value is not None}
     return {}
 

@@ -321,12 +321,14 @@ def load_variant(job: LoadJob) -> LoadVariantEntry:
                     check=lambda raw: evaluator(outputs=raw).valid,
                     requests=options.requests,
                     duration_s=options.duration_s,
-                    on_request=lambda r: sink.append(LoadLine(variant=variant.name, **r.as_dict())),
+                    on_request=lambda r: sink.append(LoadLine.extending(r, variant=variant.name)),
                 )
             stats = summarize_load(requests=requests, wall_s=wall)
             levels.append(
-                LoadLevelEntry(name=level.name, concurrency=level.concurrency, instances=len(shared),
-                               rss_peak_mb=sampler.peak_mb if sampler else None, **stats.as_dict())
+                LoadLevelEntry.extending(
+                    stats, name=level.name, concurrency=level.concurrency, instances=len(shared),
+                    rss_peak_mb=sampler.peak_mb if sampler else None,
+                )
             )  # fmt: skip
     first = opened[0]
     return LoadVariantEntry(

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from evaluators.statistics import Interval
+from evaluators.embeddings import RetrievalSummary
 from quantgate.rundir.files import EMBEDDINGS_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel
 
@@ -20,13 +20,13 @@ DEFAULT_K = 10
 """Neighbours and retrieved documents per query, unless `--k` says otherwise."""
 
 
-class EmbeddingEntry(RunFileModel):
-    """One variant's embedding figures against the reference (the reference's own: agreement None)."""
+class _EmbeddingRun(RunFileModel):
+    """What was embedded and how the vectors agree with the reference's: the keys before the
+    retrieval figures."""
 
     k: int = Field(description="Neighbours and retrieved documents per query.")
     collection: str = Field(description="The Qdrant collection holding the variant's vectors.")
     documents: int
-    queries: int = Field(description="Labeled queries (0 for a corpus of case texts).")
     dimensions: int
     runtime: dict[str, Any] = Field(
         default_factory=dict, description="What embedded: pooling, context, server."
@@ -44,15 +44,15 @@ class EmbeddingEntry(RunFileModel):
         "(queries: the labeled queries, else each document, itself left out).",
     )
     neighbour_queries: int = 0
-    recall_at_k: float | None = Field(default=None, description="Mean recall@k against the relevance labels.")
-    mrr: float | None = Field(default=None, description="Mean reciprocal rank within the top k.")
-    ndcg_at_k: float | None = None
-    recall_delta: float | None = Field(default=None, description="recall_at_k minus the reference's, paired.")
-    recall_delta_interval: Interval | None = None
-    mrr_delta: float | None = None
-    mrr_delta_interval: Interval | None = None
-    ndcg_delta: float | None = None
-    ndcg_delta_interval: Interval | None = None
+
+
+class EmbeddingEntry(RetrievalSummary, _EmbeddingRun):
+    """One variant's embedding figures against the reference (the reference's own: agreement None).
+
+    The retrieval figures are `evaluators.embeddings.RetrievalSummary` (0 queries and no figures
+    for a corpus of case texts).
+    """
+
     embeddings_per_s: float | None = Field(
         default=None, description="Texts (documents and queries) embedded per second."
     )

@@ -6,10 +6,11 @@ through it, and `quantgate schemas` exports its JSON Schema.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evaluators.load import LoadRequest
 from quantgate.rundir.files import LOAD_FORMAT_VERSION, RECORDS_FORMAT_VERSION, RUN_FORMAT_VERSION
 
 VariantStatus = Literal["ok", "skipped"]
@@ -17,13 +18,33 @@ VariantStatus = Literal["ok", "skipped"]
 
 
 class RunFileModel(BaseModel):
-    """Base of every run-file model: unknown keys are refused, so the schema is the whole file."""
+    """Base of every run-file model: unknown keys are refused, so the schema is the whole file.
 
-    model_config = ConfigDict(extra="forbid")
+    A model that carries an evaluator's result subclasses its type (`evaluators.results`) and
+    adds only the run's own fields, in a base of its own listed after the result type's: the
+    keys of a base listed later come first in the file, and the config of the last base holds
+    (run files stay mutable while a run writes them).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=False)
 
     older_format_versions: ClassVar[tuple[int, ...]] = ()
     """Earlier `format_version`s a reader still accepts. Each is the current format without
     the keys added since (they all have defaults), so such a file is read as the current version."""
+
+    @classmethod
+    def extending(cls, result: BaseModel, **fields: Any) -> Self:
+        """This model of an evaluator's `result`, whose type it subclasses, with the run's own `fields`.
+
+        Raises:
+            TypeError: The model does not subclass the result's type, or `fields` names one of its fields.
+        """
+        kind = type(result)
+        if not issubclass(cls, kind):
+            raise TypeError(f"{cls.__name__} does not subclass {kind.__name__}")
+        if repeated := sorted(fields.keys() & kind.model_fields.keys()):
+            raise TypeError(f"{', '.join(repeated)}: a field of {kind.__name__}, given again")
+        return cls.model_validate({**dict(result), **fields})
 
 
 class CaseRecord(RunFileModel):
@@ -97,19 +118,12 @@ class FidelityLine(RunFileModel):
     error: str | None = None
 
 
-class LoadLine(RunFileModel):
-    """One line of load.jsonl: one load-test request."""
+class _LoadLineVariant(RunFileModel):
+    """The keys of a load.jsonl line before the request's own."""
 
     format_version: Literal[1] = LOAD_FORMAT_VERSION
     variant: str
-    level: str
-    slot: int
-    case_id: str
-    started_s: float = Field(description="Seconds since the level started.")
-    ttft_s: float | None
-    total_s: float
-    output_tokens: int | None
-    inter_token_s: float | None
-    valid: bool | None = Field(description="The output matched the schema; None on an error.")
-    error_kind: str | None = None
-    error: str | None = None
+
+
+class LoadLine(LoadRequest, _LoadLineVariant):
+    """One line of load.jsonl: one load-test request (`evaluators.load.LoadRequest`) to a variant."""

@@ -10,32 +10,24 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from evaluators.load import LoadStats
 from quantgate.rundir.files import LOAD_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel, VariantStatus
 
 __all__ = ["LoadLevelEntry", "LoadLevelSpec", "LoadSection", "LoadVariantEntry"]
 
 
-class LoadLevelEntry(RunFileModel):
-    """One concurrency level of one variant's load test: how it ran, and `evaluators.load.LoadStats`."""
+class _LevelRun(RunFileModel):
+    """How a level ran: the keys of its entry before its figures."""
 
     name: str
     concurrency: int
     instances: int
     rss_peak_mb: float | None
-    requests: int
-    answered: int
-    errors: int
-    errors_by_kind: dict[str, int]
-    wall_s: float | None
-    ttft_s_p50: float | None
-    ttft_s_p95: float | None
-    ttft_s_p99: float | None
-    inter_token_s_mean: float | None
-    inter_token_s_p95: float | None
-    request_tokens_per_s_p50: float | None
-    aggregate_tokens_per_s: float | None
-    requests_per_s: float | None
+
+
+class LoadLevelEntry(LoadStats, _LevelRun):
+    """One concurrency level of one variant's load test: how it ran, and `evaluators.load.LoadStats`."""
 
 
 class LoadVariantEntry(RunFileModel):

@@ -12,9 +12,12 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from evaluators.aggregate import DatasetScore
 from evaluators.betting import CONFSEQ_TRUNCATION
 from evaluators.comparison import IntervalMethod
 from evaluators.fidelity import TokenFidelitySummary
+from evaluators.latency import LatencySummary
+from evaluators.memory import MemorySummary
 from quantgate.inputs.examples import ExamplesSource
 from quantgate.inputs.gates import Gates
 from quantgate.inputs.variants import VariantSpec
@@ -28,23 +31,21 @@ RunMethod = Literal["fixed", "sequential", "bootstrap"]
 sample, as format 4 and earlier named it)."""
 
 
-class TokenFidelityEntry(RunFileModel):
-    """A variant's token fidelity against the reference, pooled over positions."""
+class _FidelityMeasurement(RunFileModel):
+    """How token fidelity was measured: the keys of its entry before the figures."""
 
     method: str
     records: str = Field(description="The file with the per-case figures (fidelity.jsonl).")
-    positions: int
-    cases: int
-    kld_mean: float | None
-    kld_p95: float | None
-    kld_p99: float | None
-    kld_max: float | None
-    top1_agreement: float | None
+
+
+class TokenFidelityEntry(TokenFidelitySummary, _FidelityMeasurement):
+    """A variant's token fidelity against the reference, pooled over positions
+    (`evaluators.fidelity.TokenFidelitySummary`)."""
 
     @classmethod
     def of(cls, summary: TokenFidelitySummary, *, method: str, records: str) -> TokenFidelityEntry:
         """The entry for a pooled summary."""
-        return cls(method=method, records=records, **summary.as_dict())
+        return cls.extending(summary, method=method, records=records)
 
 
 class SequentialEntry(RunFileModel):
@@ -65,8 +66,8 @@ class SequentialEntry(RunFileModel):
     stopped: Literal["settled", "budget", "cases"]
 
 
-class VariantEntry(RunFileModel):
-    """One variant's entry in summary.json (a skipped variant has only its name and error)."""
+class _VariantHead(RunFileModel):
+    """Which variant, and whether it was evaluated: the first keys of its entry."""
 
     name: str
     backend: str
@@ -85,29 +86,21 @@ class VariantEntry(RunFileModel):
         default_factory=list,
         description="The cases of the variant's list with no record, in run order (a skipped variant: all).",
     )
-    # accuracy and format (score_accuracy)
-    cases: int | None = None
-    field_accuracy: float | None = None
-    field_accuracy_macro: float | None = None
-    format_validity: float | None = None
+
+
+class _CaseFailures(RunFileModel):
+    """What score_accuracy counts besides `evaluators.aggregate.DatasetScore`."""
+
     first_attempt_validity: float | None = None
     errors: int | None = None
     errors_by_kind: dict[str, int] = Field(default_factory=dict)
     truncated_cases: int | None = None
     retries: int | None = None
-    fields: dict[str, float | None] = Field(default_factory=dict)
-    slices: dict[str, float | None] = Field(default_factory=dict)
-    slice_cases: dict[str, int] = Field(default_factory=dict)
-    # latency (score_latency)
-    ttft_s_p50: float | None = None
-    ttft_s_p95: float | None = None
-    latency_s_p50: float | None = None
-    latency_s_p95: float | None = None
-    tokens_per_s: float | None = None
-    prompt_tokens_per_s: float | None = None
-    cases_timed: int | None = None
-    server_tokens_per_s: float | None = None
-    server_prompt_tokens_per_s: float | None = None
+
+
+class _Throughput(RunFileModel):
+    """What score_latency's summary leaves to the run: cases side by side."""
+
     concurrency: int | None = Field(
         default=None, description="Cases in flight at once (slots of an embedded variant)."
     )
@@ -117,16 +110,27 @@ class VariantEntry(RunFileModel):
     throughput_tokens_per_s: float | None = Field(
         default=None, description="Output tokens of all cases (repairs included) / wall_s."
     )
-    # agreement with the reference (score_agreement)
+
+
+class _Agreement(RunFileModel):
+    """Agreement with the reference (score_agreement)."""
+
     agreement_with_reference: float | None = None
     agreement_fields: dict[str, float | None] = Field(default_factory=dict)
     agreement_cases: int | None = None
-    # memory (score_memory)
-    memory_mb: float | None = None
-    model_memory_mb: float | None = None
-    file_size_mb: float | None = None
-    vram_mb: float | None = None
-    memory_process: str | None = None
+
+
+class VariantEntry(  # the keys in the file: the last base's first
+    MemorySummary, _Agreement, _Throughput, LatencySummary, _CaseFailures, DatasetScore, _VariantHead
+):
+    """One variant's entry in summary.json (a skipped variant has only its name and error).
+
+    Its figures are the evaluators' own types (`DatasetScore`, `LatencySummary`,
+    `MemorySummary`), each figure None when not measured, and what the run adds.
+    """
+
+    cases: int | None = None  # type: ignore[assignment]  # a skipped variant scored none
+    cases_timed: int | None = None  # type: ignore[assignment]  # ... and timed none
     # against the reference, after every variant
     field_accuracy_delta: float | None = Field(
         default=None,

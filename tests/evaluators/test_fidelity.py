@@ -112,13 +112,13 @@ def test_summary_pools_all_positions_of_all_cases():
     assert summary.kld_p99 == pytest.approx(np.percentile(pooled, 99))
     assert summary.kld_max == 2.0
     assert summary.top1_agreement == pytest.approx(52 / 53)
-    assert summary.as_dict()["kld_max"] == 2.0
+    assert summary.model_dump()["kld_max"] == 2.0
 
 
 @pytest.mark.parametrize("cases", [[], [TokenFidelity(kld=(), top1=())]])
 def test_summary_without_positions_has_no_statistics(cases):
     summary = summarize_token_fidelity(cases=cases)
-    assert summary.as_dict() == {
+    assert summary.model_dump() == {
         "positions": 0,
         "cases": len(cases),
         "kld_mean": None,
