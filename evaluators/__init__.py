@@ -46,6 +46,7 @@ from evaluators.format import (
 from evaluators.load import LoadRequest, LoadStats, summarize_load
 from evaluators.matchers import MatchOptions, SetScore, match_scalar, match_set
 from evaluators.normalize import normalize_string, parse_date, parse_number
+from evaluators.results import EvaluatorResult
 from evaluators.schema import FieldSpec, SchemaSupportError, field_names, parse_schema
 from evaluators.sequential import (
     DropGates,
@@ -78,6 +79,7 @@ __all__ = [
     "ComparisonOptions",
     "DatasetScore",
     "DropGates",
+    "EvaluatorResult",
     "FieldAccuracy",
     "FieldScore",
     "FieldSpec",
