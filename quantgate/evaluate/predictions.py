@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from evaluators import CaseScore, CaseScorer, DatasetScore, MatchOptions, aggregate
+from evaluators.errors import MissingInputError, UsageError
 from quantgate.inputs.dataset import Dataset, Problem, validation_problems
 
 
@@ -35,27 +36,37 @@ def read_predictions(path: Path) -> tuple[dict[str, PredictionLine], list[Proble
 
     Returns:
         Predictions by id (the first line of an id wins) and the problems found.
+
+    Raises:
+        UsageError: The file is missing (a `MissingInputError`), unreadable or not UTF-8.
     """
     predictions: dict[str, PredictionLine] = {}
     problems: list[Problem] = []
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                prediction = PredictionLine.model_validate_json(line)
-            except ValidationError as exc:
-                problems.extend(validation_problems(exc, file=path.name, line=lineno))
-                continue
-            if prediction.id in predictions:
-                problems.append(
-                    Problem.duplicate_id(
-                        file=path.name, line=lineno, case_id=prediction.id, kept="first kept"
-                    )
-                )
-                continue
-            predictions[prediction.id] = prediction
+    for lineno, line in enumerate(_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            prediction = PredictionLine.model_validate_json(line)
+        except ValidationError as exc:
+            problems.extend(validation_problems(exc, file=path.name, line=lineno))
+            continue
+        if prediction.id in predictions:
+            problems.append(
+                Problem.duplicate_id(file=path.name, line=lineno, case_id=prediction.id, kept="first kept")
+            )
+            continue
+        predictions[prediction.id] = prediction
     return predictions, problems
+
+
+def _lines(path: Path) -> list[str]:
+    """The lines of a predictions file; one that cannot be read is the user's to fix."""
+    try:
+        return path.read_text(encoding="utf-8").split("\n")
+    except FileNotFoundError:
+        raise MissingInputError(f"{path}: no such predictions file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read it: {exc}") from None
 
 
 @dataclass(frozen=True, kw_only=True)

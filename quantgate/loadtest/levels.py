@@ -31,6 +31,7 @@ import psutil
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
+from evaluators.errors import UsageError
 from evaluators.format import FormatEvaluator
 from evaluators.load import INVALID_OUTPUT, LoadRequest, summarize_load
 from graphs.extraction import ModelCallError, prompt_messages
@@ -60,7 +61,7 @@ def parse_levels(text: str) -> tuple[LoadLevel, ...]:
     """Levels from `normal=1,peak=4` or `1,4,8` (then named by their number).
 
     Raises:
-        ValueError: A level is not a positive integer, or a name repeats.
+        UsageError: A level is not a positive integer, or a name repeats.
     """
     levels: list[LoadLevel] = []
     for item in (part.strip() for part in text.split(",")):
@@ -68,13 +69,13 @@ def parse_levels(text: str) -> tuple[LoadLevel, ...]:
             continue
         name, _, value = item.rpartition("=")
         if not value.strip().isdigit() or int(value) < 1:
-            raise ValueError(
+            raise UsageError(
                 f"concurrency level {item!r}: expected a positive integer, as in normal=1,peak=4"
             )
         levels.append(LoadLevel(name=name.strip() or value.strip(), concurrency=int(value)))
     names = [level.name for level in levels]
     if not levels or len(set(names)) != len(names):
-        raise ValueError(f"concurrency levels {text!r}: give at least one, each name once")
+        raise UsageError(f"concurrency levels {text!r}: give at least one, each name once")
     return tuple(levels)
 
 
@@ -109,7 +110,7 @@ class LoadOptions:
         if (self.requests is not None and self.requests < 1) or (
             self.duration_s is not None and self.duration_s <= 0
         ):
-            raise ValueError("load: --requests must be at least 1 and --duration positive")
+            raise UsageError("load: --requests must be at least 1 and --duration positive")
 
 
 Prompt = tuple[str, list[BaseMessage]]
