@@ -22,6 +22,7 @@ import pandas as pd
 
 from evaluators.betting import CONFSEQ_TRUNCATION, betting_interval
 from evaluators.comparison import Comparison, compare_paired, regressions
+from evaluators.errors import MissingInputError
 from evaluators.latency import percentile
 from quantgate.decide.checks import measure
 from quantgate.decide.decision import run_dataset
@@ -111,12 +112,12 @@ def latest_run(*, root: str | Path = "runs") -> Path:
     """The newest run directory under `root` (run ids sort by time).
 
     Raises:
-        FileNotFoundError: `root` holds no run.
+        MissingInputError: `root` holds no run (a FileNotFoundError).
     """
     folder = Path(root)
     found = sorted(p for p in folder.glob(f"*/{SUMMARY_FILE}")) if folder.is_dir() else []
     if not found:
-        raise FileNotFoundError(
+        raise MissingInputError(
             f"no run under {folder.resolve()}: run `quantgate run` or give a run directory"
         )
     return found[-1].parent

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
+from evaluators.errors import UsageError
 from quantgate.formatting import terminal_text
 from quantgate.inputs.costs import Prices, load_prices
 from quantgate.inputs.dataset import Dataset, load_dataset
@@ -131,7 +132,7 @@ def check_output_dir(out: Path, what: str = "--out") -> None:
     created (if missing) and written, before any work starts.
 
     Raises:
-        ValueError: `out` or the nearest of its parents that exists is a file, or is not writable;
+        UsageError: `out` or the nearest of its parents that exists is a file, or is not writable;
             the message names the path and why.
     """
     for path in (out, *out.absolute().parents):
@@ -140,17 +141,17 @@ def check_output_dir(out: Path, what: str = "--out") -> None:
         except (FileNotFoundError, NotADirectoryError):
             continue  # not there yet (or under a file, which a parent shows)
         except OSError as exc:
-            raise ValueError(f"{what} {out}: cannot look at {path}: {exc.strerror or exc}") from None
+            raise UsageError(f"{what} {out}: cannot look at {path}: {exc.strerror or exc}") from None
         if path == out:
             if not is_dir:
-                raise ValueError(f"{what} {out}: it is a file, not a directory")
+                raise UsageError(f"{what} {out}: it is a file, not a directory")
             if not os.access(path, os.W_OK | os.X_OK):
-                raise ValueError(f"{what} {out}: the directory is not writable")
+                raise UsageError(f"{what} {out}: the directory is not writable")
             return
         if not is_dir:
-            raise ValueError(f"{what} {out}: cannot create it: {path} is a file, not a directory")
+            raise UsageError(f"{what} {out}: cannot create it: {path} is a file, not a directory")
         if not os.access(path, os.W_OK | os.X_OK):
-            raise ValueError(f"{what} {out}: cannot create it: {path} is not writable")
+            raise UsageError(f"{what} {out}: cannot create it: {path} is not writable")
         return
 
 
@@ -197,10 +198,10 @@ def cli_costs(args: argparse.Namespace) -> tuple[Prices | None, Ranking]:
     """The prices of `--costs` (None without it) and what `--recommend` ranks by.
 
     Raises:
-        ValueError: `--recommend cost` without `--costs`, or a costs file that cannot be used.
+        UsageError: `--recommend cost` without `--costs`, or a costs file that cannot be used.
     """
     if args.recommend == "cost" and args.costs is None:
-        raise ValueError("--recommend cost needs --costs FILE.toml: the prices to rank the variants by")
+        raise UsageError("--recommend cost needs --costs FILE.toml: the prices to rank the variants by")
     return (None if args.costs is None else load_prices(args.costs)), args.recommend
 
 
@@ -353,12 +354,12 @@ def cli_executor(args: argparse.Namespace, *, progress: bool) -> Iterator[Varian
     """The executor the flags ask for, connected (Ray) for the length of the block.
 
     Raises:
-        ValueError: `--ray-address` or `--ray-retries` without `--executor ray`.
+        UsageError: `--ray-address` or `--ray-retries` without `--executor ray`.
         RuntimeError: Ray is not installed, or the cluster cannot be reached (`ClusterError`).
     """
     if args.executor != "ray":
         if args.ray_address is not None or args.ray_retries != 1:
-            raise ValueError("--ray-address and --ray-retries go with --executor ray")
+            raise UsageError("--ray-address and --ray-retries go with --executor ray")
         from quantgate.evaluate.executor import LocalExecutor
 
         yield LocalExecutor()

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evaluators.errors import UsageError
 from quantgate.cli.common import (
     DEFAULT_DATASET,
     add_executor_flags,
@@ -39,7 +40,7 @@ def _embed(args: argparse.Namespace) -> int:
     variant_set = cli_variants(args.variants)
     unable = [v.name for v in variant_set.variants if not capabilities(v).embeddings]
     if unable:
-        raise ValueError(f"these variants' backends cannot produce embeddings: {', '.join(unable)}")
+        raise UsageError(f"these variants' backends cannot produce embeddings: {', '.join(unable)}")
     options = EmbeddingOptions(k=args.k, qdrant_url=args.qdrant_url, progress=not args.json)
     reference = args.reference or variant_set.reference
     with cli_executor(args, progress=not args.json) as executor:

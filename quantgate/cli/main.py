@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+import tempfile
+import traceback
 from collections.abc import Sequence
+from pathlib import Path
 
+from evaluators.errors import QuantgateError, UsageError
 from quantgate.cli import (
     compare,
     datasets,
@@ -23,10 +28,12 @@ from quantgate.cli import (
 )
 from quantgate.evaluate.signals import Interrupted, stop_on_signals
 from quantgate.formatting import terminal_text
+from quantgate.hardware import package_version
 
 EXIT_FAILURE = 1
+"""The work failed (a `QuantgateError`), or an error no code foresaw (a bug; its traceback is logged)."""
 EXIT_USAGE = 2
-"""argparse's own status for a bad command line; also for bad input files (named in the message).
+"""argparse's own status for a bad command line; also for any `UsageError` (bad input, named in the message).
 The decision's statuses (0, 4, 3, and 5 for an incomplete run) are `quantgate.rundir.decision.EXIT_STATUS`."""
 EXIT_INTERRUPTED = 130
 """Ctrl-C (128 + SIGINT); SIGTERM exits with 143 (128 + SIGTERM), like a shell's killed command."""
@@ -67,14 +74,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     with stop_on_signals():  # SIGTERM stops a run as Ctrl-C does
         try:
             return int(args.handler(args))
-        except (FileNotFoundError, ValueError) as exc:  # bad input, named in the message
+        except QuantgateError as exc:  # bad input (a UsageError) or failed work, named in the message
             print(f"quantgate: error: {terminal_text(exc, lines=True)}", file=sys.stderr)
-            return EXIT_USAGE
-        except RuntimeError as exc:  # the work itself failed (a run that cannot be decided, ...)
-            print(f"quantgate: error: {terminal_text(exc, lines=True)}", file=sys.stderr)
-            return EXIT_FAILURE
+            return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAILURE
         except KeyboardInterrupt as exc:
             return _interrupted(exc)
+        except Exception as exc:  # a bug, or a library's error no code turned into a QuantgateError
+            print(terminal_text(f"quantgate: error: {_unforeseen(exc, argv)}"), file=sys.stderr)
+            return EXIT_FAILURE
+
+
+def _unforeseen(exc: Exception, argv: Sequence[str] | None) -> str:
+    """One line on an error no code foresaw: its type, the first line of its message, and the log
+    file (`quantgate-error-*.log` in the temporary directory) that holds its whole traceback."""
+    kind = type(exc).__qualname__
+    if type(exc).__module__ != "builtins":
+        kind = f"{type(exc).__module__}.{kind}"
+    message = str(exc).strip().splitlines()
+    line = f"{kind}: {message[0]}{' ...' if len(message) > 1 else ''}" if message else kind
+    command = shlex.join(["quantgate", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        with tempfile.NamedTemporaryFile(
+            "w", prefix="quantgate-error-", suffix=".log", delete=False, encoding="utf-8"
+        ) as log:
+            log.write(f"quantgate {package_version('quantgate')}: {command}\n\n")
+            log.write("".join(traceback.format_exception(exc)))
+    except OSError as log_error:  # a full disk, say: the error itself still gets its line
+        return f"{line} (an unexpected error; its traceback could not be logged: {log_error})"
+    return f"{line} (an unexpected error, likely a bug; its traceback is in {Path(log.name)})"
 
 
 def _interrupted(exc: KeyboardInterrupt) -> int:

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evaluators.errors import MissingInputError
+
 if TYPE_CHECKING:
     from quantgate.cli.common import Commands
 
@@ -17,7 +19,7 @@ def _modelfiles(args: argparse.Namespace) -> int:
 
     variants_file = Path(args.variants) if args.variants else default_ladder_dir() / VARIANTS_FILE
     if not variants_file.is_file():
-        raise FileNotFoundError(f"no variants file at {variants_file}; run: quantgate ladder")
+        raise MissingInputError(f"no variants file at {variants_file}; run: quantgate ladder")
     written = write_modelfiles(load_variants_file(variants_file), Path(args.dir))
     print("Modelfiles written; to serve the exact files quantgate evaluated with Ollama, run:")
     for _, command in written:

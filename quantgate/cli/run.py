@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evaluators.errors import UsageError
 from quantgate.cli.common import (
     DEFAULT_BUDGET_MINUTES,
     DEFAULT_RUN_DATASET,
@@ -54,7 +55,7 @@ def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
     dataset_name = args.dataset or DEFAULT_RUN_DATASET
     sequential = args.limit is None and not args.all
     if not sequential and (args.max_cases is not None or args.budget is not None):
-        raise ValueError(
+        raise UsageError(
             "--max-cases and --budget bound a sequential run; they do not go with --limit or --all"
         )
     budget = args.budget if args.budget is not None or args.dataset else DEFAULT_BUDGET_MINUTES
@@ -161,7 +162,7 @@ def _resume(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
     ]
     if changed:
         flags = ", ".join("--" + name.replace("_", "-") for name in changed)
-        raise ValueError(
+        raise UsageError(
             f"--resume goes on with the run as it was started; {flags} cannot be given with it "
             "(--dataset and --variants are checked to be the run's; --budget sets the rest's)"
         )

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evaluators.errors import UsageError
 from quantgate.cli.common import check_output_dir
 
 if TYPE_CHECKING:
@@ -32,18 +33,18 @@ def _serve(args: argparse.Namespace) -> int:
 
     token = os.environ.get(TOKEN_ENV) or None
     if not _local(args.host) and token is None:
-        raise ValueError(
+        raise UsageError(
             f"--host {args.host} reaches beyond this machine: set {TOKEN_ENV} so that every request needs "
             "a bearer token, or keep the default --host 127.0.0.1"
         )
     roots = [Path(r) for r in args.root] if args.root else [Path.cwd()]
     for root in roots:
         if not root.is_dir():
-            raise ValueError(f"--root {root}: not a directory")
+            raise UsageError(f"--root {root}: not a directory")
     out = Path(args.out)
     check_output_dir(out)
     if args.run_timeout is not None and not 0 < args.run_timeout < float("inf"):
-        raise ValueError(f"--run-timeout {args.run_timeout:g}: give a number of seconds above 0")
+        raise UsageError(f"--run-timeout {args.run_timeout:g}: give a number of seconds above 0")
     app = create_app(roots=roots, out=out, token=token, queue=JobQueue(out, run_timeout_s=args.run_timeout))
     where = f"http://{args.host}:{args.port}"
     print(f"quantgate serve on {where} (API docs: {where}/docs); roots: {', '.join(map(str, roots))}; "

@@ -31,7 +31,7 @@ from evaluators.comparison import (
     regressions,
     summarize_agreement,
 )
-from evaluators.errors import QuantgateError
+from evaluators.errors import QuantgateError, UsageError
 from quantgate.decide.checks import Measured, judge_variant, measure, passes
 from quantgate.decide.costs import break_even_signal, cost_table
 from quantgate.decide.forecast import open_forecasts
@@ -258,10 +258,10 @@ def decide(
 
     Raises:
         DecisionError: The run has no results for its reference.
-        ValueError: `recommend_by="cost"` without prices.
+        UsageError: `recommend_by="cost"` without prices.
     """
     if recommend_by == "cost" and prices is None:
-        raise ValueError("recommending by cost needs prices (--costs FILE)")
+        raise UsageError("recommending by cost needs prices (--costs FILE)")
     gates = gates or Gates()
     run = load_run(run_dir)
     reference = run.summary.reference

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from importlib.metadata import version as package_version
 from pathlib import Path
 
+from evaluators.errors import UsageError
 from quantgate.backends import BackendError
 from quantgate.embeddings.index import VectorIndex, VectorStoreError
 from quantgate.embeddings.measure import (
@@ -86,11 +87,11 @@ def embed_variants(
 
     Raises:
         BackendError, EmbeddingError, VectorStoreError: The reference could not embed.
-        ValueError: No variant is called `reference`.
+        UsageError: No variant is called `reference`.
     """
     by_name = {v.name: v for v in variants}
     if reference not in by_name:
-        raise ValueError(f"no variant called {reference!r} (variants: {', '.join(by_name)})")
+        raise UsageError(f"no variant called {reference!r} (variants: {', '.join(by_name)})")
     executor = executor or LocalExecutor()
     order = [by_name[reference], *(v for v in variants if v.name != reference)]
     calls = [

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluators.betting import DEFAULT_TRUNCATION
+from evaluators.errors import UsageError
 from graphs.evaluation import CaseInput
 from graphs.extraction import ExtractionContext
 from quantgate.backends import OpenedVariant, capabilities
@@ -81,11 +82,11 @@ class RunOptions:
         for name in ("limit", "max_cases", "token_fidelity_cases"):
             value = getattr(self, name)
             if value is not None and value < 1:
-                raise ValueError(f"{name.replace('_', '-')} must be at least 1, got {value}")
+                raise UsageError(f"{name.replace('_', '-')} must be at least 1, got {value}")
         if self.round_size < 1:
-            raise ValueError(f"round size must be at least 1, got {self.round_size}")
+            raise UsageError(f"round size must be at least 1, got {self.round_size}")
         if self.budget_s is not None and self.budget_s <= 0:
-            raise ValueError(f"the budget must be positive, got {self.budget_s / 60:g} minutes")
+            raise UsageError(f"the budget must be positive, got {self.budget_s / 60:g} minutes")
 
 
 def variant_concurrency(options: RunOptions, variant: Variant) -> int:

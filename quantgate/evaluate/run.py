@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evaluators.baselines import BaselineScores, baseline_scores
+from evaluators.errors import QuantgateError, UsageError
 from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
 from quantgate.evaluate.fidelity_step import token_fidelity_step
 from quantgate.evaluate.options import RunOptions, run_cases, select_cases
@@ -40,7 +41,19 @@ from quantgate.rundir.jsonfile import RunWriteError
 from quantgate.rundir.store import RunStore
 from quantgate.rundir.summary import ExamplesInfo, RunOptionsInfo, RunSummary, VariantsFile
 
-__all__ = ["RunOptions", "order_variants", "resume_evaluation", "run_evaluation", "select_cases"]
+__all__ = [
+    "RunOptions",
+    "RunStoppedError",
+    "order_variants",
+    "resume_evaluation",
+    "run_evaluation",
+    "select_cases",
+]
+
+
+class RunStoppedError(QuantgateError, RuntimeError):
+    """A run that could not start or go on: a file could not be written (a full disk, ...); the
+    message names it and says what to do."""
 
 
 def order_variants(variant_set: VariantSet, reference: str | None) -> tuple[list[Variant], str]:
@@ -48,7 +61,7 @@ def order_variants(variant_set: VariantSet, reference: str | None) -> tuple[list
     name = reference or variant_set.reference or variant_set.variants[0].name
     names = [v.name for v in variant_set.variants]
     if name not in names:
-        raise ValueError(f"reference {name!r} is not one of the variants ({', '.join(names)})")
+        raise UsageError(f"reference {name!r} is not one of the variants ({', '.join(names)})")
     ordered = sorted(variant_set.variants, key=lambda v: v.name != name)
     return ordered, name
 
@@ -94,12 +107,12 @@ def _start(out: Path, begin: Callable[[RunStore], RunSession]) -> RunSession:
     bug) removes the directory: no half-made run, which `--resume` would refuse, is left.
 
     Raises:
-        RuntimeError: A file could not be written (a full disk): the message names it.
+        RunStoppedError: A file could not be written (a full disk): the message names it.
     """
     try:
         store = RunStore.create(out)
     except OSError as exc:
-        raise RuntimeError(_not_started(exc, out)) from exc
+        raise RunStoppedError(_not_started(exc, out)) from exc
     with before_fast_exit(functools.partial(_remove, store)):
         try:
             session = begin(store)
@@ -108,7 +121,7 @@ def _start(out: Path, begin: Callable[[RunStore], RunSession]) -> RunSession:
         except BaseException as exc:
             _remove(store)
             if isinstance(exc, OSError | RunWriteError):
-                raise RuntimeError(_not_started(exc, store.directory)) from exc
+                raise RunStoppedError(_not_started(exc, store.directory)) from exc
             raise
     return session
 
@@ -148,7 +161,7 @@ def _execute(session: RunSession, executor: VariantExecutor) -> Path:
 
     Raises:
         KeyboardInterrupt: Ctrl-C or SIGTERM; the summary says `interrupted`.
-        RuntimeError: A run file could not be written (a full disk): the message says which,
+        RunStoppedError: A run file could not be written (a full disk): the message says which,
             and how to go on once the cause is fixed; what was written stays.
     """
     with stop_on_signals(), before_fast_exit(functools.partial(_write_interrupted, session)):
@@ -180,7 +193,7 @@ def _execute_here(session: RunSession, executor: VariantExecutor) -> Path:
         raise
     except RunWriteError as exc:
         summary.status = "interrupted"
-        raise RuntimeError(
+        raise RunStoppedError(
             f"{exc}. The run stopped there; once the cause is fixed (free some disk space), go on with: "
             f"quantgate run --resume {store.directory}"
         ) from exc
@@ -257,7 +270,7 @@ def run_evaluation(
     dataset = chosen.dataset
     cases = run_cases(dataset.cases, options)
     if not cases:
-        raise ValueError(f"{dataset.path}: no case to evaluate")
+        raise UsageError(f"{dataset.path}: no case to evaluate")
     baselines = _baselines(dataset, cases)
 
     def begin(store: RunStore) -> RunSession:

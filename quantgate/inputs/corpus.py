@@ -26,6 +26,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evaluators import loads_json
+from evaluators.errors import MissingInputError
 from quantgate.inputs.dataset import (
     CASES_FILE,
     DatasetError,
@@ -164,7 +165,7 @@ def load_corpus(name_or_path: str | Path) -> Corpus:
     """A retrieval dataset, or an extraction dataset's case texts, by directory or bundled name.
 
     Raises:
-        FileNotFoundError: Neither a directory nor a bundled name, or a directory with
+        MissingInputError: Neither a directory nor a bundled name, or a directory with
             neither `corpus.jsonl` nor `cases.jsonl`.
         DatasetError: The files have errors; all of them are listed.
     """
@@ -172,7 +173,7 @@ def load_corpus(name_or_path: str | Path) -> Corpus:
     if (root / CORPUS_FILE).is_file():
         return _retrieval_corpus(root)
     if not (root / CASES_FILE).is_file():
-        raise FileNotFoundError(
+        raise MissingInputError(
             f"{root}: no {CORPUS_FILE} (a retrieval dataset) and no {CASES_FILE} (an extraction dataset)"
         )
     dataset = load_dataset(root)

@@ -27,7 +27,7 @@ from evaluators import (
     loads_json,
     parse_schema,
 )
-from evaluators.errors import UsageError
+from evaluators.errors import MissingInputError, UsageError
 from quantgate.inputs.utf8 import utf8_encodable
 
 SCHEMA_FILE = "schema.json"
@@ -148,7 +148,7 @@ def resolve_dataset(name_or_path: str | Path) -> Path:
     if bundled.is_dir():
         return bundled
     known = ", ".join(bundled_datasets())
-    raise FileNotFoundError(f"no dataset directory {path} and no bundled dataset of that name ({known})")
+    raise MissingInputError(f"no dataset directory {path} and no bundled dataset of that name ({known})")
 
 
 def _read_schema(path: Path, problems: list[Problem]) -> tuple[dict[str, Any], FieldSpec] | None:
@@ -341,7 +341,7 @@ def load_dataset(name_or_path: str | Path, *, skip_invalid_cases: bool = False) 
         skip_invalid_cases: Leave out invalid case lines instead of refusing the dataset.
 
     Raises:
-        FileNotFoundError: Neither a directory nor a bundled name.
+        MissingInputError: Neither a directory nor a bundled name (a FileNotFoundError).
         DatasetError: The dataset has errors; all of them are listed.
     """
     path = resolve_dataset(name_or_path)

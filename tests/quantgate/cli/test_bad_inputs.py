@@ -11,12 +11,13 @@ import pytest
 
 import quantgate.evaluate.run
 import quantgate.loadtest.run
+from evaluators.errors import QuantgateError
 from quantgate.cli.main import main
 from quantgate.inputs.model_files import read_gguf_layout
 from tests.quantgate.inputs.tiny_gguf import write_tiny_gguf
 
 
-class StartedError(RuntimeError):
+class StartedError(QuantgateError, RuntimeError):
     """Raised by the stand-ins of the run and the load test: the checks let the command through."""
 
 
