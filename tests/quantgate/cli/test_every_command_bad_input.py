@@ -21,6 +21,7 @@ def bad(tmp_path: Path) -> Path:
     (tmp_path / "ds" / "cases.jsonl").write_text('{"id": 1, "text": \n')
     (tmp_path / "ds" / "schema.json").write_text("{}")
     (tmp_path / "preds.jsonl").write_text("not json\n")
+    (tmp_path / "latin1.jsonl").write_bytes(b'{"id": "caf\xe9", "raw": "{}"}\n')
     (tmp_path / "v.toml").write_text("x = [\n")
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "summary.json").write_text("garbage{")
@@ -35,6 +36,8 @@ CASES = [
     ("score --dataset {bad}/missing --predictions {bad}/preds.jsonl", 2, "no dataset directory"),
     ("score --dataset contacts-events --predictions {bad}/missing.jsonl", 2, "{bad}/missing.jsonl"),
     ("score --dataset contacts-events --predictions {bad}/preds.jsonl", 1, "preds.jsonl:1"),
+    ("score --dataset contacts-events --predictions {bad}/latin1.jsonl", 2, "latin1.jsonl: cannot read it"),
+    ("score --dataset contacts-events --predictions {bad}", 2, "{bad}: cannot read it: [Errno 21]"),
     ("run --dataset {bad}/missing", 2, "no dataset directory {bad}/missing"),
     ("run --dataset {bad}/ds", 2, "no usable cases"),
     ("run --variants {bad}/missing.toml", 2, "{bad}/missing.toml: [Errno 2] No such file"),
