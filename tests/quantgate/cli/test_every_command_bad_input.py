@@ -58,6 +58,7 @@ CASES = [
     ("report {bad}/run", 2, "{bad}/run/summary.json: not JSON"),
     ("compare {bad}/missing {bad}/run", 2, "{bad}/missing/summary.json: no such file"),
     ("schemas {bad}/afile", 2, "schemas DIR {bad}/afile: it is a file, not a directory"),
+    ("ollama modelfiles {bad}/afile/out", 2, "{bad}/afile/out: cannot create it: {bad}/afile is a file"),
     ("embed --dataset {bad}/missing", 2, "no dataset directory {bad}/missing"),
     ("embed --dataset {bad}/ds", 2, "no usable cases"),
     (
