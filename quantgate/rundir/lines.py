@@ -33,6 +33,12 @@ class RunFileModel(BaseModel):
     the keys added since (they all have defaults), so such a file is read as the current version."""
 
     @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """A run-file model is mutable, so not hashable, whatever frozen result type it subclasses."""
+        super().__pydantic_init_subclass__(**kwargs)
+        setattr(cls, "__hash__", None)  # noqa: B010 (a plain assignment is refused by type checkers)
+
+    @classmethod
     def extending(cls, result: BaseModel, **fields: Any) -> Self:
         """This model of an evaluator's `result`, whose type it subclasses, with the run's own `fields`.
 

@@ -41,6 +41,7 @@ def test_a_run_model_subclasses_the_evaluators_result_type(
     assert result.model_config.get("frozen") is True  # the evaluator's result never changes
     assert run_model.model_config.get("frozen") is False  # a run file is rewritten as the run goes
     assert run_model.model_config.get("extra") == "forbid"
+    assert run_model.__hash__ is None  # mutable, so not hashable as its frozen result type is
 
 
 def test_a_load_line_keeps_its_keys_in_order_and_comes_from_the_request() -> None:
