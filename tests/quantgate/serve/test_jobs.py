@@ -149,8 +149,11 @@ def test_a_run_dies_with_its_server_even_by_kill_9(root: Path, tmp_path: Path) -
         time.sleep(0.05)
     queue = JobQueue(out, command=FAKE)
     try:
-        time.sleep(0.2)
         [state] = queue.states()
+        while state.status == "running":  # until the run has exited and the queue's poll has seen it
+            assert time.monotonic() < deadline + 20, "the queue never settled the run"
+            time.sleep(0.05)
+            [state] = queue.states()
         assert (state.status, state.error) == (
             "failed",
             "the server stopped while it ran; its run directory says interrupted",
