@@ -36,7 +36,7 @@ from quantgate.decide.checks import Measured, judge_variant, measure, passes
 from quantgate.decide.costs import break_even_signal, cost_table
 from quantgate.decide.forecast import open_forecasts
 from quantgate.decide.markdown import render_decision
-from quantgate.decide.regressions import export_regressions
+from quantgate.decide.regressions import export_regression_sets
 from quantgate.decide.rollback import rollback_signals
 from quantgate.evaluate.sequential import DEFAULT_ROUND_SIZE
 from quantgate.hardware import package_version
@@ -52,14 +52,13 @@ from quantgate.rundir.decision import (
     GateResult,
     MeasuredFigures,
     Ranking,
-    RegressionSet,
     Rollback,
     StatisticsRecord,
     VariantDecision,
     outcome_of,
     variant_verdict,
 )
-from quantgate.rundir.files import DATASET_DIR, DECISION_JSON, DECISION_MD, REGRESSIONS_DIR
+from quantgate.rundir.files import DATASET_DIR, DECISION_JSON, DECISION_MD
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.pairing import paired_cases
 from quantgate.rundir.store import LineProblem, Run, latest_records, load_run, read_decision, write_model
@@ -290,7 +289,9 @@ def decide(
         gates=gates,
         variants={j.name: j.section for j in judged},
         rollback=_rollback(judged, chosen, gates, costs, records, reference),
-        regression_sets=_export_all(run, dataset, {j.name: j.regressions for j in judged}, reference),
+        regression_sets=export_regression_sets(
+            run, dataset, {j.name: j.regressions for j in judged}, reference
+        ),
         recommended_by=recommend_by,
         costs=costs,
         record=_record_section(run, gates, method),
@@ -375,31 +376,6 @@ def _rollback(
         signal = break_even_signal(table=costs, variant=item.name, reference=reference, records=own)
         signals += [signal] if signal is not None else []
     return Rollback(variant=item.name, window_cases=item.measured.cases, signals=signals)
-
-
-def _export_all(
-    run: Run, dataset: Dataset | None, found_by_variant: Mapping[str, list[Regression]], reference: str
-) -> dict[str, RegressionSet]:
-    exported: dict[str, RegressionSet] = {}
-    for name, found in found_by_variant.items():
-        if name == reference or not found:
-            continue
-        if dataset is None:
-            exported[name] = RegressionSet(
-                path=None, cases=len(found), error="the run's cases are not available"
-            )
-            continue
-        out = run.directory / REGRESSIONS_DIR / name
-        export_regressions(
-            out=out,
-            dataset=dataset,
-            found=found,
-            run_id=run.directory.name,
-            reference=reference,
-            variant=name,
-        )
-        exported[name] = RegressionSet(path=str(out.relative_to(run.directory)), cases=len(found))
-    return exported
 
 
 def load_decision(run_dir: str | Path) -> Decision:

@@ -7,12 +7,15 @@ set after the next model or runtime upgrade.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from evaluators.comparison import Regression
 from quantgate.decide.markdown import escape_markdown
 from quantgate.inputs.dataset import Dataset, write_dataset
+from quantgate.rundir.decision import RegressionSet
+from quantgate.rundir.files import REGRESSIONS_DIR
+from quantgate.rundir.store import Run
 
 
 def _card(*, dataset: Dataset, run_id: str, reference: str, variant: str, found: Sequence[Regression]) -> str:
@@ -67,3 +70,30 @@ def export_regressions(
     cases = [by_id[r.case_id] for r in found]
     card = _card(dataset=dataset, run_id=run_id, reference=reference, variant=variant, found=found)
     return write_dataset(out, schema=dataset.schema, cases=cases, examples=dataset.examples, card=card)
+
+
+def export_regression_sets(
+    run: Run, dataset: Dataset | None, found_by_variant: Mapping[str, list[Regression]], reference: str
+) -> dict[str, RegressionSet]:
+    """Each quantized variant's regression cases exported under the run's regressions directory
+    (none written when the run's cases are not available: the set says so)."""
+    exported: dict[str, RegressionSet] = {}
+    for name, found in found_by_variant.items():
+        if name == reference or not found:
+            continue
+        if dataset is None:
+            exported[name] = RegressionSet(
+                path=None, cases=len(found), error="the run's cases are not available"
+            )
+            continue
+        out = run.directory / REGRESSIONS_DIR / name
+        export_regressions(
+            out=out,
+            dataset=dataset,
+            found=found,
+            run_id=run.directory.name,
+            reference=reference,
+            variant=name,
+        )
+        exported[name] = RegressionSet(path=str(out.relative_to(run.directory)), cases=len(found))
+    return exported
