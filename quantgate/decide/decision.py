@@ -43,7 +43,7 @@ from quantgate.hardware import package_version
 from quantgate.inputs.costs import Prices
 from quantgate.inputs.dataset import Dataset, DatasetError, load_dataset
 from quantgate.inputs.gates import Gates, comparison_options
-from quantgate.rundir.completeness import completeness_of
+from quantgate.rundir.completeness import Completeness, completeness_of
 from quantgate.rundir.decision import (
     EXIT_STATUS,
     CostTable,
@@ -263,14 +263,7 @@ def decide(
         raise UsageError("recommending by cost needs prices (--costs FILE)")
     gates = gates or Gates()
     run = load_run(run_dir)
-    reference = run.summary.reference
-    line_problems: list[LineProblem] = []
-    records = latest_records(run.records(problems=line_problems))
-    completeness = completeness_of(run.summary, records, line_problems)
-    if reference is None or reference not in records:
-        raise DecisionError(
-            f"{run.directory}: no records of the reference {reference!r}; nothing to compare with"
-        )
+    records, completeness, reference = _records_of(run)
     dataset = run_dataset(run)
     method = _method_of(run, dataset)
     judged = [_judge(entry, records, reference, gates, method) for entry in run.summary.variants]
@@ -299,6 +292,23 @@ def decide(
     write_model(run.directory / DECISION_JSON, decision)
     (run.directory / DECISION_MD).write_text(render_decision(decision), encoding="utf-8")
     return decision
+
+
+def _records_of(run: Run) -> tuple[dict[str, dict[str, CaseRecord]], Completeness, str]:
+    """The run's latest record per variant and case, how complete the run is, and its reference.
+
+    Raises:
+        DecisionError: The run has no records of its reference.
+    """
+    reference = run.summary.reference
+    line_problems: list[LineProblem] = []
+    records = latest_records(run.records(problems=line_problems))
+    completeness = completeness_of(run.summary, records, line_problems)
+    if reference is None or reference not in records:
+        raise DecisionError(
+            f"{run.directory}: no records of the reference {reference!r}; nothing to compare with"
+        )
+    return records, completeness, reference
 
 
 def _give_forecasts(
