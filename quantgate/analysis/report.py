@@ -25,7 +25,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from quantgate.analysis.case_diff import case_diff
 from quantgate.analysis.explore import RunView, failing_cases, load_run_view, only_variant_fails
 from quantgate.analysis.summary_table import BASELINE_NOTE, below_baseline, summary_rows
-from quantgate.decide.costs import cost_rows
+from quantgate.decide.cost_table import cost_rows
 from quantgate.embeddings.table import embedding_rows
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.hardware import package_version

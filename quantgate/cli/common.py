@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
 from evaluators.errors import UsageError
 from quantgate.formatting import terminal_text
-from quantgate.inputs.costs import Prices, load_prices
 from quantgate.inputs.dataset import Dataset, load_dataset
 from quantgate.inputs.gates import GATE_KEYS, Gates, load_gates
+from quantgate.inputs.prices import Prices, load_prices
 
 if TYPE_CHECKING:
     from quantgate.evaluate.executor import VariantExecutor
@@ -183,7 +183,7 @@ def add_cost_flags(parser: argparse.ArgumentParser) -> None:
         "--costs",
         metavar="FILE.toml",
         help="the team's prices (review, retry call, node and memory per hour, energy, traffic; see "
-        "quantgate/inputs/costs.py): the decision gets each variant's expected cost per 1,000 extractions",
+        "quantgate/inputs/prices.py): the decision gets each variant's expected cost per 1,000 extractions",
     )
     group.add_argument(
         "--recommend",
@@ -292,7 +292,7 @@ def report_decision(
     recommend_by: Ranking = "footprint",
 ) -> int:
     """Decide a run, print each variant's verdict and the decision; return the decision's exit status."""
-    from quantgate.decide.costs import cost_rows
+    from quantgate.decide.cost_table import cost_rows
     from quantgate.decide.decision import decide
     from quantgate.formatting import text_table
     from quantgate.rundir.files import DECISION_MD

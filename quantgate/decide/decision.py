@@ -6,7 +6,7 @@ accuracy deltas with bootstrap intervals and McNemar's test, validity, error rat
 latency. Memory comes from the summary, which the run's sampler wrote. The recommended
 variant is the one with the smallest memory footprint among those passing every gate (or,
 with a team's prices and `recommend_by="cost"`, the cheapest expected cost per 1,000
-extractions: `quantgate.decide.costs`); the reference is a candidate too, so "keep the
+extractions: `quantgate.decide.cost_table`); the reference is a candidate too, so "keep the
 reference" is a possible answer. The outcome
 (a quantized candidate passes, keep the reference, nothing passes) sets the exit status that
 `run` and `decide` return (`quantgate.rundir.decision.EXIT_STATUS`). A run directory that does
@@ -33,16 +33,16 @@ from evaluators.comparison import (
 )
 from evaluators.errors import QuantgateError, UsageError
 from quantgate.decide.checks import Measured, judge_variant, measure, passes
-from quantgate.decide.costs import break_even_signal, cost_table
+from quantgate.decide.cost_table import break_even_signal, cost_table
 from quantgate.decide.forecast import open_forecasts
 from quantgate.decide.markdown import render_decision
 from quantgate.decide.regressions import export_regression_sets
 from quantgate.decide.rollback import rollback_signals
 from quantgate.evaluate.sequential import DEFAULT_ROUND_SIZE
 from quantgate.hardware import package_version
-from quantgate.inputs.costs import Prices
 from quantgate.inputs.dataset import Dataset, DatasetError, load_dataset
 from quantgate.inputs.gates import Gates, comparison_options
+from quantgate.inputs.prices import Prices
 from quantgate.rundir.completeness import Completeness, completeness_of
 from quantgate.rundir.decision import (
     EXIT_STATUS,

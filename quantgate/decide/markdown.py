@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluators.comparison import PairedDelta
-from quantgate.decide.costs import cost_rows
+from quantgate.decide.cost_table import cost_rows
 from quantgate.embeddings.table import embedding_rows
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.rundir.decision import Decision, VariantDecision

@@ -13,10 +13,10 @@ import pytest
 from quantgate.analysis.report import write_report
 from quantgate.cli import main
 from quantgate.cli.main import EXIT_USAGE
-from quantgate.decide.costs import load_level
+from quantgate.decide.cost_table import load_level
 from quantgate.decide.decision import decide, load_decision
-from quantgate.inputs.costs import MAX_PRICE, MIN_TRAFFIC, Prices
 from quantgate.inputs.gates import Gates
+from quantgate.inputs.prices import MAX_PRICE, MIN_TRAFFIC, Prices
 from quantgate.production.guard import OnlineGuard
 from quantgate.rundir.files import SUMMARY_FILE
 from quantgate.rundir.load import LoadLevelEntry, LoadSection, LoadVariantEntry

@@ -20,7 +20,7 @@ from evaluators.costs import (
     variant_costs,
 )
 from evaluators.statistics import Interval
-from quantgate.inputs.costs import Prices
+from quantgate.inputs.prices import Prices
 from quantgate.rundir.decision import CostTable, RollbackSignal
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.load import LoadLevelEntry, LoadSection
