@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import (
     EXAMPLES_FILE,
     bundled_datasets,

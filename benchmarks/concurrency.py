@@ -19,7 +19,7 @@ from typing import Any
 
 from quantgate.backends import EMBEDDED_SLOTS
 from quantgate.decide.decision import decide
-from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import bundled_datasets, load_dataset
 from quantgate.inputs.variants import VariantSet
 from quantgate.ladder.build import build_ladder

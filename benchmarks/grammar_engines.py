@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import bundled_datasets, load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.ladder.build import build_ladder

@@ -30,7 +30,7 @@ from typing import Any
 from graphs.prompting import build_messages
 from quantgate.backends.greedy import Generation
 from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
-from quantgate.evaluate.run import RunOptions, run_evaluation, select_cases
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation, select_cases
 from quantgate.hardware import hardware
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import VariantSet

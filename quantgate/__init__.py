@@ -7,8 +7,8 @@ from quantgate.analysis.report import write_report
 from quantgate.backends import BackendCapabilities, capabilities, register_backend
 from quantgate.decide.decision import decide, load_decision
 from quantgate.embeddings import EmbeddingOptions, VectorIndex, add_embeddings, run_embeddings
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.evaluate.predictions import PredictionLine, ScoreReport, read_predictions, score_predictions
-from quantgate.evaluate.run import RunOptions, run_evaluation
 from quantgate.inputs.corpus import Corpus, load_corpus
 from quantgate.inputs.dataset import (
     Case,
@@ -23,7 +23,7 @@ from quantgate.inputs.gates import Gates, load_gates
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.ladder.build import build_ladder
 from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels
-from quantgate.loadtest.run import run_load
+from quantgate.loadtest.load_run import run_load
 from quantgate.production.extractor import (
     ChosenVariant,
     Extractor,

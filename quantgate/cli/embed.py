@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 def _embed(args: argparse.Namespace) -> int:
     from quantgate.backends import capabilities
-    from quantgate.embeddings.run import EmbeddingOptions, run_embeddings
+    from quantgate.embeddings.embedding_run import EmbeddingOptions, run_embeddings
     from quantgate.embeddings.table import embeddings_table
     from quantgate.evaluate.predictions import dump_json
     from quantgate.inputs.corpus import load_corpus

@@ -53,7 +53,7 @@ def load_into(
     quiet: bool,
     executor: VariantExecutor | None = None,
 ) -> Path:
-    from quantgate.loadtest.run import run_load
+    from quantgate.loadtest.load_run import run_load
     from quantgate.loadtest.table import render_load
     from quantgate.rundir.store import load_run
 

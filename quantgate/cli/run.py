@@ -46,7 +46,7 @@ def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
     if args.resume is not None:
         return _resume(args, defaults)
     from quantgate.evaluate.cache import default_reference_cache
-    from quantgate.evaluate.run import RunOptions, run_evaluation
+    from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 
     gates = cli_gates(args)  # a bad gates file fails before the run, not after it
     cli_costs(args)  # so does a bad costs file
@@ -96,7 +96,7 @@ def _embeddings_into(
     run_dir: Path, variant_set: VariantSet, args: argparse.Namespace, executor: VariantExecutor
 ) -> None:
     """`--embeddings`: the variants' embeddings of the run's case texts, into its summary and qdrant/."""
-    from quantgate.embeddings.run import EmbeddingOptions, add_embeddings
+    from quantgate.embeddings.embedding_run import EmbeddingOptions, add_embeddings
     from quantgate.embeddings.table import embedding_rows, render_rows
     from quantgate.evaluate.signals import note_run_dir
 
@@ -150,8 +150,8 @@ how the run was started, so it is refused."""
 
 def _resume(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
     """`run --resume RUN_DIR`: go on with an interrupted run as it was started, then decide and report."""
+    from quantgate.evaluate.evaluation_run import resume_evaluation
     from quantgate.evaluate.resume import planned_variants
-    from quantgate.evaluate.run import resume_evaluation
     from quantgate.inputs.gates import Gates
     from quantgate.rundir.store import read_summary
 

@@ -6,15 +6,15 @@ vectors into Qdrant (`VectorIndex`, one collection per variant) and score them a
 reference's (`evaluators.embeddings`).
 """
 
-from quantgate.embeddings.index import Neighbour, VectorIndex, VectorStoreError, collection_name
-from quantgate.embeddings.measure import EmbeddedVariant, EmbeddingError, embed_variant, score_variant
-from quantgate.embeddings.run import (
+from quantgate.embeddings.embedding_run import (
     DEFAULT_K,
     EmbeddingOptions,
     add_embeddings,
     embed_variants,
     run_embeddings,
 )
+from quantgate.embeddings.index import Neighbour, VectorIndex, VectorStoreError, collection_name
+from quantgate.embeddings.measure import EmbeddedVariant, EmbeddingError, embed_variant, score_variant
 from quantgate.embeddings.table import embeddings_table
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Load tests: the dataset's prompts at named concurrency levels, per variant."""
 
 from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels
-from quantgate.loadtest.run import run_load
+from quantgate.loadtest.load_run import run_load
 from quantgate.loadtest.table import render_load
 
 __all__ = [

@@ -127,7 +127,7 @@ def make_fake_run(out: Path, *, decide: bool = True) -> Path:
     error). Neither has a file, so file sizes are not measured.
     """
     from quantgate.decide.decision import decide as decide_run
-    from quantgate.evaluate.run import RunOptions, run_evaluation
+    from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
     from quantgate.inputs.dataset import load_dataset
     from quantgate.inputs.variants import Variant, VariantSet
     from tests.fakes import GOOD, QueuedChatModel

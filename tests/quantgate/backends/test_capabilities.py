@@ -16,7 +16,7 @@ import pytest
 import quantgate.backends as backends
 import quantgate.evaluate.fidelity_step as fidelity_step
 import quantgate.evaluate.variant as evaluate_variant
-import quantgate.loadtest.run as load_run_module
+import quantgate.loadtest.load_run as load_run_module
 from quantgate.backends import (
     BackendCapabilities,
     OpenedVariant,

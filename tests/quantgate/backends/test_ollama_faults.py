@@ -13,7 +13,7 @@ import time
 import pytest
 
 from quantgate.cli.main import main
-from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.completeness import run_completeness

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import quantgate.evaluate.run
-import quantgate.loadtest.run
+import quantgate.evaluate.evaluation_run
+import quantgate.loadtest.load_run
 from evaluators.errors import QuantgateError
 from quantgate.cli.main import main
 from quantgate.inputs.model_files import read_gguf_layout
@@ -30,8 +30,8 @@ def no_model_loads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]
         calls.append("started")
         raise StartedError("the run started")
 
-    monkeypatch.setattr(quantgate.evaluate.run, "run_evaluation", started)
-    monkeypatch.setattr(quantgate.loadtest.run, "run_load", started)
+    monkeypatch.setattr(quantgate.evaluate.evaluation_run, "run_evaluation", started)
+    monkeypatch.setattr(quantgate.loadtest.load_run, "run_load", started)
     monkeypatch.setenv("QUANTGATE_SHA256_CACHE", str(tmp_path / "cache" / "sha256.json"))
     return calls
 

@@ -45,7 +45,7 @@ HEAVY = (
     "quantgate.backends",
     "quantgate.ladder",
     "quantgate.loadtest",
-    "quantgate.evaluate.run",
+    "quantgate.evaluate.evaluation_run",
 )
 
 

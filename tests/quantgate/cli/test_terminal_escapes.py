@@ -6,7 +6,7 @@ import json
 
 from quantgate.cli.common import report_decision
 from quantgate.cli.main import EXIT_USAGE, main
-from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.gates import Gates
 from quantgate.inputs.variants import Variant, VariantSet

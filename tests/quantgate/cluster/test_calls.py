@@ -16,7 +16,7 @@ from quantgate.inputs.corpus import load_corpus
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import VariantSet
 from quantgate.loadtest.levels import LoadOptions, parse_levels
-from quantgate.loadtest.run import run_load
+from quantgate.loadtest.load_run import run_load
 from quantgate.rundir.embeddings import EmbeddingsFile
 from quantgate.rundir.files import EMBEDDINGS_JSON, LOAD_FILE
 from quantgate.rundir.jsonfile import read_model

@@ -189,7 +189,7 @@ def test_run_embeddings_flag_measures_before_deciding(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import quantgate.cli.run
-    import quantgate.evaluate.run
+    import quantgate.evaluate.evaluation_run
     from quantgate.cli.main import main
     from quantgate.inputs.variants import VariantSet
 
@@ -202,7 +202,7 @@ def test_run_embeddings_flag_measures_before_deciding(
     monkeypatch.setattr(
         quantgate.cli.run, "cli_variants", lambda specs: VariantSet(reference="R", variants=variants)
     )
-    monkeypatch.setattr(quantgate.evaluate.run, "run_evaluation", lambda *a, **k: run_dir)
+    monkeypatch.setattr(quantgate.evaluate.evaluation_run, "run_evaluation", lambda *a, **k: run_dir)
     argv = [
         "run",
         "--dataset",

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from quantgate.evaluate.evaluation_run import RunOptions, resume_evaluation, run_evaluation
 from quantgate.evaluate.resume import ResumeError
-from quantgate.evaluate.run import RunOptions, resume_evaluation, run_evaluation
 from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.files import RECORDS_FILE, SUMMARY_FILE

@@ -14,7 +14,7 @@ import pytest
 
 from quantgate.backends import BackendCapabilities, OpenedVariant
 from quantgate.evaluate.cache import cache_key, key_inputs
-from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import load_run, read_records

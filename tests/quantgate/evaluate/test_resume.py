@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from quantgate.evaluate.evaluation_run import resume_evaluation, run_evaluation
 from quantgate.evaluate.options import run_cases
 from quantgate.evaluate.resume import ResumeError, planned_variants
-from quantgate.evaluate.run import resume_evaluation, run_evaluation
 from quantgate.inputs.dataset import Case, load_dataset, write_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.completeness import run_completeness

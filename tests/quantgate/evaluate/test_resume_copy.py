@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.evaluate.run import resume_evaluation
+from quantgate.evaluate.evaluation_run import resume_evaluation
 from quantgate.inputs.dataset import CASES_FILE, EXAMPLES_FILE, SCHEMA_FILE
 from quantgate.rundir.files import DATASET_DIR, SUMMARY_FILE
 from quantgate.rundir.store import read_records, read_summary

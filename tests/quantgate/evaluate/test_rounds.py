@@ -13,8 +13,8 @@ from langchain_core.messages import BaseMessage
 
 from graphs.extraction import ModelCallError
 from quantgate.evaluate import rounds
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.evaluate.pool import PROCESS_OVERHEAD_MB, warm_capacity
-from quantgate.evaluate.run import RunOptions, run_evaluation
 from quantgate.evaluate.warm_up import WARM_UP_TEXT
 from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
 from quantgate.inputs.gates import Gates

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.evaluate.signals import Interrupted, stop_on_signals
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant, VariantSet

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from quantgate.cli.main import main
-from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.examples import choose_examples, spread
 from quantgate.inputs.variants import Variant, VariantSet

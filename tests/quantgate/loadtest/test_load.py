@@ -9,7 +9,7 @@ from langchain_core.messages import BaseMessage
 from quantgate.cli.main import main
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels, send_requests
-from quantgate.loadtest.run import run_load
+from quantgate.loadtest.load_run import run_load
 from quantgate.loadtest.table import render_load
 from quantgate.rundir.store import load_run
 from tests.fakes import SleepyChatModel
@@ -138,7 +138,7 @@ def test_both_bounds_missing_is_refused():
 
 def test_load_added_to_an_evaluated_run_keeps_its_summary_and_shows_in_the_report(dataset, tmp_path):
     from quantgate.analysis.report import write_report
-    from quantgate.evaluate.run import RunOptions, run_evaluation
+    from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 
     variant_set = VariantSet(variants=[Variant.from_chat_model("v1", SleepyChatModel(delay_s=0.001))])
     options = RunOptions(out=tmp_path, progress=False, token_fidelity=False)

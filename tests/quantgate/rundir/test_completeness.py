@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.evaluate.run import RunOptions, run_evaluation
+from evaluators.memory import MemorySummary
+from graphs.evaluation import outcomes_summary
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.build import missing_cases, skipped_entry, variant_entry
@@ -43,8 +45,10 @@ def _record(case_id: str, variant: str = "R") -> CaseRecord:
 
 def test_a_variant_entry_names_the_cases_it_has_no_record_of_in_run_order() -> None:
     variant = Variant(name="Q", backend="test")
+    summary = outcomes_summary([], against_reference=False, memory=MemorySummary())
     entry = variant_entry(
         variant,
+        summary,
         {},
         is_reference=False,
         quantization=None,
@@ -52,7 +56,9 @@ def test_a_variant_entry_names_the_cases_it_has_no_record_of_in_run_order() -> N
         recorded=["c2", "c0"],
     )
     assert (entry.complete, entry.missing_cases) == (False, ["c1", "c3"])
-    whole = variant_entry(variant, {}, is_reference=False, quantization=None, cases=["c0"], recorded=["c0"])
+    whole = variant_entry(
+        variant, summary, {}, is_reference=False, quantization=None, cases=["c0"], recorded=["c0"]
+    )
     assert (whole.complete, whole.missing_cases) == (True, [])
 
 

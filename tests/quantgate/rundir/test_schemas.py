@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.loadtest.levels import LoadOptions, parse_levels
-from quantgate.loadtest.run import run_load
+from quantgate.loadtest.load_run import run_load
 from quantgate.rundir.schemas import SCHEMAS, write_schemas
 from tests.fakes import SleepyChatModel
 from tests.quantgate.run_factory import make_fake_run

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from quantgate.cli.main import main
-from quantgate.evaluate.run import run_evaluation
+from quantgate.evaluate.evaluation_run import run_evaluation
 from quantgate.inputs.dataset import CASES_FILE, data_file_hashes
 from quantgate.rundir.files import DATASET_DIR, SUMMARY_FILE
 from quantgate.rundir.jsonfile import RunWriteError

@@ -8,7 +8,7 @@ import psutil
 import pytest
 
 from quantgate.cli.main import main
-from quantgate.evaluate.run import RunOptions, run_evaluation
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import VariantSet
 from quantgate.rundir.store import load_run, read_records

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from quantgate.evaluate.run import RunOptions, run_evaluation, select_cases
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation, select_cases
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import load_run, read_records
