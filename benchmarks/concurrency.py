@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from quantgate.backends import EMBEDDED_SLOTS
-from quantgate.decide.decision import decide
+from quantgate.decide.recommendation import decide
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import bundled_datasets, load_dataset
 from quantgate.inputs.variants import VariantSet

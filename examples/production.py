@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field
 
 from graphs.extraction import ExtractionContext
 from graphs.extraction import graph as extraction_graph
-from quantgate.decide.decision import decide
+from quantgate.decide.recommendation import decide
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.evaluate.measure import rss_mb
 from quantgate.inputs.dataset import load_dataset

@@ -5,7 +5,7 @@ from quantgate.analysis.compare import compare_runs
 from quantgate.analysis.explore import RunView, latest_run, load_run_view
 from quantgate.analysis.report import write_report
 from quantgate.backends import BackendCapabilities, capabilities, register_backend
-from quantgate.decide.decision import decide, load_decision
+from quantgate.decide.recommendation import decide, load_decision
 from quantgate.embeddings import EmbeddingOptions, VectorIndex, add_embeddings, run_embeddings
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.evaluate.predictions import PredictionLine, ScoreReport, read_predictions, score_predictions

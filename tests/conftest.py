@@ -110,7 +110,7 @@ def default_ladder(ladder: VariantSet) -> tuple[VariantSet, Path]:
 def small_real_run(ladder: VariantSet, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small real run, decided: the F16 reference and Q4_K_M on 3 cases of restaurants,
     token fidelity included; the report and the notebook read it."""
-    from quantgate.decide.decision import decide
+    from quantgate.decide.recommendation import decide
     from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
     from quantgate.inputs.dataset import load_dataset
 

@@ -131,6 +131,6 @@ def test_few_modules_directly_in_quantgate() -> None:
 
 def test_the_layer_check_can_fail() -> None:
     assert _unit("quantgate.cli.main") == (len(LAYERS) - 2, "quantgate.cli")
-    assert _unit("quantgate.rundir.store")[0] < _unit("quantgate.decide.decision")[0]
+    assert _unit("quantgate.rundir.store")[0] < _unit("quantgate.decide.recommendation")[0]
     assert _unit("quantgate") == (len(LAYERS) - 1, "quantgate")
     assert _unit("quantgate.evaluate.evaluation_run")[0] < _unit("quantgate.cluster.executor")[0]

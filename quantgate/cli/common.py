@@ -293,7 +293,7 @@ def report_decision(
 ) -> int:
     """Decide a run, print each variant's verdict and the decision; return the decision's exit status."""
     from quantgate.decide.cost_table import cost_rows
-    from quantgate.decide.decision import decide
+    from quantgate.decide.recommendation import decide
     from quantgate.formatting import text_table
     from quantgate.rundir.files import DECISION_MD
 

@@ -1,6 +1,6 @@
 """The decision: gate checks, the recommendation, regression sets, rollback signals, decision.md."""
 
-from quantgate.decide.decision import DecisionError, decide, load_decision
+from quantgate.decide.recommendation import DecisionError, decide, load_decision
 from quantgate.decide.rollback import rollback_signals
 
 __all__ = [

@@ -126,7 +126,7 @@ def make_fake_run(out: Path, *, decide: bool = True) -> Path:
     `vendor` of c1 (where it alone fails) and answers c3 with invalid output every time (an
     error). Neither has a file, so file sizes are not measured.
     """
-    from quantgate.decide.decision import decide as decide_run
+    from quantgate.decide.recommendation import decide as decide_run
     from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
     from quantgate.inputs.dataset import load_dataset
     from quantgate.inputs.variants import Variant, VariantSet

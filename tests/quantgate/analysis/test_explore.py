@@ -15,7 +15,7 @@ from quantgate.analysis.explore import (
     slice_sizes,
     variant_table,
 )
-from quantgate.decide.decision import decide
+from quantgate.decide.recommendation import decide
 from quantgate.rundir.store import read_records
 from tests.fakes import GOOD
 from tests.quantgate.run_factory import HOSTILE_GOLD, HOSTILE_OUTPUT, make_fake_run, make_run

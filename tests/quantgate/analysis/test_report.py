@@ -8,7 +8,7 @@ from quantgate.analysis.charts import draw_charts
 from quantgate.analysis.explore import load_run_view
 from quantgate.analysis.report import REPORT_HTML, write_report
 from quantgate.cli.main import main
-from quantgate.decide.decision import load_decision
+from quantgate.decide.recommendation import load_decision
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.files import REPORT_DIR
 from quantgate.rundir.store import load_run, read_records

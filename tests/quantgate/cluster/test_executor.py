@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from quantgate.cluster import RayExecutor
-from quantgate.decide.decision import decide
+from quantgate.decide.recommendation import decide
 from quantgate.evaluate.executor import LocalExecutor
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import load_run, read_records

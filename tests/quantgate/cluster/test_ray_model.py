@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from quantgate.cluster import RayExecutor
-from quantgate.decide.decision import decide
+from quantgate.decide.recommendation import decide
 from quantgate.evaluate import RunOptions, run_evaluation
 from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
 from quantgate.inputs.dataset import load_dataset

@@ -14,7 +14,7 @@ from quantgate.analysis.report import write_report
 from quantgate.cli import main
 from quantgate.cli.main import EXIT_USAGE
 from quantgate.decide.cost_table import load_level
-from quantgate.decide.decision import decide, load_decision
+from quantgate.decide.recommendation import decide, load_decision
 from quantgate.inputs.gates import Gates
 from quantgate.inputs.prices import MAX_PRICE, MIN_TRAFFIC, Prices
 from quantgate.production.guard import OnlineGuard

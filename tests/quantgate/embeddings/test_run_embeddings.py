@@ -10,7 +10,7 @@ from langchain_core.embeddings import Embeddings
 
 from evaluators.statistics import Interval
 from quantgate.decide.checks import Measured, judge_variant
-from quantgate.decide.decision import decide
+from quantgate.decide.recommendation import decide
 from quantgate.embeddings import EmbeddingOptions, add_embeddings
 from quantgate.inputs.gates import Gates
 from quantgate.inputs.variants import Variant

@@ -7,7 +7,7 @@ import pytest
 
 from quantgate.analysis.report import write_report
 from quantgate.cli.main import main
-from quantgate.decide.decision import decide
+from quantgate.decide.recommendation import decide
 from quantgate.evaluate.evaluation_run import RunOptions, resume_evaluation, run_evaluation
 from quantgate.evaluate.resume import ResumeError
 from quantgate.inputs.dataset import Case, load_dataset, write_dataset

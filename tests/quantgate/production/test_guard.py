@@ -11,7 +11,7 @@ from langgraph.graph import END, START, StateGraph
 
 from graphs.extraction import ExtractionContext
 from graphs.extraction import graph as extraction_graph
-from quantgate.decide.decision import decide, load_decision
+from quantgate.decide.recommendation import decide, load_decision
 from quantgate.inputs.gates import Gates
 from quantgate.production.guard import GuardedExtractionState, OnlineGuard, SignalReading, guard_node
 from quantgate.production.observation import Observation

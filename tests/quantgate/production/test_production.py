@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from evaluators.betting import DEFAULT_TRUNCATION
 from evaluators.schema import SchemaSupportError, parse_schema
 from graphs.extraction import graph as extraction_graph
-from quantgate.decide.decision import decide
+from quantgate.decide.recommendation import decide
 from quantgate.inputs.dataset import Case, load_dataset, write_dataset
 from quantgate.inputs.file_hashes import file_sha256
 from quantgate.inputs.gates import Gates

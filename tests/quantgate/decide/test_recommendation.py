@@ -10,7 +10,7 @@ import pytest
 from evaluators.comparison import PairedDelta, summarize_agreement
 from evaluators.statistics import Interval
 from quantgate.decide.checks import Measured, judge_drop, judge_variant, passes
-from quantgate.decide.decision import DecisionError, decide, recommend
+from quantgate.decide.recommendation import DecisionError, decide, recommend
 from quantgate.decide.rollback import rollback_signals
 from quantgate.inputs.dataset import check_dataset
 from quantgate.inputs.gates import Gates
