@@ -22,7 +22,7 @@ from pathlib import Path
 from evaluators.errors import UsageError
 from quantgate.backends import BackendError
 from quantgate.embeddings.index import VectorIndex, VectorStoreError
-from quantgate.embeddings.measure import (
+from quantgate.embeddings.variant_vectors import (
     EmbeddedVariant,
     EmbeddingError,
     EmbedJob,
