@@ -121,7 +121,7 @@ def cli_variants(specs: list[str] | None) -> VariantSet:
 def check_variant_files(variant_set: VariantSet, *, verify_sha256: bool = True) -> None:
     """Check every embedded variant's model file before any model loads (`check_model_files`)."""
     from quantgate.backends import capabilities
-    from quantgate.inputs.model_files import check_model_files
+    from quantgate.inputs.gguf_files import check_model_files
 
     embedded = [variant for variant in variant_set.variants if capabilities(variant).model_file]
     check_model_files(embedded, verify_sha256=verify_sha256)

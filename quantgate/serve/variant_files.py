@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from evaluators import error_path
 from quantgate.backends import capabilities
-from quantgate.inputs.model_files import ModelFileError, read_gguf_layout
+from quantgate.inputs.gguf_files import ModelFileError, read_gguf_layout
 from quantgate.inputs.variants import (
     Variant,
     VariantSet,

@@ -13,7 +13,7 @@ import quantgate.evaluate.evaluation_run
 import quantgate.loadtest.load_run
 from evaluators.errors import QuantgateError
 from quantgate.cli.main import main
-from quantgate.inputs.model_files import read_gguf_layout
+from quantgate.inputs.gguf_files import read_gguf_layout
 from tests.quantgate.inputs.tiny_gguf import write_tiny_gguf
 
 

@@ -14,9 +14,9 @@ import pytest
 from gguf import GGUFReader
 
 import quantgate.inputs.file_hashes as file_hashes
-import quantgate.inputs.model_files as model_files
+import quantgate.inputs.gguf_files as gguf_files
 from quantgate.inputs.file_hashes import HASH_CACHE_ENV, Sha256Cache, default_hash_cache, file_sha256
-from quantgate.inputs.model_files import ModelFileError, check_model_files, read_gguf_layout
+from quantgate.inputs.gguf_files import ModelFileError, check_model_files, read_gguf_layout
 from quantgate.inputs.variants import Variant, VariantSpecError
 from tests.quantgate.inputs.tiny_gguf import write_tiny_gguf
 
@@ -87,8 +87,8 @@ def test_a_file_cut_in_its_header_is_truncated(gguf_file, tmp_path):
 
 
 def test_sizes_in_megabytes_when_they_differ_by_a_megabyte_or_more():
-    assert model_files._sizes(50_000_000, 241_000_000) == "50 MB of 241 MB"
-    assert model_files._sizes(240_999_000, 241_000_000) == "240,999,000 of 241,000,000 bytes"
+    assert gguf_files._sizes(50_000_000, 241_000_000) == "50 MB of 241 MB"
+    assert gguf_files._sizes(240_999_000, 241_000_000) == "240,999,000 of 241,000,000 bytes"
 
 
 @pytest.mark.parametrize(
