@@ -2,8 +2,8 @@
 
 from evaluators.errors import QuantgateError, UsageError
 from quantgate.analysis.compare import compare_runs
-from quantgate.analysis.explore import RunView, latest_run, load_run_view
 from quantgate.analysis.report import write_report
+from quantgate.analysis.run_view import RunView, latest_run, load_run_view
 from quantgate.backends import BackendCapabilities, capabilities, register_backend
 from quantgate.decide.recommendation import decide, load_decision
 from quantgate.embeddings import EmbeddingOptions, VectorIndex, add_embeddings, run_embeddings

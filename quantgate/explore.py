@@ -1,8 +1,8 @@
-"""`quantgate.explore`: the public name of the run explorer, defined in `quantgate.analysis.explore`
+"""`quantgate.explore`: the public name of the run explorer, defined in `quantgate.analysis.run_view`
 (one case side by side in `quantgate.analysis.case_diff`)."""
 
 from quantgate.analysis.case_diff import case_diff
-from quantgate.analysis.explore import (
+from quantgate.analysis.run_view import (
     RunView,
     comparisons,
     failing_cases,

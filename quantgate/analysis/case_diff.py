@@ -1,6 +1,6 @@
 """One case of a run side by side: gold, the reference's output and a variant's, field by field.
 
-`case_diff` reads a `RunView` (`quantgate.analysis.explore`); the scorer flattens each side's
+`case_diff` reads a `RunView` (`quantgate.analysis.run_view`); the scorer flattens each side's
 record into per-field values, as it does when scoring the run.
 """
 
@@ -14,7 +14,7 @@ import pandas as pd
 
 from evaluators.fields import FieldScore, no_output, score_fields
 from evaluators.schema import FieldSpec
-from quantgate.analysis.explore import RunView
+from quantgate.analysis.run_view import RunView
 from quantgate.rundir.lines import CaseRecord
 
 

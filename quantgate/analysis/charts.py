@@ -1,6 +1,6 @@
 """The report's charts as PNG files, drawn with matplotlib's Agg renderer (no display needed).
 
-Each chart takes frames from `quantgate.analysis.explore` and writes one PNG. A figure that was not
+Each chart takes frames from `quantgate.analysis.run_view` and writes one PNG. A figure that was not
 measured is drawn as a gap or a grey `—` cell, never as 0, and the chart says what it left
 out.
 """
@@ -20,7 +20,7 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
 from evaluators.comparison import Comparison
-from quantgate.analysis.explore import (
+from quantgate.analysis.run_view import (
     RunView,
     accuracy_intervals,
     comparisons,

@@ -8,7 +8,7 @@ variant, field and slice. An incomplete run (`quantgate.rundir.completeness`: in
 killed, a damaged records.jsonl) is reported with what it holds, under a notice at the top
 listing what it lacks. Every string from the run (case text, outputs, names) goes
 through Jinja's autoescaping: hostile case text renders as text. The data comes from
-`quantgate.analysis.explore`, the same view the notebooks use.
+`quantgate.analysis.run_view`, the same view the notebooks use.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from quantgate.analysis.case_diff import case_diff
-from quantgate.analysis.explore import RunView, failing_cases, load_run_view, only_variant_fails
+from quantgate.analysis.run_view import RunView, failing_cases, load_run_view, only_variant_fails
 from quantgate.analysis.summary_table import BASELINE_NOTE, below_baseline, summary_rows
 from quantgate.decide.cost_table import cost_rows
 from quantgate.embeddings.table import embedding_rows

@@ -6,7 +6,7 @@ import pytest
 
 from evaluators.betting import betting_interval
 from quantgate.analysis.charts import accuracy_memory_chart, field_delta_heatmap, latency_chart
-from quantgate.analysis.explore import load_run_view
+from quantgate.analysis.run_view import load_run_view
 from quantgate.decide.recommendation import decide
 from quantgate.inputs.gates import Gates
 from quantgate.rundir.files import RECORDS_FILE

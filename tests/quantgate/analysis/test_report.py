@@ -5,8 +5,8 @@ from html.parser import HTMLParser
 import pytest
 
 from quantgate.analysis.charts import draw_charts
-from quantgate.analysis.explore import load_run_view
 from quantgate.analysis.report import REPORT_HTML, write_report
+from quantgate.analysis.run_view import load_run_view
 from quantgate.cli.main import main
 from quantgate.decide.recommendation import load_decision
 from quantgate.inputs.variants import Variant, VariantSet

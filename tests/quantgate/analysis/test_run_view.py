@@ -1,7 +1,7 @@
 import pytest
 
 from quantgate.analysis.case_diff import case_diff
-from quantgate.analysis.explore import (
+from quantgate.analysis.run_view import (
     failing_cases,
     field_accuracy,
     field_deltas,
