@@ -19,13 +19,13 @@ from pathlib import Path
 from evaluators.baselines import BaselineScores, baseline_scores
 from evaluators.errors import QuantgateError, UsageError
 from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
-from quantgate.evaluate.fidelity_step import token_fidelity_step
 from quantgate.evaluate.options import RunOptions, run_cases, select_cases
 from quantgate.evaluate.rescore import prior_outcomes
 from quantgate.evaluate.resume import read_back
 from quantgate.evaluate.rounds import evaluate_in_rounds
 from quantgate.evaluate.session import RunSession, evaluate_all
 from quantgate.evaluate.signals import before_fast_exit, note_run_dir, stop_on_signals
+from quantgate.evaluate.token_fidelity.run_step import token_fidelity_step
 from quantgate.formatting import terminal_text
 from quantgate.inputs.dataset import Case, Dataset, data_file_hashes, write_dataset
 from quantgate.inputs.examples import ChosenExamples, choose_examples

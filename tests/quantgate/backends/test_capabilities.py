@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import quantgate.backends as backends
-import quantgate.evaluate.fidelity_step as fidelity_step
+import quantgate.evaluate.token_fidelity.run_step as fidelity_step
 import quantgate.evaluate.variant as evaluate_variant
 import quantgate.loadtest.load_run as load_run_module
 from quantgate.backends import (
@@ -24,8 +24,8 @@ from quantgate.backends import (
     capabilities,
 )
 from quantgate.evaluate.executor import LocalExecutor, VariantCall
-from quantgate.evaluate.fidelity_step import FidelityJob, token_fidelity_step, unmeasured_reason
 from quantgate.evaluate.options import RunOptions
+from quantgate.evaluate.token_fidelity.run_step import FidelityJob, token_fidelity_step, unmeasured_reason
 from quantgate.inputs.dataset import Dataset
 from quantgate.inputs.variants import Variant
 from quantgate.loadtest.levels import LoadJob, LoadOptions, load_variant, parse_levels

@@ -8,14 +8,14 @@ import pytest
 from graphs.extraction import prompt_messages
 from quantgate.backends import open_variant
 from quantgate.backends.llamacpp import LlamaCppChatModel
-from quantgate.backends.ollama_forcing import OllamaForcing
-from quantgate.evaluate.fidelity_step import unmeasured_reason
 from quantgate.evaluate.options import RunOptions, extraction_context
-from quantgate.evaluate.token_fidelity import (
+from quantgate.evaluate.token_fidelity.measurement import (
     case_prompt,
     measure_ollama_token_fidelity,
     measure_token_fidelity,
 )
+from quantgate.evaluate.token_fidelity.ollama_forcing import OllamaForcing
+from quantgate.evaluate.token_fidelity.run_step import unmeasured_reason
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant
 from tests.conftest import OLLAMA_TAGS

@@ -24,14 +24,14 @@ from pathlib import Path
 from graphs.extraction import prompt_messages
 from quantgate.backends import BackendError, capabilities, open_variant
 from quantgate.backends.llamacpp import LlamaCppChatModel
-from quantgate.backends.ollama_forcing import DEFAULT_TOP_LOGPROBS, OllamaForcing
 from quantgate.evaluate.executor import VariantCall, VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context
-from quantgate.evaluate.token_fidelity import (
+from quantgate.evaluate.token_fidelity.measurement import (
     case_prompt,
     measure_ollama_token_fidelity,
     measure_token_fidelity,
 )
+from quantgate.evaluate.token_fidelity.ollama_forcing import DEFAULT_TOP_LOGPROBS, OllamaForcing
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.variants import Variant

@@ -13,7 +13,7 @@ full logits; the caller decides whether that happens in a worker process.
 
 Ollama variants (`measure_ollama_token_fidelity`): the server gives only top-k
 log-probabilities of generated tokens, so each model follows the reference's output by
-resumed greedy generation (`quantgate.backends.ollama_forcing`) and the KLD is the top-k
+resumed greedy generation (`quantgate.evaluate.token_fidelity.ollama_forcing`) and the KLD is the top-k
 lower bound (`evaluators.fidelity.top_k_kld`).
 """
 
@@ -38,8 +38,8 @@ from evaluators.fidelity import (
 from graphs.extraction import ExtractionContext, prompt_messages
 from quantgate.backends import BackendError
 from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
-from quantgate.backends.ollama_forcing import ForcedPositions, OllamaForcing
-from quantgate.backends.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
+from quantgate.evaluate.token_fidelity.ollama_forcing import ForcedPositions, OllamaForcing
+from quantgate.evaluate.token_fidelity.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
 
 FidelityRecord = dict[str, Any]
 """One JSON-ready line per (variant, case): `variant`, `case_id`, `positions`, `kld`, `top1`,
