@@ -21,7 +21,7 @@ from quantgate.inputs.dataset import load_dataset
 from quantgate.ladder.build import build_ladder
 from quantgate.loadtest.levels import LoadOptions, parse_levels
 from quantgate.loadtest.load_run import run_load
-from quantgate.loadtest.table import render_load
+from quantgate.render.load_table import render_load
 from quantgate.rundir.store import load_run
 
 

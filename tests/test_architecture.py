@@ -17,6 +17,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("quantgate.hardware", "quantgate.formatting", "quantgate.inputs"),
     ("quantgate.rundir",),
     ("quantgate.backends",),
+    ("quantgate.render",),
     ("quantgate.ladder",),
     ("quantgate.evaluate",),
     ("quantgate.embeddings",),

@@ -3,7 +3,7 @@
 from quantgate.analysis.compare import compare_runs, render_comparison
 from quantgate.analysis.report import write_report
 from quantgate.analysis.run_view import RunView, latest_run, load_run_view
-from quantgate.analysis.summary_table import render_summary
+from quantgate.render.summary_table import render_summary
 
 __all__ = [
     "RunView",

@@ -24,12 +24,12 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from quantgate.analysis.case_diff import case_diff
 from quantgate.analysis.run_view import RunView, failing_cases, load_run_view, only_variant_fails
-from quantgate.analysis.summary_table import BASELINE_NOTE, below_baseline, summary_rows
-from quantgate.decide.cost_table import cost_rows
-from quantgate.embeddings.table import embedding_rows
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.hardware import package_version
-from quantgate.loadtest.table import load_rows
+from quantgate.render.cost_rows import cost_rows
+from quantgate.render.embedding_table import embedding_rows
+from quantgate.render.load_table import load_rows
+from quantgate.render.summary_table import BASELINE_NOTE, below_baseline, summary_rows
 from quantgate.rundir.decision import Decision, VariantDecision
 from quantgate.rundir.files import REPORT_DIR
 from quantgate.rundir.lines import CaseRecord

@@ -292,7 +292,7 @@ def report_decision(
     recommend_by: Ranking = "footprint",
 ) -> int:
     """Decide a run, print each variant's verdict and the decision; return the decision's exit status."""
-    from quantgate.decide.cost_table import cost_rows
+    from quantgate.render.cost_rows import cost_rows
     from quantgate.decide.recommendation import decide
     from quantgate.formatting import text_table
     from quantgate.rundir.files import DECISION_MD

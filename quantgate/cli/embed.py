@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 def _embed(args: argparse.Namespace) -> int:
     from quantgate.backends import capabilities
     from quantgate.embeddings.embedding_run import EmbeddingOptions, run_embeddings
-    from quantgate.embeddings.table import embeddings_table
     from quantgate.evaluate.predictions import dump_json
     from quantgate.inputs.corpus import load_corpus
+    from quantgate.render.embedding_table import embeddings_table
     from quantgate.rundir.embeddings import EmbeddingsFile
     from quantgate.rundir.files import EMBEDDINGS_JSON
     from quantgate.rundir.jsonfile import read_model

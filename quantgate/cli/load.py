@@ -54,7 +54,7 @@ def load_into(
     executor: VariantExecutor | None = None,
 ) -> Path:
     from quantgate.loadtest.load_run import run_load
-    from quantgate.loadtest.table import render_load
+    from quantgate.render.load_table import render_load
     from quantgate.rundir.store import load_run
 
     run_dir = run_load(dataset, variant_set, options=options, run_dir=run_dir, out=out, executor=executor)

@@ -97,8 +97,8 @@ def _embeddings_into(
 ) -> None:
     """`--embeddings`: the variants' embeddings of the run's case texts, into its summary and qdrant/."""
     from quantgate.embeddings.embedding_run import EmbeddingOptions, add_embeddings
-    from quantgate.embeddings.table import embedding_rows, render_rows
     from quantgate.evaluate.signals import note_run_dir
+    from quantgate.render.embedding_table import embedding_rows, render_rows
 
     options = EmbeddingOptions(k=args.k, qdrant_url=args.qdrant_url, progress=not args.json)
     try:
@@ -118,7 +118,7 @@ def _embeddings_into(
 def _conclude(run_dir: Path, gates: Gates, args: argparse.Namespace) -> int:
     """Print the summary (table or JSON) and the decision; return the decision's exit status, or
     the incomplete-run status when the run directory does not hold the whole run."""
-    from quantgate.analysis.summary_table import render_summary
+    from quantgate.render.summary_table import render_summary
     from quantgate.rundir.completeness import run_completeness
     from quantgate.rundir.decision import EXIT_STATUS
     from quantgate.rundir.store import load_run

@@ -13,13 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from evaluators.costs import (
-    INGREDIENTS,
     CaseFigures,
     VariantCosts,
     break_even_wrong_case_rate,
     variant_costs,
 )
-from evaluators.statistics import Interval
 from quantgate.inputs.prices import Prices
 from quantgate.rundir.decision import CostTable, RollbackSignal
 from quantgate.rundir.lines import CaseRecord
@@ -30,7 +28,6 @@ __all__ = [
     "METHOD",
     "break_even_signal",
     "case_figures",
-    "cost_rows",
     "cost_table",
     "load_level",
     "wrong_case_rate",
@@ -175,36 +172,3 @@ def break_even_signal(
             "wrong case priced as in the run and the other ingredients as measured, the totals meet here"
         ),
     )
-
-
-def _money(value: float, *, sign: bool = False) -> str:
-    """An amount: two decimals with thousands separators, small ones to 3 significant digits."""
-    plus = "+" if sign else ""
-    value = 0.0 if abs(value) < 1e-9 else value  # rounding noise of a difference, not a saving
-    return f"{value:{plus},.2f}" if value == 0 or abs(value) >= 1 else f"{value:{plus}.3g}"
-
-
-def _cost(value: float | None, delta: float | None, interval: Interval | None, missing: str | None) -> str:
-    """A cell: the cost per 1,000, and its delta to the reference with the paired interval."""
-    if value is None:
-        return (missing or "not measured").split(":")[0]
-    text = _money(value)
-    if delta is None:
-        return text
-    text += f" ({_money(delta, sign=True)}"
-    if interval is not None:
-        text += f" [{_money(interval.low, sign=True)}, {_money(interval.high, sign=True)}]"
-    return text + ")"
-
-
-def cost_rows(table: CostTable) -> list[list[str]]:
-    """The cost table for people: a header, then a row per variant; each cell the expected cost
-    per 1,000 extractions and, in parentheses, the paired delta to the reference with its interval."""
-    unit = f" ({table.currency})" if table.currency else ""
-    header = ["variant", *INGREDIENTS, f"total per 1,000{unit}"]
-    rows = [header]
-    for name, costs in table.variants.items():
-        cells = [_cost(i.per_1000, i.delta, i.interval, i.missing) for i in costs.ingredients]
-        total = _cost(costs.total_per_1000, costs.total_delta, costs.total_interval, costs.missing)
-        rows.append([name, *cells, total])
-    return rows

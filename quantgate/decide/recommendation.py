@@ -35,7 +35,6 @@ from evaluators.errors import QuantgateError, UsageError
 from quantgate.decide.checks import Measured, judge_variant, measure, passes
 from quantgate.decide.cost_table import break_even_signal, cost_table
 from quantgate.decide.forecast import open_forecasts
-from quantgate.decide.markdown import render_decision
 from quantgate.decide.regressions import export_regression_sets
 from quantgate.decide.rollback import rollback_signals
 from quantgate.evaluate.sequential import DEFAULT_ROUND_SIZE
@@ -43,6 +42,7 @@ from quantgate.hardware import package_version
 from quantgate.inputs.dataset import Dataset, DatasetError, load_dataset
 from quantgate.inputs.gates import Gates, comparison_options
 from quantgate.inputs.prices import Prices
+from quantgate.render.decision_markdown import render_decision
 from quantgate.rundir.completeness import Completeness, completeness_of
 from quantgate.rundir.decision import (
     EXIT_STATUS,

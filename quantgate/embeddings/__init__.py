@@ -14,8 +14,8 @@ from quantgate.embeddings.embedding_run import (
     run_embeddings,
 )
 from quantgate.embeddings.index import Neighbour, VectorIndex, VectorStoreError, collection_name
-from quantgate.embeddings.table import embeddings_table
 from quantgate.embeddings.variant_vectors import EmbeddedVariant, EmbeddingError, embed_variant, score_variant
+from quantgate.render.embedding_table import embeddings_table
 
 __all__ = [
     "DEFAULT_K",

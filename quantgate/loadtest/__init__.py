@@ -2,7 +2,7 @@
 
 from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels
 from quantgate.loadtest.load_run import run_load
-from quantgate.loadtest.table import render_load
+from quantgate.render.load_table import render_load
 
 __all__ = [
     "LoadLevel",

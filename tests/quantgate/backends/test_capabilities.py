@@ -29,7 +29,7 @@ from quantgate.evaluate.token_fidelity.run_step import FidelityJob, token_fideli
 from quantgate.inputs.dataset import Dataset
 from quantgate.inputs.variants import Variant
 from quantgate.loadtest.levels import LoadJob, LoadOptions, load_variant, parse_levels
-from quantgate.loadtest.table import render_load
+from quantgate.render.load_table import render_load
 from quantgate.rundir.load import LoadLevelSpec, LoadSection, LoadVariantEntry
 from quantgate.rundir.summary import TokenFidelityEntry, VariantEntry
 from tests.fakes import GOOD, QueuedChatModel

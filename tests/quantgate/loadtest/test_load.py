@@ -10,7 +10,7 @@ from quantgate.cli.main import main
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels, send_requests
 from quantgate.loadtest.load_run import run_load
-from quantgate.loadtest.table import render_load
+from quantgate.render.load_table import render_load
 from quantgate.rundir.store import load_run
 from tests.fakes import SleepyChatModel
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from quantgate.analysis.report import render_report
 from quantgate.analysis.run_view import load_run_view
-from quantgate.analysis.summary_table import BASELINE_NOTE, below_baseline, render_summary, summary_rows
+from quantgate.render.summary_table import BASELINE_NOTE, below_baseline, render_summary, summary_rows
 from quantgate.rundir.files import SUMMARY_FILE
 from quantgate.rundir.store import read_summary, write_model
 from quantgate.rundir.summary import DatasetInfo, RunSummary, VariantEntry

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluators.comparison import PairedDelta
-from quantgate.decide.cost_table import cost_rows
-from quantgate.embeddings.table import embedding_rows
 from quantgate.formatting import MISSING, interval_points, number, percent, points
+from quantgate.render.cost_rows import cost_rows
+from quantgate.render.embedding_table import embedding_rows
 from quantgate.rundir.decision import Decision, VariantDecision
 from quantgate.rundir.summary import SequentialEntry
 

@@ -1,0 +1,23 @@
+"""Renderers: the run's figures shown to people, as terminal tables and decision.md.
+
+`summary_table.py` (the table `quantgate run` prints), `load_table.py` (the load figures),
+`embedding_table.py` (the embedding figures), `cost_rows.py` (the decision's cost table) and
+`decision_markdown.py` (decision.md). Each reads the run files' models (`quantgate.rundir`) and
+shows numbers with `quantgate.formatting`. The HTML report and run comparison read runs through
+the analysis view, so they stay in `quantgate.analysis`.
+"""
+
+from quantgate.render.cost_rows import cost_rows
+from quantgate.render.decision_markdown import escape_markdown, render_decision
+from quantgate.render.embedding_table import embeddings_table
+from quantgate.render.load_table import render_load
+from quantgate.render.summary_table import render_summary
+
+__all__ = [
+    "cost_rows",
+    "embeddings_table",
+    "escape_markdown",
+    "render_decision",
+    "render_load",
+    "render_summary",
+]
