@@ -18,6 +18,7 @@ from evaluators.comparison import (
     ComparisonOptions,
     PairedCase,
     PairedDelta,
+    ReferenceAgreement,
     Regression,
     accuracy_delta,
     compare_paired,
@@ -33,6 +34,7 @@ from evaluators.fidelity import (
     top_k_kld,
     top_logprob_fidelity,
 )
+from evaluators.failures import CaseFailures
 from evaluators.fields import FieldAccuracy, FieldScore, no_output, score_fields
 from evaluators.format import (
     FormatEvaluator,
@@ -73,6 +75,7 @@ __all__ = [
     "AgreementSummary",
     "BaselineScore",
     "BaselineScores",
+    "CaseFailures",
     "CaseScore",
     "CaseScorer",
     "Comparison",
@@ -94,6 +97,7 @@ __all__ = [
     "PairedCase",
     "PairedDelta",
     "PatternError",
+    "ReferenceAgreement",
     "Regression",
     "SchemaSupportError",
     "SchemaValidator",

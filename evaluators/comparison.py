@@ -22,8 +22,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
+from pydantic import Field as PydanticField
+
 from evaluators.aggregate import mean
 from evaluators.betting import DEFAULT_TRUNCATION, betting_interval, confidence_sequence
+from evaluators.results import EvaluatorResult
 from evaluators.statistics import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
@@ -295,6 +298,22 @@ class AgreementSummary:
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return asdict(self)
+
+
+class ReferenceAgreement(EvaluatorResult):
+    """A variant's pooled agreement with the reference's records, as the evaluation graph reports it
+    (no interval: `summarize_agreement` adds those from the records).
+
+    Attributes:
+        agreement_with_reference: Micro agreement over the cases the reference answered (None: this
+            is the reference, or no case to compare).
+        agreement_fields: Per field (dotted name), its agreement.
+        agreement_cases: Cases compared (None: this is the reference).
+    """
+
+    agreement_with_reference: float | None = None
+    agreement_fields: dict[str, float | None] = PydanticField(default_factory=dict)
+    agreement_cases: int | None = None
 
 
 def summarize_agreement(

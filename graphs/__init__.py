@@ -8,13 +8,17 @@ from graphs.extraction import (
     build_extraction_graph,
     prompt_messages,
 )
+from graphs.variant_summary import EVALUATORS, EvaluatorNode, VariantSummary
 
 __all__ = [
+    "EVALUATORS",
     "CaseOutcome",
     "EvaluationContext",
+    "EvaluatorNode",
     "ExtractionContext",
     "ExtractionResult",
     "ModelCallError",
+    "VariantSummary",
     "build_evaluation_graph",
     "build_extraction_graph",
     "prompt_messages",

@@ -3,8 +3,7 @@
     START --> judge_round --next_round: Send per case of the next round--> run_case --+
                   ^                                                                   |
                   +-------------------------------------------------------------------+
-              judge_round --next_round: stopped or done-->
-                  score_accuracy, score_latency, score_agreement, score_memory --> aggregate --> END
+              judge_round --next_round: stopped or done--> each of EVALUATORS --> aggregate --> END
 
 `run_case` runs the extraction graph (the very graph production uses) on one case, scores
 it at once (`score_case`) and hands the outcome to `on_record` (which streams it to disk), so
@@ -15,8 +14,9 @@ context's `judge` whether to stop (a sequential gate settled, a budget spent), a
 `next_round` sends the next round or goes on to the evaluator nodes. Past the context's
 `deadline` a case is not started (and leaves no record), and no round follows. The outcomes
 of cases already evaluated can be given with the input (a resumed run reads them back from
-its records): those cases are not run again. The evaluator nodes each build one part of the
-variant's summary from the per-case outcomes; `aggregate` merges them.
+its records): those cases are not run again. The evaluator nodes (`graphs.variant_summary.EVALUATORS`,
+one node per entry) each build one typed part of the variant's summary from the per-case
+outcomes; `aggregate` makes the `VariantSummary` of them.
 """
 
 from __future__ import annotations
@@ -26,41 +26,39 @@ import math
 import operator
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from typing import Annotated, Any, NotRequired, TypedDict
+from dataclasses import dataclass
+from typing import Annotated, Any, NotRequired, Protocol, TypedDict
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from evaluators import CaseScore, CaseScorer, FieldAccuracy, aggregate, case_language, score_fields
-from evaluators.format import FormatResult
-from evaluators.latency import CaseLatency, case_latency, summarize_latency
-from evaluators.memory import MemoryReading, summarize_memory
-from evaluators.rates import share
+from evaluators import CaseScorer, case_language
+from evaluators.memory import MemoryReading
+from evaluators.results import EvaluatorResult
 from graphs.extraction import ExtractionContext, ExtractionResult
 from graphs.extraction import graph as extraction_graph
+from graphs.outcomes import CaseInput, CaseOutcome, error_kind, retained, score_case
+from graphs.variant_summary import EVALUATORS, EvaluatorNode, Evidence, VariantSummary, outcomes_summary
 
-
-class CaseInput(TypedDict):
-    """One case as the graph takes it."""
-
-    id: str
-    text: str
-    expected: dict[str, Any] | None
-    tags: list[str]
-
-
-@dataclass(frozen=True, kw_only=True)
-class CaseOutcome:
-    """Everything known about one case after extraction and scoring."""
-
-    case_id: str
-    extraction: ExtractionResult
-    score: CaseScore
-    latency: CaseLatency
-    agreement: FieldAccuracy | None
-    error_kind: str | None
+__all__ = [
+    "EVALUATORS",
+    "CaseInput",
+    "CaseOutcome",
+    "EvaluationContext",
+    "EvaluationInput",
+    "EvaluationOutput",
+    "EvaluationState",
+    "VariantSummary",
+    "build_evaluation_graph",
+    "error_kind",
+    "graph",
+    "outcomes_summary",
+    "retained",
+    "rounds_limit",
+    "score_case",
+]
 
 
 @dataclass(kw_only=True)
@@ -104,25 +102,22 @@ class EvaluationInput(TypedDict):
 
 
 class EvaluationState(EvaluationInput, total=False):
-    """Per-case outcomes accumulate; each evaluator node fills its part of the summary.
+    """Per-case outcomes accumulate; each evaluator node adds its part of the summary to `parts`.
 
     `case` is set only in the payload `next_round` sends to each `run_case` task.
     """
 
     case: CaseInput
     skipped: Annotated[list[str], operator.add]
-    accuracy: dict[str, Any]
-    latency: dict[str, Any]
-    agreement: dict[str, Any]
-    memory: dict[str, Any]
-    summary: dict[str, Any]
+    parts: Annotated[list[EvaluatorResult], operator.add]
+    summary: VariantSummary
     stopped: str | None
 
 
 class EvaluationOutput(TypedDict):
     """The variant's summary, the per-case outcomes, and why it stopped before the last case."""
 
-    summary: dict[str, Any]
+    summary: VariantSummary
     outcomes: list[CaseOutcome]
     stopped: NotRequired[str | None]
 
@@ -131,65 +126,6 @@ class CaseTask(TypedDict):
     """The payload sent to `run_case`."""
 
     case: CaseInput
-
-
-def error_kind(result: ExtractionResult) -> str | None:
-    """Why a case failed, as every figure counts errors: the backend's error kind,
-    `output_limit` when the last answer stopped at the output token limit before it was valid,
-    or `invalid_output` when no valid record came after the repairs; None when it did not fail."""
-    if result.error:
-        return result.error_kind or "backend_error"
-    if result.valid:
-        return None
-    return "output_limit" if result.output_limit else "invalid_output"
-
-
-def score_case(
-    case: CaseInput,
-    result: ExtractionResult,
-    *,
-    scorer: CaseScorer,
-    reference_records: Mapping[str, dict[str, Any] | None] | None,
-) -> CaseOutcome:
-    """Score one extracted case: format validity of the model's text, fields of the pipeline's
-    record against the gold, agreement with the reference's record, timings, the error kind.
-
-    The one definition of a case's outcome: `run_case` scores each new case with it, and a
-    resumed run rescores the records it reads back with it.
-
-    Args:
-        case: The case.
-        result: What the extraction graph returned for it.
-        scorer: Format and field scoring for the dataset's schema.
-        reference_records: The reference's normalized records by case id, for agreement
-            (None: this is the reference).
-    """
-    lang = case_language(case["tags"])
-    score = scorer(
-        case_id=case["id"],
-        outputs=result.raw,  # format validity: the model's own text, strictly
-        record=result.record if result.valid else None,  # fields: the pipeline's normalized record
-        reference_outputs=case["expected"],
-        tags=case["tags"],
-        missing_reason=result.error or "no output",
-    )
-    agreement = None
-    if reference_records is not None and reference_records.get(case["id"]) is not None:
-        agreement = score_fields(
-            outputs=result.record if result.valid else None,
-            reference_outputs=reference_records[case["id"]] or {},
-            schema=scorer.spec,
-            options=scorer.options,
-            lang=lang,
-        )
-    return CaseOutcome(
-        case_id=case["id"],
-        extraction=result,
-        score=score,
-        latency=case_latency(result.attempts),
-        agreement=agreement,
-        error_kind=error_kind(result),
-    )
 
 
 def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:
@@ -211,43 +147,6 @@ def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dic
     return {"outcomes": [retained(outcome, keep_record=ctx.reference_records is None)]}
 
 
-def _bare_fields(fields: FieldAccuracy | None) -> FieldAccuracy | None:
-    if fields is None:
-        return None
-    return FieldAccuracy(
-        fields={n: replace(f, expected=None, predicted=None) for n, f in fields.fields.items()}
-    )
-
-
-def retained(outcome: CaseOutcome, *, keep_record: bool = True) -> CaseOutcome:
-    """What the graph state keeps of a finished case: only what the evaluator nodes read.
-
-    All `run_case` tasks are one LangGraph superstep, so every case's state update stays in
-    memory until the last case has run. The bulk (raw output, validation errors, parsed
-    output, gold and predicted values per field) is dropped here; the full outcome has
-    already gone to `on_record` (to disk). With `keep_record`, the normalized record of a
-    valid output is kept: the reference's records serve the other variants' agreement.
-    """
-    result, score = outcome.extraction, outcome.score
-    fmt = score.format
-    return replace(
-        outcome,
-        extraction=replace(
-            result,
-            raw=None,
-            record=result.record if result.valid and keep_record else None,
-            validation_errors=[],
-            error=None,
-        ),
-        score=replace(
-            score,
-            fields=_bare_fields(score.fields),
-            format=FormatResult(is_json=fmt.is_json, schema_valid=fmt.schema_valid) if fmt else None,
-        ),
-        agreement=_bare_fields(outcome.agreement),
-    )
-
-
 def next_round(state: EvaluationState) -> list[Send] | list[str]:
     """One `run_case` task per case of the next round (the next cases in order without an
     outcome); the evaluators when stopped, out of time (a case skipped) or done."""
@@ -257,7 +156,7 @@ def next_round(state: EvaluationState) -> list[Send] | list[str]:
     waiting = (case for case in state["cases"] if case["id"] not in done)
     batch = [] if state.get("stopped") or skipped else list(itertools.islice(waiting, size))
     if not batch:
-        return list(_EVALUATORS)
+        return [node.name for node in EVALUATORS]
     return [Send("run_case", CaseTask(case=case)) for case in batch]
 
 
@@ -279,111 +178,59 @@ def rounds_limit(cases: int, round_size: int | None) -> int:
     return 2 * rounds + 10
 
 
-def score_accuracy(state: EvaluationState) -> dict[str, Any]:
-    """Field accuracy (micro, macro, per field, per slice), format validity, errors."""
-    outcomes = state.get("outcomes", [])
-    summary = aggregate(o.score for o in outcomes)
-    first_valid = [
-        bool(o.extraction.attempts) and o.extraction.valid and len(o.extraction.attempts) == 1
-        for o in outcomes
-    ]
-    errors: dict[str, int] = {}
-    for o in outcomes:
-        if o.error_kind:
-            errors[o.error_kind] = errors.get(o.error_kind, 0) + 1
-    return {
-        "accuracy": {
-            "cases": summary.cases,
-            "field_accuracy": summary.field_accuracy,
-            "field_accuracy_macro": summary.field_accuracy_macro,
-            "format_validity": summary.format_validity,
-            "first_attempt_validity": share(first_valid),
-            "errors": sum(errors.values()),
-            "errors_by_kind": errors,
-            "truncated_cases": sum(o.extraction.truncated for o in outcomes),
-            "retries": sum(o.extraction.retries for o in outcomes),
-            "fields": summary.fields,
-            "slices": summary.slices,
-            "slice_cases": summary.slice_cases,
-        }
-    }
+class _PartNode(Protocol):
+    """A graph node that adds an evaluator's part of the summary."""
+
+    def __call__(
+        self, state: EvaluationState, *, runtime: Runtime[EvaluationContext]
+    ) -> dict[str, list[EvaluatorResult]]: ...
 
 
-def score_latency(state: EvaluationState) -> dict[str, Any]:
-    """TTFT and total-time percentiles, generation and prompt tokens/s."""
-    return {"latency": summarize_latency(o.latency for o in state.get("outcomes", [])).model_dump()}
+def _evaluator_node(node: EvaluatorNode) -> _PartNode:
+    """The graph node of an evaluator: its part of the summary from the state's outcomes."""
+
+    def evaluate(
+        state: EvaluationState, runtime: Runtime[EvaluationContext]
+    ) -> dict[str, list[EvaluatorResult]]:
+        ctx = runtime.context
+        evidence = Evidence(
+            outcomes=state.get("outcomes", []),
+            against_reference=ctx.reference_records is not None,
+            memory=ctx.memory,
+        )
+        return {"parts": [node.score(evidence)]}
+
+    evaluate.__name__ = evaluate.__qualname__ = node.name
+    return evaluate
 
 
-def score_agreement(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:
-    """Agreement with the reference's outputs, overall and per field (no gold needed)."""
-    against_reference = runtime.context.reference_records is not None
-    return {"agreement": _agreement(state.get("outcomes", []), against_reference=against_reference)}
+def aggregate_summary(state: EvaluationState) -> dict[str, VariantSummary]:
+    """The variant's summary of the evaluator nodes' parts."""
+    return {"summary": VariantSummary.of(state.get("parts", []))}
 
 
-def _agreement(outcomes: list[CaseOutcome], *, against_reference: bool) -> dict[str, Any]:
-    if not against_reference:
-        return {"agreement_with_reference": None, "agreement_fields": {}}
-    agreements = [o.agreement for o in outcomes if o.agreement is not None]
-    pooled = aggregate(CaseScore(case_id="", fields=a) for a in agreements)
-    return {
-        "agreement_with_reference": pooled.field_accuracy,
-        "agreement_fields": pooled.fields,
-        "agreement_cases": len(agreements),
-    }
+EvaluationGraph = CompiledStateGraph[EvaluationState, EvaluationContext, EvaluationInput, EvaluationOutput]
+"""The compiled evaluation graph's type."""
 
 
-def outcomes_summary(outcomes: list[CaseOutcome], *, against_reference: bool) -> dict[str, Any]:
-    """What the accuracy, latency and agreement nodes make of `outcomes`: a variant's summary
-    but its memory, for outcomes that several evaluations gathered (a variant whose cases
-    were split between tasks: `quantgate.cluster`).
-
-    Args:
-        outcomes: The variant's case outcomes.
-        against_reference: The variant is not the reference (its outcomes carry agreement).
-    """
-    state = EvaluationState(cases=[], outcomes=outcomes)
-    parts = (
-        score_accuracy(state)["accuracy"],
-        score_latency(state)["latency"],
-        _agreement(outcomes, against_reference=against_reference),
-    )
-    return {key: value for part in parts for key, value in part.items()}
-
-
-def score_memory(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dict[str, Any]:
-    """Peak RSS during inference, RSS growth from loading, file size."""
-    reading = runtime.context.memory() if runtime.context.memory else MemoryReading()
-    return {"memory": summarize_memory(reading).model_dump()}
-
-
-def aggregate_summary(state: EvaluationState) -> dict[str, Any]:
-    """Merge the evaluator nodes' parts into the variant's summary."""
-    parts = (state.get("accuracy"), state.get("latency"), state.get("agreement"), state.get("memory"))
-    return {"summary": {k: v for part in parts for k, v in (part or {}).items()}}
-
-
-_EVALUATORS = ("score_accuracy", "score_latency", "score_agreement", "score_memory")
-
-
-def build_evaluation_graph() -> Any:
-    """Compile the evaluation graph (context: `EvaluationContext`)."""
+def build_evaluation_graph() -> EvaluationGraph:
+    """Compile the evaluation graph (context: `EvaluationContext`): a node per entry of `EVALUATORS`."""
     builder = StateGraph(
         EvaluationState,
         context_schema=EvaluationContext,
         input_schema=EvaluationInput,
         output_schema=EvaluationOutput,
     )
-    builder.add_node("score_accuracy", score_accuracy)
+    evaluators = [node.name for node in EVALUATORS]
     builder.add_node("run_case", run_case)
     builder.add_node("judge_round", judge_round)
-    builder.add_node("score_latency", score_latency)
-    builder.add_node("score_agreement", score_agreement)
-    builder.add_node("score_memory", score_memory)
+    for node in EVALUATORS:
+        builder.add_node(node.name, _evaluator_node(node))
     builder.add_node("aggregate", aggregate_summary)
     builder.add_edge(START, "judge_round")
     builder.add_edge("run_case", "judge_round")
-    builder.add_conditional_edges("judge_round", next_round, ["run_case", *_EVALUATORS])
-    builder.add_edge(list(_EVALUATORS), "aggregate")
+    builder.add_conditional_edges("judge_round", next_round, ["run_case", *evaluators])
+    builder.add_edge(evaluators, "aggregate")
     builder.add_edge("aggregate", END)
     return builder.compile(name="evaluation")
 

@@ -104,9 +104,9 @@ def _merged_run(job: VariantJob, shards: Sequence[ShardEnded]) -> VariantRun:
     tokens = (o.latency.output_tokens for s in shards for o in s.new)
     largest = max(runs, key=lambda r: r.entry.memory_mb if r.entry.memory_mb is not None else -1.0)
     resumed = len(job.prior) + sum(len(s.job.prior) for s in shards)
+    memory = MemorySummary.model_validate(largest.entry.model_dump(include=set(_MEMORY_FIGURES)))
+    summary = outcomes_summary(outcomes, against_reference=job.reference_records is not None, memory=memory)
     figures = {
-        **outcomes_summary(outcomes, against_reference=job.reference_records is not None),
-        **largest.entry.model_dump(include=set(_MEMORY_FIGURES)),
         "concurrency": runs[0].entry.concurrency,
         "wall_s": wall,
         "throughput_tokens_per_s": throughput(tokens, wall),
@@ -114,6 +114,7 @@ def _merged_run(job: VariantJob, shards: Sequence[ShardEnded]) -> VariantRun:
     }
     entry = variant_entry(
         job.variant,
+        summary,
         figures,
         is_reference=job.reference_records is None,
         quantization=runs[0].entry.quantization,

@@ -131,17 +131,17 @@ class WarmPool:
             self._workers.popitem()[1][1].kill()
 
 
-def _memory(track: Track) -> dict[str, Any]:
+def _memory(track: Track) -> MemorySummary:
     """The memory figures of the worker life that peaked highest (the cached run's for a
-    reference that never loaded here); nothing when none was measured."""
+    reference that never loaded here); none measured when there is neither."""
     ends = [end.memory for end in track.ends]
     if ends:
-        largest = max(ends, key=lambda m: m.memory_mb if m.memory_mb is not None else -1.0)
-        return largest.model_dump()
+        return max(ends, key=lambda m: m.memory_mb if m.memory_mb is not None else -1.0)
     if track.cached_entry is not None:
-        kept = track.cached_entry.model_dump(include=set(MemorySummary.model_fields))
-        return {key: value for key, value in kept.items() if value is not None}
-    return {}
+        return MemorySummary.model_validate(
+            track.cached_entry.model_dump(include=set(MemorySummary.model_fields))
+        )
+    return MemorySummary()
 
 
 def _load_figures(track: Track) -> dict[str, Any]:
@@ -162,9 +162,8 @@ def track_result(track: Track, *, sequential: bool) -> VariantRun:
     wall = track.wall_s or None
     first = track.warmed[0] if track.warmed else None
     labeled = [o for o in outcomes if o.score.fields is not None]
+    summary = outcomes_summary(outcomes, against_reference=not track.is_reference, memory=_memory(track))
     figures = {
-        **outcomes_summary(outcomes, against_reference=not track.is_reference),
-        **_memory(track),
         **_load_figures(track),
         "concurrency": first.concurrency if first else None,
         "wall_s": wall,
@@ -183,6 +182,7 @@ def track_result(track: Track, *, sequential: bool) -> VariantRun:
     variant = track.job.variant
     entry = variant_entry(
         variant,
+        summary,
         figures,
         is_reference=track.is_reference,
         quantization=variant.quantization or (first.quantization if first else None),

@@ -20,7 +20,7 @@ from tqdm import tqdm
 from evaluators import CaseScorer
 from evaluators.latency import throughput
 from evaluators.memory import MemoryReading
-from graphs.evaluation import CaseOutcome, EvaluationContext, rounds_limit
+from graphs.evaluation import CaseOutcome, EvaluationContext, VariantSummary, rounds_limit
 from graphs.evaluation import graph as evaluation_graph
 from quantgate.backends import OpenedVariant, backend_module, capabilities, open_variant
 from quantgate.evaluate.measure import RssSampler, rss_mb
@@ -189,28 +189,32 @@ def _finished(
     new = [o for o in outcomes if o.case_id not in read_back]
     wall = wall_s if new else None
     figures = {
-        **output["summary"],
         "concurrency": concurrency,
         "wall_s": wall,
         "throughput_tokens_per_s": throughput((o.latency.output_tokens for o in new), wall),
         "sequential": _sequential_entry(judge),
         "resumed_cases": len(job.prior) or None,
     }
-    entry = _entry(job, figures, outcomes, quantization=quantization, stopped=output.get("stopped"))
+    entry = _entry(
+        job, output["summary"], figures, outcomes, quantization=quantization, stopped=output.get("stopped")
+    )
     return variant_run(job, outcomes, entry, metadata)
 
 
 def _entry(
     job: VariantJob,
+    summary: VariantSummary,
     figures: dict[str, Any],
     outcomes: list[CaseOutcome],
     *,
     quantization: str | None,
     stopped: str | None,
 ) -> VariantEntry:
-    """The variant's summary entry from its figures and the cases it has outcomes of."""
+    """The variant's summary entry from the graph's summary, the run's figures and the cases it has
+    outcomes of."""
     return variant_entry(
         job.variant,
+        summary,
         figures,
         is_reference=job.reference_records is None,
         quantization=quantization,

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from evaluators.baselines import BaselineScores
-from graphs.evaluation import CaseOutcome
+from graphs.evaluation import CaseOutcome, VariantSummary
 from quantgate.hardware import hardware, package_version
 from quantgate.inputs.dataset import Dataset
 from quantgate.inputs.variants import Variant
@@ -137,6 +137,7 @@ def missing_cases(cases: Sequence[str], recorded: Iterable[str], *, stopped: str
 
 def variant_entry(
     variant: Variant,
+    summary: VariantSummary,
     figures: Mapping[str, Any],
     *,
     is_reference: bool,
@@ -145,11 +146,13 @@ def variant_entry(
     recorded: Iterable[str],
     stopped: str | None = None,
 ) -> VariantEntry:
-    """A variant's summary entry from the evaluation graph's summary (its evaluator nodes' figures).
+    """A variant's summary entry: the evaluation graph's summary of it and the run's own figures.
 
     Args:
         variant: The variant.
-        figures: The evaluation graph's summary of it.
+        summary: The evaluation graph's summary of it (its evaluator nodes' parts).
+        figures: What the run adds (`VariantEntry`'s own fields: throughput, sequential, resumed
+            and cached cases, load times); a figure of `summary` given again is refused.
         is_reference: It is the run's reference.
         quantization: Its quantization, as declared or as its backend reported it.
         cases: The case ids it was to evaluate, in run order.
@@ -157,17 +160,16 @@ def variant_entry(
         stopped: Why a rule of the run stopped it before its last case (see `missing_cases`).
     """
     missing = missing_cases(cases, recorded, stopped=stopped)
-    return VariantEntry.model_validate(
-        {
-            **figures,
-            "name": variant.name,
-            "backend": variant.backend,
-            "quantization": quantization,
-            "is_reference": is_reference,
-            "status": "ok",
-            "complete": not missing,
-            "missing_cases": missing,
-        }
+    return VariantEntry.extending(
+        summary,
+        **figures,
+        name=variant.name,
+        backend=variant.backend,
+        quantization=quantization,
+        is_reference=is_reference,
+        status="ok",
+        complete=not missing,
+        missing_cases=missing,
     )
 
 

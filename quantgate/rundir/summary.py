@@ -12,12 +12,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from evaluators.aggregate import DatasetScore
 from evaluators.betting import CONFSEQ_TRUNCATION
 from evaluators.comparison import IntervalMethod
 from evaluators.fidelity import TokenFidelitySummary
-from evaluators.latency import LatencySummary
-from evaluators.memory import MemorySummary
+from graphs.evaluation import VariantSummary
 from quantgate.inputs.examples import ExamplesSource
 from quantgate.inputs.gates import Gates
 from quantgate.inputs.variants import VariantSpec
@@ -88,16 +86,6 @@ class _VariantHead(RunFileModel):
     )
 
 
-class _CaseFailures(RunFileModel):
-    """What score_accuracy counts besides `evaluators.aggregate.DatasetScore`."""
-
-    first_attempt_validity: float | None = None
-    errors: int | None = None
-    errors_by_kind: dict[str, int] = Field(default_factory=dict)
-    truncated_cases: int | None = None
-    retries: int | None = None
-
-
 class _Throughput(RunFileModel):
     """What score_latency's summary leaves to the run: cases side by side."""
 
@@ -112,21 +100,11 @@ class _Throughput(RunFileModel):
     )
 
 
-class _Agreement(RunFileModel):
-    """Agreement with the reference (score_agreement)."""
-
-    agreement_with_reference: float | None = None
-    agreement_fields: dict[str, float | None] = Field(default_factory=dict)
-    agreement_cases: int | None = None
-
-
-class VariantEntry(  # the keys in the file: the last base's first
-    MemorySummary, _Agreement, _Throughput, LatencySummary, _CaseFailures, DatasetScore, _VariantHead
-):
+class VariantEntry(VariantSummary, _Throughput, _VariantHead):  # the keys in the file: the last base's first
     """One variant's entry in summary.json (a skipped variant has only its name and error).
 
-    Its figures are the evaluators' own types (`DatasetScore`, `LatencySummary`,
-    `MemorySummary`), each figure None when not measured, and what the run adds.
+    Its figures are the evaluation graph's `VariantSummary` (whose bases are the evaluators' own
+    types), each figure None when not measured, and what the run adds.
     """
 
     cases: int | None = None  # type: ignore[assignment]  # a skipped variant scored none

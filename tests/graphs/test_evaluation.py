@@ -42,21 +42,21 @@ def test_summary_from_evaluator_nodes():
     )
     out = evaluate(model, cases(4), memory=lambda: reading)
     summary = out["summary"]
-    assert summary["cases"] == 4
-    assert summary["fields"]["total"] == pytest.approx(2 / 4)
-    assert summary["fields"]["vendor"] == pytest.approx(3 / 4)
-    assert summary["field_accuracy"] == pytest.approx((4 + 3 + 4 + 0) / 16)
-    assert summary["format_validity"] == pytest.approx(3 / 4)
-    assert summary["first_attempt_validity"] == pytest.approx(3 / 4)
-    assert summary["errors"] == 1
-    assert summary["errors_by_kind"] == {"invalid_output": 1}
-    assert summary["slices"]["lang:en"] == 1.0
-    assert summary["slices"]["lang:es"] == pytest.approx(3 / 8)
-    assert summary["memory_mb"] == 420
-    assert summary["model_memory_mb"] == 250
-    assert summary["file_size_mb"] == 1.0
-    assert summary["ttft_s_p50"] is not None
-    assert summary["agreement_with_reference"] is None
+    assert summary.cases == 4
+    assert summary.fields["total"] == pytest.approx(2 / 4)
+    assert summary.fields["vendor"] == pytest.approx(3 / 4)
+    assert summary.field_accuracy == pytest.approx((4 + 3 + 4 + 0) / 16)
+    assert summary.format_validity == pytest.approx(3 / 4)
+    assert summary.first_attempt_validity == pytest.approx(3 / 4)
+    assert summary.errors == 1
+    assert summary.errors_by_kind == {"invalid_output": 1}
+    assert summary.slices["lang:en"] == 1.0
+    assert summary.slices["lang:es"] == pytest.approx(3 / 8)
+    assert summary.memory_mb == 420
+    assert summary.model_memory_mb == 250
+    assert summary.file_size_mb == 1.0
+    assert summary.ttft_s_p50 is not None
+    assert summary.agreement_with_reference is None
     assert len(out["outcomes"]) == 4
 
 
@@ -67,24 +67,24 @@ def test_agreement_with_reference_needs_no_gold():
     unlabeled = [{**c, "expected": None} for c in cases(2)]
     reference = {"c0": GOOD, "c1": GOOD}
     summary = evaluate(model, unlabeled, reference_records=reference)["summary"]
-    assert summary["field_accuracy"] is None
-    assert summary["agreement_with_reference"] == pytest.approx(7 / 8)
-    assert summary["agreement_fields"]["currency"] == 0.5
-    assert summary["agreement_cases"] == 2
+    assert summary.field_accuracy is None
+    assert summary.agreement_with_reference == pytest.approx(7 / 8)
+    assert summary.agreement_fields["currency"] == 0.5
+    assert summary.agreement_cases == 2
 
 
 def test_not_measured_is_none():
     summary = evaluate(QueuedChatModel(outputs=[json.dumps(GOOD)]), cases(1))["summary"]
-    assert summary["memory_mb"] is None
-    assert summary["model_memory_mb"] is None
-    assert summary["file_size_mb"] is None
+    assert summary.memory_mb is None
+    assert summary.model_memory_mb is None
+    assert summary.file_size_mb is None
 
 
 def test_backend_errors_are_counted_and_the_run_goes_on():
     model = QueuedChatModel(outputs=[json.dumps(GOOD)], by_text={"case 2": TimeoutError("read timeout")})
     records: list[CaseOutcome] = []
     summary = evaluate(model, cases(4), on_record=records.append)["summary"]
-    assert summary["errors_by_kind"] == {"timeout": 1}
+    assert summary.errors_by_kind == {"timeout": 1}
     assert len(records) == 4
     failed = next(r for r in records if r.case_id == "c2")
     assert failed.extraction.error == "TimeoutError: read timeout"
@@ -106,15 +106,15 @@ def test_concurrency_is_bounded():
             return super()._next(messages)
 
     summary = evaluate(SlowModel(outputs=[json.dumps(GOOD)]), cases(8), concurrency=3)["summary"]
-    assert summary["cases"] == 8
+    assert summary.cases == 8
     assert 2 <= peak[0] <= 3
 
 
 def test_no_cases():
     summary = evaluate(QueuedChatModel(outputs=["{}"]), [])["summary"]
-    assert summary["cases"] == 0
-    assert summary["field_accuracy"] is None
-    assert summary["ttft_s_p50"] is None
+    assert summary.cases == 0
+    assert summary.field_accuracy is None
+    assert summary.ttft_s_p50 is None
 
 
 def test_state_keeps_only_what_the_evaluators_read():
@@ -143,13 +143,13 @@ def test_state_keeps_only_what_the_evaluators_read():
     assert kept_fields.score == full_fields.score
     assert kept["c1"].extraction.validation_errors == []
     assert kept["c1"].error_kind == "invalid_output"
-    assert out["summary"]["format_validity"] == 0.5
+    assert out["summary"].format_validity == 0.5
 
 
 def test_a_variant_keeps_no_records_when_the_reference_has_them():
     out = evaluate(QueuedChatModel(outputs=[json.dumps(GOOD)]), cases(2), reference_records={"c0": GOOD})
     assert [o.extraction.record for o in out["outcomes"]] == [None, None]
-    assert out["summary"]["agreement_with_reference"] == 1.0
+    assert out["summary"].agreement_with_reference == 1.0
 
 
 def test_rounds_stop_when_the_judge_says_so():
@@ -171,7 +171,7 @@ def test_rounds_stop_when_the_judge_says_so():
     # before the first round (nothing yet), then in case order after each round
     assert seen == [[], ["c0", "c1", "c2"], [f"c{i}" for i in range(6)]]
     assert out["stopped"] == "settled"
-    assert out["summary"]["cases"] == 6
+    assert out["summary"].cases == 6
     assert sorted(o.case_id for o in out["outcomes"]) == [f"c{i}" for i in range(6)]
 
 
@@ -187,7 +187,7 @@ def test_rounds_run_to_the_last_case_without_a_stop():
         {"cases": cases(7), "round_size": 3}, context=context, config={"recursion_limit": rounds_limit(7, 3)}
     )
     assert rounds == [0, 3, 6, 7]
-    assert out["summary"]["cases"] == 7
+    assert out["summary"].cases == 7
     assert out.get("stopped") is None
     assert rounds_limit(7, 3) == 16
     assert rounds_limit(7, None) == 12
@@ -217,5 +217,5 @@ def test_no_case_starts_after_the_deadline():
     )
     out = graph.invoke({"cases": cases(6), "round_size": 3}, context=context, config={"recursion_limit": 20})
     assert out["outcomes"] == []
-    assert out["summary"]["cases"] == 0
+    assert out["summary"].cases == 0
     assert judged == [[], []]  # before the first round, then one round, all of it skipped

@@ -1,0 +1,97 @@
+"""The evaluator nodes' registry: an entry is what adds a node to the evaluation graph, and the
+graph's typed summary is what a variant's summary.json entry carries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import graphs.evaluation
+from evaluators import CaseScorer, DatasetScore, EvaluatorResult
+from evaluators.memory import MemoryReading, MemorySummary
+from graphs.evaluation import CaseInput, EvaluationContext, build_evaluation_graph, graph
+from graphs.extraction import ExtractionContext
+from graphs.variant_summary import EVALUATORS, EvaluatorNode, Evidence, VariantSummary, outcomes_summary
+from quantgate.inputs.variants import Variant
+from quantgate.rundir.build import variant_entry
+from quantgate.rundir.summary import VariantEntry
+from tests.fakes import GOOD, SCHEMA, QueuedChatModel
+
+FIXED_NODES = {"__start__", "judge_round", "run_case", "aggregate"}
+
+
+class Answered(EvaluatorResult):
+    """A part no summary has: for a node added to the registry in a test."""
+
+    answered: int
+
+
+def count_answered(evidence: Evidence) -> Answered:
+    return Answered(answered=sum(o.extraction.valid for o in evidence.outcomes))
+
+
+def test_the_graph_has_a_node_per_registry_entry_and_the_fixed_nodes() -> None:
+    assert set(graph.get_graph().nodes) - {"__end__"} == FIXED_NODES | {n.name for n in EVALUATORS}
+
+
+def test_a_registry_entry_is_what_adds_a_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(graphs.evaluation, "EVALUATORS", (*EVALUATORS, EvaluatorNode(count_answered)))
+    nodes = set(build_evaluation_graph().get_graph().nodes)
+    assert "count_answered" in nodes
+    monkeypatch.setattr(graphs.evaluation, "EVALUATORS", EVALUATORS[1:])
+    assert EVALUATORS[0].name not in set(build_evaluation_graph().get_graph().nodes)
+
+
+def test_each_node_makes_its_part_and_the_parts_are_the_summary() -> None:
+    evidence = Evidence(outcomes=[], against_reference=True)
+    for node in EVALUATORS:
+        assert type(node.score(evidence)) is node.part
+    assert VariantSummary.__bases__ == tuple(reversed([n.part for n in EVALUATORS]))  # keys in node order
+    assert issubclass(VariantEntry, VariantSummary)
+
+
+def test_a_summary_refuses_a_missing_a_repeated_or_a_foreign_part() -> None:
+    parts = [node.score(Evidence(outcomes=[], against_reference=False)) for node in EVALUATORS]
+    assert VariantSummary.of(parts).cases == 0
+    with pytest.raises(TypeError, match="no part MemorySummary"):
+        VariantSummary.of(parts[:-1])
+    with pytest.raises(TypeError, match="DatasetScore: not a part of VariantSummary, or given twice"):
+        VariantSummary.of([*parts, DatasetScore(cases=1)])
+    with pytest.raises(TypeError, match="Answered"):
+        VariantSummary.of([*parts, Answered(answered=1)])
+
+
+def test_the_graph_summary_is_what_the_variant_entry_and_summary_json_carry() -> None:
+    reading = MemoryReading(rss_before_load_mb=10, rss_after_load_mb=30, rss_peak_mb=40, samples=2)
+    model = QueuedChatModel(outputs=[json.dumps(GOOD)], by_text={"case 1": "not json"})
+    context = EvaluationContext(
+        extraction=ExtractionContext(model=model, schema=SCHEMA),
+        scorer=CaseScorer(schema=SCHEMA),
+        reference_records={"c0": GOOD, "c1": GOOD},
+        memory=lambda: reading,
+    )
+    cases = [CaseInput(id=f"c{i}", text=f"case {i}", expected=GOOD, tags=[]) for i in range(2)]
+    out = graph.invoke({"cases": cases}, context=context)
+    summary = out["summary"]
+    assert isinstance(summary, VariantSummary)
+    assert (summary.errors, summary.agreement_cases, summary.memory_mb) == (1, 2, 40)
+    entry = variant_entry(
+        Variant(name="Q", backend="test"), summary, {"wall_s": 1.0},
+        is_reference=False, quantization=None, cases=["c0", "c1"], recorded=["c0", "c1"],
+    )  # fmt: skip
+    on_disk = json.loads(entry.model_dump_json())
+    assert {key: on_disk[key] for key in VariantSummary.model_fields} == summary.model_dump(mode="json")
+    again = outcomes_summary(out["outcomes"], against_reference=True, memory=MemorySummary.model_validate(
+        summary.model_dump(include=set(MemorySummary.model_fields))
+    ))  # fmt: skip
+    assert again == summary
+
+
+def test_a_figure_given_twice_to_the_entry_is_refused() -> None:
+    summary = outcomes_summary([], against_reference=False, memory=MemorySummary())
+    with pytest.raises(TypeError, match="memory_mb: a field of VariantSummary, given again"):
+        variant_entry(
+            Variant(name="Q", backend="test"), summary, {"memory_mb": 1.0},
+            is_reference=False, quantization=None, cases=[], recorded=[],
+        )  # fmt: skip
