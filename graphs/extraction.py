@@ -18,13 +18,14 @@ from __future__ import annotations
 import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from evaluators.errors import QuantgateError
@@ -134,11 +135,13 @@ class Attempt(TypedDict):
     retries: int
 
 
-class ExtractionOutput(TypedDict, total=False):
-    """What the graph returns.
+class ExtractionState(ExtractionInput, total=False):
+    """Input, output and the conversation so far.
 
-    `record` is the normalized record when `valid`, else the last parsed (invalid) value or
-    None; `raw` the model's last text; `validation_errors` what was wrong with it.
+    Its output keys are those of `ExtractionResult`, the graph's output schema (a test holds
+    them equal, name and type): `record` is the normalized record when `valid`, else the last
+    parsed (invalid) value or None; `raw` the model's last text; `validation_errors` what was
+    wrong with it.
     """
 
     record: dict[str, Any] | None
@@ -152,12 +155,35 @@ class ExtractionOutput(TypedDict, total=False):
     error: str | None
     error_kind: str | None
     retries: int
-
-
-class ExtractionState(ExtractionInput, ExtractionOutput, total=False):
-    """Input, output and the conversation so far."""
-
     messages: list[BaseMessage]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExtractionResult:
+    """What the graph returns (its output schema), with the defaults filled in.
+
+    `graph.invoke(...)` returns it as a dict of the keys set; `graph.invoke(..., version="v2").value`
+    is this type, as is `ExtractionResult.from_output` of the dict.
+    """
+
+    record: dict[str, Any] | None = None
+    raw: str | None = None
+    valid: bool = False
+    validation_errors: list[str] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+    truncated: bool = False
+    input_tokens_dropped: int = 0
+    output_limit: bool = False
+    error: str | None = None
+    error_kind: str | None = None
+    retries: int = 0
+
+    @classmethod
+    def from_output(cls, output: Mapping[str, Any]) -> ExtractionResult:
+        """Build from the dict the graph returns (keys not of the result, as a larger graph's
+        state has, are left out; a key missing or None takes its default)."""
+        given = {f.name: output.get(f.name) for f in fields(cls)}
+        return cls(**{name: value for name, value in given.items() if value is not None})
 
 
 def prompt_messages(ctx: ExtractionContext, text: str) -> tuple[list[BaseMessage], int]:
@@ -330,13 +356,17 @@ def after_validate(
     return "__end__"
 
 
-def build_extraction_graph() -> Any:
+ExtractionGraph = CompiledStateGraph[ExtractionState, ExtractionContext, ExtractionInput, ExtractionResult]
+"""The compiled extraction graph's type."""
+
+
+def build_extraction_graph() -> ExtractionGraph:
     """Compile the extraction graph (context: `ExtractionContext`)."""
     builder = StateGraph(
         ExtractionState,
         context_schema=ExtractionContext,
         input_schema=ExtractionInput,
-        output_schema=ExtractionOutput,
+        output_schema=ExtractionResult,
     )
     builder.add_node("prepare", prepare)
     builder.add_node("extract", extract)
@@ -353,37 +383,3 @@ def build_extraction_graph() -> Any:
 
 
 graph = build_extraction_graph()
-
-
-@dataclass(frozen=True, kw_only=True)
-class ExtractionResult:
-    """A typed view of the graph's output, with the defaults filled in."""
-
-    record: dict[str, Any] | None
-    raw: str | None
-    valid: bool
-    validation_errors: list[str] = field(default_factory=list)
-    attempts: list[Attempt] = field(default_factory=list)
-    truncated: bool = False
-    input_tokens_dropped: int = 0
-    output_limit: bool = False
-    error: str | None = None
-    error_kind: str | None = None
-    retries: int = 0
-
-    @classmethod
-    def from_output(cls, output: Mapping[str, Any]) -> ExtractionResult:
-        """Build from the dict the graph returns."""
-        return cls(
-            record=output.get("record"),
-            raw=output.get("raw"),
-            valid=bool(output.get("valid")),
-            validation_errors=list(output.get("validation_errors") or []),
-            attempts=list(output.get("attempts") or []),
-            truncated=bool(output.get("truncated")),
-            input_tokens_dropped=int(output.get("input_tokens_dropped") or 0),
-            output_limit=bool(output.get("output_limit")),
-            error=output.get("error"),
-            error_kind=output.get("error_kind"),
-            retries=int(output.get("retries") or 0),
-        )
