@@ -36,7 +36,7 @@ from pydantic import PrivateAttr
 
 from quantgate.backends.streaming import StreamingChatModel
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.evaluate.measure import rss_mb
+from quantgate.evaluate.memory_sampler import rss_mb
 from quantgate.hardware import hardware
 from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
 from quantgate.inputs.variants import Variant, VariantSet

@@ -38,7 +38,7 @@ from graphs.extraction import ExtractionContext
 from graphs.extraction import graph as extraction_graph
 from quantgate.decide.recommendation import decide
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.evaluate.measure import rss_mb
+from quantgate.evaluate.memory_sampler import rss_mb
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import load_variants_file
 from quantgate.ladder.build import build_ladder

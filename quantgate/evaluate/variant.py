@@ -23,7 +23,7 @@ from evaluators.memory import MemoryReading
 from graphs.evaluation import CaseOutcome, EvaluationContext, VariantSummary, rounds_limit
 from graphs.evaluation import graph as evaluation_graph
 from quantgate.backends import OpenedVariant, backend_module, capabilities, open_variant
-from quantgate.evaluate.measure import RssSampler, rss_mb
+from quantgate.evaluate.memory_sampler import RssSampler, rss_mb
 from quantgate.evaluate.options import RunOptions, case_input, extraction_context, variant_concurrency
 from quantgate.evaluate.sequential import SequentialJudge
 from quantgate.evaluate.signals import stop_asked

@@ -32,7 +32,7 @@ from graphs.evaluation import CaseOutcome, EvaluationContext, rounds_limit
 from graphs.evaluation import graph as evaluation_graph
 from graphs.extraction import ExtractionContext
 from quantgate.backends import OpenedVariant, capabilities, open_variant
-from quantgate.evaluate.measure import RssSampler, rss_mb
+from quantgate.evaluate.memory_sampler import RssSampler, rss_mb
 from quantgate.evaluate.options import case_input, extraction_context, variant_concurrency
 from quantgate.evaluate.signals import stop_asked
 from quantgate.evaluate.variant import VariantJob, memory_reading, rss_sampler

@@ -36,7 +36,7 @@ from evaluators.format import FormatEvaluator
 from evaluators.load import INVALID_OUTPUT, LoadRequest, summarize_load
 from graphs.extraction import ModelCallError, prompt_messages
 from quantgate.backends import OpenedVariant, capabilities, open_variant
-from quantgate.evaluate.measure import RssSampler, rss_mb
+from quantgate.evaluate.memory_sampler import RssSampler, rss_mb
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.examples import DEFAULT_EXAMPLES

@@ -329,7 +329,7 @@ def guard_node(guard: OnlineGuard, *, memory_mb: Callable[[], float] | None = No
     Args:
         guard: The guard to feed.
         memory_mb: Reads the RSS of the process holding the model after each call (for
-            the embedded backend: `quantgate.evaluate.measure.rss_mb`).
+            the embedded backend: `quantgate.evaluate.memory_sampler.rss_mb`).
     """
 
     def guard_call(state: GuardedExtractionState, *, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:
