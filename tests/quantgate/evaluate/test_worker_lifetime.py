@@ -2,7 +2,7 @@
 
 An interrupted `run_in_worker` ends its worker, killing one that ignores SIGTERM. When the parent
 dies, a small driver process here, the worker goes too. The kill -9 of a whole `quantgate run`
-is `test_run_signals.py`.
+is `test_evaluation_run_signals.py`.
 """
 
 from __future__ import annotations
