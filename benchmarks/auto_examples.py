@@ -30,7 +30,7 @@ from quantgate.inputs.dataset import (
 )
 from quantgate.inputs.examples import DEFAULT_EXAMPLES, choose_examples
 from quantgate.inputs.variants import VariantSet
-from quantgate.ladder.build import build_ladder
+from quantgate.ladder.quantize import build_ladder
 from quantgate.rundir.store import load_run
 
 

@@ -22,7 +22,7 @@ from quantgate.decide.recommendation import decide
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import bundled_datasets, load_dataset
 from quantgate.inputs.variants import VariantSet
-from quantgate.ladder.build import build_ladder
+from quantgate.ladder.quantize import build_ladder
 from quantgate.rundir.store import load_run, read_records
 
 VARIANTS = ("F16", "Q4_K_M")

@@ -21,7 +21,7 @@ from typing import Any
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import bundled_datasets, load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.ladder.build import build_ladder
+from quantgate.ladder.quantize import build_ladder
 from quantgate.rundir.store import load_run, read_records
 
 SETTINGS: dict[str, dict[str, Any]] = {

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from quantgate.hardware import hardware
 from quantgate.inputs.dataset import load_dataset
-from quantgate.ladder.build import build_ladder
+from quantgate.ladder.quantize import build_ladder
 from quantgate.loadtest.levels import LoadOptions, parse_levels
 from quantgate.loadtest.load_run import run_load
 from quantgate.render.load_table import render_load

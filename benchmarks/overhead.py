@@ -34,7 +34,7 @@ from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation, select
 from quantgate.hardware import hardware
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import VariantSet
-from quantgate.ladder.build import build_ladder
+from quantgate.ladder.quantize import build_ladder
 from quantgate.rundir.store import read_records
 
 

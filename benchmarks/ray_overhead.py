@@ -29,7 +29,7 @@ from quantgate.evaluate import RunOptions, run_evaluation
 from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import VariantSet
-from quantgate.ladder.build import build_ladder
+from quantgate.ladder.quantize import build_ladder
 from quantgate.rundir.store import load_run, read_records
 
 

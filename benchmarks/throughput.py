@@ -56,7 +56,7 @@ from quantgate.backends.schema_grammar import GRAMMAR_ENGINES
 from quantgate.evaluate.options import RunOptions, extraction_context, select_cases
 from quantgate.hardware import hardware
 from quantgate.inputs.dataset import Dataset, load_dataset
-from quantgate.ladder.build import build_ladder
+from quantgate.ladder.quantize import build_ladder
 
 _T = TypeVar("_T")
 

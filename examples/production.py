@@ -41,7 +41,7 @@ from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.evaluate.memory_sampler import rss_mb
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import load_variants_file
-from quantgate.ladder.build import build_ladder
+from quantgate.ladder.quantize import build_ladder
 from quantgate.production.extractor import load_chosen, open_extractor
 from quantgate.production.guard import GuardedExtractionState, OnlineGuard, SignalReading, guard_node
 

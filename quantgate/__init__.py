@@ -21,7 +21,7 @@ from quantgate.inputs.dataset import (
 )
 from quantgate.inputs.gates import Gates, load_gates
 from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.ladder.build import build_ladder
+from quantgate.ladder.quantize import build_ladder
 from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels
 from quantgate.loadtest.load_run import run_load
 from quantgate.production.extractor import (

@@ -101,7 +101,7 @@ def ladder(tmp_path_factory: pytest.TempPathFactory) -> VariantSet:
 def default_ladder(ladder: VariantSet) -> tuple[VariantSet, Path]:
     """The default ladder (F16, Q8_0, Q4_K_M and Q2_K): Q2_K quantized once beside the session
     ladder's files. The variant set and its variants file."""
-    from quantgate.ladder.build import DEFAULT_QUANTS, build_ladder
+    from quantgate.ladder.quantize import DEFAULT_QUANTS, build_ladder
 
     return build_ladder(quants=DEFAULT_QUANTS, out=Path(ladder.variants[0].model).parent, progress=False)
 

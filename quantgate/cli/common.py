@@ -106,7 +106,7 @@ def cli_variants(specs: list[str] | None) -> VariantSet:
     there, readable, a complete GGUF, of the size and sha256 the variants file gives.
     """
     from quantgate.inputs.variants import resolve_variants
-    from quantgate.ladder.build import build_ladder
+    from quantgate.ladder.quantize import build_ladder
 
     if specs:
         variant_set = resolve_variants(specs)
@@ -292,9 +292,9 @@ def report_decision(
     recommend_by: Ranking = "footprint",
 ) -> int:
     """Decide a run, print each variant's verdict and the decision; return the decision's exit status."""
-    from quantgate.render.cost_rows import cost_rows
     from quantgate.decide.recommendation import decide
     from quantgate.formatting import text_table
+    from quantgate.render.cost_rows import cost_rows
     from quantgate.rundir.files import DECISION_MD
 
     decision = decide(run_dir, gates, prices=prices, recommend_by=recommend_by)

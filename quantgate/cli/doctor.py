@@ -61,7 +61,7 @@ def _model_package() -> Check:
 
 def _ladder(directory: Path) -> Check:
     from quantgate.inputs.variants import VariantSpecError, load_variants_file
-    from quantgate.ladder.build import VARIANTS_FILE
+    from quantgate.ladder.quantize import VARIANTS_FILE
 
     path = directory / VARIANTS_FILE
     if not path.is_file():
@@ -98,7 +98,7 @@ def _ollama(tags: Sequence[str]) -> list[Check]:
 
 def run_checks(*, ollama_tags: Sequence[str] = (), ladder_dir: Path | None = None) -> list[Check]:
     """Every check, in order: llama.cpp build, model package, ladder, Ollama and its tags."""
-    from quantgate.ladder.build import default_ladder_dir
+    from quantgate.ladder.quantize import default_ladder_dir
 
     return [
         _llama_cpp(),

@@ -12,11 +12,11 @@ if TYPE_CHECKING:
 
 LADDER_HELP = "Q8_0,Q4_K_M,Q2_K"
 """The default of --quants as `--help` shows it, without importing the ladder at start-up
-(`quantgate.ladder.build.DEFAULT_QUANTS` is the one definition; a test keeps them equal)."""
+(`quantgate.ladder.quantize.DEFAULT_QUANTS` is the one definition; a test keeps them equal)."""
 
 
 def _ladder(args: argparse.Namespace) -> int:
-    from quantgate.ladder.build import DEFAULT_QUANTS, build_ladder
+    from quantgate.ladder.quantize import DEFAULT_QUANTS, build_ladder
 
     quants = [q.strip() for q in (args.quants or ",".join(DEFAULT_QUANTS)).split(",") if q.strip()]
     variant_set, variants_file = build_ladder(

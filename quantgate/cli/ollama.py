@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 def _modelfiles(args: argparse.Namespace) -> int:
     from quantgate.cli.common import check_output_dir
     from quantgate.inputs.variants import load_variants_file
-    from quantgate.ladder.build import VARIANTS_FILE, default_ladder_dir
     from quantgate.ladder.ollama_modelfiles import write_modelfiles
+    from quantgate.ladder.quantize import VARIANTS_FILE, default_ladder_dir
 
     check_output_dir(Path(args.dir), "modelfiles DIR")
     variants_file = Path(args.variants) if args.variants else default_ladder_dir() / VARIANTS_FILE

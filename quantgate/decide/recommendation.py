@@ -37,7 +37,7 @@ from quantgate.decide.cost_table import break_even_signal, cost_table
 from quantgate.decide.forecast import open_forecasts
 from quantgate.decide.regressions import export_regression_sets
 from quantgate.decide.rollback import rollback_signals
-from quantgate.evaluate.sequential import DEFAULT_ROUND_SIZE
+from quantgate.evaluate.stopping_rule import DEFAULT_ROUND_SIZE
 from quantgate.hardware import package_version
 from quantgate.inputs.dataset import Dataset, DatasetError, load_dataset
 from quantgate.inputs.gates import Gates, comparison_options

@@ -16,7 +16,7 @@ from evaluators.errors import UsageError
 from graphs.evaluation import CaseInput
 from graphs.extraction import ExtractionContext
 from quantgate.backends import OpenedVariant, capabilities
-from quantgate.evaluate.sequential import DEFAULT_ROUND_SIZE
+from quantgate.evaluate.stopping_rule import DEFAULT_ROUND_SIZE
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.examples import DEFAULT_EXAMPLES, interleaved
 from quantgate.inputs.gates import Gates
@@ -45,7 +45,7 @@ class RunOptions:
             the dataset has no examples.jsonl; 0 or None for a zero-shot prompt
             (`quantgate.inputs.examples.choose_examples`).
         sequential: Evaluate in rounds and stop each variant once its accuracy gates are
-            settled (`quantgate.evaluate.sequential`); `limit` is then not used.
+            settled (`quantgate.evaluate.stopping_rule`); `limit` is then not used.
         gates: The gates a sequential run judges after each round (those `decide` uses).
         round_size: Cases per round of a sequential run.
         max_cases: At most this many cases in a sequential run (None: the whole dataset).

@@ -32,7 +32,7 @@ from typing import Any
 from evaluators.errors import UsageError
 from quantgate.backends import capabilities
 from quantgate.evaluate.options import RunOptions
-from quantgate.evaluate.sequential import DEFAULT_ROUND_SIZE
+from quantgate.evaluate.stopping_rule import DEFAULT_ROUND_SIZE
 from quantgate.hardware import hardware
 from quantgate.inputs.dataset import Dataset, DatasetError, data_file_hashes, load_dataset
 from quantgate.inputs.variants import Variant, VariantSet, VariantSpec

@@ -6,7 +6,7 @@ round is the next `round_size` cases of the run's order that some candidate stil
 reference runs those of them it has no record of (none when the reference cache has them),
 then each open candidate runs them, one variant at a time, so that no two variants' timings
 overlap. After each round, in a sequential run, each candidate's accuracy gates are judged
-(`quantgate.evaluate.sequential`); a settled candidate is freed and its entry written, and
+(`quantgate.evaluate.stopping_rule`); a settled candidate is freed and its entry written, and
 the next rounds go to the candidates still open. The rounds end when no candidate is open,
 the cases run out, or the budget would be spent: a round starts only when its expected time
 (each variant's last seconds per case) fits in what is left of `--budget`, which counts case
@@ -25,8 +25,8 @@ from tqdm import tqdm
 from quantgate.backends import BackendError
 from quantgate.evaluate.cache import ReferenceCache
 from quantgate.evaluate.pool import VariantWorker, warm_capacity
-from quantgate.evaluate.sequential import accuracy_gates_status, paired_outcomes
 from quantgate.evaluate.session import RunSession, record_run, record_skipped
+from quantgate.evaluate.stopping_rule import accuracy_gates_status, paired_outcomes
 from quantgate.evaluate.tracks import Stopped, Track, WarmPool, track_result
 from quantgate.evaluate.variant import VariantJob
 from quantgate.rundir.summary import Placement

@@ -25,8 +25,8 @@ from graphs.evaluation import graph as evaluation_graph
 from quantgate.backends import OpenedVariant, backend_module, capabilities, open_variant
 from quantgate.evaluate.memory_sampler import RssSampler, rss_mb
 from quantgate.evaluate.options import RunOptions, case_input, extraction_context, variant_concurrency
-from quantgate.evaluate.sequential import SequentialJudge
 from quantgate.evaluate.signals import stop_asked
+from quantgate.evaluate.stopping_rule import SequentialJudge
 from quantgate.evaluate.warm_up import first_token_s
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Case, Dataset

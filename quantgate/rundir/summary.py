@@ -47,7 +47,7 @@ class TokenFidelityEntry(TokenFidelitySummary, _FidelityMeasurement):
 
 
 class SequentialEntry(RunFileModel):
-    """How a variant's sequential evaluation ended (`quantgate.evaluate.sequential`).
+    """How a variant's sequential evaluation ended (`quantgate.evaluate.stopping_rule`).
 
     Attributes:
         settled: "pass" or "fail" when its accuracy gates were settled, None when it stopped unsettled.

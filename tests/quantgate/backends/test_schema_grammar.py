@@ -143,7 +143,7 @@ def test_an_annotation_only_format_is_not_named():
 
 @pytest.fixture(scope="module")
 def gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from quantgate.ladder.build import default_source
+    from quantgate.ladder.quantize import default_source
 
     return default_source(tmp_path_factory.mktemp("vocab"))
 

@@ -152,6 +152,6 @@ def test_each_command_module_exposes_add_parser(module):
 
 def test_the_ladder_help_shows_the_default_quants():
     from quantgate.cli.ladder import LADDER_HELP
-    from quantgate.ladder.build import DEFAULT_QUANTS
+    from quantgate.ladder.quantize import DEFAULT_QUANTS
 
     assert ",".join(DEFAULT_QUANTS) == LADDER_HELP

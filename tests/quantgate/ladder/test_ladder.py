@@ -4,7 +4,7 @@ import pytest
 
 from quantgate.inputs.file_hashes import file_sha256
 from quantgate.inputs.variants import load_variants_file
-from quantgate.ladder.build import LadderError, build_ladder, quantize_gguf
+from quantgate.ladder.quantize import LadderError, build_ladder, quantize_gguf
 
 pytestmark = pytest.mark.model
 
