@@ -47,6 +47,7 @@ __all__ = [
     "CaseInput",
     "CaseOutcome",
     "EvaluationContext",
+    "EvaluationGraph",
     "EvaluationInput",
     "EvaluationOutput",
     "EvaluationState",
