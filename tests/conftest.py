@@ -42,6 +42,16 @@ def _sha256_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ.setdefault(HASH_CACHE_ENV, str(tmp_path_factory.mktemp("hashes") / "sha256.json"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _ctrl_c_for_children() -> Iterator[None]:
+    """The processes the tests start stop on the SIGINT a test sends, even when the suite runs as a
+    background job (`tests/quantgate/evaluate/processes.py:ctrl_c_for_children`)."""
+    from tests.quantgate.evaluate.processes import ctrl_c_for_children
+
+    with ctrl_c_for_children():
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _reference_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test's command-line runs keep reference answers in a cache of their own, so that no test

@@ -68,6 +68,23 @@ def wait_gone(processes: list[psutil.Process], pgid: int, *, timeout: float, wha
 
 
 @contextlib.contextmanager
+def ctrl_c_for_children() -> Iterator[None]:
+    """Within the block, the processes this one starts stop on SIGINT (at Python's default here).
+
+    A shell starts a background job (`pytest &`, `nohup pytest &`) with SIGINT ignored; its children
+    inherit that, and `stop_on_signals` keeps an ignored signal ignored, so a test's SIGINT to a run
+    would do nothing. SIGINT is ignored again after the block."""
+    if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
 def session(command: list[str], *, stderr: Path) -> Iterator[subprocess.Popen[bytes]]:
     """Start `command` in a new session (its own process group) from the checkout, its stderr
     into a file; whatever of the group still runs at the end is killed, so a failing test leaves
