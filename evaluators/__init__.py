@@ -26,6 +26,7 @@ from evaluators.comparison import (
     regressions,
     summarize_agreement,
 )
+from evaluators.failures import CaseFailures
 from evaluators.fidelity import (
     TokenFidelity,
     TokenFidelitySummary,
@@ -34,7 +35,6 @@ from evaluators.fidelity import (
     top_k_kld,
     top_logprob_fidelity,
 )
-from evaluators.failures import CaseFailures
 from evaluators.fields import FieldAccuracy, FieldScore, no_output, score_fields
 from evaluators.format import (
     FormatEvaluator,
