@@ -1,5 +1,5 @@
-"""End to end on the real embedded ladder: on 10 cases Q2_K fails the gates, Q8_0 cannot be shown
-safe yet (no valid interval can pass a 5-point gate from 10 cases), and every number in the
+"""End to end on the real embedded ladder: on 4 cases Q2_K fails the gates, Q8_0 cannot be shown
+safe yet (no valid interval can pass a 5-point gate from 4 cases), and every number in the
 decision traces back to the run's records."""
 
 import json
@@ -14,7 +14,7 @@ from quantgate.rundir.store import latest_records, read_records
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
-CASES = 10
+CASES = 4  # Q2_K's drop on them is three times the 5-point gate (-16 points; -24 on 10 cases)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def _case_mean(fields: dict[str, float]) -> float:
     return sum(fields.values()) / len(fields)
 
 
-def test_q2k_fails_the_gates_while_q8_0_is_not_passed_on_ten_cases(
+def test_q2k_fails_the_gates_while_q8_0_is_not_passed_on_four_cases(
     q2k_variants: Path, tmp_path: Path, capsys
 ) -> None:
     # one case at a time: batching changes some of a quantized variant's greedy choices
@@ -46,13 +46,13 @@ def test_q2k_fails_the_gates_while_q8_0_is_not_passed_on_ten_cases(
     args = ["run", "--variants", str(q2k_variants), "--dataset", "tech-config", "--limit", str(CASES),
             "--concurrency", "1", "--token-fidelity-cases", "3"]  # fmt: skip
     gates = ["--min-cases", str(CASES), "--min-slice-cases", str(CASES)]  # the defaults ask for 30 and 20
-    # One error in 10 allowed (the default is 5%): greedy answers depend on the CPU's kernels, and on
+    # One error in 4 allowed (the default is 5%): greedy answers depend on the CPU's kernels, and on
     # an AMD EPYC with AVX-512 Q8_0 repeats one flag of tc-en-001 up to the 320-token cap (the code
-    # before issue 20 does the same there). Q2_K fails on 5 of 10.
-    gates += ["--max-error-rate", "0.1"]
+    # before issue 20 does the same there). Q2_K fails on 2 of 4 (5 of 10).
+    gates += ["--max-error-rate", "0.25"]
     code = main([*args, "--out", str(tmp_path / "runs"), "--max-repairs", "0", *gates])
     out = capsys.readouterr().out
-    assert code == 4, out  # keep the reference: 10 cases cannot show Q8_0 safe
+    assert code == 4, out  # keep the reference: 4 cases cannot show Q8_0 safe
     assert "decision: keep the reference F16" in out
     (run_dir,) = (tmp_path / "runs").iterdir()
     decision = json.loads((run_dir / "decision.json").read_text())
