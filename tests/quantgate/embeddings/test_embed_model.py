@@ -36,7 +36,8 @@ def q2_ladder(default_ladder: tuple[VariantSet, Path], tmp_path_factory: pytest.
 def test_embed_q8_keeps_the_neighbours_and_q2_loses_more(
     q2_ladder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["embed", "--variants", str(q2_ladder), "--dataset", "contacts-events", "--limit", "40"]
+    # 20 texts: recall@10 Q8_0 0.99, Q2_K 0.885; on 40, 0.99 and 0.8825 (measured on the same vectors)
+    argv = ["embed", "--variants", str(q2_ladder), "--dataset", "contacts-events", "--limit", "20"]
     assert main([*argv, "--out", str(tmp_path), "--json"]) == 0
     written = json.loads(capsys.readouterr().out)
     figures = {v["name"]: v["embeddings"] for v in written["variants"]}
@@ -49,7 +50,7 @@ def test_embed_q8_keeps_the_neighbours_and_q2_loses_more(
     assert figures["Q8_0"]["dimensions"] == 640
     assert figures["Q8_0"]["embeddings_per_s"] > 0
     with VectorIndex.open(Path(written["run_dir"]) / "qdrant") as index:
-        assert [index.count(name) for name in figures] == [40, 40, 40]
+        assert [index.count(name) for name in figures] == [20, 20, 20]
 
 
 def test_the_double_serves_api_embed_with_llama_cpp_vectors(
