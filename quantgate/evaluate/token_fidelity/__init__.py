@@ -7,7 +7,10 @@ make a model follow the reference's output. The figures themselves (KLD, top-1 a
 summaries) are defined in `evaluators.fidelity`.
 """
 
-from quantgate.evaluate.token_fidelity.measurement import measure_ollama_token_fidelity, measure_token_fidelity
+from quantgate.evaluate.token_fidelity.measurement import (
+    measure_ollama_token_fidelity,
+    measure_token_fidelity,
+)
 from quantgate.evaluate.token_fidelity.run_step import token_fidelity_step
 
 __all__ = ["measure_ollama_token_fidelity", "measure_token_fidelity", "token_fidelity_step"]
