@@ -37,6 +37,7 @@ from evaluators.fields import FieldAccuracy, score_fields
 from evaluators.format import FormatProblem, error_path
 from evaluators.matchers import MatchOptions
 from evaluators.schema import FieldSpec, parse_schema
+from evaluators.tool_calls import score_tool_call_case
 from evaluators.validation import SchemaValidator, check_schema
 
 __all__ = [
@@ -328,7 +329,7 @@ TASK_KINDS: dict[str, TaskKind] = {
     ),
     "tool_calling": TaskKind(
         model=ToolCallingTask,
-        score=None,
+        score=score_tool_call_case,
         check_expected=_check_tool_call,
         scorer_module="evaluators/tool_calls.py",
     ),

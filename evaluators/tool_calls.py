@@ -23,7 +23,7 @@ import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -33,7 +33,18 @@ from evaluators.matchers import DEFAULT_OPTIONS, MatchOptions
 from evaluators.results import EvaluatorResult
 from evaluators.schema import FieldSpec, SchemaSupportError, parse_schema
 
-__all__ = ["CallComparison", "ToolCallSummary", "compare_calls", "score_call", "summarize_tool_calls"]
+if TYPE_CHECKING:
+    from evaluators.tasks import Task
+
+__all__ = [
+    "CallComparison",
+    "ToolCallSummary",
+    "compare_calls",
+    "score_call",
+    "score_tool_call_case",
+    "summarize_tool_calls",
+    "task_tools",
+]
 
 _ABSENT = object()
 """An argument neither given nor defaulted."""
@@ -189,6 +200,33 @@ def score_call(
         predicted=comparison.predicted,
     )
     return FieldAccuracy(fields={"call": score})
+
+
+def task_tools(task: Task) -> list[dict[str, Any]]:
+    """A tool-calling task's tools as JSON values, in the OpenAI function format.
+
+    Raises:
+        ValueError: The task is not a tool-calling task (a caller's mistake).
+    """
+    if task.kind != "tool_calling":
+        raise ValueError(f"a {task.kind} task has no tools")
+    return [tool.model_dump() for tool in task.tools]
+
+
+def score_tool_call_case(
+    *,
+    outputs: Mapping[str, Any],
+    reference_outputs: Mapping[str, Any],
+    task: Task,
+    spec: FieldSpec,
+    options: MatchOptions,
+    lang: str | None,
+) -> FieldAccuracy:
+    """`score_call` as the tool-calling kind's case scorer (`evaluators.tasks.CaseFieldScorer`):
+    the tools are the task's, `spec` (the one field `call`) and `lang` are not needed."""
+    return score_call(
+        outputs=outputs, reference_outputs=reference_outputs, tools=task_tools(task), options=options
+    )
 
 
 class ToolCallSummary(EvaluatorResult):

@@ -6,7 +6,16 @@ from typing import Any
 
 import pytest
 
-from evaluators.tool_calls import ToolCallSummary, compare_calls, score_call, summarize_tool_calls
+from evaluators.format import FormatEvaluator
+from evaluators.matchers import DEFAULT_OPTIONS
+from evaluators.tasks import ToolCallingTask, case_field_scorer, field_spec, parse_task
+from evaluators.tool_calls import (
+    ToolCallSummary,
+    compare_calls,
+    score_call,
+    summarize_tool_calls,
+    task_tools,
+)
 
 
 def _tool(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -227,3 +236,52 @@ def test_a_call_to_a_tool_not_in_the_list_is_invalid():
 def test_the_outputs_and_the_gold_records_must_pair():
     with pytest.raises(ValueError, match="2 outputs for 1 gold records"):
         summarize_tool_calls(outputs=[NO_CALL, NO_CALL], reference_outputs=[NO_CALL], tools=TOOLS)
+
+
+def _task() -> ToolCallingTask:
+    task = parse_task({"kind": "tool_calling", "tools": TOOLS})
+    assert isinstance(task, ToolCallingTask)
+    return task
+
+
+def test_the_tool_calling_kind_scores_cases_with_score_call():
+    task = _task()
+    assert task_tools(task) == TOOLS
+    scorer = case_field_scorer(task)
+    spec = field_spec(task, task.record_schema())
+    gold = _call("get_weather", city="Paris", unit="celsius")
+    for predicted, expected in [(_call("get_weather", city="paris"), 1.0), (NO_CALL, 0.0)]:
+        result = scorer(
+            outputs=predicted,
+            reference_outputs=gold,
+            task=task,
+            spec=spec,
+            options=DEFAULT_OPTIONS,
+            lang=None,
+        )
+        assert result.score == expected
+        assert result.fields == score_call(outputs=predicted, reference_outputs=gold, tools=TOOLS).fields
+
+
+def test_task_tools_refuses_another_kind():
+    with pytest.raises(ValueError, match="a generation task has no tools"):
+        task_tools(parse_task({"kind": "generation"}))
+
+
+@pytest.mark.parametrize(
+    ("record", "errors"),
+    [
+        (_call("get_weather", city="Paris", unit="celsius"), []),
+        (NO_CALL, []),
+        (_call("book_flight", origin="MAD", destination="LIM", passengers=[ANA]), []),
+        (_call("send_email", to="x"), ["call"]),  # no tool of that name
+        (_call("get_weather", city="Paris", unit="kelvin"), ["call"]),  # no branch fits
+        (_call("get_weather"), ["call"]),
+        ({"call": {"name": "get_weather", "arguments": {"city": "Paris"}, "why": "asked"}}, ["call"]),
+        ({}, ["<root>"]),
+    ],
+)
+def test_the_derived_schema_validates_calls(record, errors):
+    evaluator = FormatEvaluator(schema=_task().record_schema())
+    assert [problem.path for problem in evaluator.schema_errors(record)] == errors
+    assert evaluator(outputs=record).valid == (not errors)
