@@ -21,7 +21,9 @@ from sacrebleu.metrics.chrf import CHRF
 
 from evaluators.aggregate import mean
 from evaluators.fields import FieldAccuracy, FieldScore, Outcome
+from evaluators.matchers import MatchOptions
 from evaluators.results import EvaluatorResult
+from evaluators.schema import FieldSpec
 
 __all__ = ["TEXT_FIELD", "GenerationSummary", "generated_text", "score_text", "summarize_generation"]
 
@@ -40,13 +42,28 @@ def generated_text(record: Mapping[str, Any] | None) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def score_text(*, outputs: Mapping[str, Any] | None, reference_outputs: Mapping[str, Any]) -> FieldAccuracy:
+def score_text(
+    *,
+    outputs: Mapping[str, Any] | None,
+    reference_outputs: Mapping[str, Any],
+    task: object = None,
+    spec: FieldSpec | None = None,
+    options: MatchOptions | None = None,
+    lang: str | None = None,
+) -> FieldAccuracy:
     """Score one generated text against the gold text (or the reference model's text).
+
+    The kind's case scorer in `evaluators.tasks.TASK_KINDS` (its `CaseFieldScorer` signature).
 
     Args:
         outputs: The predicted record `{"text": ...}`; None when the system produced nothing
             usable (the field scores 0, outcome `no_output`).
         reference_outputs: The gold record.
+        task: Unused: the task, `spec`, `options` and `lang` are part of the scorer signature
+            every kind shares, and chrF needs none of them.
+        spec: Unused.
+        options: Unused.
+        lang: Unused (chrF works on characters, whatever the language).
 
     Returns:
         One field, `text`, scoring sentence chrF / 100. An empty text against a non-empty gold

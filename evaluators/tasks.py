@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 from evaluators.errors import UsageError
 from evaluators.fields import FieldAccuracy, score_fields
 from evaluators.format import FormatProblem, error_path
+from evaluators.generation import score_text
 from evaluators.matchers import MatchOptions
 from evaluators.schema import FieldSpec, parse_schema
 from evaluators.tool_calls import score_tool_call_case
@@ -335,7 +336,7 @@ TASK_KINDS: dict[str, TaskKind] = {
     ),
     "generation": TaskKind(
         model=GenerationTask,
-        score=None,
+        score=score_text,
         check_expected=_check_generation,
         scorer_module="evaluators/generation.py",
     ),

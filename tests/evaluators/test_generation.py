@@ -7,6 +7,8 @@ from pydantic import ValidationError
 from sacrebleu.metrics.chrf import CHRF
 
 from evaluators.generation import GenerationSummary, generated_text, score_text, summarize_generation
+from evaluators.matchers import MatchOptions
+from evaluators.tasks import case_field_scorer, field_spec, parse_task
 
 GOLD = "The Eagle is a cheap coffee shop near Burger King."
 CLOSE = "The Eagle is a cheap coffee shop by the river."
@@ -121,3 +123,19 @@ def test_summary_is_frozen_and_refuses_unknown_keys() -> None:
         summary.cases = 2
     with pytest.raises(ValidationError):
         GenerationSummary(cases=1, bleu=0.5)  # type: ignore[call-arg]
+
+
+def test_the_generation_kind_scores_with_score_text() -> None:
+    task = parse_task({"kind": "generation"})
+    scorer = case_field_scorer(task)
+    spec = field_spec(task, task.record_schema() or {})
+    assert [leaf.name for leaf in spec.leaves()] == ["text"]
+    result = scorer(
+        outputs={"text": CLOSE},
+        reference_outputs={"text": GOLD},
+        task=task,
+        spec=spec,
+        options=MatchOptions(),
+        lang="en",
+    )
+    assert result.score == _sacrebleu_sentence(CLOSE, GOLD) / 100
