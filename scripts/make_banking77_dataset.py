@@ -1,0 +1,108 @@
+"""Build a classification dataset from a subset of PolyAI's banking77 intents.
+
+    python scripts/make_banking77_dataset.py train.csv datasets/banking77 \
+        [--labels card_arrival,change_pin,...] [--per-label 30] [--seed 77]
+
+The input is `banking_data/train.csv` of https://github.com/PolyAI-LDN/task-specific-datasets
+(CC BY 4.0; columns `text`, `category`). For each chosen intent, `--per-label` rows are drawn
+with a fixed seed as cases, and one more row as its few-shot example (drawn among the rows of 4
+to 14 words, so that the prompt's examples are plain questions; never scored). Texts are kept as
+they are. A case's id is `banking77-train-N`, N the row's number among the CSV's data rows
+(from 1, the header not counted). The cases are written round-robin across the labels, in a
+seeded order within each, so that any first N cases (`quantgate run --limit N`) are balanced.
+
+The script writes `cases.jsonl`, `examples.jsonl` and `task.json`; the card (README.md) is written
+by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import random
+from collections import defaultdict
+from itertools import chain, zip_longest
+from pathlib import Path
+from typing import Any
+
+LABELS = (
+    "card_arrival",
+    "change_pin",
+    "exchange_rate",
+    "lost_or_stolen_card",
+    "terminate_account",
+    "top_up_failed",
+    "cash_withdrawal_charge",
+    "age_limit",
+)
+"""The default intents: distinct topics whose names say what they are."""
+SEED = 77
+PER_LABEL = 30
+
+
+def _rows(path: Path) -> dict[str, list[tuple[int, str]]]:
+    """The CSV's (row number, text) pairs by intent."""
+    by_label: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    with path.open(newline="", encoding="utf-8") as handle:
+        for number, row in enumerate(csv.DictReader(handle), start=1):
+            by_label[row["category"]].append((number, row["text"]))
+    return by_label
+
+
+def _case(number: int, text: str, label: str) -> dict[str, Any]:
+    return {
+        "id": f"banking77-train-{number}",
+        "text": text,
+        "expected": {"label": label},
+        "tags": ["lang:en"],
+    }
+
+
+def build(
+    by_label: dict[str, list[tuple[int, str]]], labels: list[str], per_label: int, seed: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The cases (round-robin across labels) and one example per label."""
+    rng = random.Random(seed)
+    drawn: list[list[dict[str, Any]]] = []
+    examples: list[dict[str, Any]] = []
+    for label in labels:
+        rows = list(by_label[label])
+        if len(rows) <= per_label:
+            raise SystemExit(f"{label}: {len(rows)} rows, not more than --per-label {per_label}")
+        rng.shuffle(rows)
+        short = [
+            row for row in rows[per_label:] if 4 <= len(row[1].split()) <= 14 and row[1] == row[1].strip()
+        ]
+        number, text = short[0] if short else rows[per_label]
+        examples.append(_case(number, text, label))
+        drawn.append([_case(n, t, label) for n, t in rows[:per_label]])
+    cases = [case for case in chain.from_iterable(zip_longest(*drawn)) if case is not None]
+    return cases, examples
+
+
+def main() -> None:
+    """Read the CSV, write the dataset's files."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("csv", type=Path, help="banking_data/train.csv")
+    parser.add_argument("out", type=Path, help="the dataset's directory")
+    parser.add_argument("--labels", default=",".join(LABELS), help="comma-separated intents")
+    parser.add_argument("--per-label", type=int, default=PER_LABEL)
+    parser.add_argument("--seed", type=int, default=SEED)
+    args = parser.parse_args()
+    labels = args.labels.split(",")
+    by_label = _rows(args.csv)
+    if unknown := [label for label in labels if label not in by_label]:
+        raise SystemExit(f"{args.csv}: no intent {', '.join(unknown)}")
+    cases, examples = build(by_label, labels, args.per_label, args.seed)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, records in (("cases.jsonl", cases), ("examples.jsonl", examples)):
+        lines = (json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+        (args.out / name).write_text("".join(lines), encoding="utf-8")
+    task = {"kind": "classification", "labels": labels, "multi_label": False}
+    (args.out / "task.json").write_text(json.dumps(task, indent=2) + "\n", encoding="utf-8")
+    print(f"{len(cases)} cases, {len(examples)} examples, {len(labels)} labels -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
