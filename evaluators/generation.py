@@ -95,8 +95,11 @@ def score_text(
 class GenerationSummary(EvaluatorResult):
     """A variant's figures on a generation dataset.
 
+    Every field defaults to None (not measured), so that the summary of a run of another kind
+    carries an empty part; the names are unique among the parts of a variant's summary.
+
     Attributes:
-        cases: Cases scored (every case, including those without output).
+        generation_cases: Cases scored (every case, including those without output).
         chrf: Corpus chrF2 / 100 against the gold texts, over the cases with a gold text; an empty
             or missing output counts as the empty text.
         chrf_reference: Corpus chrF2 / 100 against the reference model's texts, over the cases the
@@ -104,10 +107,12 @@ class GenerationSummary(EvaluatorResult):
         length_ratio: Mean over the cases with a gold text of output characters / gold characters
             (stripped; an empty output counts as 0).
         length_ratio_reference: The same against the reference model's texts.
-        empty_share: Share of cases whose output is missing or empty.
+        empty_text_share: Share of cases whose output is missing or empty.
     """
 
-    cases: int = Field(description="Cases scored, including those without output.")
+    generation_cases: int | None = Field(
+        default=None, description="Cases scored, including those without output."
+    )
     chrf: float | None = Field(default=None, description="Corpus chrF2 / 100 against the gold texts.")
     chrf_reference: float | None = Field(
         default=None, description="Corpus chrF2 / 100 against the reference model's texts."
@@ -118,7 +123,7 @@ class GenerationSummary(EvaluatorResult):
     length_ratio_reference: float | None = Field(
         default=None, description="Mean of output characters / the reference model's characters."
     )
-    empty_share: float | None = Field(default=None, description="Share of missing or empty outputs.")
+    empty_text_share: float | None = Field(default=None, description="Share of missing or empty outputs.")
 
 
 def _against(outputs: Sequence[str], targets: Sequence[str]) -> tuple[float | None, float | None]:
@@ -157,10 +162,10 @@ def summarize_generation(
     gold = [generated_text(g) for g in reference_outputs]
     chrf, ratio = _against(texts, gold)
     summary = GenerationSummary(
-        cases=len(texts),
+        generation_cases=len(texts),
         chrf=chrf,
         length_ratio=ratio,
-        empty_share=mean(0.0 if t else 1.0 for t in texts),
+        empty_text_share=mean(0.0 if t else 1.0 for t in texts),
     )
     if reference_model_outputs is None:
         return summary

@@ -81,11 +81,11 @@ def test_summary_cross_checked_with_sacrebleu_and_hand_computed_ratios() -> None
     summary = summarize_generation(outputs=outputs, reference_outputs=gold)
     corpus = CHRF().corpus_score(["abcdef", CLOSE, ""], [["abcd", GOLD, "Blue Spice is a pub."]])
     assert summary.chrf == corpus.score / 100
-    assert summary.cases == 3
+    assert summary.generation_cases == 3
     # 6/4, 46/50, 0/20 characters
     assert (len(CLOSE), len(GOLD)) == (46, 50)
     assert summary.length_ratio == pytest.approx((6 / 4 + 46 / 50 + 0.0) / 3)
-    assert summary.empty_share == pytest.approx(1 / 3)
+    assert summary.empty_text_share == pytest.approx(1 / 3)
     assert summary.chrf_reference is None
     assert summary.length_ratio_reference is None
 
@@ -98,16 +98,16 @@ def test_summary_against_the_reference_model_skips_its_empty_texts() -> None:
     against_reference = CHRF().corpus_score([CLOSE, ""], [[GOLD, "x y"]])
     assert summary.chrf_reference == against_reference.score / 100
     assert summary.length_ratio_reference == pytest.approx((46 / 50 + 0 / 3) / 2)
-    assert summary.empty_share == pytest.approx(1 / 3)
+    assert summary.empty_text_share == pytest.approx(1 / 3)
 
 
 def test_summary_without_gold_or_cases_is_not_measured() -> None:
     unlabeled = summarize_generation(outputs=[{"text": "a"}], reference_outputs=[None])
     assert (unlabeled.chrf, unlabeled.length_ratio) == (None, None)
-    assert unlabeled.empty_share == 0.0
+    assert unlabeled.empty_text_share == 0.0
     empty = summarize_generation(outputs=[], reference_outputs=[], reference_model_outputs=[])
-    assert empty.cases == 0
-    assert (empty.chrf, empty.chrf_reference, empty.empty_share) == (None, None, None)
+    assert empty.generation_cases == 0
+    assert (empty.chrf, empty.chrf_reference, empty.empty_text_share) == (None, None, None)
 
 
 def test_summary_refuses_different_cases() -> None:
@@ -118,11 +118,12 @@ def test_summary_refuses_different_cases() -> None:
 
 
 def test_summary_is_frozen_and_refuses_unknown_keys() -> None:
-    summary = GenerationSummary(cases=1)
+    assert all(value is None for _, value in GenerationSummary()), "another kind's run: nothing measured"
+    summary = GenerationSummary(generation_cases=1)
     with pytest.raises(ValidationError):
-        summary.cases = 2
+        summary.generation_cases = 2
     with pytest.raises(ValidationError):
-        GenerationSummary(cases=1, bleu=0.5)  # type: ignore[call-arg]
+        GenerationSummary(generation_cases=1, bleu=0.5)  # type: ignore[call-arg]
 
 
 def test_the_generation_kind_scores_with_score_text() -> None:
