@@ -25,6 +25,7 @@ from typing import Any
 from evaluators.aggregate import CaseScore, DatasetScore, aggregate
 from evaluators.case import CaseScorer
 from evaluators.matchers import DEFAULT_OPTIONS, MatchOptions
+from evaluators.tasks import ExtractionTask, Task
 
 Gold = Mapping[str, Any]
 _TIE = 1e-9
@@ -152,6 +153,7 @@ def baseline_scores(
     tags: Mapping[str, Sequence[str]],
     schema: Mapping[str, Any],
     options: MatchOptions = DEFAULT_OPTIONS,
+    task: Task | None = None,
 ) -> BaselineScores:
     """Score the always-null and majority-value predictors on the labeled cases.
 
@@ -161,12 +163,13 @@ def baseline_scores(
             read in, as for the model; a case missing here has no tags.
         schema: The dataset's JSON Schema.
         options: Matcher tolerances: those the model was scored with.
+        task: The dataset's task, whose kind's scorer scores the fields (None: extraction).
 
     Returns:
         Both predictors' figures; None figures when no case is labeled.
     """
     labeled = {case_id: gold for case_id, gold in golds.items() if gold is not None}
-    scorer = CaseScorer(schema=schema, options=options)
+    scorer = CaseScorer(schema=schema, options=options, task=task or ExtractionTask())
     null = always_null_record(schema=schema)
     majority = majority_record(golds=labeled.values(), schema=schema)
     case_scores = {

@@ -1,6 +1,8 @@
 """Scoring one case end to end: format validity, then field accuracy of what parsed.
 
-A case's language is its `lang:xx` tag (`case_language`); fields are read in it.
+A case's language is its `lang:xx` tag (`case_language`); fields are read in it. Fields are
+scored by the task kind's scorer (`evaluators.tasks`): field by field for extraction and
+classification, the kind's own for tool calling and generation.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from functools import cached_property
 from typing import Any
 
 from evaluators.aggregate import CaseScore
-from evaluators.fields import no_output, score_fields
+from evaluators.fields import FieldAccuracy, no_output
 from evaluators.format import FormatEvaluator, FormatProblem, FormatResult
 from evaluators.matchers import DEFAULT_OPTIONS, MatchOptions
-from evaluators.schema import FieldSpec, parse_schema
+from evaluators.schema import FieldSpec
+from evaluators.tasks import CaseFieldScorer, ExtractionTask, Task, case_field_scorer, field_spec
 
 _LANGUAGE_TAG = "lang:"
 
@@ -29,17 +32,46 @@ class CaseScorer:
     """Scores outputs against one schema; schema parsing and validator are built once.
 
     Attributes:
-        schema: The dataset's JSON Schema.
+        schema: The dataset's record schema (for the kinds other than extraction, derived
+            from its task).
         options: Matcher tolerances.
+        task: The dataset's task; its kind's scorer scores the fields.
+
+    Raises:
+        UsageError: The task's kind has no scorer wired yet (`evaluators.tasks.TASK_KINDS`).
     """
 
     schema: Mapping[str, Any]
     options: MatchOptions = field(default=DEFAULT_OPTIONS)
+    task: Task = field(default_factory=ExtractionTask)
+
+    def __post_init__(self) -> None:
+        case_field_scorer(self.task)  # refuse a kind without a scorer before any case runs
 
     @cached_property
     def spec(self) -> FieldSpec:
-        """The schema as a field tree."""
-        return parse_schema(self.schema)
+        """The scored fields, as a field tree."""
+        return field_spec(self.task, self.schema)
+
+    @cached_property
+    def _score_fields(self) -> CaseFieldScorer:
+        return case_field_scorer(self.task)
+
+    def fields(
+        self, *, outputs: Mapping[str, Any] | None, reference_outputs: Mapping[str, Any], lang: str | None
+    ) -> FieldAccuracy:
+        """The fields of a record (None: no record, every field fails) against a gold record,
+        scored by the task kind's scorer; the reference's record as gold gives the agreement."""
+        if outputs is None:
+            return no_output(self.spec, reference_outputs)
+        return self._score_fields(
+            outputs=outputs,
+            reference_outputs=reference_outputs,
+            task=self.task,
+            spec=self.spec,
+            options=self.options,
+            lang=lang,
+        )
 
     @cached_property
     def format(self) -> FormatEvaluator:
@@ -78,16 +110,9 @@ class CaseScorer:
             fmt = self.format(outputs=outputs)
         if record is None:
             record = fmt.parsed if isinstance(fmt.parsed, Mapping) else None
-        if reference_outputs is None:
-            fields = None
-        elif record is None:
-            fields = no_output(self.spec, reference_outputs)
-        else:
-            fields = score_fields(
-                outputs=record,
-                reference_outputs=reference_outputs,
-                schema=self.spec,
-                options=self.options,
-                lang=case_language(tags),
-            )
+        fields = (
+            None
+            if reference_outputs is None
+            else self.fields(outputs=record, reference_outputs=reference_outputs, lang=case_language(tags))
+        )
         return CaseScore(case_id=case_id, tags=tuple(tags), fields=fields, format=fmt)

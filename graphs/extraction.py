@@ -31,7 +31,8 @@ from langgraph.runtime import Runtime
 from evaluators.errors import QuantgateError
 from evaluators.format import FormatEvaluator, parse_json_output
 from evaluators.normalize import normalize_record
-from evaluators.schema import FieldSpec, parse_schema
+from evaluators.schema import FieldSpec
+from evaluators.tasks import ExtractionTask, Task, field_spec
 from graphs.prompting import build_messages, repair_message
 
 _SAFETY_TOKENS = 16
@@ -70,6 +71,8 @@ class ExtractionContext:
         count_tokens: The model's tokenizer; without it tokens are estimated as characters / 3.
         max_retries: Calls repeated after a retryable `ModelCallError`, per attempt.
         retry_backoff_s: Wait before the first retry; doubled each time.
+        task: What the model is asked (`evaluators.tasks`): the prompt's instruction, and the
+            fields of `schema` (for the kinds other than extraction, derived from the task).
     """
 
     model: BaseChatModel
@@ -81,11 +84,12 @@ class ExtractionContext:
     count_tokens: Callable[[str], int] | None = None
     max_retries: int = 2
     retry_backoff_s: float = 0.5
+    task: Task = field(default_factory=ExtractionTask)
 
     @cached_property
     def spec(self) -> FieldSpec:
         """The schema as a field tree (parsed once)."""
-        return parse_schema(self.schema)
+        return field_spec(self.task, self.schema)
 
     @cached_property
     def format(self) -> FormatEvaluator:
@@ -99,7 +103,7 @@ class ExtractionContext:
     @cached_property
     def prompt_prefix(self) -> list[BaseMessage]:
         """Instructions and few-shot examples: the same for every case, so built once."""
-        return build_messages(schema=self.schema, examples=self.examples, text="")[:-1]
+        return build_messages(schema=self.schema, examples=self.examples, text="", task=self.task)[:-1]
 
     @cached_property
     def input_budget(self) -> int | None:

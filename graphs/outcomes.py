@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
-from evaluators import CaseScore, CaseScorer, FieldAccuracy, case_language, score_fields
+from evaluators import CaseScore, CaseScorer, FieldAccuracy, case_language
 from evaluators.format import FormatResult
 from evaluators.latency import CaseLatency, case_latency
 from graphs.extraction import ExtractionResult
@@ -77,11 +77,9 @@ def score_case(
     )
     agreement = None
     if reference_records is not None and reference_records.get(case["id"]) is not None:
-        agreement = score_fields(
+        agreement = scorer.fields(
             outputs=result.record if result.valid else None,
             reference_outputs=reference_records[case["id"]] or {},
-            schema=scorer.spec,
-            options=scorer.options,
             lang=lang,
         )
     return CaseOutcome(

@@ -1,4 +1,9 @@
-"""The extraction prompt: instructions from the schema's field descriptions, few-shot examples.
+"""The prompt: the task's instruction, few-shot examples, the case text.
+
+Each task kind (`evaluators.tasks.TASK_KINDS`) has its instruction in `TASK_INSTRUCTIONS`:
+extraction lists the schema's fields with their descriptions, classification the labels,
+tool calling the tools, generation asks for the text. The answer is always one JSON object
+of the kind's record schema.
 
 The prompt is built as chat messages; each backend renders them its own way (the embedded
 base model as a plain completion, Ollama through the model's chat template). Everything
@@ -9,12 +14,13 @@ evaluate it once.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from evaluators.schema import FieldSpec, parse_schema
+from evaluators.tasks import ClassificationTask, ExtractionTask, Task, ToolCallingTask
 
 _KIND_HINTS = {
     "number": "a number",
@@ -54,6 +60,52 @@ def instructions(schema: Mapping[str, Any]) -> str:
     return "\n".join([header, *_describe(spec)])
 
 
+def _classification(task: ClassificationTask, schema: Mapping[str, Any]) -> str:
+    if task.multi_label:
+        header = (
+            "Classify the text with every label that applies, from these labels. Answer with one JSON "
+            'object: {"labels": [the labels]}, [] when none applies.'
+        )
+    else:
+        header = (
+            'Classify the text into one of these labels. Answer with one JSON object: {"label": "the label"}.'
+        )
+    return "\n".join([header, *(f"- {label}" for label in task.labels)])
+
+
+def _tool_calling(task: ToolCallingTask, schema: Mapping[str, Any]) -> str:
+    header = (
+        "Choose the tool that does what the text asks, and its arguments, from these tools. Answer with "
+        'one JSON object: {"call": {"name": "the tool\'s name", "arguments": {its parameters}}}, or '
+        '{"call": null} when no tool fits.'
+    )
+    lines = [header]
+    for tool in task.tools:
+        function = tool.function
+        description = f": {function.description}" if function.description else ""
+        parameters = json.dumps(function.parameters, ensure_ascii=False)
+        lines.append(f"- {function.name}{description}\n  parameters: {parameters}")
+    return "\n".join(lines)
+
+
+def _generation(task: Task, schema: Mapping[str, Any]) -> str:
+    return 'Write the text that the input asks for. Answer with one JSON object: {"text": "the text"}.'
+
+
+TASK_INSTRUCTIONS: dict[str, Callable[[Any, Mapping[str, Any]], str]] = {
+    "extraction": lambda task, schema: instructions(schema),
+    "classification": _classification,
+    "tool_calling": _tool_calling,
+    "generation": _generation,
+}
+"""The system text of each task kind, from its task and record schema (one per `TASK_KINDS` entry)."""
+
+
+def task_instructions(task: Task, schema: Mapping[str, Any]) -> str:
+    """The system text for a task: its kind's instruction."""
+    return TASK_INSTRUCTIONS[task.kind](task, schema)
+
+
 REPAIR_NAME = "validator"
 """`name` of the message that feeds validation errors back (backends may render it apart)."""
 
@@ -72,9 +124,12 @@ def build_messages(
     schema: Mapping[str, Any],
     examples: Sequence[tuple[str, Mapping[str, Any]]],
     text: str,
+    task: Task | None = None,
 ) -> list[BaseMessage]:
-    """System instructions, then each example as a human/AI pair, then the case text."""
-    messages: list[BaseMessage] = [SystemMessage(content=instructions(schema))]
+    """System instructions (the task's; extraction without one), then each example as a
+    human/AI pair, then the case text."""
+    system = task_instructions(task or ExtractionTask(), schema)
+    messages: list[BaseMessage] = [SystemMessage(content=system)]
     for example_text, record in examples:
         messages.append(HumanMessage(content=example_text))
         messages.append(AIMessage(content=json.dumps(record, ensure_ascii=False)))

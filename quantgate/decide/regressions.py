@@ -69,7 +69,9 @@ def export_regressions(
         raise KeyError(f"cases {', '.join(missing)} are not in the dataset at {dataset.path}")
     cases = [by_id[r.case_id] for r in found]
     card = _card(dataset=dataset, run_id=run_id, reference=reference, variant=variant, found=found)
-    return write_dataset(out, schema=dataset.schema, cases=cases, examples=dataset.examples, card=card)
+    return write_dataset(
+        out, schema=dataset.schema, cases=cases, examples=dataset.examples, card=card, task=dataset.task
+    )
 
 
 def export_regression_sets(

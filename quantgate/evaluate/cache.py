@@ -88,6 +88,7 @@ def key_inputs(session: RunSession) -> dict[str, Any] | None:
         schema=dataset.schema,
         examples=[(e.text, e.expected) for e in dataset.examples if e.expected is not None],
         text="",
+        task=dataset.task,
     )[:-1]
     machine = hardware()
     return {
@@ -157,7 +158,7 @@ class ReferenceCache:
         if track.cached_entry is None:
             track.cached_entry = self.entry
         by_id = {case.id: case for case in track.job.cases}
-        scorer = CaseScorer(schema=track.job.dataset.schema)
+        scorer = CaseScorer(schema=track.job.dataset.schema, task=track.job.dataset.task)
         for case_id in found:
             record = self.records[case_id]
             outcome = score_case(

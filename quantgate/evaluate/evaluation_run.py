@@ -97,6 +97,7 @@ def _copy_cases(dataset: Dataset, cases: Sequence[Case], store: RunStore) -> dic
         cases=cases,
         examples=dataset.examples,
         card=card,
+        task=dataset.task,
     )
     return data_file_hashes(copy)
 
@@ -244,7 +245,10 @@ def _write_summary_last(store: RunStore, summary: RunSummary, *, failing: bool) 
 
 def _baselines(dataset: Dataset, cases: Sequence[Case]) -> BaselineScores:
     return baseline_scores(
-        golds={c.id: c.expected for c in cases}, tags={c.id: c.tags for c in cases}, schema=dataset.schema
+        golds={c.id: c.expected for c in cases},
+        tags={c.id: c.tags for c in cases},
+        schema=dataset.schema,
+        task=dataset.task,
     )
 
 

@@ -135,4 +135,5 @@ def extraction_context(dataset: Dataset, opened: OpenedVariant, options: RunOpti
         count_tokens=opened.count_tokens,
         max_retries=opened.max_retries,
         retry_backoff_s=opened.retry_backoff_s,
+        task=dataset.task,
     )

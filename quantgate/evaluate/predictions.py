@@ -106,7 +106,7 @@ def score_predictions(
     options: MatchOptions | None = None,
 ) -> ScoreReport:
     """Score predictions against the dataset's gold; cases with no prediction fail."""
-    scorer = CaseScorer(schema=dataset.schema, options=options or MatchOptions())
+    scorer = CaseScorer(schema=dataset.schema, options=options or MatchOptions(), task=dataset.task)
     case_scores = []
     missing = []
     for case in dataset.cases:

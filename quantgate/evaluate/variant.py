@@ -141,7 +141,7 @@ def evaluate_variant(job: VariantJob, on_outcome: Callable[[CaseOutcome], None])
         judge, deadline = _judge_of(job)
         context = EvaluationContext(
             extraction=extraction_context(dataset, opened, options),
-            scorer=CaseScorer(schema=dataset.schema),
+            scorer=CaseScorer(schema=dataset.schema, task=dataset.task),
             reference_records=job.reference_records,
             on_record=on_record,
             memory=lambda: memory_reading(variant, opened, sampler, before),

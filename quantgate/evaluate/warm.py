@@ -164,7 +164,7 @@ class WarmVariant:
 
         context = EvaluationContext(
             extraction=self._context(),
-            scorer=CaseScorer(schema=self.job.dataset.schema),
+            scorer=CaseScorer(schema=self.job.dataset.schema, task=self.job.dataset.task),
             reference_records=reference_records,
             on_record=on_record,
             stop=stop_asked,

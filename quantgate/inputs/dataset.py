@@ -1,4 +1,5 @@
-"""Datasets on disk: `schema.json`, `cases.jsonl`, optional `examples.jsonl` and a card.
+"""Datasets on disk: `schema.json` (or `task.json`, `quantgate.inputs.task_file`), `cases.jsonl`,
+optional `examples.jsonl` and a card.
 
 `check_dataset` lists every problem (file, line, field, message); `load_dataset`, which
 everything else uses, applies the same checks and refuses a dataset with errors.
@@ -10,30 +11,26 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from jsonschema.exceptions import SchemaError
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from evaluators import (
-    FieldSpec,
-    FormatEvaluator,
-    SchemaSupportError,
-    case_language,
-    check_schema,
-    error_path,
-    loads_json,
-    parse_schema,
-)
+from evaluators import FieldSpec, case_language, loads_json
 from evaluators.errors import MissingInputError, UsageError
+from evaluators.tasks import ExtractionTask, Task
+from quantgate.inputs.problems import Problem as Problem  # re-exported: readers import it from here
+from quantgate.inputs.problems import validation_problems as validation_problems
+from quantgate.inputs.task_file import TASK_FILE, ExpectedCheck, read_record_schema, task_json
 from quantgate.inputs.utf8 import utf8_encodable
 
 SCHEMA_FILE = "schema.json"
 CASES_FILE = "cases.jsonl"
 EXAMPLES_FILE = "examples.jsonl"
 CARD_FILES = ("README.md", "SOURCE.md")
+DATA_FILES = (SCHEMA_FILE, CASES_FILE, EXAMPLES_FILE, TASK_FILE)
+"""The files whose bytes make a dataset what it is (its sha256)."""
 
 
 def _not_blank(value: str) -> str:
@@ -62,27 +59,6 @@ class Case(BaseModel):
         return case_language(self.tags)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Problem:
-    """One thing wrong (or worth a warning) in a dataset, located as precisely as possible."""
-
-    file: str
-    message: str
-    line: int | None = None
-    field: str | None = None
-    severity: Literal["error", "warning"] = "error"
-
-    def __str__(self) -> str:
-        where = self.file if self.line is None else f"{self.file}:{self.line}"
-        what = f"{self.field}: {self.message}" if self.field else self.message
-        return f"{where}: {what}"
-
-    @classmethod
-    def duplicate_id(cls, *, file: str, line: int, case_id: str, kept: str) -> Problem:
-        """An id seen before in the same file; `kept` says which line counts ("first at ...")."""
-        return cls(file=file, line=line, field="id", message=f"duplicate id {case_id!r} ({kept})")
-
-
 class DatasetError(UsageError):
     """A dataset that does not pass its checks; `problems` lists all of them."""
 
@@ -106,8 +82,11 @@ class Dataset:
         cases: Scored cases, in file order.
         examples: Few-shot examples (never scored).
         card: The dataset card's text, if there is one.
-        sha256: Hash of schema, cases and examples files, identifying this exact data.
+        sha256: Hash of the data files (`DATA_FILES`: schema, cases, examples, task), identifying
+            this exact data.
         warnings: Problems that did not stop loading (skipped lines, a missing card).
+        task: What the cases ask (task.json; extraction without one). For the kinds other than
+            extraction, `schema` and `spec` are derived from it (`evaluators.tasks`).
     """
 
     name: str
@@ -119,6 +98,7 @@ class Dataset:
     card: str | None
     sha256: str
     warnings: tuple[Problem, ...] = ()
+    task: Task = field(default_factory=ExtractionTask)
 
     @property
     def labeled(self) -> bool:
@@ -136,7 +116,7 @@ def bundled_root() -> Path:
 def bundled_datasets() -> list[str]:
     """Names of the datasets shipped with quantgate."""
     root = bundled_root()
-    return sorted(p.name for p in root.iterdir() if (p / SCHEMA_FILE).is_file())
+    return sorted(p.name for p in root.iterdir() if (p / SCHEMA_FILE).is_file() or (p / TASK_FILE).is_file())
 
 
 def resolve_dataset(name_or_path: str | Path) -> Path:
@@ -149,39 +129,6 @@ def resolve_dataset(name_or_path: str | Path) -> Path:
         return bundled
     known = ", ".join(bundled_datasets())
     raise MissingInputError(f"no dataset directory {path} and no bundled dataset of that name ({known})")
-
-
-def _read_schema(path: Path, problems: list[Problem]) -> tuple[dict[str, Any], FieldSpec] | None:
-    file = path / SCHEMA_FILE
-    if not file.is_file():
-        problems.append(Problem(file=SCHEMA_FILE, message="missing"))
-        return None
-    try:
-        schema = loads_json(file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        problems.append(Problem(file=SCHEMA_FILE, message=f"not valid JSON: {exc}"))
-        return None
-    if not isinstance(schema, dict):
-        problems.append(Problem(file=SCHEMA_FILE, message="the schema must be a JSON object"))
-        return None
-    try:
-        utf8_encodable(schema)
-    except ValueError as exc:
-        problems.append(Problem(file=SCHEMA_FILE, message=str(exc)))
-        return None
-    try:
-        check_schema(schema)  # nesting bounded, patterns in RE2 syntax, then the metaschema
-    except SchemaError as exc:
-        field = error_path(exc.absolute_path)
-        problems.append(
-            Problem(file=SCHEMA_FILE, field=field, message=f"not a valid JSON Schema: {exc.message}")
-        )
-        return None
-    try:
-        return schema, parse_schema(schema)
-    except SchemaSupportError as exc:
-        problems.append(Problem(file=SCHEMA_FILE, field=exc.path or "<root>", message=exc.message))
-        return None
 
 
 def _read_lines(file: Path, problems: list[Problem]) -> Iterator[tuple[int, Case]]:
@@ -217,21 +164,8 @@ def _parse_case(name: str, lineno: int, line: str, problems: list[Problem]) -> C
         return None
 
 
-def validation_problems(exc: ValidationError, *, file: str, line: int | None) -> list[Problem]:
-    """One `Problem` per pydantic error, located by file, line and field."""
-    return [
-        Problem(
-            file=file,
-            line=line,
-            field=error_path(err["loc"]) if err["loc"] else None,
-            message=err["msg"].removeprefix("Value error, "),
-        )
-        for err in exc.errors()
-    ]
-
-
 def _read_cases(
-    file: Path, format_check: FormatEvaluator | None, seen: dict[str, str], problems: list[Problem]
+    file: Path, check: ExpectedCheck | None, seen: dict[str, str], problems: list[Problem]
 ) -> list[tuple[int, Case]]:
     cases = []
     for lineno, case in _read_lines(file, problems):
@@ -244,8 +178,8 @@ def _read_cases(
             )
             continue
         seen[case.id] = where
-        if case.expected is not None and format_check is not None:
-            for error in format_check.schema_errors(case.expected, prefix="expected"):
+        if case.expected is not None and check is not None:
+            for error in check(case.expected):
                 problems.append(Problem(file=file.name, line=lineno, field=error.path, message=error.message))
         cases.append((lineno, case))
     return cases
@@ -253,13 +187,13 @@ def _read_cases(
 
 def data_file_hashes(path: str | Path) -> dict[str, str]:
     """The sha256 of each data file of a dataset directory (schema, cases, examples) it holds."""
-    files = [Path(path) / name for name in (SCHEMA_FILE, CASES_FILE, EXAMPLES_FILE)]
+    files = [Path(path) / name for name in DATA_FILES]
     return {file.name: hashlib.sha256(file.read_bytes()).hexdigest() for file in files if file.is_file()}
 
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    for name in (SCHEMA_FILE, CASES_FILE, EXAMPLES_FILE):
+    for name in DATA_FILES:
         file = path / name
         if file.is_file():
             digest.update(name.encode() + b"\0" + file.read_bytes() + b"\0")
@@ -296,17 +230,17 @@ def check_dataset(
     if not root.is_dir():
         return None, [Problem(file=str(root), message="not a directory")]
     problems: list[Problem] = []
-    parsed = _read_schema(root, problems)
-    format_check = FormatEvaluator(schema=parsed[0]) if parsed else None
+    parsed = read_record_schema(root, problems)
+    check = ExpectedCheck(task=parsed.task, schema=parsed.schema) if parsed else None
     seen: dict[str, str] = {}
     case_lines: list[tuple[int, Case]] = []
     if (root / CASES_FILE).is_file():
-        case_lines = _read_cases(root / CASES_FILE, format_check, seen, problems)
+        case_lines = _read_cases(root / CASES_FILE, check, seen, problems)
     else:
         problems.append(Problem(file=CASES_FILE, message="missing"))
     example_lines: list[tuple[int, Case]] = []
     if (root / EXAMPLES_FILE).is_file():
-        example_lines = _read_cases(root / EXAMPLES_FILE, format_check, seen, problems)
+        example_lines = _read_cases(root / EXAMPLES_FILE, check, seen, problems)
     if skip_invalid_cases and parsed is not None:
         cases = _skip_invalid_lines(case_lines, CASES_FILE, problems)
         examples = _skip_invalid_lines(example_lines, EXAMPLES_FILE, problems)
@@ -322,13 +256,14 @@ def check_dataset(
     dataset = Dataset(
         name=root.resolve().name,
         path=root,
-        schema=parsed[0],
-        spec=parsed[1],
+        schema=parsed.schema,
+        spec=parsed.spec,
         cases=tuple(cases),
         examples=tuple(examples),
         card=card_file.read_text(encoding="utf-8") if card_file else None,
         sha256=_sha256(root),
         warnings=tuple(problems),
+        task=parsed.task,
     )
     return dataset, problems
 
@@ -362,6 +297,7 @@ def write_dataset(
     cases: Iterable[Case],
     examples: Iterable[Case] = (),
     card: str | None = None,
+    task: Task | None = None,
 ) -> Path:
     """Write a dataset directory in the standard format (the files are replaced).
 
@@ -371,13 +307,18 @@ def write_dataset(
         cases: The scored cases.
         examples: Few-shot examples; examples.jsonl is written only when there are some.
         card: The README.md text.
+        task: The task; a kind other than extraction writes task.json instead of schema.json
+            (its record schema is derived from the task).
 
     Returns:
         The directory (an `OSError`, on a full disk, names the file it could not write).
     """
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
-    _write_text(root / SCHEMA_FILE, json.dumps(schema, indent=2, ensure_ascii=False) + "\n")
+    if task is None or task.record_schema() is None:
+        _write_text(root / SCHEMA_FILE, json.dumps(schema, indent=2, ensure_ascii=False) + "\n")
+    else:
+        _write_text(root / TASK_FILE, task_json(task))
     _write_text(root / CASES_FILE, _jsonl(cases))
     example_text = _jsonl(examples)
     if example_text:

@@ -1,34 +1,38 @@
 """Scoring the gold against itself, and removing a field, on every real dataset we have."""
 
-import json
-
 import pytest
 
 from evaluators import CaseScorer, aggregate
 from quantgate.evaluate.predictions import PredictionLine, score_predictions
 from quantgate.inputs.dataset import Case, bundled_datasets, bundled_root
+from quantgate.inputs.task_file import read_record_schema
 from tests.conftest import SHARED_SETS, shared_set
 
 
-def _dataset_dirs():
-    return [pytest.param(bundled_root() / n, id=n) for n in bundled_datasets()] + [
+def _dataset_dirs(*, extraction_only=False):
+    bundled = [
+        n for n in bundled_datasets() if not extraction_only or (bundled_root() / n / "schema.json").is_file()
+    ]
+    return [pytest.param(bundled_root() / n, id=n) for n in bundled] + [
         pytest.param(n, id=f"shared:{n}") for n in SHARED_SETS
     ]
 
 
 def _read(path_or_name):
-    """Schema and labeled cases, read directly: a shared set with invalid gold still counts."""
+    """Task, record schema and labeled cases, read directly: a shared set with invalid gold still counts."""
     root = shared_set(path_or_name) if isinstance(path_or_name, str) else path_or_name
-    schema = json.loads((root / "schema.json").read_text())
+    problems = []
+    record = read_record_schema(root, problems)
+    assert record is not None, problems
     lines = (root / "cases.jsonl").read_text().splitlines()
     cases = [Case.model_validate_json(line) for line in lines if line.strip()]
-    return schema, [c for c in cases if c.expected is not None]
+    return record, [c for c in cases if c.expected is not None]
 
 
 @pytest.mark.parametrize("root", _dataset_dirs())
 def test_gold_scores_perfectly(root):
-    schema, cases = _read(root)
-    scorer = CaseScorer(schema=schema)
+    record, cases = _read(root)
+    scorer = CaseScorer(schema=record.schema, task=record.task)
     summary = aggregate(
         scorer(case_id=c.id, outputs=c.expected, reference_outputs=c.expected, tags=c.tags) for c in cases
     )
@@ -37,13 +41,12 @@ def test_gold_scores_perfectly(root):
     assert all(v == 1.0 for v in summary.slices.values())
 
 
-@pytest.mark.parametrize("root", _dataset_dirs())
+@pytest.mark.parametrize("root", _dataset_dirs(extraction_only=True))
 def test_removing_a_scalar_field_drops_it_to_the_null_share(root):
-    from evaluators import parse_schema
     from quantgate.inputs.dataset import Dataset
 
-    schema, cases = _read(root)
-    spec = parse_schema(schema)
+    record, cases = _read(root)
+    schema, spec = record.schema, record.spec
     dataset = Dataset(
         name="t",
         path=root if not isinstance(root, str) else shared_set(root),
