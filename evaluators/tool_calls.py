@@ -25,8 +25,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
-
 from evaluators.fields import FieldAccuracy, FieldScore, Outcome, score_fields
 from evaluators.format import FormatEvaluator
 from evaluators.matchers import DEFAULT_OPTIONS, MatchOptions
@@ -230,10 +228,11 @@ def score_tool_call_case(
 
 
 class ToolCallSummary(EvaluatorResult):
-    """The tool-calling figures of one variant's cases; None where no case measures a figure.
+    """The tool-calling figures of one variant's cases; None where no case measures a figure, and
+    all None for a task of another kind (the keys are unique among a variant summary's parts).
 
     Attributes:
-        cases: Cases scored (those with no record count as wrong everywhere they count).
+        tool_call_cases: Cases scored (those with no record count as wrong everywhere they count).
         tool_selection_accuracy: Share of cases with the right tool, or rightly no call.
         argument_accuracy: Mean argument score over the arguments of the cases where the right
             tool was called (every argument given on either side counts once).
@@ -245,10 +244,10 @@ class ToolCallSummary(EvaluatorResult):
             against the chosen tool's `parameters` (a tool not in the list is invalid).
     """
 
-    cases: int = 0
+    tool_call_cases: int | None = None
     tool_selection_accuracy: float | None = None
     argument_accuracy: float | None = None
-    argument_accuracy_by_name: dict[str, float] = Field(default_factory=dict)
+    argument_accuracy_by_name: dict[str, float] | None = None
     exact_call_rate: float | None = None
     abstention_accuracy: float | None = None
     false_abstention_rate: float | None = None
@@ -296,7 +295,7 @@ def summarize_tool_calls(
             by_name.setdefault(f"{(c.gold or {}).get('name')}.{argument}", []).append(score)
     evaluators = {name: FormatEvaluator(schema=p) for name, p in _tool_parameters(tools).items()}
     return ToolCallSummary(
-        cases=len(comparisons),
+        tool_call_cases=len(comparisons),
         tool_selection_accuracy=_share([c.right_tool for c in comparisons]),
         argument_accuracy=_mean([s for c in comparisons for s in c.arguments.values()]),
         argument_accuracy_by_name={name: sum(s) / len(s) for name, s in by_name.items()},

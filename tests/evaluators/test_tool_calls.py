@@ -196,7 +196,7 @@ def test_the_figures_over_a_variant_s_cases():
     summary = summarize_tool_calls(
         outputs=[o for o, _ in SUMMARY_CASES], reference_outputs=[g for _, g in SUMMARY_CASES], tools=TOOLS
     )
-    assert summary.cases == 7
+    assert summary.tool_call_cases == 7
     assert summary.tool_selection_accuracy == pytest.approx(3 / 7)  # cases 1, 2, 4
     assert summary.argument_accuracy == pytest.approx((1 + 1 + 0.8 + 1 + 0.5) / 5)
     assert summary.argument_accuracy_by_name == pytest.approx({
@@ -215,7 +215,9 @@ def test_the_figures_over_a_variant_s_cases():
 
 
 def test_a_figure_without_cases_is_none_never_zero():
-    assert summarize_tool_calls(outputs=[], reference_outputs=[], tools=TOOLS) == ToolCallSummary()
+    assert ToolCallSummary().model_dump() == dict.fromkeys(ToolCallSummary.model_fields)  # another kind's run
+    empty = summarize_tool_calls(outputs=[], reference_outputs=[], tools=TOOLS)
+    assert empty == ToolCallSummary(tool_call_cases=0, argument_accuracy_by_name={})
     only_calls = summarize_tool_calls(
         outputs=[NO_CALL], reference_outputs=[_call("get_weather", city="Lima")], tools=TOOLS
     )
