@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypeAlias, TypeVar
 from evaluators.errors import UsageError
 from quantgate.formatting import terminal_text
 from quantgate.inputs.dataset import Dataset, load_dataset
-from quantgate.inputs.gates import GATE_KEYS, Gates, load_gates
+from quantgate.inputs.gates import GATE_KEYS, Gates, load_gates, value_type
 from quantgate.inputs.prices import Prices, load_prices
 
 if TYPE_CHECKING:
@@ -156,17 +156,19 @@ def check_output_dir(out: Path, what: str = "--out") -> None:
 
 
 def add_gate_flags(parser: argparse.ArgumentParser) -> None:
-    """The gate flags of `run`, `decide` and `compare`: `--gates FILE` and one flag per gate."""
+    """The gate flags of `run`, `decide` and `compare`: `--gates FILE` and one flag per key of `Gates`,
+    its help the field's description."""
     group = parser.add_argument_group("gates (flags override the file; fractions: 0.05 = 5 points)")
-    group.add_argument(
-        "--gates", metavar="FILE.toml", help="gates file (see quantgate/inputs/gates.py for the keys)"
-    )
-    for key, info in Gates.model_fields.items():
-        if key == "format_version":
-            continue
-        kind = int if key.startswith("min_") and key.endswith("cases") else float
+    group.add_argument("--gates", metavar="FILE.toml", help="gates file: its keys are the flags below")
+    for key in GATE_KEYS:
+        info = Gates.model_fields[key]
+        default = "off" if info.default is None else info.default
+        described = " ".join((info.description or "").split()).replace("%", "%%")
         group.add_argument(
-            "--" + key.replace("_", "-"), type=kind, metavar="N", help=f"default: {info.default}"
+            "--" + key.replace("_", "-"),
+            type=value_type(key),
+            metavar="N",
+            help=f"{described} (default: {default})",
         )
 
 

@@ -2,13 +2,15 @@
 
 Every figure comes from the run's records (accuracy, validity, errors, latency) or, for
 memory, from the summary the run's sampler wrote. A gate whose figure was not measured
-is `not_measured`, never passed: a variant passes only on evidence.
+is `not_measured`, never passed: a variant passes only on evidence. `GATE_CHECKS` holds every
+gate's check, keyed by its field of `Gates`; `judge_variant` runs those whose threshold is set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from evaluators.comparison import Comparison, IntervalMethod, PairedDelta
 from evaluators.latency import latency_p95
@@ -159,6 +161,22 @@ def _limit(
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class GateEvidence:
+    """What one variant's gates are judged on (see `judge_variant`)."""
+
+    measured: Measured
+    comparison: Comparison | None
+    gates: Gates
+    is_reference: bool
+    method: IntervalMethod
+    embeddings: EmbeddingEntry | None
+
+
+GateCheck = Callable[[str, float, GateEvidence], list[GateResult]]
+"""A gate's check: (the gate's name, its threshold, the evidence) -> its results (usually one)."""
+
+
 def judge_variant(
     *,
     measured: Measured,
@@ -168,7 +186,7 @@ def judge_variant(
     method: IntervalMethod = "betting",
     embeddings: EmbeddingEntry | None = None,
 ) -> list[GateResult]:
-    """Every set gate's verdict for one variant.
+    """Every set gate's verdict for one variant, in the order of `GATE_CHECKS`.
 
     Args:
         measured: The variant's figures.
@@ -179,111 +197,130 @@ def judge_variant(
         method: How the comparison's intervals were computed (see `judge_drop`).
         embeddings: The variant's embedding figures (`run --embeddings`), for the embedding gates.
     """
+    evidence = GateEvidence(
+        measured=measured,
+        comparison=comparison,
+        gates=gates,
+        is_reference=is_reference,
+        method=method,
+        embeddings=embeddings,
+    )
     results: list[GateResult] = []
-    if gates.max_accuracy_drop is not None:
-        if is_reference:
-            results.append(_reference_drop("max_accuracy_drop", gates.max_accuracy_drop))
-        elif comparison is None:
-            results.append(
-                GateResult(
-                    gate="max_accuracy_drop",
-                    status="not_measured",
-                    value=None,
-                    threshold=-gates.max_accuracy_drop,
-                    evidence="no paired cases with the reference",
-                )
-            )
-        else:
-            results.append(
-                judge_drop(
-                    "max_accuracy_drop",
-                    comparison.overall,
-                    max_drop=gates.max_accuracy_drop,
-                    min_cases=gates.min_cases,
-                    method=method,
-                )
-            )
-    if gates.max_slice_accuracy_drop is not None and comparison is not None and not is_reference:
-        for tag, delta in comparison.slices.items():
-            if delta.cases >= gates.min_slice_cases:
-                results.append(
-                    judge_drop(
-                        f"max_slice_accuracy_drop[{tag}]",
-                        delta,
-                        max_drop=gates.max_slice_accuracy_drop,
-                        min_cases=gates.min_slice_cases,
-                        method=method,
-                    )
-                )
-    results.extend(_absolute_gates(measured, gates))
-    results.extend(_embedding_gates(embeddings, gates, is_reference=is_reference))
+    for gate, check in GATE_CHECKS.items():
+        threshold = getattr(gates, gate)
+        if threshold is not None:
+            results.extend(check(gate, float(threshold), evidence))
     return results
 
 
-def _embedding_gates(entry: EmbeddingEntry | None, gates: Gates, *, is_reference: bool) -> list[GateResult]:
-    """The embedding gates: the reference passes them by definition; a figure not measured is not passed."""
-    specs = [  # gate, value, threshold
-        ("min_neighbour_recall", entry.neighbour_recall_at_k if entry else None, gates.min_neighbour_recall),
-        ("min_cosine_p5", entry.cosine_p5 if entry else None, gates.min_cosine_p5),
+def _accuracy_drop(gate: str, max_drop: float, e: GateEvidence) -> list[GateResult]:
+    if e.is_reference:
+        return [_reference_drop(gate, max_drop)]
+    if e.comparison is None:
+        return [
+            GateResult(
+                gate=gate,
+                status="not_measured",
+                value=None,
+                threshold=-max_drop,
+                evidence="no paired cases with the reference",
+            )
+        ]
+    overall = e.comparison.overall
+    return [judge_drop(gate, overall, max_drop=max_drop, min_cases=e.gates.min_cases, method=e.method)]
+
+
+def _slice_accuracy_drops(gate: str, max_drop: float, e: GateEvidence) -> list[GateResult]:
+    if e.comparison is None or e.is_reference:
+        return []
+    min_cases = e.gates.min_slice_cases
+    return [
+        judge_drop(f"{gate}[{tag}]", delta, max_drop=max_drop, min_cases=min_cases, method=e.method)
+        for tag, delta in e.comparison.slices.items()
+        if delta.cases >= min_cases
     ]
-    results = []
-    for gate, value, threshold in specs:
-        if threshold is None:
-            continue
-        if is_reference:
-            results.append(
-                GateResult(
-                    gate=gate, status="pass", value=None, threshold=threshold, evidence="the reference itself"
-                )
-            )
-        else:
-            results.append(_limit(gate, value, threshold, upper=False, unit=""))
-    if gates.max_recall_drop is not None:
-        results.append(_recall_drop(entry, gates.max_recall_drop, is_reference=is_reference))
-    return results
 
 
-def _recall_drop(entry: EmbeddingEntry | None, max_drop: float, *, is_reference: bool) -> GateResult:
+def _limit_check(
+    figure: Callable[[GateEvidence], float | None],
+    *,
+    upper: bool,
+    unit: str = "",
+    interval: Callable[[GateEvidence], Interval | None] | None = None,
+    reference_passes: bool = False,
+) -> GateCheck:
+    """A gate on a figure: pass when it is at most (`upper`) or at least the threshold; with
+    `reference_passes`, the reference passes it by definition."""
+
+    def check(gate: str, threshold: float, e: GateEvidence) -> list[GateResult]:
+        if reference_passes and e.is_reference:
+            itself = "the reference itself"
+            return [GateResult(gate=gate, status="pass", value=None, threshold=threshold, evidence=itself)]
+        shown = interval(e) if interval else None
+        return [_limit(gate, figure(e), threshold, upper=upper, unit=unit, interval=shown)]
+
+    return check
+
+
+def _recall_drop(gate: str, max_drop: float, e: GateEvidence) -> list[GateResult]:
     """Pass: the paired interval's low end is above -max_drop; fail: its high end is below."""
-    if is_reference:
-        return _reference_drop("max_recall_drop", max_drop)
+    entry = e.embeddings
+    if e.is_reference:
+        return [_reference_drop(gate, max_drop)]
     interval = entry.recall_delta_interval if entry else None
     if entry is None or entry.recall_delta is None or interval is None:
         why = "no embedding figures" if entry is None else "no relevance labels (a corpus of case texts)"
-        return GateResult(
-            gate="max_recall_drop", status="not_measured", value=None, threshold=-max_drop, evidence=why
-        )
+        return [GateResult(gate=gate, status="not_measured", value=None, threshold=-max_drop, evidence=why)]
     if interval.low >= -max_drop:
         status: GateStatus = "pass"
     elif interval.high < -max_drop:
         status = "fail"
     else:
         status = "inconclusive"
-    return GateResult(
-        gate="max_recall_drop",
-        status=status,
-        value=entry.recall_delta,
-        threshold=-max_drop,
-        interval=interval,
-        evidence=f"recall@{entry.k} {points(entry.recall_delta, ' pts')} over {entry.queries} queries, "
-        f"CI [{points(interval.low)}, {points(interval.high)}] against -{max_drop * 100:.1f}",
-    )
-
-
-def _absolute_gates(measured: Measured, gates: Gates) -> list[GateResult]:
-    validity = proportion_interval(measured.format_valid, measured.cases, confidence=gates.confidence)
-    errors = proportion_interval(measured.errors, measured.cases, confidence=gates.confidence)
-    specs = [  # gate, measured value, threshold, is an upper limit, unit, interval
-        ("min_format_validity", measured.format_validity, gates.min_format_validity, False, "", validity),
-        ("max_error_rate", measured.error_rate, gates.max_error_rate, True, "", errors),
-        ("max_memory_mb", measured.memory_mb, gates.max_memory_mb, True, " MiB", None),
-        ("max_p95_latency_s", measured.latency_s_p95, gates.max_p95_latency_s, True, " s", None),
-    ]
     return [
-        _limit(gate, value, threshold, upper=upper, unit=unit, interval=interval)
-        for gate, value, threshold, upper, unit, interval in specs
-        if threshold is not None
+        GateResult(
+            gate=gate,
+            status=status,
+            value=entry.recall_delta,
+            threshold=-max_drop,
+            interval=interval,
+            evidence=f"recall@{entry.k} {points(entry.recall_delta, ' pts')} over {entry.queries} queries, "
+            f"CI [{points(interval.low)}, {points(interval.high)}] against -{max_drop * 100:.1f}",
+        )
     ]
+
+
+def _wilson(e: GateEvidence, count: int) -> Interval | None:
+    """The Wilson interval of a count of the variant's cases, at the gates' confidence."""
+    return proportion_interval(count, e.measured.cases, confidence=e.gates.confidence)
+
+
+GATE_CHECKS: Mapping[str, GateCheck] = MappingProxyType(
+    {
+        "max_accuracy_drop": _accuracy_drop,
+        "max_slice_accuracy_drop": _slice_accuracy_drops,
+        "min_format_validity": _limit_check(
+            lambda e: e.measured.format_validity,
+            upper=False,
+            interval=lambda e: _wilson(e, e.measured.format_valid),
+        ),
+        "max_error_rate": _limit_check(
+            lambda e: e.measured.error_rate, upper=True, interval=lambda e: _wilson(e, e.measured.errors)
+        ),
+        "max_memory_mb": _limit_check(lambda e: e.measured.memory_mb, upper=True, unit=" MiB"),
+        "max_p95_latency_s": _limit_check(lambda e: e.measured.latency_s_p95, upper=True, unit=" s"),
+        "min_neighbour_recall": _limit_check(
+            lambda e: e.embeddings.neighbour_recall_at_k if e.embeddings else None,
+            upper=False,
+            reference_passes=True,
+        ),
+        "min_cosine_p5": _limit_check(
+            lambda e: e.embeddings.cosine_p5 if e.embeddings else None, upper=False, reference_passes=True
+        ),
+        "max_recall_drop": _recall_drop,
+    }
+)
+"""Every gate's check, keyed by its `Gates` field (`THRESHOLD_KEYS`), in the order its results are listed."""
 
 
 def passes(results: Sequence[GateResult]) -> bool:

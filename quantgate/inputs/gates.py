@@ -1,21 +1,8 @@
 """Gates: the thresholds a variant must meet to replace the reference, from TOML and flags.
 
-A gates file is flat TOML; every key is optional and falls back to the default below:
-
-    format_version = 1
-    max_accuracy_drop = 0.05        # overall field accuracy, fraction (0.05 = 5 points)
-    max_slice_accuracy_drop = 0.10  # per slice with at least min_slice_cases cases
-    min_format_validity = 0.90
-    max_error_rate = 0.05
-    max_memory_mb = 2048            # peak RSS of the process holding the model
-    max_p95_latency_s = 20
-    min_neighbour_recall = 0.8      # embeddings (run --embeddings): share of the reference's top-k kept
-    min_cosine_p5 = 0.95            # embeddings: 5th percentile of cosine similarity to the reference
-    max_recall_drop = 0.05          # embeddings with relevance labels: recall@k drop vs the reference
-    equivalence_margin = 0.02
-    min_cases = 30
-    min_slice_cases = 20
-    confidence = 0.95
+A gates file is flat TOML whose keys are the fields of `Gates` below, each optional, each with its
+default; docs/decision.md#gates shows a file with every key. Each key is also a flag of `run`, `decide`
+and `compare` (`--max-accuracy-drop`), whose help is the field's docstring.
 
 Values are typed strictly: a number must be a TOML number (`"0.05"` and `true` are refused, an
 integer is taken as a float) and finite (no `inf` or `nan`). Accuracy, validity and rates are
@@ -27,7 +14,7 @@ gate, by setting it to its loosest value (1.0 for a drop or a rate, 0.0 for vali
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -46,49 +33,68 @@ class GatesError(UsageError):
 class Gates(BaseModel):
     """Thresholds and the statistics settings they are judged with.
 
-    Attributes:
-        max_accuracy_drop: Largest tolerated drop of overall field accuracy vs the reference.
-            Passes only when the lower bound of the paired bootstrap interval of the delta
-            is above minus this value: the data must show the drop is small.
-        max_slice_accuracy_drop: The same per slice (tag), for slices with at least
-            `min_slice_cases` paired cases; smaller slices are reported, not gated.
-        min_format_validity: Lowest share of outputs that parse and match the schema.
-        max_error_rate: Highest share of cases that ended in an error (invalid output
-            after repairs, or a backend failure).
-        max_memory_mb: Highest peak memory (MiB) of the process that holds the model.
-        max_p95_latency_s: Highest 95th percentile of a case's end-to-end time.
-        min_neighbour_recall: Lowest share of the reference's exact top-k neighbours that the
-            variant's own top k keeps (`run --embeddings`).
-        min_cosine_p5: Lowest 5th percentile of the cosine similarity between the variant's and
-            the reference's embedding of the same text.
-        max_recall_drop: Largest tolerated drop of recall@k against relevance labels; passes only
-            when the lower bound of the paired bootstrap interval is above minus this value.
-        equivalence_margin: Margin of the equivalence verdicts.
-        min_cases: Fewer paired cases than this make accuracy verdicts inconclusive (a
-            percentile bootstrap interval over a handful of cases is too narrow to trust).
-        min_slice_cases: Slices with fewer paired cases are not gated.
-        confidence: Coverage of every confidence interval.
+    Each threshold is a gate, judged by the check of its name in `quantgate.decide.checks.GATE_CHECKS`;
+    None switches it off. The settings (`SETTING_KEYS`) say how the gates are judged. Each field's
+    docstring is its description: the help of its flag and of the JSON Schemas.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=True, allow_inf_nan=False, use_attribute_docstrings=True
+    )
 
     format_version: Literal[1] = 1
     max_accuracy_drop: Fraction | None = 0.05
+    """Largest tolerated drop of overall field accuracy vs the reference (0.05: 5 points); passes only
+    when the lower bound of the paired interval of the delta is at or above minus this value."""
     max_slice_accuracy_drop: Fraction | None = 0.10
+    """The same per slice (tag), for slices with at least min_slice_cases paired cases; smaller slices
+    are reported, not gated."""
     min_format_validity: Fraction | None = 0.90
+    """Lowest share of outputs that parse and match the schema."""
     max_error_rate: Fraction | None = 0.05
+    """Highest share of cases that ended in an error (invalid output after repairs, or a backend
+    failure)."""
     max_memory_mb: Annotated[float, Field(gt=0)] | None = None
+    """Highest peak memory (MiB) of the process that holds the model."""
     max_p95_latency_s: Annotated[float, Field(gt=0)] | None = None
+    """Highest 95th percentile of a case's end-to-end time (seconds)."""
     min_neighbour_recall: Fraction | None = None
+    """Lowest share of the reference's exact top-k neighbours that the variant's own top k keeps
+    (run --embeddings)."""
     min_cosine_p5: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
+    """Lowest 5th percentile of the cosine similarity between the variant's and the reference's
+    embedding of the same text (run --embeddings)."""
     max_recall_drop: Fraction | None = None
+    """Largest tolerated drop of recall@k against relevance labels (run --embeddings); passes only when
+    the lower bound of the paired interval is at or above minus this value."""
     equivalence_margin: Fraction = 0.02
+    """Margin of the equivalence verdicts."""
     min_cases: Annotated[int, Field(ge=1)] = 30
+    """Fewer paired cases than this make accuracy verdicts of a fixed sample inconclusive."""
     min_slice_cases: Annotated[int, Field(ge=1)] = 20
+    """Slices with fewer paired cases are not gated."""
     confidence: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
+    """Coverage of every confidence interval."""
 
 
 GATE_KEYS = tuple(k for k in Gates.model_fields if k != "format_version")
+"""Every key of a gates file (and flag), thresholds and settings, in the model's order."""
+SETTING_KEYS = ("equivalence_margin", "min_cases", "min_slice_cases", "confidence")
+"""The keys that set how the gates are judged (margin, case minimums, coverage), not gates themselves."""
+THRESHOLD_KEYS = tuple(k for k in GATE_KEYS if k not in SETTING_KEYS)
+"""The gates: each a threshold judged by its check in `quantgate.decide.checks.GATE_CHECKS`."""
+
+
+def value_type(key: str) -> type[int] | type[float]:
+    """The number type of a key's values (`int` for the case counts, else `float`): what its flag
+    parses the command line's text with."""
+    stack = [Gates.model_fields[key].annotation]
+    while stack:
+        annotation = stack.pop()
+        if annotation is int:
+            return int
+        stack.extend(get_args(annotation))
+    return float
 
 
 def load_gates(path: str | Path | None = None, *, overrides: dict[str, Any] | None = None) -> Gates:
