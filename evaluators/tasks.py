@@ -188,9 +188,15 @@ class ToolCallingTask(_TaskModel):
 
 
 class GenerationTask(_TaskModel):
-    """Write a text (a summary, a description from data, ...), scored against a gold text."""
+    """Write a text (a summary, a description from data, ...), scored against a gold text.
+
+    Attributes:
+        instruction: What to write, opening the prompt ("Write a one-sentence description of
+            the restaurant from its attributes."); None: a generic instruction.
+    """
 
     kind: Literal["generation"] = "generation"
+    instruction: Annotated[str, Field(min_length=1)] | None = None
 
     def record_schema(self) -> dict[str, Any]:
         """`{"text": <the generated text>}`."""
@@ -287,7 +293,7 @@ def _check_classification(task: ClassificationTask, expected: Mapping[str, Any])
             message=f"{label!r} is not one of the {len(task.labels)} labels in task.json",
         )
         for label in values
-        if isinstance(label, str) and label not in task.labels
+        if label not in task.labels
     ]
 
 

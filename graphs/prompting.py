@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from evaluators.schema import FieldSpec, parse_schema
-from evaluators.tasks import ClassificationTask, ExtractionTask, Task, ToolCallingTask
+from evaluators.tasks import ClassificationTask, ExtractionTask, GenerationTask, Task, ToolCallingTask
 
 _KIND_HINTS = {
     "number": "a number",
@@ -61,35 +61,42 @@ def instructions(schema: Mapping[str, Any]) -> str:
 
 
 def _classification(task: ClassificationTask, schema: Mapping[str, Any]) -> str:
+    labels = [f"- {label}" for label in task.labels]
     if task.multi_label:
-        header = (
-            "Classify the text with every label that applies, from these labels. Answer with one JSON "
-            'object: {"labels": [the labels]}, [] when none applies.'
+        return "\n".join(
+            [
+                "Classify the text with every label that applies, from these labels:",
+                *labels,
+                'Answer with one JSON object: {"labels": [the labels that apply]}, or {"labels": []} '
+                "when none applies.",
+            ]
         )
-    else:
-        header = (
-            'Classify the text into one of these labels. Answer with one JSON object: {"label": "the label"}.'
-        )
-    return "\n".join([header, *(f"- {label}" for label in task.labels)])
+    return "\n".join(
+        [
+            "Classify the text into one of these labels:",
+            *labels,
+            'Answer with one JSON object: {"label": "the label"}.',
+        ]
+    )
 
 
 def _tool_calling(task: ToolCallingTask, schema: Mapping[str, Any]) -> str:
-    header = (
-        "Choose the tool that does what the text asks, and its arguments, from these tools. Answer with "
-        'one JSON object: {"call": {"name": "the tool\'s name", "arguments": {its parameters}}}, or '
-        '{"call": null} when no tool fits.'
-    )
-    lines = [header]
+    lines = ["Call the tool that does what the text asks, with its arguments, choosing from these tools:"]
     for tool in task.tools:
         function = tool.function
         description = f": {function.description}" if function.description else ""
         parameters = json.dumps(function.parameters, ensure_ascii=False)
         lines.append(f"- {function.name}{description}\n  parameters: {parameters}")
+    lines.append(
+        'Answer with one JSON object: {"call": {"name": "the tool\'s name", "arguments": {its parameters}}}, '
+        'or {"call": null} when no tool fits.'
+    )
     return "\n".join(lines)
 
 
-def _generation(task: Task, schema: Mapping[str, Any]) -> str:
-    return 'Write the text that the input asks for. Answer with one JSON object: {"text": "the text"}.'
+def _generation(task: GenerationTask, schema: Mapping[str, Any]) -> str:
+    instruction = task.instruction or "Write the text that the input asks for."
+    return f'{instruction} Answer with one JSON object: {{"text": "the text"}}.'
 
 
 TASK_INSTRUCTIONS: dict[str, Callable[[Any, Mapping[str, Any]], str]] = {

@@ -6,6 +6,7 @@ and a tiny dataset of five cases written from them (no real model anywhere).
 - `SCHEMA` and `GOOD`: an invoice schema and a valid record of it.
 - `write_tiny_dataset` writes them as a dataset (the `dataset` fixture in `tests/conftest.py`).
 - `TOTAL_SCHEMA`, `case` and `write_dataset`: a two-field schema and datasets written case by case.
+- `CLASSIFICATION_TASK` and `write_classification_dataset`: a three-label classification dataset.
 """
 
 from __future__ import annotations
@@ -179,14 +180,18 @@ TOTAL_SCHEMA: dict[str, Any] = {
 def write_dataset(
     root: Path,
     lines: list[Any],
-    schema: dict[str, Any] | str = TOTAL_SCHEMA,
+    schema: dict[str, Any] | str | None = TOTAL_SCHEMA,
     examples: list[dict[str, Any]] | None = None,
     card: bool = True,
+    task: dict[str, Any] | str | None = None,
 ) -> Path:
     """Write a dataset into `root`: `lines` (dicts, or raw text for broken lines) as cases.jsonl,
-    `schema` (a dict, or raw text), `examples` when given, and a dataset card unless `card` is off."""
+    `schema` (a dict, or raw text; None: no schema.json), `task` as task.json when given (a dict,
+    or raw text), `examples` when given, and a dataset card unless `card` is off."""
     root.mkdir(parents=True, exist_ok=True)
-    (root / "schema.json").write_text(schema if isinstance(schema, str) else json.dumps(schema))
+    for name, content in (("schema.json", schema), ("task.json", task)):
+        if content is not None:
+            (root / name).write_text(content if isinstance(content, str) else json.dumps(content))
     (root / "cases.jsonl").write_text(
         "\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n"
     )
@@ -195,6 +200,23 @@ def write_dataset(
     if card:
         (root / "README.md").write_text("# test set\n")
     return root
+
+
+LABELS = ["card_arrival", "card_lost", "top_up_failed"]
+"""The labels of `CLASSIFICATION_TASK`."""
+
+CLASSIFICATION_TASK: dict[str, Any] = {"kind": "classification", "labels": LABELS}
+"""A task.json of a three-label classification."""
+
+
+def write_classification_dataset(root: Path, golds: list[str], **options: Any) -> Path:
+    """Write a classification dataset of `CLASSIFICATION_TASK` into `root`: case `c<i>` with text
+    `text <i>` and gold label `golds[i]`, and one example; `options` go to `write_dataset`."""
+    lines = [{"id": f"c{i}", "text": f"text {i}", "expected": {"label": g}} for i, g in enumerate(golds)]
+    examples = [{"id": "e0", "text": "where is my card", "expected": {"label": "card_arrival"}}]
+    return write_dataset(
+        root, lines, **{"schema": None, "task": CLASSIFICATION_TASK, "examples": examples, **options}
+    )
 
 
 def case(i: int, total: Any = 1.0, **extra: Any) -> dict[str, Any]:

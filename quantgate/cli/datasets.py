@@ -8,8 +8,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evaluators.tasks import ClassificationTask, Task, ToolCallingTask
 from quantgate.formatting import terminal_text
-from quantgate.inputs.dataset import bundled_datasets, check_dataset, load_dataset, resolve_dataset
+from quantgate.inputs.dataset import (
+    SCHEMA_FILE,
+    bundled_datasets,
+    check_dataset,
+    load_dataset,
+    resolve_dataset,
+)
+from quantgate.inputs.task_file import TASK_FILE
 
 if TYPE_CHECKING:
     from quantgate.cli.common import Commands
@@ -34,19 +42,30 @@ def _check(args: argparse.Namespace) -> int:
         else:
             labeled = sum(c.expected is not None for c in dataset.cases)
             counts = f"{len(dataset.cases)} cases ({labeled} labeled), {len(dataset.examples)} examples"
-            print(terminal_text(f"ok   {path}: {counts}"))
-            _say_unenforced(path, dataset.schema)
+            print(terminal_text(f"ok   {path}: {task_summary(dataset.task)}; {counts}"))
+            source = SCHEMA_FILE if dataset.task.record_schema() is None else f"{TASK_FILE} (derived schema)"
+            _say_unenforced(path, dataset.schema, source)
     return 1 if failed else 0
 
 
-def _say_unenforced(path: Path, schema: Mapping[str, Any]) -> None:
+def task_summary(task: Task) -> str:
+    """The task in a few words: `extraction`, `classification, 77 labels`, `tool_calling, 3 tools`."""
+    if isinstance(task, ClassificationTask):
+        multi = ", multi-label" if task.multi_label else ""
+        return f"{task.kind}, {len(task.labels)} labels{multi}"
+    if isinstance(task, ToolCallingTask):
+        return f"{task.kind}, {len(task.tools)} tools"
+    return task.kind
+
+
+def _say_unenforced(path: Path, schema: Mapping[str, Any], source: str) -> None:
     """Warn of the schema keywords each embedded grammar engine cannot enforce (not an error:
     outputs may break them, and the run says so too)."""
     from quantgate.backends.schema_grammar import GRAMMAR_ENGINES, unenforced_keywords
 
     for engine in GRAMMAR_ENGINES:
         for keyword in unenforced_keywords(schema, engine=engine):
-            warning = f"warning: {path}/schema.json: the {engine} grammar does not enforce {keyword}"
+            warning = f"warning: {path}/{source}: the {engine} grammar does not enforce {keyword}"
             print(terminal_text(warning), file=sys.stderr)
 
 
@@ -54,7 +73,8 @@ def _list(args: argparse.Namespace) -> int:
     for name in bundled_datasets():
         dataset = load_dataset(name)
         tags = sorted({t for c in dataset.cases for t in c.tags})
-        print(f"{name:<20} {len(dataset.cases):>4} cases   tags: {', '.join(tags)}")
+        kind = task_summary(dataset.task)
+        print(f"{name:<20} {len(dataset.cases):>4} cases   {kind}   tags: {', '.join(tags)}")
     return 0
 
 

@@ -66,7 +66,7 @@ def dataset_info(
     dataset: Dataset, cases: int, *, full: bool = True, copy_sha256: dict[str, str] | None = None
 ) -> DatasetInfo:
     """The summary's `dataset` part: which file, its hash, how many of its cases were used, and
-    the hashes of the run's copy of it (`copy_sha256`: file name -> sha256)."""
+    the hashes of the run's copy of it (`copy_sha256`: file name -> sha256), and its task kind."""
     return DatasetInfo(
         name=dataset.name,
         path=str(dataset.path),
@@ -75,6 +75,7 @@ def dataset_info(
         cases_in_dataset=len(dataset.cases) if full else None,
         labeled=dataset.labeled if full else None,
         copy_sha256=copy_sha256,
+        task=dataset.task.kind,
     )
 
 

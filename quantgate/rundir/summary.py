@@ -176,6 +176,11 @@ class DatasetInfo(RunFileModel):
         "schema.json, cases.jsonl, examples.jsonl) as the run wrote it; `--resume` refuses a copy "
         "changed since. None: written before summary format 6.",
     )
+    task: str | None = Field(
+        default=None,
+        description="The dataset's task kind (its task.json, docs/tasks.md): extraction, classification, "
+        "tool_calling or generation. None: written before task kinds existed (extraction).",
+    )
 
 
 class BaselineFieldEntry(RunFileModel):

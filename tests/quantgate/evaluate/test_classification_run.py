@@ -1,0 +1,108 @@
+"""A classification dataset through a whole run with fake chat models: `run_evaluation`, then
+`decide`, `report`, and `resume` of an interrupted run; the field accuracy is the label accuracy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evaluators.tasks import ClassificationTask
+from quantgate.analysis.report import write_report
+from quantgate.decide.recommendation import decide
+from quantgate.evaluate.evaluation_run import RunOptions, resume_evaluation, run_evaluation
+from quantgate.inputs.dataset import load_dataset
+from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.rundir.store import load_run, read_records, read_summary
+from tests.fakes import LABELS, QueuedChatModel, write_classification_dataset
+
+GOLDS = ["card_lost", "card_arrival", "top_up_failed", "card_lost", "card_arrival", "card_lost"]
+QUANT_WRONG = {"text 1": "card_lost", "text 4": "top_up_failed"}
+"""The quantized variant's wrong labels: 4 of the 6 cases right, a label accuracy of 4/6."""
+
+
+def _answer(label: str) -> str:
+    return json.dumps({"label": label})
+
+
+def _variants(*, stop_quant_at: str | None = None) -> VariantSet:
+    right = {f"text {i}": _answer(gold) for i, gold in enumerate(GOLDS)}
+    quant = {**right, **{text: _answer(label) for text, label in QUANT_WRONG.items()}}
+    if stop_quant_at is not None:
+        quant[stop_quant_at] = KeyboardInterrupt()  # type: ignore[assignment]
+    return VariantSet(
+        reference="ref",
+        variants=[
+            Variant.from_chat_model(
+                "ref", QueuedChatModel(outputs=["{}"], by_text=right), quantization="F16"
+            ),
+            Variant.from_chat_model(
+                "quant", QueuedChatModel(outputs=["{}"], by_text=quant), quantization="Q4"
+            ),
+        ],
+    )
+
+
+def _options(tmp_path):
+    return RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False)
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    return load_dataset(write_classification_dataset(tmp_path / "banking", GOLDS))
+
+
+def test_a_classification_run_scores_label_accuracy_and_is_decided(dataset, tmp_path):
+    run_dir = run_evaluation(dataset, _variants(), options=_options(tmp_path))
+    summary = read_summary(run_dir)
+    assert summary.dataset.task == "classification"
+    ref, quant = summary.variants
+    assert (ref.field_accuracy, ref.format_validity) == (1.0, 1.0)
+    assert quant.field_accuracy == pytest.approx(4 / 6)  # label accuracy, counted by hand
+    assert quant.fields == {"label": pytest.approx(4 / 6)}
+    assert quant.agreement_with_reference == pytest.approx(4 / 6)
+    assert summary.baselines is not None
+    assert summary.baselines.majority == pytest.approx(3 / 6)  # always card_lost: right on 3 of 6
+    quant_records = {r.case_id: r for r in read_records(run_dir) if r.variant == "quant"}
+    assert {case_id: r.fields["label"] for case_id, r in quant_records.items()} == {
+        "c0": 1.0, "c1": 0.0, "c2": 1.0, "c3": 1.0, "c4": 0.0, "c5": 1.0
+    }  # fmt: skip
+    assert quant_records["c1"].outcomes["label"] == "wrong"
+
+    copy = run_dir / "dataset"
+    assert sorted(p.name for p in copy.iterdir()) == [
+        "README.md",
+        "cases.jsonl",
+        "examples.jsonl",
+        "task.json",
+    ]
+    assert load_dataset(copy).task == ClassificationTask(labels=tuple(LABELS))
+
+    decision = decide(run_dir)
+    comparison = decision.variants["quant"].comparison
+    assert comparison is not None
+    assert comparison.overall.cases == 6
+    assert comparison.overall.reference == 1.0
+    assert comparison.overall.variant == pytest.approx(4 / 6)
+    assert comparison.overall.delta == pytest.approx(-2 / 6)
+    assert comparison.overall.reference_only == 2  # c1 and c4: right for the reference only
+    assert decision.recommended == "ref"
+    assert [r.case_id for r in decision.variants["quant"].regressions] == ["c1", "c4"]
+    exported = load_dataset(run_dir / "regressions" / "quant")
+    assert isinstance(exported.task, ClassificationTask)
+
+    report = write_report(run_dir).read_text()
+    assert "card_lost" in report  # a failed case's gold and predicted label are shown
+
+
+def test_an_interrupted_classification_run_is_resumed(dataset, tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        run_evaluation(dataset, _variants(stop_quant_at="text 3"), options=_options(tmp_path))
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert read_summary(run_dir).status == "interrupted"
+    resume_evaluation(run_dir, variant_set=_variants(), progress=False)
+    summary = load_run(run_dir).summary
+    assert summary.status == "complete"
+    quant = summary.entry("quant")
+    assert quant is not None
+    assert quant.field_accuracy == pytest.approx(4 / 6)
