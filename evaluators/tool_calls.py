@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pydantic import Field
+
 from evaluators.fields import FieldAccuracy, FieldScore, Outcome, score_fields
 from evaluators.format import FormatEvaluator
 from evaluators.matchers import DEFAULT_OPTIONS, MatchOptions
@@ -244,14 +246,28 @@ class ToolCallSummary(EvaluatorResult):
             against the chosen tool's `parameters` (a tool not in the list is invalid).
     """
 
-    tool_call_cases: int | None = None
-    tool_selection_accuracy: float | None = None
-    argument_accuracy: float | None = None
-    argument_accuracy_by_name: dict[str, float] | None = None
-    exact_call_rate: float | None = None
-    abstention_accuracy: float | None = None
-    false_abstention_rate: float | None = None
-    schema_validity: float | None = None
+    tool_call_cases: int | None = Field(
+        default=None, description="Tool-calling cases scored, including those without a record."
+    )
+    tool_selection_accuracy: float | None = Field(
+        default=None, description="Share of cases with the right tool, or rightly no call."
+    )
+    argument_accuracy: float | None = Field(
+        default=None, description="Mean argument score where the right tool was called."
+    )
+    argument_accuracy_by_name: dict[str, float] | None = Field(
+        default=None, description="Mean argument score per argument, keyed `tool.argument`."
+    )
+    exact_call_rate: float | None = Field(default=None, description="Share of cases with the exact call.")
+    abstention_accuracy: float | None = Field(
+        default=None, description="Share with no call, of the cases whose gold is no call."
+    )
+    false_abstention_rate: float | None = Field(
+        default=None, description="Share with no call, of the cases whose gold is a call."
+    )
+    schema_validity: float | None = Field(
+        default=None, description="Share of the calls whose arguments are valid for the chosen tool."
+    )
 
 
 def _share(flags: Sequence[bool]) -> float | None:
