@@ -19,6 +19,7 @@ that they are as precise as the figures they are compared with.
 from __future__ import annotations
 
 from evaluators.comparison import AgreementSummary
+from evaluators.rates import proportion
 from evaluators.statistics import proportion_interval
 from quantgate.decide.checks import Measured
 from quantgate.inputs.gates import Gates
@@ -29,33 +30,35 @@ MEMORY_HEADROOM = 1.2
 
 
 def _rate_signals(measured: Measured, gates: Gates) -> list[RollbackSignal]:
-    signals = []
-    level = f"{gates.confidence:.0%}"
-    validity = proportion_interval(measured.format_valid, measured.cases, confidence=gates.confidence)
-    if validity is not None and measured.format_validity is not None:
-        floor = gates.min_format_validity or 0.0
-        signals.append(
-            RollbackSignal(
-                metric="format_validity",
-                direction="below",
-                threshold=max(validity.low, floor),
-                measured=measured.format_validity,
-                derivation=f"max(Wilson {level} lower bound {validity.low:.3f}, gate {floor:.3f})",
-            )
+    """Validity and error rate: the Wilson bound of the measured share, never looser than the gate."""
+    floor = gates.min_format_validity or 0.0
+    ceiling = 1.0 if gates.max_error_rate is None else gates.max_error_rate
+    return [
+        *_rate_signal("format_validity", measured.format_valid, measured.cases, floor, gates.confidence),
+        *_rate_signal("error_rate", measured.errors, measured.cases, ceiling, gates.confidence, above=True),
+    ]
+
+
+def _rate_signal(
+    metric: str, count: int, cases: int, limit: float, confidence: float, *, above: bool = False
+) -> list[RollbackSignal]:
+    """A share of the cases: a signal when it rises above its interval's upper bound (`above`) or
+    falls below its lower bound, the bound capped by the gate's `limit`."""
+    interval = proportion_interval(count, cases, confidence=confidence)
+    share = proportion(count, cases)
+    if interval is None or share is None:
+        return []
+    side, bound = ("upper", interval.high) if above else ("lower", interval.low)
+    pick = "min" if above else "max"
+    return [
+        RollbackSignal(
+            metric=metric,
+            direction="above" if above else "below",
+            threshold=min(bound, limit) if above else max(bound, limit),
+            measured=share,
+            derivation=f"{pick}(Wilson {confidence:.0%} {side} bound {bound:.3f}, gate {limit:.3f})",
         )
-    errors = proportion_interval(measured.errors, measured.cases, confidence=gates.confidence)
-    if errors is not None and measured.error_rate is not None:
-        ceiling = gates.max_error_rate if gates.max_error_rate is not None else 1.0
-        signals.append(
-            RollbackSignal(
-                metric="error_rate",
-                direction="above",
-                threshold=min(errors.high, ceiling),
-                measured=measured.error_rate,
-                derivation=f"min(Wilson {level} upper bound {errors.high:.3f}, gate {ceiling:.3f})",
-            )
-        )
-    return signals
+    ]
 
 
 def _headroom_signal(
