@@ -14,7 +14,6 @@ import random
 import re
 from collections.abc import Iterator
 from datetime import date, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -139,18 +138,6 @@ def test_an_annotation_only_format_is_not_named():
 
 
 # --- random walks through the real grammar -------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from quantgate.ladder.quantize import default_source
-
-    return default_source(tmp_path_factory.mktemp("vocab"))
-
-
-@pytest.fixture(scope="module", params=["gbnf", "llguidance"])
-def walker(request: pytest.FixtureRequest, gguf: Path) -> Walker:
-    return Walker.open(request.param, gguf)
 
 
 def _json_path(parts: Any) -> str:

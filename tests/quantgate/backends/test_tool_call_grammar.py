@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,18 +50,6 @@ def _bundled_task() -> ToolCallingTask:
     task = parse_task(json.loads((bundled_root() / "tool-calls" / "task.json").read_text(encoding="utf-8")))
     assert isinstance(task, ToolCallingTask)
     return task
-
-
-@pytest.fixture(scope="module")
-def gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from quantgate.ladder.quantize import default_source
-
-    return default_source(tmp_path_factory.mktemp("vocab"))
-
-
-@pytest.fixture(scope="module", params=["gbnf", "llguidance"])
-def walker(request: pytest.FixtureRequest, gguf: Path) -> Walker:
-    return Walker.open(request.param, gguf)
 
 
 def _feed(walker: Walker, schema: dict[str, Any], text: str) -> tuple[str, bool]:
