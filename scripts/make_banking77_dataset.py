@@ -5,8 +5,9 @@
 
 The input is `banking_data/train.csv` of https://github.com/PolyAI-LDN/task-specific-datasets
 (CC BY 4.0; columns `text`, `category`). For each chosen intent, `--per-label` rows are drawn
-with a fixed seed as cases, and one more row as its few-shot example (drawn among the rows of 4
-to 14 words, so that the prompt's examples are plain questions; never scored). Texts are kept as
+with a fixed seed as cases; its few-shot examples (never scored) are the rows `EXAMPLE_ROWS`
+chosen by hand, or else one more row drawn among those of 4 to 14 words. The examples are
+written round-robin across the labels, in a seeded label order. Texts are kept as
 they are. A case's id is `banking77-train-N`, N the row's number among the CSV's data rows
 (from 1, the header not counted). The cases are written round-robin across the labels, in a
 seeded order within each, so that any first N cases (`quantgate run --limit N`) are balanced.
@@ -37,6 +38,18 @@ LABELS = (
     "age_limit",
 )
 """The default intents: distinct topics whose names say what they are."""
+EXAMPLE_ROWS: dict[str, tuple[int, ...]] = {
+    "card_arrival": (18, 43),
+    "change_pin": (6884, 6888),
+    "exchange_rate": (315, 303),
+    "lost_or_stolen_card": (1488, 1493),
+    "terminate_account": (6156, 6146),
+    "top_up_failed": (8469, 8472),
+    "cash_withdrawal_charge": (9340, 9346),
+    "age_limit": (1564, 1567),
+}
+"""Few-shot examples chosen by hand (rows of train.csv): short queries that say their intent
+plainly, none among the cases. An intent not listed gets one drawn example."""
 SEED = 77
 PER_LABEL = 30
 
@@ -48,6 +61,11 @@ def _rows(path: Path) -> dict[str, list[tuple[int, str]]]:
         for number, row in enumerate(csv.DictReader(handle), start=1):
             by_label[row["category"]].append((number, row["text"]))
     return by_label
+
+
+def _plain(text: str) -> bool:
+    """A plain question for an example: 4 to 14 words, no surrounding whitespace."""
+    return 4 <= len(text.split()) <= 14 and text == text.strip()
 
 
 def _case(number: int, text: str, label: str) -> dict[str, Any]:
@@ -62,22 +80,27 @@ def _case(number: int, text: str, label: str) -> dict[str, Any]:
 def build(
     by_label: dict[str, list[tuple[int, str]]], labels: list[str], per_label: int, seed: int
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The cases (round-robin across labels) and one example per label."""
+    """The cases and the examples (`EXAMPLE_ROWS`), each round-robin across the labels."""
     rng = random.Random(seed)
     drawn: list[list[dict[str, Any]]] = []
-    examples: list[dict[str, Any]] = []
+    shots: list[list[dict[str, Any]]] = []
     for label in labels:
         rows = list(by_label[label])
         if len(rows) <= per_label:
             raise SystemExit(f"{label}: {len(rows)} rows, not more than --per-label {per_label}")
         rng.shuffle(rows)
-        short = [
-            row for row in rows[per_label:] if 4 <= len(row[1].split()) <= 14 and row[1] == row[1].strip()
-        ]
-        number, text = short[0] if short else rows[per_label]
-        examples.append(_case(number, text, label))
+        chosen = set(rows[:per_label])
+        if label in EXAMPLE_ROWS:
+            texts = dict(by_label[label])
+            picked = [(n, texts[n]) for n in EXAMPLE_ROWS[label] if (n, texts.get(n)) not in chosen]
+        else:
+            picked = [row for row in rows[per_label:] if _plain(row[1])][:1]
+        picked = picked or rows[per_label : per_label + 1]
+        shots.append([_case(number, text, label) for number, text in picked])
         drawn.append([_case(n, t, label) for n, t in rows[:per_label]])
     cases = [case for case in chain.from_iterable(zip_longest(*drawn)) if case is not None]
+    rng.shuffle(shots)  # a base model leans to the last example's label: no fixed one last
+    examples = [shot for shot in chain.from_iterable(zip_longest(*shots)) if shot is not None]
     return cases, examples
 
 
