@@ -23,7 +23,7 @@ import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
@@ -32,9 +32,6 @@ from evaluators.format import FormatEvaluator
 from evaluators.matchers import DEFAULT_OPTIONS, MatchOptions
 from evaluators.results import EvaluatorResult
 from evaluators.schema import FieldSpec, SchemaSupportError, parse_schema
-
-if TYPE_CHECKING:
-    from evaluators.tasks import Task
 
 __all__ = [
     "CallComparison",
@@ -202,22 +199,24 @@ def score_call(
     return FieldAccuracy(fields={"call": score})
 
 
-def task_tools(task: Task) -> list[dict[str, Any]]:
-    """A tool-calling task's tools as JSON values, in the OpenAI function format.
+def task_tools(task: object) -> list[dict[str, Any]]:
+    """A tool-calling task's tools (`evaluators.tasks.ToolCallingTask.tools`) as JSON values, in the
+    OpenAI function format. The task is not typed here: `evaluators.tasks` imports this module.
 
     Raises:
         ValueError: The task is not a tool-calling task (a caller's mistake).
     """
-    if task.kind != "tool_calling":
-        raise ValueError(f"a {task.kind} task has no tools")
-    return [tool.model_dump() for tool in task.tools]
+    kind, tools = getattr(task, "kind", None), getattr(task, "tools", None)
+    if kind != "tool_calling" or tools is None:
+        raise ValueError(f"a {kind} task has no tools")
+    return [tool.model_dump() for tool in tools]
 
 
 def score_tool_call_case(
     *,
     outputs: Mapping[str, Any],
     reference_outputs: Mapping[str, Any],
-    task: Task,
+    task: object,
     spec: FieldSpec,
     options: MatchOptions,
     lang: str | None,
