@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluators.tasks import ClassificationTask, Task, ToolCallingTask
 from quantgate.formatting import terminal_text
 from quantgate.inputs.dataset import (
     SCHEMA_FILE,
@@ -42,20 +41,10 @@ def _check(args: argparse.Namespace) -> int:
         else:
             labeled = sum(c.expected is not None for c in dataset.cases)
             counts = f"{len(dataset.cases)} cases ({labeled} labeled), {len(dataset.examples)} examples"
-            print(terminal_text(f"ok   {path}: {task_summary(dataset.task)}; {counts}"))
+            print(terminal_text(f"ok   {path}: {dataset.task.summary()}; {counts}"))
             source = SCHEMA_FILE if dataset.task.record_schema() is None else f"{TASK_FILE} (derived schema)"
             _say_unenforced(path, dataset.schema, source)
     return 1 if failed else 0
-
-
-def task_summary(task: Task) -> str:
-    """The task in a few words: `extraction`, `classification, 77 labels`, `tool_calling, 3 tools`."""
-    if isinstance(task, ClassificationTask):
-        multi = ", multi-label" if task.multi_label else ""
-        return f"{task.kind}, {len(task.labels)} labels{multi}"
-    if isinstance(task, ToolCallingTask):
-        return f"{task.kind}, {len(task.tools)} tools"
-    return task.kind
 
 
 def _say_unenforced(path: Path, schema: Mapping[str, Any], source: str) -> None:
@@ -73,7 +62,7 @@ def _list(args: argparse.Namespace) -> int:
     for name in bundled_datasets():
         dataset = load_dataset(name)
         tags = sorted({t for c in dataset.cases for t in c.tags})
-        kind = task_summary(dataset.task)
+        kind = dataset.task.summary()
         print(f"{name:<20} {len(dataset.cases):>4} cases   {kind}   tags: {', '.join(tags)}")
     return 0
 

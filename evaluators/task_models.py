@@ -1,0 +1,215 @@
+"""The task models: what a dataset's `task.json` declares (docs/tasks.md), one pydantic model per
+kind, told apart by `kind`, each deriving its record schema (`record_schema()`; None for
+extraction, whose record schema is the dataset's schema.json).
+
+What each kind does beyond its declaration (scoring, gold checks) is in `evaluators.tasks`; a
+scorer module needs only these models (`evaluators.tasks` imports the scorers).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from jsonschema.exceptions import SchemaError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+
+from evaluators.format import error_path
+from evaluators.validation import check_schema
+
+__all__ = [
+    "ClassificationTask",
+    "ExtractionTask",
+    "GenerationTask",
+    "Task",
+    "TaskModel",
+    "Tool",
+    "ToolCallingTask",
+    "ToolFunction",
+    "parse_task",
+]
+
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""OpenAI's rule for a function name."""
+
+
+class TaskModel(BaseModel):
+    """The base of every task model: frozen, unknown keys refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ExtractionTask(TaskModel):
+    """Extract a record whose schema is the dataset's schema.json (the kind without task.json)."""
+
+    kind: Literal["extraction"] = "extraction"
+
+    def summary(self) -> str:
+        """The task in a few words, as `quantgate datasets` prints it."""
+        return self.kind
+
+    def record_schema(self) -> dict[str, Any] | None:
+        """None: the record schema is the dataset's schema.json, not derived."""
+        return None
+
+
+class ClassificationTask(TaskModel):
+    """Put the text in one of a closed set of labels (or several, with `multi_label`)."""
+
+    kind: Literal["classification"] = "classification"
+    labels: tuple[Annotated[str, Field(min_length=1)], ...]
+    multi_label: bool = False
+
+    @field_validator("labels")
+    @classmethod
+    def _labels_unique(cls, labels: tuple[str, ...]) -> tuple[str, ...]:
+        if not labels:
+            raise ValueError("at least one label is needed")
+        seen: set[str] = set()
+        for label in labels:
+            if label in seen:
+                raise ValueError(f"label {label!r} is listed twice")
+            seen.add(label)
+        return labels
+
+    def summary(self) -> str:
+        """The task in a few words: `classification, 77 labels`."""
+        return f"{self.kind}, {len(self.labels)} labels{', multi-label' if self.multi_label else ''}"
+
+    @property
+    def field(self) -> str:
+        """The record's one field: `label`, or `labels` for a multi-label task."""
+        return "labels" if self.multi_label else "label"
+
+    def record_schema(self) -> dict[str, Any]:
+        """`{"label": <one of the labels>}`, or `{"labels": [<labels>]}` when multi-label."""
+        label = {"type": "string", "enum": list(self.labels)}
+        value: dict[str, Any] = (
+            {"type": "array", "items": label, "description": "the labels that apply"}
+            if self.multi_label
+            else {**label, "description": "the label that applies"}
+        )
+        return _one_field_schema(self.field, value)
+
+
+class ToolFunction(TaskModel):
+    """A function a model may call, in the OpenAI function format."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+    @field_validator("name")
+    @classmethod
+    def _name_format(cls, name: str) -> str:
+        if not _TOOL_NAME.match(name):
+            raise ValueError(f"{name!r} is not a function name (1 to 64 letters, digits, '_' or '-')")
+        return name
+
+    @field_validator("parameters")
+    @classmethod
+    def _object_schema(cls, parameters: dict[str, Any]) -> dict[str, Any]:
+        if parameters.get("type") != "object":
+            raise ValueError('must be a JSON Schema of an object ({"type": "object", "properties": ...})')
+        try:
+            check_schema(parameters)
+        except SchemaError as exc:
+            where = error_path(exc.absolute_path)
+            raise ValueError(
+                f"not a valid JSON Schema{f' at {where}' if where else ''}: {exc.message}"
+            ) from exc
+        return parameters
+
+
+class Tool(TaskModel):
+    """One entry of `tools`: `{"type": "function", "function": {...}}`."""
+
+    type: Literal["function"] = "function"
+    function: ToolFunction
+
+
+class ToolCallingTask(TaskModel):
+    """Choose a tool and its arguments for the text, or no call when no tool fits."""
+
+    kind: Literal["tool_calling"] = "tool_calling"
+    tools: tuple[Tool, ...]
+
+    @field_validator("tools")
+    @classmethod
+    def _names_unique(cls, tools: tuple[Tool, ...]) -> tuple[Tool, ...]:
+        if not tools:
+            raise ValueError("at least one tool is needed")
+        seen: set[str] = set()
+        for tool in tools:
+            if tool.function.name in seen:
+                raise ValueError(f"tool name {tool.function.name!r} is used twice")
+            seen.add(tool.function.name)
+        return tools
+
+    def summary(self) -> str:
+        """The task in a few words: `tool_calling, 11 tools`."""
+        return f"{self.kind}, {len(self.tools)} tools"
+
+    def tool(self, name: str) -> ToolFunction | None:
+        """The function of that name, if the task has it."""
+        return next((t.function for t in self.tools if t.function.name == name), None)
+
+    def record_schema(self) -> dict[str, Any]:
+        """`{"call": null}` or `{"call": {"name": <a tool>, "arguments": <its parameters>}}`."""
+        branches: list[dict[str, Any]] = [{"type": "null"}]
+        for tool in self.tools:
+            branches.append(
+                {
+                    "type": "object",
+                    "properties": {
+                        "name": {"const": tool.function.name},
+                        "arguments": tool.function.parameters,
+                    },
+                    "required": ["name", "arguments"],
+                    "additionalProperties": False,
+                }
+            )
+        return _one_field_schema("call", {"anyOf": branches, "description": "the call, or null"})
+
+
+class GenerationTask(TaskModel):
+    """Write a text (a summary, a description from data, ...), scored against a gold text.
+
+    Attributes:
+        instruction: What to write, opening the prompt ("Write a one-sentence description of
+            the restaurant from its attributes."); None: a generic instruction.
+    """
+
+    kind: Literal["generation"] = "generation"
+    instruction: Annotated[str, Field(min_length=1)] | None = None
+
+    def summary(self) -> str:
+        """The task in a few words, as `quantgate datasets` prints it."""
+        return self.kind
+
+    def record_schema(self) -> dict[str, Any]:
+        """`{"text": <the generated text>}`."""
+        return _one_field_schema("text", {"type": "string", "description": "the text"})
+
+
+Task = Annotated[
+    ExtractionTask | ClassificationTask | ToolCallingTask | GenerationTask, Field(discriminator="kind")
+]
+"""Any task, told apart by `kind`."""
+
+_TASK_ADAPTER: TypeAdapter[Task] = TypeAdapter(Task)
+
+
+def parse_task(raw: Any) -> Task:
+    """A task from its JSON value (pydantic's `ValidationError` on a bad one)."""
+    return _TASK_ADAPTER.validate_python(raw)
+
+
+def _one_field_schema(name: str, value: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {name: dict(value)},
+        "required": [name],
+        "additionalProperties": False,
+    }
