@@ -32,6 +32,7 @@ from evaluators.format import FormatEvaluator
 from evaluators.matchers import DEFAULT_OPTIONS, MatchOptions
 from evaluators.results import EvaluatorResult
 from evaluators.schema import FieldSpec, SchemaSupportError, parse_schema
+from evaluators.task_models import Task
 
 __all__ = [
     "CallComparison",
@@ -199,24 +200,22 @@ def score_call(
     return FieldAccuracy(fields={"call": score})
 
 
-def task_tools(task: object) -> list[dict[str, Any]]:
-    """A tool-calling task's tools (`evaluators.tasks.ToolCallingTask.tools`) as JSON values, in the
-    OpenAI function format. The task is not typed here: `evaluators.tasks` imports this module.
+def task_tools(task: Task) -> list[dict[str, Any]]:
+    """A tool-calling task's tools as JSON values, in the OpenAI function format.
 
     Raises:
         ValueError: The task is not a tool-calling task (a caller's mistake).
     """
-    kind, tools = getattr(task, "kind", None), getattr(task, "tools", None)
-    if kind != "tool_calling" or tools is None:
-        raise ValueError(f"a {kind} task has no tools")
-    return [tool.model_dump() for tool in tools]
+    if task.kind != "tool_calling":
+        raise ValueError(f"a {task.kind} task has no tools")
+    return [tool.model_dump() for tool in task.tools]
 
 
 def score_tool_call_case(
     *,
     outputs: Mapping[str, Any],
     reference_outputs: Mapping[str, Any],
-    task: object,
+    task: Task,
     spec: FieldSpec,
     options: MatchOptions,
     lang: str | None,
