@@ -182,6 +182,7 @@ def build(data: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[
     rng.shuffle(irrelevant)
     examples.append(irrelevant.pop())
     cases.extend(irrelevant[:IRRELEVANT])
+    rng.shuffle(cases)  # tools and categories mixed, so that the first cases (`--limit N`) are too
     return tools, cases, examples
 
 
