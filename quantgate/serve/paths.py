@@ -30,9 +30,10 @@ from quantgate.inputs.dataset import (
     bundled_datasets,
     bundled_root,
 )
+from quantgate.inputs.task_file import TASK_FILE
 
-DATASET_FILES = (SCHEMA_FILE, CASES_FILE, EXAMPLES_FILE, CORPUS_FILE, QUERIES_FILE, *CARD_FILES)
-"""Every file a dataset directory is read for (extraction and retrieval datasets, the card)."""
+DATASET_FILES = (TASK_FILE, SCHEMA_FILE, CASES_FILE, EXAMPLES_FILE, CORPUS_FILE, QUERIES_FILE, *CARD_FILES)
+"""Every file a dataset directory is read for (datasets of every task kind, retrieval datasets, the card)."""
 
 
 class PathRefusedError(UsageError, PermissionError):
