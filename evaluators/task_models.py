@@ -9,7 +9,7 @@ scorer module needs only these models (`evaluators.tasks` imports the scorers).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
 from jsonschema.exceptions import SchemaError
@@ -40,6 +40,16 @@ class TaskModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _first_repeat(names: Iterable[str]) -> str | None:
+    """The first name seen a second time, if any."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
+
+
 class ExtractionTask(TaskModel):
     """Extract a record whose schema is the dataset's schema.json (the kind without task.json)."""
 
@@ -66,11 +76,9 @@ class ClassificationTask(TaskModel):
     def _labels_unique(cls, labels: tuple[str, ...]) -> tuple[str, ...]:
         if not labels:
             raise ValueError("at least one label is needed")
-        seen: set[str] = set()
-        for label in labels:
-            if label in seen:
-                raise ValueError(f"label {label!r} is listed twice")
-            seen.add(label)
+        repeated = _first_repeat(labels)
+        if repeated is not None:
+            raise ValueError(f"label {repeated!r} is listed twice")
         return labels
 
     def summary(self) -> str:
@@ -140,11 +148,9 @@ class ToolCallingTask(TaskModel):
     def _names_unique(cls, tools: tuple[Tool, ...]) -> tuple[Tool, ...]:
         if not tools:
             raise ValueError("at least one tool is needed")
-        seen: set[str] = set()
-        for tool in tools:
-            if tool.function.name in seen:
-                raise ValueError(f"tool name {tool.function.name!r} is used twice")
-            seen.add(tool.function.name)
+        repeated = _first_repeat(tool.function.name for tool in tools)
+        if repeated is not None:
+            raise ValueError(f"tool name {repeated!r} is used twice")
         return tools
 
     def summary(self) -> str:
