@@ -32,7 +32,8 @@ from pydantic import BaseModel, ValidationError
 
 from evaluators.errors import QuantgateError
 from evaluators.format import FormatEvaluator
-from evaluators.schema import field_names, parse_schema
+from evaluators.schema import field_names
+from evaluators.tasks import ExtractionTask, Task, field_spec
 from graphs.extraction import ExtractionContext, ExtractionResult
 from graphs.extraction import graph as extraction_graph
 from quantgate.backends import capabilities, open_variant
@@ -257,7 +258,8 @@ def _examples(
             (text, r.model_dump(mode="json") if isinstance(r, BaseModel) else dict(r)) for text, r in given
         ]
         return shots, "given" if shots else "none"
-    if evaluated is None or set(field_names(evaluated.schema)) != set(field_names(schema)):
+    fields = {leaf.name for leaf in evaluated.spec.leaves()} if evaluated is not None else set()
+    if evaluated is None or (schema != evaluated.schema and fields != set(field_names(schema))):
         return [], "none"
     validator = FormatEvaluator(schema=schema)
     shots = [(e.text, e.expected) for e in evaluated.examples if e.expected is not None]
@@ -267,14 +269,16 @@ def _examples(
 
 
 def _dataset_view(
-    chosen: ChosenVariant, schema: dict[str, Any], examples: Sequence[tuple[str, dict[str, Any]]]
+    chosen: ChosenVariant, schema: dict[str, Any], examples: Sequence[tuple[str, dict[str, Any]]], task: Task
 ) -> Dataset:
-    """Your schema and examples as a dataset, so `extraction_context` builds the context."""
+    """Your schema and examples as a dataset, so `extraction_context` builds the context (the
+    run's task, whose prompt the variant was judged on, when the schema is the run's)."""
     return Dataset(
         name=f"{chosen.run_dir.name}-production",
         path=chosen.dataset_dir,
         schema=schema,
-        spec=parse_schema(schema),
+        spec=field_spec(task, schema),
+        task=task,
         cases=(),
         examples=tuple(
             Case(id=f"example-{i}", text=text, expected=record) for i, (text, record) in enumerate(examples)
@@ -304,7 +308,8 @@ def _open(
     if isinstance(schema, type) and issubclass(schema, BaseModel):
         to_record = schema.model_validate
     with open_variant(chosen.variant, json_schema) as opened:
-        view = _dataset_view(chosen, json_schema, shots)
+        task = evaluated.task if schema is None and evaluated is not None else ExtractionTask()
+        view = _dataset_view(chosen, json_schema, shots, task)
         context = extraction_context(view, opened, RunOptions(max_repairs=chosen.max_repairs))
         yield Extractor(
             chosen=chosen,

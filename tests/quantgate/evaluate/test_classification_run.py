@@ -13,6 +13,7 @@ from quantgate.decide.recommendation import decide
 from quantgate.evaluate.evaluation_run import RunOptions, resume_evaluation, run_evaluation
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.production.extractor import load_chosen, open_extractor
 from quantgate.rundir.store import load_run, read_records, read_summary
 from tests.fakes import LABELS, QueuedChatModel, write_classification_dataset
 
@@ -93,6 +94,14 @@ def test_a_classification_run_scores_label_accuracy_and_is_decided(dataset, tmp_
 
     report = write_report(run_dir).read_text()
     assert "card_lost" in report  # a failed case's gold and predicted label are shown
+
+    model = QueuedChatModel(outputs=[_answer("top_up_failed")])
+    with open_extractor(load_chosen(run_dir, chat_model=model)) as extractor:
+        assert extractor.context.task == dataset.task  # production prompts as the run did
+        assert extractor.examples_from == "run"
+        assert extractor.extract("my top-up did not go through") == {"label": "top_up_failed"}
+    system = model.calls[0][0].text
+    assert system.startswith("Classify the text into one of these labels:\n- card_arrival\n")
 
 
 def test_an_interrupted_classification_run_is_resumed(dataset, tmp_path):
