@@ -52,7 +52,7 @@ PER_TOOL = 10
 IRRELEVANT = 35
 """Irrelevance cases kept."""
 EXAMPLE_TOOLS = ("Weather_1_GetWeather", "Payment_1_MakePayment")
-"""One case of each becomes a few-shot example (with one irrelevance case), never scored."""
+"""One case of each becomes a few-shot example, after one irrelevance case; never scored."""
 SEED = 34
 
 _TYPES = {"dict": "object", "float": "number", "tuple": "array"}
@@ -180,7 +180,7 @@ def build(data: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[
         and c["id"] not in _FITTING
     ]
     rng.shuffle(irrelevant)
-    examples.append(irrelevant.pop())
+    examples.insert(0, irrelevant.pop())  # first: a base model leans to the last example's answer
     cases.extend(irrelevant[:IRRELEVANT])
     rng.shuffle(cases)  # tools and categories mixed, so that the first cases (`--limit N`) are too
     return tools, cases, examples
