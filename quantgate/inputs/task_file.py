@@ -65,9 +65,13 @@ def read_task(root: Path, problems: list[Problem]) -> Task | None:
         return ExtractionTask()
     try:
         raw = loads_json(file.read_text(encoding="utf-8"))
-        utf8_encodable(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError) as exc:  # a JSONDecodeError is a ValueError
         problems.append(Problem(file=TASK_FILE, message=f"not valid JSON: {exc}"))
+        return None
+    try:
+        utf8_encodable(raw)
+    except ValueError as exc:
+        problems.append(Problem(file=TASK_FILE, message=str(exc)))
         return None
     if not isinstance(raw, dict):
         example = '{"kind": "classification", "labels": [...]}'
@@ -75,7 +79,7 @@ def read_task(root: Path, problems: list[Problem]) -> Task | None:
         return None
     kinds = ", ".join(TASK_KINDS)
     kind = raw.get("kind")
-    if kind not in TASK_KINDS:
+    if not isinstance(kind, str) or kind not in TASK_KINDS:
         message = "missing" if "kind" not in raw else f"{kind!r} is not a task kind"
         problems.append(Problem(file=TASK_FILE, field="kind", message=f"{message} (one of {kinds})"))
         return None

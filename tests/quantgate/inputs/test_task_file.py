@@ -134,6 +134,12 @@ def _tool(function):
         ("[]", 'must be a JSON object such as {"kind": "classification", "labels": [...]}'),
         ({"labels": ["a"]}, f"kind: missing {KINDS}"),
         ({"kind": "ranking"}, f"kind: 'ranking' is not a task kind {KINDS}"),
+        ({"kind": ["classification"]}, f"kind: ['classification'] is not a task kind {KINDS}"),
+        (
+            '{"kind": "generation", "instruction": "\\ud800"}',
+            "a lone surrogate '\\ud800' at instruction: a \\uD800-\\uDFFF escape without its pair, "
+            "not text that UTF-8 can write",
+        ),
         ({"kind": "classification", "labels": []}, "labels: at least one label is needed"),
         ({"kind": "classification", "labels": ["a", "b", "a"]}, "labels: label 'a' is listed twice"),
         ({"kind": "classification", "labels": ["a"], "multi": True}, "multi: Extra inputs are not permitted"),
