@@ -145,7 +145,9 @@ def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dic
     )
     if ctx.on_record:
         ctx.on_record(outcome)
-    return {"outcomes": [retained(outcome, keep_record=ctx.reference_records is None)]}
+    task_values = ctx.scorer.task.kind != "extraction"  # the kind's figures read each field's values
+    kept = retained(outcome, keep_record=ctx.reference_records is None, keep_values=task_values)
+    return {"outcomes": [kept]}
 
 
 def next_round(state: EvaluationState) -> list[Send] | list[str]:
@@ -198,6 +200,7 @@ def _evaluator_node(node: EvaluatorNode) -> _PartNode:
             outcomes=state.get("outcomes", []),
             against_reference=ctx.reference_records is not None,
             memory=ctx.memory,
+            task=ctx.scorer.task,
         )
         return {"parts": [node.score(evidence)]}
 

@@ -92,22 +92,24 @@ def score_case(
     )
 
 
-def _bare_fields(fields: FieldAccuracy | None) -> FieldAccuracy | None:
-    if fields is None:
-        return None
+def _bare_fields(fields: FieldAccuracy | None, *, keep_values: bool = False) -> FieldAccuracy | None:
+    if fields is None or keep_values:
+        return fields
     return FieldAccuracy(
         fields={n: replace(f, expected=None, predicted=None) for n, f in fields.fields.items()}
     )
 
 
-def retained(outcome: CaseOutcome, *, keep_record: bool = True) -> CaseOutcome:
+def retained(outcome: CaseOutcome, *, keep_record: bool = True, keep_values: bool = False) -> CaseOutcome:
     """What the graph state keeps of a finished case: only what the evaluator nodes read.
 
     All `run_case` tasks are one LangGraph superstep, so every case's state update stays in
     memory until the last case has run. The bulk (raw output, validation errors, parsed
     output, gold and predicted values per field) is dropped here; the full outcome has
     already gone to `on_record` (to disk). With `keep_record`, the normalized record of a
-    valid output is kept: the reference's records serve the other variants' agreement.
+    valid output is kept: the reference's records serve the other variants' agreement. With
+    `keep_values`, each field's gold and predicted values are kept: the task-level figures of a
+    kind other than extraction read them (a classification's labels: its confusion matrix).
     """
     result, score = outcome.extraction, outcome.score
     fmt = score.format
@@ -122,7 +124,7 @@ def retained(outcome: CaseOutcome, *, keep_record: bool = True) -> CaseOutcome:
         ),
         score=replace(
             score,
-            fields=_bare_fields(score.fields),
+            fields=_bare_fields(score.fields, keep_values=keep_values),
             format=FormatResult(is_json=fmt.is_json, schema_valid=fmt.schema_valid) if fmt else None,
         ),
         agreement=_bare_fields(outcome.agreement),

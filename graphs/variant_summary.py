@@ -11,14 +11,16 @@ bases of `VariantSummary` (which `quantgate.rundir.summary.VariantEntry` subclas
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Self, get_type_hints
 
 from evaluators import CaseFailures, CaseScore, DatasetScore, ReferenceAgreement, aggregate
+from evaluators.classification import ClassificationSummary, summarize_labels, summarize_multi_label
 from evaluators.latency import LatencySummary, summarize_latency
 from evaluators.memory import MemoryReading, MemorySummary, summarize_memory
 from evaluators.rates import share
 from evaluators.results import EvaluatorResult
+from evaluators.tasks import ClassificationTask, ExtractionTask, Task
 from graphs.outcomes import CaseOutcome
 
 
@@ -30,11 +32,13 @@ class Evidence:
         outcomes: The variant's case outcomes (new and read back).
         against_reference: The variant is not the reference (its outcomes carry agreement).
         memory: Returns the memory readings (None: not measured here).
+        task: The dataset's task (its kind's figures are made from the outcomes).
     """
 
     outcomes: Sequence[CaseOutcome]
     against_reference: bool
     memory: Callable[[], MemoryReading] | None = None
+    task: Task = field(default_factory=ExtractionTask)
 
 
 def score_accuracy(evidence: Evidence) -> DatasetScore:
@@ -85,6 +89,20 @@ def score_memory(evidence: Evidence) -> MemorySummary:
     return summarize_memory(evidence.memory() if evidence.memory else MemoryReading())
 
 
+def score_classification(evidence: Evidence) -> ClassificationSummary:
+    """A classification's accuracy, macro-F1, per-class figures and confusion matrix (multi-label:
+    subset accuracy, micro-F1, Hamming loss) from the labeled cases' label field; none for
+    another kind. A case without a valid record has no answer."""
+    task = evidence.task
+    if not isinstance(task, ClassificationTask):
+        return ClassificationSummary()
+    scored = [o.score.fields.fields[task.field] for o in evidence.outcomes if o.score.fields is not None]
+    gold = [s.expected for s in scored]
+    predicted = [None if s.outcome == "no_output" else s.predicted for s in scored]
+    summarize = summarize_multi_label if task.multi_label else summarize_labels
+    return summarize(labels=task.labels, gold=gold, predicted=predicted)
+
+
 @dataclass(frozen=True)
 class EvaluatorNode:
     """One evaluator node of the evaluation graph: its function, named as the node.
@@ -116,11 +134,14 @@ EVALUATORS: tuple[EvaluatorNode, ...] = (
     EvaluatorNode(score_latency),
     EvaluatorNode(score_agreement),
     EvaluatorNode(score_memory, of_outcomes=False),
+    EvaluatorNode(score_classification),
 )
 """The evaluator nodes, in the order of their parts' keys in the summary."""
 
 
-class VariantSummary(MemorySummary, ReferenceAgreement, LatencySummary, CaseFailures, DatasetScore):
+class VariantSummary(
+    ClassificationSummary, MemorySummary, ReferenceAgreement, LatencySummary, CaseFailures, DatasetScore
+):
     """A variant's summary, as the evaluation graph returns it: one part per evaluator node (its
     bases are the parts' types: the keys of the last base come first)."""
 
@@ -144,7 +165,11 @@ class VariantSummary(MemorySummary, ReferenceAgreement, LatencySummary, CaseFail
 
 
 def outcomes_summary(
-    outcomes: Sequence[CaseOutcome], *, against_reference: bool, memory: MemorySummary
+    outcomes: Sequence[CaseOutcome],
+    *,
+    against_reference: bool,
+    memory: MemorySummary,
+    task: Task | None = None,
 ) -> VariantSummary:
     """What the evaluator nodes make of `outcomes`, with memory figures measured elsewhere: the
     summary of a variant whose outcomes several evaluations gathered (its cases split between
@@ -154,7 +179,8 @@ def outcomes_summary(
         outcomes: The variant's case outcomes.
         against_reference: The variant is not the reference (its outcomes carry agreement).
         memory: Its memory figures (`MemorySummary()`: none measured).
+        task: The dataset's task (None: extraction).
     """
-    evidence = Evidence(outcomes=outcomes, against_reference=against_reference)
+    evidence = Evidence(outcomes=outcomes, against_reference=against_reference, task=task or ExtractionTask())
     parts = [node.score(evidence) for node in EVALUATORS if node.of_outcomes]
     return VariantSummary.of([*parts, memory])

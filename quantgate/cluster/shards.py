@@ -105,7 +105,9 @@ def _merged_run(job: VariantJob, shards: Sequence[ShardEnded]) -> VariantRun:
     largest = max(runs, key=lambda r: r.entry.memory_mb if r.entry.memory_mb is not None else -1.0)
     resumed = len(job.prior) + sum(len(s.job.prior) for s in shards)
     memory = MemorySummary.model_validate(largest.entry.model_dump(include=set(_MEMORY_FIGURES)))
-    summary = outcomes_summary(outcomes, against_reference=job.reference_records is not None, memory=memory)
+    summary = outcomes_summary(
+        outcomes, against_reference=job.reference_records is not None, memory=memory, task=job.dataset.task
+    )
     figures = {
         "concurrency": runs[0].entry.concurrency,
         "wall_s": wall,

@@ -101,7 +101,11 @@ def outcomes_read_back(
                 f"{RECORDS_FILE}: case {case.id} of variant {record.variant} scores differently now "
                 f"({mismatch}): the scoring changed since the run was written; start a new run"
             )
-        outcomes.append(retained(outcome, keep_record=reference_records is None))
+        outcomes.append(
+            retained(
+                outcome, keep_record=reference_records is None, keep_values=scorer.task.kind != "extraction"
+            )
+        )
     return outcomes
 
 

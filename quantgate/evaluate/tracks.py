@@ -162,7 +162,9 @@ def track_result(track: Track, *, sequential: bool) -> VariantRun:
     wall = track.wall_s or None
     first = track.warmed[0] if track.warmed else None
     labeled = [o for o in outcomes if o.score.fields is not None]
-    summary = outcomes_summary(outcomes, against_reference=not track.is_reference, memory=_memory(track))
+    summary = outcomes_summary(
+        outcomes, against_reference=not track.is_reference, memory=_memory(track), task=track.job.dataset.task
+    )
     figures = {
         **_load_figures(track),
         "concurrency": first.concurrency if first else None,

@@ -43,7 +43,8 @@ def test_single_label_figures_match_the_hand_computation() -> None:
     assert (a.support, a.predicted, a.precision, a.recall, a.f1) == (3, 3, 2 / 3, 2 / 3, 4 / 6)
     assert (b.support, b.predicted, b.precision, b.recall, b.f1) == (3, 2, 1 / 2, 1 / 3, 2 / 5)
     assert (c.support, c.predicted, c.precision, c.recall, c.f1) == (2, 2, 1 / 2, 1 / 2, 2 / 4)
-    assert summary.subset_accuracy is None and summary.hamming_loss is None  # multi-label only
+    assert summary.subset_accuracy is None
+    assert summary.hamming_loss is None
 
 
 def test_a_class_absent_from_gold_and_predictions_is_left_out_of_macro_f1() -> None:
@@ -52,7 +53,8 @@ def test_a_class_absent_from_gold_and_predictions_is_left_out_of_macro_f1() -> N
     assert summary.classes is not None
     d = summary.classes["d"]
     assert (d.support, d.predicted, d.precision, d.recall, d.f1) == (0, 0, None, None, None)
-    assert summary.confusion is not None and summary.confusion[3] == [0, 0, 0, 0, 0]
+    assert summary.confusion is not None
+    assert summary.confusion[3] == [0, 0, 0, 0, 0]
 
 
 def test_a_class_predicted_but_never_gold_has_f1_zero_and_counts_in_macro_f1() -> None:
@@ -67,12 +69,14 @@ def test_a_class_predicted_but_never_gold_has_f1_zero_and_counts_in_macro_f1() -
 def test_a_prediction_outside_the_labels_counts_as_no_answer() -> None:
     summary = summarize_labels(labels=["a", "b"], gold=["a", "b"], predicted=["zzz", "b"])
     assert summary.confusion == [[0, 0, 1], [0, 1, 0]]
-    assert summary.no_answer == 1 and summary.label_accuracy == 0.5
+    assert summary.no_answer == 1
+    assert summary.label_accuracy == 0.5
 
 
 def test_no_cases_measure_nothing() -> None:
     summary = summarize_labels(labels=["a"], gold=[], predicted=[])
-    assert summary.label_accuracy is None and summary.macro_f1 is None
+    assert summary.label_accuracy is None
+    assert summary.macro_f1 is None
     assert summary.classification_cases == 0
 
 
@@ -111,7 +115,8 @@ def test_multi_label_figures_match_the_hand_computation() -> None:
     assert summary.classes is not None
     y = summary.classes["y"]
     assert (y.support, y.predicted, y.precision, y.recall, y.f1) == (1, 1, 0.0, 0.0, 0.0)
-    assert summary.confusion is None and summary.label_accuracy is None
+    assert summary.confusion is None
+    assert summary.label_accuracy is None
 
 
 def test_an_empty_prediction_that_matches_an_empty_gold_is_exact() -> None:
@@ -162,4 +167,4 @@ def test_a_summary_not_measured_is_all_none_and_frozen() -> None:
     summary = ClassificationSummary()
     assert all(value is None for _, value in summary)
     with pytest.raises(ValueError, match="frozen"):
-        summary.macro_f1 = 1.0  # type: ignore[misc]
+        summary.macro_f1 = 1.0

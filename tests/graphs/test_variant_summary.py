@@ -9,14 +9,16 @@ import pytest
 
 import graphs.evaluation
 from evaluators import CaseScorer, DatasetScore, EvaluatorResult
+from evaluators.classification import ClassificationSummary
 from evaluators.memory import MemoryReading, MemorySummary
+from evaluators.tasks import ClassificationTask
 from graphs.evaluation import CaseInput, EvaluationContext, build_evaluation_graph, graph
 from graphs.extraction import ExtractionContext
 from graphs.variant_summary import EVALUATORS, EvaluatorNode, Evidence, VariantSummary, outcomes_summary
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.build import variant_entry
 from quantgate.rundir.summary import VariantEntry
-from tests.fakes import GOOD, SCHEMA, QueuedChatModel
+from tests.fakes import GOOD, LABELS, SCHEMA, QueuedChatModel
 
 FIXED_NODES = {"__start__", "judge_round", "run_case", "aggregate"}
 
@@ -55,7 +57,7 @@ def test_a_summary_refuses_a_missing_a_repeated_or_a_foreign_part() -> None:
     parts = [node.score(Evidence(outcomes=[], against_reference=False)) for node in EVALUATORS]
     assert VariantSummary.of(parts).cases == 0
     with pytest.raises(TypeError, match="no part MemorySummary"):
-        VariantSummary.of(parts[:-1])
+        VariantSummary.of([part for part in parts if not isinstance(part, MemorySummary)])
     with pytest.raises(TypeError, match="DatasetScore: not a part of VariantSummary, or given twice"):
         VariantSummary.of([*parts, DatasetScore(cases=1)])
     with pytest.raises(TypeError, match="Answered"):
@@ -95,3 +97,42 @@ def test_a_figure_given_twice_to_the_entry_is_refused() -> None:
             Variant(name="Q", backend="test"), summary, {"memory_mb": 1.0},
             is_reference=False, quantization=None, cases=[], recorded=[],
         )  # fmt: skip
+
+
+def test_a_classification_run_summary_carries_its_label_figures() -> None:
+    # labels card_arrival, card_lost, top_up_failed; gold and predicted per case:
+    #   c0 card_lost -> card_lost      c1 card_arrival -> card_lost   c2 top_up_failed -> no answer
+    #   c3 card_lost -> card_lost      c4 card_arrival -> top_up_failed
+    # confusion (rows gold; columns predicted, then no answer):
+    #   card_arrival 0 1 1 0 | card_lost 0 2 0 0 | top_up_failed 0 0 0 1
+    # F1 = 2TP / (2TP + FP + FN): card_arrival 0 (FN 2); card_lost 4/5 (TP 2, FP 1);
+    # top_up_failed 0 (FP 1, FN 1); macro-F1 (0 + 4/5 + 0) / 3; label accuracy 2/5
+    task = ClassificationTask(labels=tuple(LABELS))
+    golds = ["card_lost", "card_arrival", "top_up_failed", "card_lost", "card_arrival"]
+    answers = {"text 0": "card_lost", "text 1": "card_lost", "text 3": "card_lost", "text 4": "top_up_failed"}
+    by_text = {text: json.dumps({"label": label}) for text, label in answers.items()}
+    model = QueuedChatModel(outputs=["not json"], by_text={**by_text, "text 2": "not json"})
+    context = EvaluationContext(
+        extraction=ExtractionContext(model=model, schema=task.record_schema(), task=task, max_repairs=0),
+        scorer=CaseScorer(schema=task.record_schema(), task=task),
+        reference_records=None,
+    )
+    cases = [
+        CaseInput(id=f"c{i}", text=f"text {i}", expected={"label": g}, tags=[]) for i, g in enumerate(golds)
+    ]
+    summary = graph.invoke({"cases": cases}, context=context)["summary"]
+    assert (summary.classification_cases, summary.no_answer, summary.label_accuracy) == (5, 1, 2 / 5)
+    assert summary.confusion == [[0, 1, 1, 0], [0, 2, 0, 0], [0, 0, 0, 1]]
+    assert summary.macro_f1 == pytest.approx(4 / 15)
+    assert summary.classes["card_lost"].precision == pytest.approx(2 / 3)
+    assert summary.field_accuracy == pytest.approx(2 / 5)  # the label field: the same figure
+    again = outcomes_summary(
+        graph.invoke({"cases": cases}, context=context)["outcomes"], against_reference=False,
+        memory=MemorySummary(), task=task,
+    )  # fmt: skip
+    assert again.confusion == summary.confusion
+
+
+def test_an_extraction_run_has_no_classification_figures() -> None:
+    summary = outcomes_summary([], against_reference=False, memory=MemorySummary())
+    assert all(getattr(summary, key) is None for key in ClassificationSummary.model_fields)
