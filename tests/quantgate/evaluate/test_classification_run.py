@@ -20,6 +20,8 @@ from tests.fakes import LABELS, QueuedChatModel, write_classification_dataset
 GOLDS = ["card_lost", "card_arrival", "top_up_failed", "card_lost", "card_arrival", "card_lost"]
 QUANT_WRONG = {"text 1": "card_lost", "text 4": "top_up_failed"}
 """The quantized variant's wrong labels: 4 of the 6 cases right, a label accuracy of 4/6."""
+CONFUSION = [[0, 1, 1, 0], [0, 3, 0, 0], [0, 0, 1, 0]]
+"""The quantized variant's confusion matrix: rows gold, columns predicted, then no answer."""
 
 
 def _answer(label: str) -> str:
@@ -62,6 +64,11 @@ def test_a_classification_run_scores_label_accuracy_and_is_decided(dataset, tmp_
     assert quant.field_accuracy == pytest.approx(4 / 6)  # label accuracy, counted by hand
     assert quant.fields == {"label": pytest.approx(4 / 6)}
     assert quant.agreement_with_reference == pytest.approx(4 / 6)
+    # the classification figures (labels card_arrival, card_lost, top_up_failed): c1 and c4, gold
+    # card_arrival, taken for card_lost and top_up_failed; F1 0, 6/7 (TP 3, FP 1), 2/3 (TP 1, FP 1)
+    assert quant.confusion == CONFUSION
+    assert quant.macro_f1 == pytest.approx(32 / 63)
+    assert (ref.label_accuracy, ref.macro_f1) == (1.0, 1.0)
     assert summary.baselines is not None
     assert summary.baselines.majority == pytest.approx(3 / 6)  # always card_lost: right on 3 of 6
     quant_records = {r.case_id: r for r in read_records(run_dir) if r.variant == "quant"}
@@ -115,3 +122,4 @@ def test_an_interrupted_classification_run_is_resumed(dataset, tmp_path):
     quant = summary.entry("quant")
     assert quant is not None
     assert quant.field_accuracy == pytest.approx(4 / 6)
+    assert quant.confusion == CONFUSION  # the cases read back keep their labels too
