@@ -235,6 +235,7 @@ def test_every_kinds_example_task_derives_a_schema_the_scorer_reads():
     assert set(examples) == set(TASK_KINDS) - {"extraction"}
     for kind, task in examples.items():
         schema = task.record_schema()
+        assert schema is not None
         check_schema(schema)
         leaves = [leaf.name for leaf in field_spec(task, schema).leaves()]
         assert leaves == [{"classification": "label", "tool_calling": "call", "generation": "text"}[kind]]

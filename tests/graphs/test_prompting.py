@@ -5,7 +5,7 @@ import json
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from evaluators.tasks import ClassificationTask, ExtractionTask, GenerationTask, parse_task
+from evaluators.tasks import ClassificationTask, ExtractionTask, GenerationTask, ToolCallingTask, parse_task
 from graphs.prompting import build_messages
 from tests.fakes import GOOD, SCHEMA
 
@@ -75,6 +75,7 @@ def test_the_tool_calling_prompt_shows_each_tool_and_the_null_call():
             ],
         }
     )
+    assert isinstance(task, ToolCallingTask)
     system = build_messages(schema=task.record_schema(), examples=[], text="t", task=task)[0].content
     assert system == (
         "Call the tool that does what the text asks, with its arguments, choosing from these tools:\n"

@@ -5,6 +5,7 @@ import pytest
 from evaluators import CaseScorer, aggregate
 from quantgate.evaluate.predictions import PredictionLine, score_predictions
 from quantgate.inputs.dataset import Case, bundled_datasets, bundled_root
+from quantgate.inputs.problems import Problem
 from quantgate.inputs.task_file import read_record_schema
 from tests.conftest import SHARED_SETS, shared_set
 
@@ -21,7 +22,7 @@ def _dataset_dirs(*, extraction_only=False):
 def _read(path_or_name):
     """Task, record schema and labeled cases, read directly: a shared set with invalid gold still counts."""
     root = shared_set(path_or_name) if isinstance(path_or_name, str) else path_or_name
-    problems = []
+    problems: list[Problem] = []
     record = read_record_schema(root, problems)
     assert record is not None, problems
     lines = (root / "cases.jsonl").read_text().splitlines()

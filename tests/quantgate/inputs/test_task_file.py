@@ -2,6 +2,7 @@
 line and field."""
 
 import json
+from typing import Any
 
 import pytest
 
@@ -10,7 +11,7 @@ from quantgate.inputs.dataset import bundled_datasets, check_dataset, load_datas
 from tests.fakes import CLASSIFICATION_TASK, LABELS, TOTAL_SCHEMA, case, write_classification_dataset
 from tests.fakes import write_dataset as write_test_dataset
 
-WEATHER = {
+WEATHER: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "get_weather",
