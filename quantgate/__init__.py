@@ -32,6 +32,15 @@ from quantgate.production.extractor import (
     open_extractor,
 )
 from quantgate.production.guard import OnlineGuard
+from quantgate.production.tasks import (
+    Classification,
+    Generation,
+    ToolCall,
+    ToolCallAnswer,
+    open_classifier,
+    open_generator,
+    open_tool_caller,
+)
 from quantgate.rundir import (
     CaseRecord,
     Decision,
@@ -50,6 +59,7 @@ __all__ = [
     "Case",
     "CaseRecord",
     "ChosenVariant",
+    "Classification",
     "Corpus",
     "Dataset",
     "DatasetError",
@@ -57,6 +67,7 @@ __all__ = [
     "EmbeddingOptions",
     "Extractor",
     "Gates",
+    "Generation",
     "LoadLevel",
     "LoadOptions",
     "OnlineGuard",
@@ -70,6 +81,8 @@ __all__ = [
     "RunSummary",
     "RunView",
     "ScoreReport",
+    "ToolCall",
+    "ToolCallAnswer",
     "UsageError",
     "Variant",
     "VariantEntry",
@@ -91,7 +104,10 @@ __all__ = [
     "load_gates",
     "load_run",
     "load_run_view",
+    "open_classifier",
     "open_extractor",
+    "open_generator",
+    "open_tool_caller",
     "parse_levels",
     "read_predictions",
     "register_backend",

@@ -1,4 +1,5 @@
-"""Production use of the chosen variant: the extractor, the online guard and its observations."""
+"""Production use of the chosen variant: the extractor, the typed openers of the other task kinds,
+the online guard and its observations."""
 
 from quantgate.production.extractor import (
     ChosenVariant,
@@ -9,16 +10,42 @@ from quantgate.production.extractor import (
     open_extractor,
 )
 from quantgate.production.guard import GuardedExtractionState, OnlineGuard, SignalReading, guard_node
+from quantgate.production.tasks import (
+    Answer,
+    Classification,
+    Classifier,
+    Generation,
+    Generator,
+    TaskRunner,
+    ToolCall,
+    ToolCallAnswer,
+    ToolCaller,
+    open_classifier,
+    open_generator,
+    open_tool_caller,
+)
 
 __all__ = [
+    "Answer",
     "ChosenVariant",
+    "Classification",
+    "Classifier",
     "ExtractionFailedError",
     "Extractor",
+    "Generation",
+    "Generator",
     "GuardedExtractionState",
     "OnlineGuard",
     "ProductionError",
     "SignalReading",
+    "TaskRunner",
+    "ToolCall",
+    "ToolCallAnswer",
+    "ToolCaller",
     "guard_node",
     "load_chosen",
+    "open_classifier",
     "open_extractor",
+    "open_generator",
+    "open_tool_caller",
 ]

@@ -3,7 +3,8 @@
 Format validity is judged on the model's own last text, strictly (a run's `format_valid`); an
 error is a backend failure or no valid record after the repairs (the run counts both); latency is
 the call's model time summed over attempts; agreement is field agreement with a shadow
-reference's record, scored by the run's field matchers.
+reference's record, scored by the scorer of the run's task kind (`evaluators.tasks.TASK_KINDS`: field
+by field for extraction and classification, the whole call for tool calling, chrF for generation).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evaluators.fields import score_fields
+from evaluators.fields import FieldAccuracy, no_output
 from evaluators.latency import case_latency
+from evaluators.matchers import DEFAULT_OPTIONS
+from evaluators.tasks import case_field_scorer
 from graphs.evaluation import error_kind
 from graphs.extraction import ExtractionContext, ExtractionResult
 
@@ -65,10 +68,8 @@ class Observation:
         result = ExtractionResult.from_output(output)
         agreement = None
         if reference_record is not None:
-            scores = score_fields(
-                outputs=result.record if result.valid else None,
-                reference_outputs=reference_record,
-                schema=context.spec,
+            scores = _agreement(
+                context, result.record if result.valid else None, reference_record, output.get("lang")
             )
             agreement = {name: score.score for name, score in scores.fields.items()}
         return cls(
@@ -97,3 +98,23 @@ class Observation:
             return list(self.agreement.values())
         field = metric[len(AGREEMENT) + 1 : -1]  # agreement_with_reference[<field>]
         return [self.agreement[field]] if field in self.agreement else None
+
+
+def _agreement(
+    context: ExtractionContext,
+    record: Mapping[str, Any] | None,
+    reference_record: Mapping[str, Any],
+    lang: str | None,
+) -> FieldAccuracy:
+    """The record against the reference's, as the run scored agreement (`CaseScorer.fields`, with
+    the run's default matcher options): by the scorer of the context's task kind."""
+    if record is None:
+        return no_output(context.spec, reference_record)
+    return case_field_scorer(context.task)(
+        outputs=record,
+        reference_outputs=reference_record,
+        task=context.task,
+        spec=context.spec,
+        options=DEFAULT_OPTIONS,
+        lang=lang,
+    )

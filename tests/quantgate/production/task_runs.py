@@ -1,0 +1,101 @@
+"""Decided runs of the task kinds other than extraction, made with fake chat models, for the
+production tests: a classification run (`tests.fakes.CLASSIFICATION_TASK`) and a tool-calling run
+of two tools (`TOOLS`), each evaluated by `run_evaluation` and decided."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from quantgate.decide.recommendation import decide
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs.dataset import load_dataset
+from quantgate.inputs.variants import Variant, VariantSet
+from tests.fakes import QueuedChatModel, write_classification_dataset, write_dataset
+
+TOOLS: dict[str, Any] = {
+    "kind": "tool_calling",
+    "tools": [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "The weather in a city.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "city": {"type": "string"},
+                        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"},
+                    },
+                    "required": ["city"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+        {
+            "type": "function",
+            "function": {
+                "name": "convert_currency",
+                "description": "Convert an amount of money.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "amount": {"type": "number"},
+                        "to": {"type": "string"},
+                    },
+                    "required": ["amount", "to"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+    ],
+}
+"""A task.json of two tools: a weather lookup (a unit defaulting to celsius) and a conversion."""
+
+CALLS: dict[str, dict[str, Any] | None] = {
+    "weather in Paris?": {"name": "get_weather", "arguments": {"city": "Paris"}},
+    "Oslo, in fahrenheit": {"name": "get_weather", "arguments": {"city": "Oslo", "unit": "fahrenheit"}},
+    "50 euros in dollars": {"name": "convert_currency", "arguments": {"amount": 50, "to": "USD"}},
+    "tell me a joke": None,
+}
+"""The tool-calling run's cases (`t0`..`t3`, in this order): their text and gold call."""
+
+
+def call_answer(call: dict[str, Any] | None) -> str:
+    """The model's text for a call (or no call)."""
+    return json.dumps({"call": call})
+
+
+def _decided(dataset_dir: Path, answers: dict[str, str], out: Path) -> Path:
+    """Run a reference and a variant that give `answers` (text -> output) on a dataset, and decide."""
+    variants = VariantSet(
+        reference="ref",
+        variants=[
+            Variant.from_chat_model(
+                name, QueuedChatModel(outputs=["{}"], by_text=answers), quantization=quantization
+            )
+            for name, quantization in (("ref", "F16"), ("quant", "Q4"))
+        ],
+    )
+    options = RunOptions(out=out, progress=False, token_fidelity=False)
+    run_dir = run_evaluation(load_dataset(dataset_dir), variants, options=options)
+    decide(run_dir)
+    return run_dir
+
+
+def classification_run(root: Path) -> Path:
+    """A decided classification run of three cases (`text 0`..`text 2`), both variants right."""
+    golds = ["card_lost", "card_arrival", "top_up_failed"]
+    dataset = write_classification_dataset(root / "banking", golds)
+    answers = {f"text {i}": json.dumps({"label": gold}) for i, gold in enumerate(golds)}
+    return _decided(dataset, answers, root / "runs")
+
+
+def tool_calling_run(root: Path) -> Path:
+    """A decided tool-calling run of `CALLS`, both variants right."""
+    lines = [{"id": f"t{i}", "text": t, "expected": {"call": c}} for i, (t, c) in enumerate(CALLS.items())]
+    shot = {"name": "get_weather", "arguments": {"city": "Rome"}}
+    examples = [{"id": "e0", "text": "is it raining in Rome", "expected": {"call": shot}}]
+    dataset = write_dataset(root / "tools", lines, schema=None, task=TOOLS, examples=examples)
+    return _decided(dataset, {text: call_answer(call) for text, call in CALLS.items()}, root / "runs")
