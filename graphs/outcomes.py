@@ -108,8 +108,9 @@ def retained(outcome: CaseOutcome, *, keep_record: bool = True, keep_values: boo
     output, gold and predicted values per field) is dropped here; the full outcome has
     already gone to `on_record` (to disk). With `keep_record`, the normalized record of a
     valid output is kept: the reference's records serve the other variants' agreement. With
-    `keep_values`, each field's gold and predicted values are kept: the task-level figures of a
-    kind other than extraction read them (a classification's labels: its confusion matrix).
+    `keep_values`, each field's gold and predicted values are kept, in the score and in the
+    agreement: the task-level figures of a kind other than extraction read them (a
+    classification's labels: its confusion matrix; a generation's texts and the reference's: chrF).
     """
     result, score = outcome.extraction, outcome.score
     fmt = score.format
@@ -127,5 +128,5 @@ def retained(outcome: CaseOutcome, *, keep_record: bool = True, keep_values: boo
             fields=_bare_fields(score.fields, keep_values=keep_values),
             format=FormatResult(is_json=fmt.is_json, schema_valid=fmt.schema_valid) if fmt else None,
         ),
-        agreement=_bare_fields(outcome.agreement),
+        agreement=_bare_fields(outcome.agreement, keep_values=keep_values),
     )

@@ -16,6 +16,7 @@ from typing import Any, Self, get_type_hints
 
 from evaluators import CaseFailures, CaseScore, DatasetScore, ReferenceAgreement, aggregate
 from evaluators.classification import ClassificationSummary, summarize_labels, summarize_multi_label
+from evaluators.generation import TEXT_FIELD, GenerationSummary, summarize_generation
 from evaluators.latency import LatencySummary, summarize_latency
 from evaluators.memory import MemoryReading, MemorySummary, summarize_memory
 from evaluators.rates import share
@@ -103,6 +104,27 @@ def score_classification(evidence: Evidence) -> ClassificationSummary:
     return summarize(labels=task.labels, gold=gold, predicted=predicted)
 
 
+def _text_record(value: Any) -> dict[str, Any] | None:
+    return None if value is None else {TEXT_FIELD: value}
+
+
+def score_generation(evidence: Evidence) -> GenerationSummary:
+    """chrF against the gold and the reference's texts, length ratios, empty texts, over the labeled
+    cases (generation only; none for another kind). The texts are the `text` field's values: the
+    variant's and the gold as its score has them, the reference's as its agreement has them (a case
+    the reference did not answer has none)."""
+    if evidence.task.kind != "generation":
+        return GenerationSummary()
+    labeled = [o for o in evidence.outcomes if o.score.fields is not None]
+    scored = [o.score.fields.fields[TEXT_FIELD] for o in labeled if o.score.fields is not None]
+    reference = [o.agreement.fields[TEXT_FIELD].expected if o.agreement else None for o in labeled]
+    return summarize_generation(
+        outputs=[_text_record(s.predicted) for s in scored],
+        reference_outputs=[_text_record(s.expected) for s in scored],
+        reference_model_outputs=[_text_record(r) for r in reference] if evidence.against_reference else None,
+    )
+
+
 @dataclass(frozen=True)
 class EvaluatorNode:
     """One evaluator node of the evaluation graph: its function, named as the node.
@@ -135,12 +157,19 @@ EVALUATORS: tuple[EvaluatorNode, ...] = (
     EvaluatorNode(score_agreement),
     EvaluatorNode(score_memory, of_outcomes=False),
     EvaluatorNode(score_classification),
+    EvaluatorNode(score_generation),
 )
 """The evaluator nodes, in the order of their parts' keys in the summary."""
 
 
 class VariantSummary(
-    ClassificationSummary, MemorySummary, ReferenceAgreement, LatencySummary, CaseFailures, DatasetScore
+    GenerationSummary,
+    ClassificationSummary,
+    MemorySummary,
+    ReferenceAgreement,
+    LatencySummary,
+    CaseFailures,
+    DatasetScore,
 ):
     """A variant's summary, as the evaluation graph returns it: one part per evaluator node (its
     bases are the parts' types: the keys of the last base come first)."""

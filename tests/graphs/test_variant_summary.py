@@ -4,14 +4,17 @@ graph's typed summary is what a variant's summary.json entry carries."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
+from sacrebleu.metrics.chrf import CHRF
 
 import graphs.evaluation
 from evaluators import CaseScorer, DatasetScore, EvaluatorResult
 from evaluators.classification import ClassificationSummary
+from evaluators.generation import GenerationSummary
 from evaluators.memory import MemoryReading, MemorySummary
-from evaluators.tasks import ClassificationTask
+from evaluators.tasks import ClassificationTask, GenerationTask
 from graphs.evaluation import CaseInput, EvaluationContext, build_evaluation_graph, graph
 from graphs.extraction import ExtractionContext
 from graphs.variant_summary import EVALUATORS, EvaluatorNode, Evidence, VariantSummary, outcomes_summary
@@ -99,6 +102,27 @@ def test_a_figure_given_twice_to_the_entry_is_refused() -> None:
         )  # fmt: skip
 
 
+def _task_run(
+    task: ClassificationTask | GenerationTask,
+    answers: dict[str, dict[str, Any]],
+    golds: list[dict[str, Any]],
+    *,
+    reference_records: dict[str, dict[str, Any] | None] | None = None,
+) -> tuple[EvaluationContext, list[CaseInput]]:
+    """A context and cases `c0`, `c1`, ... (texts `text 0`, ...) for a task: the model answers a text
+    as `answers` says, and any other with invalid JSON (no repairs)."""
+    model = QueuedChatModel(
+        outputs=["not json"], by_text={text: json.dumps(record) for text, record in answers.items()}
+    )
+    context = EvaluationContext(
+        extraction=ExtractionContext(model=model, schema=task.record_schema(), task=task, max_repairs=0),
+        scorer=CaseScorer(schema=task.record_schema(), task=task),
+        reference_records=reference_records,
+    )
+    cases = [CaseInput(id=f"c{i}", text=f"text {i}", expected=g, tags=[]) for i, g in enumerate(golds)]
+    return context, cases
+
+
 def test_a_classification_run_summary_carries_its_label_figures() -> None:
     # labels card_arrival, card_lost, top_up_failed; gold and predicted per case:
     #   c0 card_lost -> card_lost      c1 card_arrival -> card_lost   c2 top_up_failed -> no answer
@@ -110,16 +134,9 @@ def test_a_classification_run_summary_carries_its_label_figures() -> None:
     task = ClassificationTask(labels=tuple(LABELS))
     golds = ["card_lost", "card_arrival", "top_up_failed", "card_lost", "card_arrival"]
     answers = {"text 0": "card_lost", "text 1": "card_lost", "text 3": "card_lost", "text 4": "top_up_failed"}
-    by_text = {text: json.dumps({"label": label}) for text, label in answers.items()}
-    model = QueuedChatModel(outputs=["not json"], by_text={**by_text, "text 2": "not json"})
-    context = EvaluationContext(
-        extraction=ExtractionContext(model=model, schema=task.record_schema(), task=task, max_repairs=0),
-        scorer=CaseScorer(schema=task.record_schema(), task=task),
-        reference_records=None,
+    context, cases = _task_run(
+        task, {t: {"label": a} for t, a in answers.items()}, [{"label": g} for g in golds]
     )
-    cases = [
-        CaseInput(id=f"c{i}", text=f"text {i}", expected={"label": g}, tags=[]) for i, g in enumerate(golds)
-    ]
     summary = graph.invoke({"cases": cases}, context=context)["summary"]
     assert (summary.classification_cases, summary.no_answer, summary.label_accuracy) == (5, 1, 2 / 5)
     assert summary.confusion == [[0, 1, 1, 0], [0, 2, 0, 0], [0, 0, 0, 1]]
@@ -136,3 +153,37 @@ def test_a_classification_run_summary_carries_its_label_figures() -> None:
 def test_an_extraction_run_has_no_classification_figures() -> None:
     summary = outcomes_summary([], against_reference=False, memory=MemorySummary())
     assert all(getattr(summary, key) is None for key in ClassificationSummary.model_fields)
+
+
+def test_a_generation_run_summary_carries_its_chrf_figures() -> None:
+    # c0 and c1 answer, c2 gives no valid record; the reference wrote `reference` (none for c2)
+    task = GenerationTask()
+    golds = ["The Eagle is a cheap coffee shop.", "Blue Spice is a pub near Burger King.", "Zizzi is a pub."]
+    outputs = {"text 0": "The Eagle is a coffee shop.", "text 1": "Blue Spice is a pub."}
+    reference = {
+        "c0": {"text": "The Eagle is a cheap pub."},
+        "c1": {"text": "Blue Spice, a pub."},
+        "c2": None,
+    }
+    answers = {text: {"text": value} for text, value in outputs.items()}
+    context, cases = _task_run(task, answers, [{"text": g} for g in golds], reference_records=reference)
+    summary = graph.invoke({"cases": cases}, context=context)["summary"]
+    texts = [outputs["text 0"], outputs["text 1"], ""]
+    assert summary.chrf == CHRF().corpus_score(texts, [golds]).score / 100
+    # against the reference: c0 and c1 only (it wrote nothing for c2)
+    against = CHRF().corpus_score(texts[:2], [["The Eagle is a cheap pub.", "Blue Spice, a pub."]])
+    assert summary.chrf_reference == against.score / 100
+    assert summary.length_ratio == pytest.approx((27 / 33 + 20 / 37 + 0 / 15) / 3)
+    assert summary.length_ratio_reference == pytest.approx((27 / 25 + 20 / 18) / 2)
+    assert (summary.generation_cases, summary.empty_text_share) == (3, pytest.approx(1 / 3))
+    again = outcomes_summary(
+        graph.invoke({"cases": cases}, context=context)["outcomes"], against_reference=True,
+        memory=MemorySummary(), task=task,
+    )  # fmt: skip
+    assert again.chrf == summary.chrf
+    assert again.chrf_reference == summary.chrf_reference
+
+
+def test_an_extraction_run_has_no_generation_figures() -> None:
+    summary = outcomes_summary([], against_reference=False, memory=MemorySummary())
+    assert all(getattr(summary, key) is None for key in GenerationSummary.model_fields)
