@@ -17,7 +17,12 @@ if TYPE_CHECKING:
 def _decide(args: argparse.Namespace) -> int:
     from quantgate.rundir.completeness import run_completeness
     from quantgate.rundir.decision import EXIT_STATUS
+    from quantgate.rundir.suite_files import is_suite_dir
 
+    if is_suite_dir(Path(args.run_dir)):  # a suite's directory: every task, then the suite
+        from quantgate.cli.suite import decide_suite_command
+
+        return decide_suite_command(args)
     gates = cli_gates(args)
     prices, recommend_by = cli_costs(args)
     run_dir = Path(args.run_dir)
@@ -47,7 +52,9 @@ def add_parser(commands: Commands) -> None:
         help="judge a run against the gates; write decision.json/.md; exit 0 if a quantized candidate "
         "passes, 4 to keep the reference, 3 if nothing passes, 5 if the run is incomplete",
     )
-    decide.add_argument("run_dir", metavar="RUN_DIR")
+    decide.add_argument(
+        "run_dir", metavar="RUN_DIR", help="a run directory, or a suite's (each task, then the suite)"
+    )
     decide.add_argument(
         "--allow-incomplete",
         action="store_true",

@@ -45,6 +45,10 @@ if TYPE_CHECKING:
 def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
     if args.resume is not None:
         return _resume(args, defaults)
+    if args.suite is not None:
+        from quantgate.cli.suite import run_suite_command
+
+        return run_suite_command(args)
     from quantgate.evaluate.cache import default_reference_cache
     from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 
@@ -154,6 +158,7 @@ def _resume(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
     from quantgate.evaluate.resume import planned_variants
     from quantgate.inputs.gates import Gates
     from quantgate.rundir.store import read_summary
+    from quantgate.rundir.suite_files import is_suite_dir
 
     changed = [
         name
@@ -167,6 +172,10 @@ def _resume(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
             "(--dataset and --variants are checked to be the run's; --budget sets the rest's)"
         )
     run_dir = Path(args.resume)
+    if is_suite_dir(run_dir):  # a suite's directory: each task not complete goes on
+        from quantgate.cli.suite import resume_suite_command
+
+        return resume_suite_command(args)
     cli_costs(args)  # a bad costs file fails before the rest of the run, not after it
     dataset = cli_dataset(args.dataset, skip_invalid_cases=False) if args.dataset else None
     variant_set = cli_variants(args.variants) if args.variants else planned_variants(run_dir)
@@ -207,8 +216,16 @@ def _write_report_after_run(run_dir: Path, *, quiet: bool) -> None:
 
 
 def _add_input_flags(run: argparse.ArgumentParser) -> None:
-    """What to evaluate: the dataset, the variants, the reference, how many cases."""
-    run.add_argument(
+    """What to evaluate: the dataset (or a suite of them), the variants, the reference, how many cases."""
+    datasets = run.add_mutually_exclusive_group()
+    datasets.add_argument(
+        "--suite",
+        metavar="FILE.toml",
+        help="a suite file: several datasets (tasks), each with its gates, run with the same variants into "
+        "one run directory (RUN_DIR/tasks/<task>/); a variant passes only if it passes every task "
+        "(docs/suites.md)",
+    )
+    datasets.add_argument(
         "--dataset",
         help=f"dataset directory or bundled name (default: {DEFAULT_RUN_DATASET}, with a "
         f"{DEFAULT_BUDGET_MINUTES:g}-minute budget unless --budget is given)",

@@ -102,7 +102,7 @@ def _copy_cases(dataset: Dataset, cases: Sequence[Case], store: RunStore) -> dic
     return data_file_hashes(copy)
 
 
-def _start(out: Path, begin: Callable[[RunStore], RunSession]) -> RunSession:
+def _start(out: Path, begin: Callable[[RunStore], RunSession], name: str | None = None) -> RunSession:
     """Make the run directory and write what a run starts with (`begin`: its copy of the dataset;
     then variants.json and summary.json). Whatever stops the start (a full disk, a signal, a
     bug) removes the directory: no half-made run, which `--resume` would refuse, is left.
@@ -111,7 +111,7 @@ def _start(out: Path, begin: Callable[[RunStore], RunSession]) -> RunSession:
         RunStoppedError: A file could not be written (a full disk): the message names it.
     """
     try:
-        store = RunStore.create(out)
+        store = RunStore.create(out, name)
     except OSError as exc:
         raise RunStoppedError(_not_started(exc, out)) from exc
     with before_fast_exit(functools.partial(_remove, store)):
@@ -299,7 +299,7 @@ def run_evaluation(
             baselines=baselines,
         )
 
-    session = _start(options.out, begin)
+    session = _start(options.out, begin, options.run_name)
     return _execute(session, executor or LocalExecutor())
 
 

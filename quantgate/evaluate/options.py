@@ -60,6 +60,8 @@ class RunOptions:
         token_fidelity_cases: Token fidelity is measured on the run's first this many cases
             (those the reference answered validly at the first attempt; it costs about as much
             per case as the evaluation itself); None: on all of them.
+        run_name: The run directory's name under `out` (a suite names each task's run so);
+            None: a fresh run id.
     """
 
     limit: int | None = None
@@ -77,6 +79,7 @@ class RunOptions:
     truncation: float = DEFAULT_TRUNCATION
     reference_cache: Path | None = None
     token_fidelity_cases: int | None = DEFAULT_TOKEN_FIDELITY_CASES
+    run_name: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("limit", "max_cases", "token_fidelity_cases"):

@@ -88,13 +88,14 @@ class RunStore:
         self._lock: int | None = None
 
     @classmethod
-    def create(cls, root: Path) -> RunStore:
-        """A store for a new run under `root`, with a fresh run id, locked by this process.
+    def create(cls, root: Path, name: str | None = None) -> RunStore:
+        """A store for a new run under `root`, with a fresh run id (or `name`, a suite's task), locked
+        by this process.
 
         Raises:
             OSError: The directory could not be made (a full disk): none is left.
         """
-        directory = root / new_run_id()
+        directory = root / (name or new_run_id())
         directory.mkdir(parents=True, exist_ok=False)
         try:
             store = cls(directory)
