@@ -45,6 +45,7 @@ from evaluators.format import (
     parse_json_output,
     score_format,
 )
+from evaluators.generation import GenerationSummary, score_text, summarize_generation
 from evaluators.load import LoadRequest, LoadStats, summarize_load
 from evaluators.matchers import MatchOptions, SetScore, match_scalar, match_set
 from evaluators.normalize import normalize_string, parse_date, parse_number
@@ -102,6 +103,7 @@ __all__ = [
     "FormatEvaluator",
     "FormatProblem",
     "FormatResult",
+    "GenerationSummary",
     "GenerationTask",
     "Interval",
     "LoadRequest",
@@ -159,8 +161,10 @@ __all__ = [
     "regressions",
     "score_fields",
     "score_format",
+    "score_text",
     "sequential_drop_status",
     "summarize_agreement",
+    "summarize_generation",
     "summarize_load",
     "summarize_token_fidelity",
     "token_fidelity",
