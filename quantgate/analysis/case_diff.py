@@ -1,7 +1,9 @@
 """One case of a run side by side: gold, the reference's output and a variant's, field by field.
 
-`case_diff` reads a `RunView` (`quantgate.analysis.run_view`); the scorer flattens each side's
-record into per-field values, as it does when scoring the run.
+`case_diff` reads a `RunView` (`quantgate.analysis.run_view`); the scorer of the run's task kind
+(`evaluators.CaseScorer`: field by field for extraction and classification, the whole call for tool
+calling, chrF for generation) flattens each side's record into per-field values, as it did when
+scoring the run.
 """
 
 from __future__ import annotations
@@ -12,22 +14,32 @@ from typing import Any
 
 import pandas as pd
 
-from evaluators.fields import FieldScore, no_output, score_fields
-from evaluators.schema import FieldSpec
+from evaluators import CaseScorer
+from evaluators.fields import FieldScore
 from quantgate.analysis.run_view import RunView
 from quantgate.rundir.lines import CaseRecord
 
 
 def _values(
-    spec: FieldSpec, record: CaseRecord | None, gold: Mapping[str, Any] | None
+    scorer: CaseScorer, record: CaseRecord | None, gold: Mapping[str, Any] | None, lang: str | None
 ) -> dict[str, FieldScore]:
     """Per field: gold (`expected`) and the record's value (`predicted`), flattened by the scorer."""
     output = record.record if record is not None and _answered(record) else None
     if gold is None:  # unlabeled: flatten the output against itself
         gold = output
-    if output is None:
-        return no_output(spec, gold).fields
-    return score_fields(outputs=output, reference_outputs=gold or {}, schema=spec).fields
+    return scorer.fields(outputs=output, reference_outputs=gold or {}, lang=lang).fields
+
+
+def _differs(
+    scorer: CaseScorer, own: CaseRecord, ref: CaseRecord | None, lang: str | None
+) -> dict[str, bool] | None:
+    """Per field, whether the variant's value differs from the reference's as the kind's scorer
+    judges agreement (a tool call's left-out default, 50 and 50.0 are the same); None when one
+    side has no record."""
+    if ref is None or not (_answered(own) and _answered(ref)) or own.record is None or ref.record is None:
+        return None
+    scores = scorer.fields(outputs=own.record, reference_outputs=ref.record, lang=lang).fields
+    return {name: score.score is not None and score.score < 1.0 for name, score in scores.items()}
 
 
 def case_diff(view: RunView, *, case_id: str, variant: str) -> pd.DataFrame:
@@ -48,13 +60,16 @@ def case_diff(view: RunView, *, case_id: str, variant: str) -> pd.DataFrame:
         raise ValueError(f"{view.run.directory}: the run's copy of case {case_id!r} is not available")
     own = view.records[variant][case_id]
     ref = view.records.get(view.reference, {}).get(case_id)
-    spec = view.dataset.spec
-    mine, theirs = _values(spec, own, case.expected), _values(spec, ref, case.expected)
+    scorer = CaseScorer(schema=view.dataset.schema, task=view.dataset.task)
+    mine = _values(scorer, own, case.expected, case.lang)
+    theirs = _values(scorer, ref, case.expected, case.lang)
+    judged = _differs(scorer, own, ref, case.lang) or {}
     rows = []
     for field in mine:
         score = own.fields.get(field)
         agreement = (own.agreement_fields or {}).get(field)  # None for the reference itself
         value, ref_value = mine[field].predicted, theirs[field].predicted
+        differs = judged.get(field, _dumps(value) != _dumps(ref_value))
         rows.append(
             {
                 "field": field,
@@ -68,7 +83,7 @@ def case_diff(view: RunView, *, case_id: str, variant: str) -> pd.DataFrame:
                 "outcome": own.outcomes.get(field),
                 "agreement": agreement,
                 "wrong": score is not None and score < 1.0,
-                "differs": agreement < 1.0 if agreement is not None else _dumps(value) != _dumps(ref_value),
+                "differs": agreement < 1.0 if agreement is not None else differs,
             }
         )
     kinds: dict[str, type] = {"reference_score": float, "variant_score": float, "agreement": float}
