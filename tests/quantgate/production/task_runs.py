@@ -1,6 +1,7 @@
 """Decided runs of the task kinds other than extraction, made with fake chat models, for the
-production tests: a classification run (`tests.fakes.CLASSIFICATION_TASK`) and a tool-calling run
-of two tools (`TOOLS`), each evaluated by `run_evaluation` and decided."""
+production tests: a classification run (`tests.fakes.CLASSIFICATION_TASK`), a multi-label one, a
+tool-calling run of two tools (`TOOLS`) and a generation run, each evaluated by `run_evaluation` and
+decided."""
 
 from __future__ import annotations
 
@@ -99,3 +100,22 @@ def tool_calling_run(root: Path) -> Path:
     examples = [{"id": "e0", "text": "is it raining in Rome", "expected": {"call": shot}}]
     dataset = write_dataset(root / "tools", lines, schema=None, task=TOOLS, examples=examples)
     return _decided(dataset, {text: call_answer(call) for text, call in CALLS.items()}, root / "runs")
+
+
+def multi_label_run(root: Path) -> Path:
+    """A decided multi-label classification run of two cases (`first text`, `second text`)."""
+    task = {"kind": "classification", "labels": ["billing", "delivery", "refund"], "multi_label": True}
+    golds = {"first text": ["billing", "refund"], "second text": []}
+    lines = [{"id": f"m{i}", "text": t, "expected": {"labels": g}} for i, (t, g) in enumerate(golds.items())]
+    dataset = write_dataset(root / "multi", lines, schema=None, task=task)
+    answers = {text: json.dumps({"labels": labels}) for text, labels in golds.items()}
+    return _decided(dataset, answers, root / "runs")
+
+
+def generation_run(root: Path) -> Path:
+    """A decided generation run of two cases (`name[A]`, `name[B]`)."""
+    golds = {"name[A]": "A is a place.", "name[B]": "B is a place."}
+    lines = [{"id": f"g{i}", "text": t, "expected": {"text": g}} for i, (t, g) in enumerate(golds.items())]
+    dataset = write_dataset(root / "texts", lines, schema=None, task={"kind": "generation"})
+    answers = {text: json.dumps({"text": gold}) for text, gold in golds.items()}
+    return _decided(dataset, answers, root / "runs")

@@ -11,10 +11,16 @@ from pathlib import Path
 import pytest
 
 from evaluators.fields import score_fields
-from quantgate import Classification, ToolCall, open_classifier, open_tool_caller
+from quantgate import Classification, Generation, ToolCall, open_classifier, open_tool_caller
 from quantgate.production import OnlineGuard, ProductionError, load_chosen, open_extractor, open_generator
 from tests.fakes import QueuedChatModel
-from tests.quantgate.production.task_runs import call_answer, classification_run, tool_calling_run
+from tests.quantgate.production.task_runs import (
+    call_answer,
+    classification_run,
+    generation_run,
+    multi_label_run,
+    tool_calling_run,
+)
 from tests.quantgate.production.test_production import _run
 
 
@@ -47,6 +53,22 @@ def test_a_classification_run_gives_typed_labels(classification: Path) -> None:
     status = guard.status()
     assert (status.observed, status.readings[0].value, status.tripped) == (2, 0.5, True)
     assert model.calls[0][0].text.startswith("Classify the text into one of these labels:")
+
+
+def test_a_multi_label_run_gives_a_tuple_of_labels(tmp_path: Path) -> None:
+    model = QueuedChatModel(
+        outputs=[json.dumps({"labels": ["refund", "billing"]}), json.dumps({"labels": []})]
+    )
+    with open_classifier(load_chosen(multi_label_run(tmp_path), chat_model=model)) as classify:
+        both, none = classify("charged twice, want my money back"), classify("hello")
+    assert (both.label, both.labels, none.labels, none.valid) == (None, ("refund", "billing"), (), True)
+
+
+def test_a_generation_run_gives_the_text(tmp_path: Path) -> None:
+    model = QueuedChatModel(outputs=[json.dumps({"text": "C is a pub by the river."})])
+    with open_generator(load_chosen(generation_run(tmp_path), chat_model=model)) as generate:
+        answer = generate("name[C], eatType[pub], area[riverside]")
+    assert answer == Generation(valid=True, result=answer.result, text="C is a pub by the river.")
 
 
 def test_a_tool_calling_run_gives_a_typed_call_and_a_no_call(tool_calling: Path) -> None:
