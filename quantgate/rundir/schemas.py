@@ -15,6 +15,7 @@ from quantgate.rundir import files
 from quantgate.rundir.decision import Decision
 from quantgate.rundir.embeddings import EmbeddingsFile
 from quantgate.rundir.lines import CaseRecord, FidelityLine, LoadLine
+from quantgate.rundir.suite_files import SUITE_DECISION_JSON, SUITE_FILE, SuiteDecision, SuiteRun
 from quantgate.rundir.summary import RunSummary, VariantsFile
 
 SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
@@ -25,6 +26,8 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "load.schema.json": (LoadLine, files.LOAD_FILE),
     "decision.schema.json": (Decision, files.DECISION_JSON),
     "embeddings.schema.json": (EmbeddingsFile, files.EMBEDDINGS_JSON),
+    "suite.schema.json": (SuiteRun, SUITE_FILE),
+    "suite_decision.schema.json": (SuiteDecision, SUITE_DECISION_JSON),
 }
 """Schema file name -> (model, the run file it describes; a JSONL file's schema is of one line)."""
 

@@ -18,6 +18,7 @@ from quantgate.render.suite_grid import grid_rows
 from quantgate.rundir.store import read_summary
 from quantgate.rundir.suite_files import SuiteDecision, read_suite
 from tests.fakes import GOOD, QueuedChatModel, write_classification_dataset, write_tiny_dataset
+from tests.quantgate.rundir.test_schemas import validate_run
 
 GOLDS = ["card_lost", "card_arrival", "top_up_failed", "card_lost", "card_arrival", "card_lost"]
 EXTRACTION_PROMPT = "Who issued it"
@@ -86,8 +87,9 @@ def test_a_variant_failing_one_task_fails_the_suite_naming_it(suite_file, tmp_pa
     assert decision.variants["small"].passes
     assert decision.variants["small"].failing_tasks == []
     # chat models' footprints are measured (RSS): the smaller of the two passing every task is chosen
-    footprints = {name: decision.variants[name].footprint_mb or float("inf") for name in ("ref", "small")}
-    assert decision.recommended == min(footprints, key=lambda name: (footprints[name], name != "ref"))
+    footprints = {name: decision.variants[name].footprint_mb for name in ("ref", "small")}
+    by_size = sorted(footprints, key=lambda n: (footprints[n] is None, footprints[n] or 0.0, n != "ref"))
+    assert decision.recommended == by_size[0]
     cells = _cells(decision)
     assert cells["task"] == ["ref", "broken", "small"]
     assert cells["intents"] == ["pass", "pass", "pass"]
@@ -98,6 +100,7 @@ def test_a_variant_failing_one_task_fails_the_suite_naming_it(suite_file, tmp_pa
         "failing_tasks"
     ] == ["invoices"]
     assert "fail: min\\_format\\_validity" in (suite_dir / "suite_decision.md").read_text()
+    assert validate_run(suite_dir, tmp_path / "schemas") == {"suite.json": 1, "suite_decision.json": 1}
 
 
 def _cli_variants(monkeypatch: pytest.MonkeyPatch, variant_set: VariantSet) -> None:
