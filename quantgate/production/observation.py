@@ -13,10 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evaluators.fields import FieldAccuracy, no_output
+from evaluators.case import CaseScorer
 from evaluators.latency import case_latency
-from evaluators.matchers import DEFAULT_OPTIONS
-from evaluators.tasks import case_field_scorer
 from graphs.evaluation import error_kind
 from graphs.extraction import ExtractionContext, ExtractionResult
 
@@ -68,8 +66,11 @@ class Observation:
         result = ExtractionResult.from_output(output)
         agreement = None
         if reference_record is not None:
-            scores = _agreement(
-                context, result.record if result.valid else None, reference_record, output.get("lang")
+            # the run's agreement: the scorer of the task's kind, with the run's default options
+            scores = CaseScorer(schema=context.schema, task=context.task).fields(
+                outputs=result.record if result.valid else None,
+                reference_outputs=reference_record,
+                lang=output.get("lang"),
             )
             agreement = {name: score.score for name, score in scores.fields.items()}
         return cls(
@@ -98,23 +99,3 @@ class Observation:
             return list(self.agreement.values())
         field = metric[len(AGREEMENT) + 1 : -1]  # agreement_with_reference[<field>]
         return [self.agreement[field]] if field in self.agreement else None
-
-
-def _agreement(
-    context: ExtractionContext,
-    record: Mapping[str, Any] | None,
-    reference_record: Mapping[str, Any],
-    lang: str | None,
-) -> FieldAccuracy:
-    """The record against the reference's, as the run scored agreement (`CaseScorer.fields`, with
-    the run's default matcher options): by the scorer of the context's task kind."""
-    if record is None:
-        return no_output(context.spec, reference_record)
-    return case_field_scorer(context.task)(
-        outputs=record,
-        reference_outputs=reference_record,
-        task=context.task,
-        spec=context.spec,
-        options=DEFAULT_OPTIONS,
-        lang=lang,
-    )
