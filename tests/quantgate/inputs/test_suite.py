@@ -28,7 +28,11 @@ def test_a_suite_loads_its_datasets_and_gates_in_order(tmp_path):
     )
     suite = load_suite(path, gate_overrides={"min_cases": 5})
     intents, invoices = suite.tasks
-    assert (intents.task.name, intents.dataset.task.kind, intents.task.limit) == ("intents", "classification", 40)
+    assert (intents.task.name, intents.dataset.task.kind, intents.task.limit) == (
+        "intents",
+        "classification",
+        40,
+    )
     assert intents.task.examples == 0
     assert intents.gates == Gates(min_cases=5)  # the defaults, the command line's value on top
     assert invoices.dataset.path == tmp_path / "data" / "tiny"  # relative to the suite file
@@ -66,7 +70,10 @@ BAD_SUITES = [
         '[[task]]\nname = "a"\ndataset = "banking77"\nlimit = 4\nbudget = 2\n',
         "suite.toml: task 'a': Value error, max_cases and budget bound a sequential run",
     ),
-    ('[[task]]\nname = "../up"\ndataset = "banking77"\n', "suite.toml: task '../up': name: String should match"),
+    (
+        '[[task]]\nname = "../up"\ndataset = "banking77"\n',
+        "suite.toml: task '../up': name: String should match",
+    ),
     ('[[task]]\ndataset = "banking77"\n', "suite.toml: task 1: name: Field required"),
     ("task = []\n", "suite.toml: task: List should have at least 1 item"),
     ('[[task]\nname = "a"\n', "suite.toml: not valid TOML"),
@@ -96,3 +103,15 @@ def test_a_dataset_with_errors_is_named_with_its_task(tmp_path):
     with pytest.raises(SuiteError) as caught:
         load_suite(path)
     assert str(caught.value).startswith(f"{path}: task 'a': dataset {tmp_path}/broken has ")
+
+
+def test_the_example_suite_loads_four_task_kinds():
+    suite = load_suite(Path(__file__).parents[3] / "examples" / "suite.toml")
+    assert [(t.task.name, t.dataset.task.kind) for t in suite.tasks] == [
+        ("intents", "classification"),
+        ("tool-calls", "tool_calling"),
+        ("restaurant-texts", "generation"),
+        ("restaurants", "extraction"),
+    ]
+    assert [t.task.limit for t in suite.tasks] == [40, 40, 40, None]
+    assert (suite.tasks[3].task.max_cases, suite.tasks[3].task.budget) == (200, 5.0)
