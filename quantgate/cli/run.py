@@ -30,6 +30,7 @@ from quantgate.cli.common import (
     report_decision,
 )
 from quantgate.cli.load import add_load_flags, load_into, load_options
+from quantgate.cli.run_shared import cli_run_options, write_report_after_run
 from quantgate.evaluate.options import DEFAULT_TOKEN_FIDELITY_CASES
 from quantgate.evaluate.predictions import dump_json
 from quantgate.formatting import terminal_text
@@ -49,37 +50,16 @@ def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
         from quantgate.cli.suite import run_suite_command
 
         return run_suite_command(args)
-    from quantgate.evaluate.cache import default_reference_cache
-    from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
+    from quantgate.evaluate.evaluation_run import run_evaluation
 
     gates = cli_gates(args)  # a bad gates file fails before the run, not after it
     cli_costs(args)  # so does a bad costs file
     check_output_dir(Path(args.out))
     load = load_options(args) if args.load else None
-    dataset_name = args.dataset or DEFAULT_RUN_DATASET
-    sequential = args.limit is None and not args.all
-    if not sequential and (args.max_cases is not None or args.budget is not None):
-        raise UsageError(
-            "--max-cases and --budget bound a sequential run; they do not go with --limit or --all"
-        )
-    budget = args.budget if args.budget is not None or args.dataset else DEFAULT_BUDGET_MINUTES
-    dataset = cli_dataset(dataset_name, args.skip_invalid_cases)
+    default_budget = None if args.dataset else DEFAULT_BUDGET_MINUTES
+    options = cli_run_options(args, gates=gates, default_budget=default_budget)
+    dataset = cli_dataset(args.dataset or DEFAULT_RUN_DATASET, args.skip_invalid_cases)
     variant_set = cli_variants(args.variants)
-    options = RunOptions(
-        limit=args.limit,
-        sequential=sequential,
-        gates=gates,
-        max_cases=args.max_cases,
-        budget_s=budget * 60 if sequential and budget is not None else None,
-        concurrency=args.concurrency,
-        max_repairs=args.max_repairs,
-        out=Path(args.out),
-        progress=not args.json,
-        token_fidelity=not args.no_token_fidelity,
-        token_fidelity_cases=args.token_fidelity_cases,
-        examples=args.examples,
-        reference_cache=None if args.no_cache else default_reference_cache(),
-    )
     with cli_executor(args, progress=not args.json) as executor:
         run_dir = run_evaluation(
             dataset, variant_set, reference=args.reference, options=options, executor=executor
@@ -92,7 +72,7 @@ def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
                 run_dir, dataset, variant_set, load, out=Path(args.out), quiet=args.json, executor=executor
             )
     if not args.no_report:
-        _write_report_after_run(run_dir, quiet=args.json)
+        write_report_after_run(run_dir, quiet=args.json)
     return status
 
 
@@ -194,29 +174,12 @@ def _resume(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
     gates = summary_gates.gates if summary_gates is not None and summary_gates.gates else Gates()
     status = _conclude(run_dir, gates, args)
     if not args.no_report:
-        _write_report_after_run(run_dir, quiet=args.json)
+        write_report_after_run(run_dir, quiet=args.json)
     return status
 
 
-def _write_report_after_run(run_dir: Path, *, quiet: bool) -> None:
-    """Write the HTML report; a failure here is reported and the run, already on disk, is kept."""
-    from quantgate.analysis.report import write_report
-
-    try:
-        page = write_report(run_dir)
-    except Exception as exc:  # the run and its decision are written: never lose them to a chart bug
-        print(
-            f"quantgate: the report could not be written ({type(exc).__name__}: {exc}); the run and its "
-            f"decision are kept in {run_dir}; retry with: quantgate report {run_dir}",
-            file=sys.stderr,
-        )
-        return
-    if not quiet:
-        print(f"report: {page}")
-
-
-def _add_input_flags(run: argparse.ArgumentParser) -> None:
-    """What to evaluate: the dataset (or a suite of them), the variants, the reference, how many cases."""
+def _add_dataset_flags(run: argparse.ArgumentParser) -> None:
+    """`--suite` or `--dataset`: the datasets to evaluate."""
     datasets = run.add_mutually_exclusive_group()
     datasets.add_argument(
         "--suite",
@@ -230,6 +193,11 @@ def _add_input_flags(run: argparse.ArgumentParser) -> None:
         help=f"dataset directory or bundled name (default: {DEFAULT_RUN_DATASET}, with a "
         f"{DEFAULT_BUDGET_MINUTES:g}-minute budget unless --budget is given)",
     )
+
+
+def _add_input_flags(run: argparse.ArgumentParser) -> None:
+    """What to evaluate: the dataset (or a suite of them), the variants, the reference, how many cases."""
+    _add_dataset_flags(run)
     run.add_argument(
         "--variants",
         nargs="+",

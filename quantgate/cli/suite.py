@@ -18,6 +18,7 @@ from quantgate.cli.common import (
     cli_variants,
     report_decision,
 )
+from quantgate.cli.run_shared import cli_run_options, write_report_after_run
 from quantgate.formatting import terminal_text
 from quantgate.inputs.gates import GATE_KEYS
 
@@ -38,9 +39,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
 
 def run_suite_command(args: argparse.Namespace) -> int:
     """`run --suite FILE`: check every dataset and gates file, run each task, decide the suite."""
-    from quantgate.evaluate.cache import default_reference_cache
-    from quantgate.evaluate.options import RunOptions
     from quantgate.evaluate.suite_run import run_suite
+    from quantgate.inputs.gates import Gates
     from quantgate.inputs.suite import load_suite
 
     given = [name for name in _NOT_WITH_SUITE if getattr(args, name)]
@@ -60,26 +60,8 @@ def run_suite_command(args: argparse.Namespace) -> int:
     )  # every dataset and gates file, before any model loads
     prices, _ = cli_costs(args)
     check_output_dir(Path(args.out))
-    sequential = args.limit is None and not args.all
-    if not sequential and (args.max_cases is not None or args.budget is not None):
-        raise UsageError(
-            "--max-cases and --budget bound a sequential run; they do not go with --limit or --all"
-        )
+    options = cli_run_options(args, gates=Gates(), default_budget=None)  # each task has its own gates
     variant_set = cli_variants(args.variants)
-    options = RunOptions(
-        limit=args.limit,
-        sequential=sequential,
-        max_cases=args.max_cases,
-        budget_s=args.budget * 60 if sequential and args.budget is not None else None,
-        concurrency=args.concurrency,
-        max_repairs=args.max_repairs,
-        out=Path(args.out),
-        progress=not args.json,
-        token_fidelity=not args.no_token_fidelity,
-        token_fidelity_cases=args.token_fidelity_cases,
-        examples=args.examples,
-        reference_cache=None if args.no_cache else default_reference_cache(),
-    )
     with cli_executor(args, progress=not args.json) as executor:
         suite_dir = run_suite(
             suite,
@@ -186,22 +168,10 @@ def _print_suite_decision(suite_dir: Path, decision: SuiteDecision, *, quiet: bo
 
 def _write_reports(suite_dir: Path, *, quiet: bool) -> None:
     """Each task's HTML report; a failure is said and the runs are kept."""
-    from quantgate.analysis.report import write_report
     from quantgate.rundir.suite_files import TASKS_DIR, read_suite
 
     for entry in read_suite(suite_dir).tasks:
-        task_dir = suite_dir / TASKS_DIR / entry.name
-        try:
-            page = write_report(task_dir)
-        except Exception as exc:  # the runs and decisions are written: never lose them to a chart bug
-            print(
-                f"quantgate: task {entry.name}: the report could not be written ({exc}); retry with: "
-                f"quantgate report {task_dir}",
-                file=sys.stderr,
-            )
-            continue
-        if not quiet:
-            print(f"report ({entry.name}): {page}")
+        write_report_after_run(suite_dir / TASKS_DIR / entry.name, quiet=quiet)
 
 
 def decide_suite_command(args: argparse.Namespace) -> int:

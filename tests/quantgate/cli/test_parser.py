@@ -94,8 +94,11 @@ def test_schemas_writes_one_schema_per_run_file(tmp_path, capsys):
     names = {Path(line).name for line in printed}
     assert names == {
         f"{kind}.schema.json"
-        for kind in ("summary", "record", "variants", "fidelity", "load", "decision", "embeddings")
-    }
+        for kind in (
+            "summary", "record", "variants", "fidelity", "load", "decision", "embeddings", "suite",
+            "suite_decision",
+        )
+    }  # fmt: skip
     assert sorted(printed) == sorted(str(p) for p in directory.iterdir())
     for line in printed:
         schema = json.loads(Path(line).read_text(encoding="utf-8"))
@@ -139,9 +142,14 @@ def test_cli_modules_have_short_functions_and_lazy_heavy_imports(module):
             assert not node.module.startswith(HEAVY), f"{module.name} imports {node.module} at start-up"
 
 
+CLI_HELPERS = ("__init__", "main", "common", "run_shared", "suite")
+"""The modules of quantgate/cli that are not a command: the root parser, and what commands share
+(`run` and `run --suite`: the options of run's flags and the report; `run` and `decide`: suites)."""
+
+
 @pytest.mark.parametrize(
     "module",
-    [p for p in sorted(CLI_DIR.glob("*.py")) if p.stem not in ("__init__", "main", "common")],
+    [p for p in sorted(CLI_DIR.glob("*.py")) if p.stem not in CLI_HELPERS],
     ids=lambda p: p.name,
 )
 def test_each_command_module_exposes_add_parser(module):

@@ -1,0 +1,69 @@
+"""What `quantgate run` of one dataset and of a suite share: the options of run's flags, and the
+report written after a run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evaluators.errors import UsageError
+
+if TYPE_CHECKING:
+    from quantgate.evaluate.options import RunOptions
+    from quantgate.inputs.gates import Gates
+
+
+def cli_run_options(args: argparse.Namespace, *, gates: Gates, default_budget: float | None) -> RunOptions:
+    """The options of `run`'s flags (the sample, concurrency, repairs, output, token fidelity, cache).
+
+    Args:
+        args: The parsed flags of `run`.
+        gates: The gates a sequential run judges after each round.
+        default_budget: Minutes of a sequential run without `--budget` (None: no budget).
+
+    Raises:
+        UsageError: `--max-cases` or `--budget` with `--limit` or `--all`.
+    """
+    from quantgate.evaluate.cache import default_reference_cache
+    from quantgate.evaluate.options import RunOptions
+
+    sequential = args.limit is None and not args.all
+    if not sequential and (args.max_cases is not None or args.budget is not None):
+        raise UsageError(
+            "--max-cases and --budget bound a sequential run; they do not go with --limit or --all"
+        )
+    budget = args.budget if args.budget is not None else default_budget
+    return RunOptions(
+        limit=args.limit,
+        sequential=sequential,
+        gates=gates,
+        max_cases=args.max_cases,
+        budget_s=budget * 60 if sequential and budget is not None else None,
+        concurrency=args.concurrency,
+        max_repairs=args.max_repairs,
+        out=Path(args.out),
+        progress=not args.json,
+        token_fidelity=not args.no_token_fidelity,
+        token_fidelity_cases=args.token_fidelity_cases,
+        examples=args.examples,
+        reference_cache=None if args.no_cache else default_reference_cache(),
+    )
+
+
+def write_report_after_run(run_dir: Path, *, quiet: bool) -> None:
+    """Write the HTML report; a failure here is reported and the run, already on disk, is kept."""
+    from quantgate.analysis.report import write_report
+
+    try:
+        page = write_report(run_dir)
+    except Exception as exc:  # the run and its decision are written: never lose them to a chart bug
+        print(
+            f"quantgate: the report could not be written ({type(exc).__name__}: {exc}); the run and its "
+            f"decision are kept in {run_dir}; retry with: quantgate report {run_dir}",
+            file=sys.stderr,
+        )
+        return
+    if not quiet:
+        print(f"report: {page}")
