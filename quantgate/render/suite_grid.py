@@ -11,26 +11,29 @@ __all__ = ["grid_rows", "render_grid", "render_suite_markdown", "suite_decision_
 
 
 def _cell(verdict: TaskVerdict | None) -> str:
-    """`pass`, `not run`, or the verdict and the first gate that did not pass (`+N` more)."""
+    """`pass`, `not run`, or the verdict and the first gate that made it (a failing gate before an
+    inconclusive one), with how many more did not pass (`+N`)."""
     if verdict is None or verdict.verdict == "not_run":
         return "not run"
     if verdict.passes:
         return "pass"
     if not verdict.failed_gates:
         return verdict.verdict
-    first, *more = verdict.failed_gates
-    gate, _, status = first.rpartition(" ")
-    shown = gate if status == verdict.verdict else first
-    return f"{verdict.verdict}: {shown}" + (f" +{len(more)}" if more else "")
+    suffix = " " + verdict.verdict
+    made = [g.removesuffix(suffix) for g in verdict.failed_gates if g.endswith(suffix)]
+    first = made[0] if made else verdict.failed_gates[0]
+    more = len(verdict.failed_gates) - 1
+    return f"{verdict.verdict}: {first}" + (f" +{more}" if more else "")
 
 
 def grid_rows(decision: SuiteDecision) -> list[list[str]]:
-    """The header (task, then each variant), a row per task, and the suite's row."""
+    """The header (task, then each variant), a row per task, and the suite's row (`pass` when the
+    variant passes every task, else `not all`)."""
     names = list(decision.variants)
     rows = [["task", *names]]
     for task in decision.tasks:
         rows.append([task, *(_cell(decision.variants[n].tasks.get(task)) for n in names)])
-    overall = ["pass" if decision.variants[n].passes else "fail" for n in names]
+    overall = ["pass" if decision.variants[n].passes else "not all" for n in names]
     return [*rows, ["every task", *overall]]
 
 
@@ -50,7 +53,7 @@ def _decision_line(decision: SuiteDecision) -> str:
 def suite_decision_line(decision: SuiteDecision) -> str:
     """The decision in one line, with the tasks that fail each variant not recommended."""
     failing = [
-        f"{name} fails {', '.join(v.failing_tasks)}"
+        f"{name} does not pass {', '.join(v.failing_tasks)}"
         for name, v in decision.variants.items()
         if v.failing_tasks and name != decision.recommended
     ]
