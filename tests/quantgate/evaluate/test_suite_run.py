@@ -173,3 +173,33 @@ def test_a_stopped_suite_keeps_its_finished_tasks_and_resumes(suite_file, tmp_pa
     resume_suite(suite_dir, variant_set, progress=False)
     assert read_summary(suite_dir / "tasks" / "invoices").status == "complete"
     assert decide_suite(suite_dir).variants["small"].passes
+
+
+def _two_variants(*, stop_broken: bool) -> VariantSet:
+    broken = _model(extraction=KeyboardInterrupt() if stop_broken else "not json")
+    return VariantSet(
+        reference="ref",
+        variants=[
+            _variants().variants[0],
+            Variant.from_chat_model("broken", broken, quantization="Q2"),
+        ],
+    )
+
+
+def test_the_command_line_refuses_to_decide_a_stopped_suite_and_resumes_it(
+    suite_file, tmp_path, monkeypatch, capsys
+):
+    with pytest.raises(KeyboardInterrupt):
+        run_suite(load_suite(suite_file), _two_variants(stop_broken=True), options=_options(tmp_path))
+    (suite_dir,) = (tmp_path / "runs").iterdir()
+    capsys.readouterr()
+    assert main(["decide", str(suite_dir)]) == 5
+    assert (
+        f"{suite_dir}: tasks not complete: invoices; not deciding (exit status 5)" in capsys.readouterr().err
+    )
+    _cli_variants(monkeypatch, _two_variants(stop_broken=False))
+    assert main(["run", "--resume", str(suite_dir), "--variants", "fake", "--no-report"]) == 4
+    assert "(broken does not pass invoices) (exit status 4)" in capsys.readouterr().out
+    assert read_summary(suite_dir / "tasks" / "invoices").status == "complete"
+    assert main(["run", "--resume", str(suite_dir), "--budget", "3"]) == 2
+    assert "--dataset and --budget cannot be given when resuming it" in capsys.readouterr().err
