@@ -24,6 +24,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from quantgate.analysis.case_diff import case_diff
 from quantgate.analysis.run_view import RunView, failing_cases, load_run_view, only_variant_fails
+from quantgate.analysis.task_report import task_context
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.hardware import package_version
 from quantgate.render.cost_rows import cost_rows
@@ -198,6 +199,7 @@ def _run_context(view: RunView) -> dict[str, Any]:
         "dataset": summary.dataset.name,
         "cases": summary.dataset.cases,
         "reference": view.reference,
+        "kind": view.run.summary.dataset.task or "extraction",
         "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "version": package_version("quantgate"),
     }
@@ -230,6 +232,7 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
             load_rows=load_rows(load) if load else None,
             embedding_rows=embeddings if embedded else None,
             decision=_decision_context(view.decision),
+            task=task_context(view),
             charts=_chart_context(charts),
             failures=items,
             failures_total=total,

@@ -1,0 +1,194 @@
+"""A run's figures and failures in the terms of its task kind (docs/tasks.md).
+
+`task_figures` reads each variant's kind figures from summary.json (the evaluators'
+`ClassificationSummary`, `GenerationSummary`, `ToolCallSummary`: one definition of each figure);
+`class_recall` and `label_confusion` detail a classification run; `task_failures` lists the
+failing cases as the kind reads them: labels, calls or texts, gold beside the reference's and
+the candidate's. A figure not measured is NaN in a frame, never 0; a value a variant did not
+give (no valid record) is None.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+from evaluators.generation import generated_text
+from evaluators.task_models import ClassificationTask
+from quantgate.analysis.run_view import RunView, failing_cases, only_variant_fails
+
+EXTRACTION = "extraction"
+
+KIND_FIGURES: dict[str, dict[str, str]] = {
+    "classification": {
+        "label_accuracy": "accuracy",
+        "macro_f1": "macro-F1",
+        "subset_accuracy": "subset accuracy",
+        "micro_f1": "micro-F1",
+        "hamming_loss": "Hamming loss",
+        "no_answer": "no answer",
+    },
+    "generation": {
+        "chrf": "chrF vs gold",
+        "chrf_reference": "chrF vs reference",
+        "length_ratio": "length ratio vs gold",
+        "length_ratio_reference": "length ratio vs reference",
+        "empty_text_share": "empty texts",
+    },
+    "tool_calling": {
+        "tool_selection_accuracy": "tool selection",
+        "argument_accuracy": "arguments",
+        "exact_call_rate": "exact call",
+        "abstention_accuracy": "abstention",
+        "false_abstention_rate": "false abstention",
+        "schema_validity": "schema validity",
+    },
+}
+"""Per task kind, the summary keys of its figures and their titles, in the order shown."""
+
+_MULTI_LABEL_ONLY = ("subset_accuracy", "micro_f1", "hamming_loss")
+_SINGLE_LABEL_ONLY = ("label_accuracy",)
+NO_ANSWER = "no answer"
+"""The confusion matrix's row and column of a case without a label."""
+
+
+def task_kind(view: RunView) -> str:
+    """The run's task kind (`extraction` for a run written before task kinds existed)."""
+    return view.run.summary.dataset.task or EXTRACTION
+
+
+def _figure_keys(view: RunView) -> list[str]:
+    keys = list(KIND_FIGURES.get(task_kind(view), {}))
+    task = view.dataset.task if view.dataset is not None else None
+    if isinstance(task, ClassificationTask):
+        left_out = _SINGLE_LABEL_ONLY if task.multi_label else _MULTI_LABEL_ONLY
+        keys = [k for k in keys if k not in left_out]
+    return keys
+
+
+def task_figures(view: RunView) -> pd.DataFrame:
+    """One row per variant (summary.json's order), one column per figure of the run's kind (its
+    summary key; `KIND_FIGURES` titles them); NaN where not measured. No column for extraction."""
+    keys = _figure_keys(view)
+    rows = {}
+    for entry in view.run.summary.variants:
+        values = entry.model_dump()
+        rows[entry.name] = [values.get(key) for key in keys]
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=keys, dtype=float)
+    return table.rename_axis(index="variant")
+
+
+def class_recall(view: RunView) -> pd.DataFrame:
+    """A classification run's per-class figures: one row per label (the task's order), `support`
+    (the reference's gold cases of it), then each variant's recall (NaN: no support, or not
+    measured). Empty for a run of another kind."""
+    rows: dict[str, dict[str, Any]] = {}
+    for entry in view.run.summary.variants:
+        for label, figures in (entry.classes or {}).items():
+            row = rows.setdefault(label, {"support": figures.support})
+            row[entry.name] = figures.recall
+    columns = ["support", *(e.name for e in view.run.summary.variants)]
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=columns).rename_axis(index="class")
+    return table.astype(dict.fromkeys(columns[1:], float))
+
+
+def _labels(view: RunView) -> list[str]:
+    task = view.dataset.task if view.dataset is not None else None
+    return list(task.labels) if isinstance(task, ClassificationTask) else []
+
+
+def _label(record: dict[str, Any] | None) -> str:
+    value = (record or {}).get("label")
+    return value if isinstance(value, str) else NO_ANSWER
+
+
+def label_confusion(view: RunView, variant: str) -> pd.DataFrame:
+    """A single-label classification run: how `variant`'s labels follow the reference's, counted
+    over the cases both recorded: rows the reference's label, columns the variant's, in the task's
+    label order, then `no answer`. Empty for a run of another kind or a multi-label run."""
+    task = view.dataset.task if view.dataset is not None else None
+    if not isinstance(task, ClassificationTask) or task.multi_label:
+        return pd.DataFrame(dtype=int)
+    order = [*_labels(view), NO_ANSWER]
+    table = pd.DataFrame(0, index=order, columns=order, dtype=int)
+    reference = view.records.get(view.reference, {})
+    for case_id, record in view.records.get(variant, {}).items():
+        if case_id in reference:
+            row, column = _label(reference[case_id].record), _label(record.record)
+            if row in table.index and column in table.columns:
+                table.loc[row, column] += 1
+    return table.rename_axis(index=f"{view.reference} (reference)", columns=variant)
+
+
+def show_call(call: Any) -> str:
+    """A tool call as one line, `name(argument=value, ...)` with JSON values; `no call` for null."""
+    if call is None:
+        return "no call"
+    if not isinstance(call, dict):
+        return json.dumps(call, ensure_ascii=False)
+    arguments = call.get("arguments")
+    pairs = arguments.items() if isinstance(arguments, dict) else []
+    shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in pairs)
+    return f"{call.get('name')}({shown})"
+
+
+def _value(kind: str, record: dict[str, Any] | None) -> Any:
+    """The part of a record (or of a case's gold) the kind shows; None without a record."""
+    if record is None:
+        return None
+    if kind == "classification":
+        return record.get("labels", record.get("label"))
+    if kind == "tool_calling":
+        return show_call(record.get("call"))
+    if kind == "generation":
+        return generated_text(record)
+    return json.dumps(record, ensure_ascii=False, sort_keys=True)
+
+
+def task_failures(view: RunView) -> pd.DataFrame:
+    """One row per variant x failing case (`failing_cases`), in the kind's terms.
+
+    Columns: variant, case_id, tags, gold, reference, candidate (the label(s), the call as
+    `show_call` writes it, the text, or an extraction's record as JSON; None: no valid record),
+    score (the case's field accuracy: for generation its sentence chrF / 100), reference_right
+    (the reference got the case's failing fields right), error_kind.
+    """
+    kind = task_kind(view)
+    lost = only_variant_fails(view)
+    regressed = set(zip(lost["variant"], lost["case_id"], strict=True))
+    reference = view.records.get(view.reference, {})
+    rows = []
+    for entry in failing_cases(view).to_dict("records"):
+        variant, case_id = str(entry["variant"]), str(entry["case_id"])
+        case = view.case(case_id)
+        own = view.records[variant][case_id]
+        theirs = reference.get(case_id)
+        rows.append(
+            {
+                "variant": variant,
+                "case_id": case_id,
+                "tags": entry["tags"],
+                "gold": _value(kind, case.expected) if case is not None else None,
+                "reference": _value(kind, theirs.record) if theirs is not None else None,
+                "candidate": _value(kind, own.record),
+                "score": entry["field_accuracy"],
+                "reference_right": (variant, case_id) in regressed,
+                "error_kind": entry["error_kind"],
+            }
+        )
+    columns = ["variant", "case_id", "tags", "gold", "reference", "candidate", "score", "reference_right"]
+    return pd.DataFrame(rows, columns=[*columns, "error_kind"]).astype({"score": float})
+
+
+__all__ = [
+    "KIND_FIGURES",
+    "NO_ANSWER",
+    "class_recall",
+    "label_confusion",
+    "show_call",
+    "task_failures",
+    "task_figures",
+    "task_kind",
+]

@@ -1,0 +1,132 @@
+"""The report and the run view of a run of each task kind: its figures per variant (from
+summary.json, shown as text), a classification run's recall per class and labels against the
+reference's, and the failing cases in the kind's terms (labels, calls, texts with chrF)."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from sacrebleu.metrics.chrf import CHRF
+
+from quantgate.analysis.report import write_report
+from quantgate.analysis.run_view import load_run_view
+from quantgate.analysis.task_view import task_failures, task_figures
+from tests.quantgate.analysis import kind_runs
+
+
+class Tables(HTMLParser):
+    """The cells' text of each table of a page, keyed by the table's class."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self._current: list[list[str]] | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self._current = self.tables.setdefault(dict(attrs).get("class") or "", [])
+        elif tag == "tr" and self._current is not None:
+            self._current.append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None and self._current:
+            self._current[-1].append("".join(self._cell).strip())
+            self._cell = None
+        elif tag == "table":
+            self._current = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def tables(page: Path) -> dict[str, list[list[str]]]:
+    parser = Tables()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser.tables
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("kinds")
+    return {
+        "classification": kind_runs.classification_run(root / "c"),
+        "tool_calling": kind_runs.tool_calling_run(root / "t"),
+        "generation": kind_runs.generation_run(root / "g"),
+    }
+
+
+def test_a_classification_report_has_accuracy_macro_f1_recall_and_labels_against_the_reference(runs):
+    found = tables(write_report(runs["classification"]))
+    # quant: c1 and c4 (gold card_arrival) taken for card_lost and top_up_failed: 4/6 right; F1 of
+    # card_arrival 0, card_lost 2*3/(2*3+1) = 6/7, top_up_failed 2*1/(2*1+1) = 2/3: macro 32/63 = 50.8%
+    assert found["task-figures"] == [
+        ["variant", "accuracy", "macro-F1", "no answer"],
+        ["ref *", "100.0%", "100.0%", "0"],
+        ["quant", "66.7%", "50.8%", "0"],
+    ]
+    assert found["class-recall"] == [
+        ["class", "support", "ref", "quant"],
+        ["card_arrival", "2", "100.0%", "0.0%"],
+        ["card_lost", "3", "100.0%", "100.0%"],
+        ["top_up_failed", "1", "100.0%", "100.0%"],
+    ]
+    assert found["confusion"] == [
+        ["ref ↓ / quant →", "card_arrival", "card_lost", "top_up_failed", "no answer"],
+        ["card_arrival", "0", "1", "1", "0"],
+        ["card_lost", "0", "3", "0", "0"],
+        ["top_up_failed", "0", "0", "1", "0"],
+        ["no answer", "0", "0", "0", "0"],
+    ]
+
+
+def test_a_classification_runs_failures_are_gold_reference_and_candidate_labels(runs):
+    failures = task_failures(load_run_view(runs["classification"]))
+    shown = failures[["variant", "case_id", "gold", "reference", "candidate", "score", "reference_right"]]
+    assert shown.values.tolist() == [
+        ["quant", "c1", "card_arrival", "card_arrival", "card_lost", 0.0, True],
+        ["quant", "c4", "card_arrival", "card_arrival", "top_up_failed", 0.0, True],
+    ]
+
+
+def test_a_generation_report_has_chrf_against_gold_and_reference_and_length_ratios(runs):
+    gold = list(kind_runs.TEXTS.values())
+    quant = [gold[0], kind_runs.QUANT_TEXTS["name[B]"]]
+    chrf = CHRF().corpus_score(quant, [gold]).score  # quant's texts against gold = the reference's
+    ratio = (1 + len(quant[1]) / len(gold[1])) / 2
+    found = tables(write_report(runs["generation"]))
+    assert found["task-figures"] == [
+        ["variant", "chrF vs gold", "chrF vs reference", "length ratio vs gold", "length ratio vs reference",
+         "empty texts"],
+        ["ref *", "100.0%", "—", "1.00", "—", "0.0%"],  # the reference is not measured against itself
+        ["quant", f"{chrf:.1f}%", f"{chrf:.1f}%", f"{ratio:.2f}", f"{ratio:.2f}", "0.0%"],
+    ]  # fmt: skip
+    assert f"{ratio:.2f}" == "0.90"  # 23 of 29 characters: the figure differs from the reference's
+
+
+def test_a_generation_runs_failures_are_texts_with_their_chrf(runs):
+    failures = task_failures(load_run_view(runs["generation"]))
+    assert failures[["case_id", "gold", "candidate"]].values.tolist() == [
+        ["g1", kind_runs.TEXTS["name[B]"], kind_runs.QUANT_TEXTS["name[B]"]]
+    ]
+    sentence = CHRF().sentence_score(kind_runs.QUANT_TEXTS["name[B]"], [kind_runs.TEXTS["name[B]"]]).score
+    assert failures.loc[0, "score"] == pytest.approx(sentence / 100)
+
+
+def test_a_tool_calling_runs_failures_are_expected_and_candidate_calls(runs):
+    failures = task_failures(load_run_view(runs["tool_calling"]))
+    assert failures[["case_id", "gold", "reference", "candidate", "reference_right"]].values.tolist() == [
+        ["t0", 'get_weather(city="Paris")', 'get_weather(city="Paris")', 'get_weather(city="Bergen")', True],
+        ["t3", "no call", "no call", 'get_weather(city="Oslo")', True],
+    ]
+
+
+def test_figures_not_measured_are_missing_not_zero(runs):
+    figures = task_figures(load_run_view(runs["generation"]))
+    assert figures["chrf_reference"].isna().tolist() == [True, False]
+    assert figures.loc["quant", "empty_text_share"] == 0.0  # measured: no empty text
