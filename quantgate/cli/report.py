@@ -15,9 +15,13 @@ if TYPE_CHECKING:
 
 def _report(args: argparse.Namespace) -> int:
     from quantgate.analysis.report import write_report
+    from quantgate.analysis.suite_report import is_suite_dir, write_suite_report
     from quantgate.rundir.completeness import run_completeness
 
     run_dir = Path(args.run_dir)
+    if is_suite_dir(run_dir):
+        print(write_suite_report(run_dir, max_failures=args.max_failures))
+        return 0
     completeness = run_completeness(run_dir)
     if not completeness.complete:
         print(
@@ -31,7 +35,9 @@ def _report(args: argparse.Namespace) -> int:
 def add_parser(commands: Commands) -> None:
     """Add `quantgate report`."""
     report = commands.add_parser(
-        "report", help="write RUN_DIR/report/report.html (self-contained) and its PNG charts; print its path"
+        "report",
+        help="write RUN_DIR/report/report.html (self-contained) and its PNG charts; print its path "
+        "(of a suite's directory: each task's report and the task x variant grid)",
     )
     report.add_argument("run_dir", metavar="RUN_DIR")
     report.add_argument(

@@ -17,17 +17,18 @@ from tests.quantgate.analysis import kind_runs
 
 
 class Tables(HTMLParser):
-    """The cells' text of each table of a page, keyed by the table's class."""
+    """The cells' text of each table of a page, in order, each with the table's class."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.tables: dict[str, list[list[str]]] = {}
+        self.ordered: list[tuple[str, list[list[str]]]] = []
         self._current: list[list[str]] | None = None
         self._cell: list[str] | None = None
 
     def handle_starttag(self, tag, attrs):
         if tag == "table":
-            self._current = self.tables.setdefault(dict(attrs).get("class") or "", [])
+            self._current = []
+            self.ordered.append((dict(attrs).get("class") or "", self._current))
         elif tag == "tr" and self._current is not None:
             self._current.append([])
         elif tag in ("td", "th"):
@@ -45,10 +46,19 @@ class Tables(HTMLParser):
             self._cell.append(data)
 
 
-def tables(page: Path) -> dict[str, list[list[str]]]:
+def ordered_tables(page: Path) -> list[tuple[str, list[list[str]]]]:
+    """A page's tables in order, each with its class."""
     parser = Tables()
     parser.feed(page.read_text(encoding="utf-8"))
-    return parser.tables
+    return parser.ordered
+
+
+def tables(page: Path) -> dict[str, list[list[str]]]:
+    """A page's tables by class (the first of each class)."""
+    found: dict[str, list[list[str]]] = {}
+    for kind, rows in ordered_tables(page):
+        found.setdefault(kind, rows)
+    return found
 
 
 @pytest.fixture(scope="module")
