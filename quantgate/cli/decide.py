@@ -42,7 +42,24 @@ def _decide(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return status
+    _print_task_figures(run_dir)
     return report_decision(run_dir, gates, prices=prices, recommend_by=recommend_by)
+
+
+def _print_task_figures(run_dir: Path) -> None:
+    """The run's task-kind figures per variant, as `quantgate run` prints them under its table
+    (nothing for an extraction run)."""
+    from evaluators.errors import QuantgateError
+    from quantgate.render.summary_table import task_section
+    from quantgate.rundir.store import read_summary
+
+    try:
+        summary = read_summary(run_dir)
+    except QuantgateError:  # deciding says what is wrong with the run directory
+        return
+    lines = task_section(summary)[1:]  # no blank line before it here
+    if lines:
+        print(terminal_text("\n".join(lines), lines=True))
 
 
 def add_parser(commands: Commands) -> None:

@@ -290,7 +290,7 @@ def decide(
         record=_record_section(run, gates, method),
     )
     write_model(run.directory / DECISION_JSON, decision)
-    (run.directory / DECISION_MD).write_text(render_decision(decision), encoding="utf-8")
+    (run.directory / DECISION_MD).write_text(render_decision(decision, summary=run.summary), encoding="utf-8")
     return decision
 
 

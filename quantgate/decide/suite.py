@@ -15,10 +15,11 @@ from evaluators.errors import QuantgateError, UsageError
 from quantgate.decide.recommendation import DecisionError, decide, recommend
 from quantgate.inputs.gates import Gates, GatesError, load_gates
 from quantgate.inputs.prices import Prices
-from quantgate.render.suite_grid import render_suite_markdown
+from quantgate.render.suite_grid import TaskDecided, render_suite_markdown
 from quantgate.rundir.completeness import run_completeness
 from quantgate.rundir.decision import EXIT_STATUS, Decision, VariantDecision, outcome_of
 from quantgate.rundir.jsonfile import write_model
+from quantgate.rundir.store import read_summary
 from quantgate.rundir.suite_files import (
     SUITE_DECISION_JSON,
     SUITE_DECISION_MD,
@@ -138,5 +139,15 @@ def decide_suite(
         decided_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )
     write_model(suite_dir / SUITE_DECISION_JSON, decision)
-    (suite_dir / SUITE_DECISION_MD).write_text(render_suite_markdown(decision), encoding="utf-8")
+    tasks = {e.name: _task_decided(e, suite_dir, decisions.get(e.name)) for e in suite.tasks}
+    (suite_dir / SUITE_DECISION_MD).write_text(render_suite_markdown(decision, tasks), encoding="utf-8")
     return decision
+
+
+def _task_decided(entry: SuiteTaskEntry, suite_dir: Path, decision: Decision | None) -> TaskDecided:
+    """A task's decision and summary, for its section of suite_decision.md."""
+    try:
+        summary = read_summary(suite_dir / TASKS_DIR / entry.name) if decision is not None else None
+    except QuantgateError:  # decided on what it held; its section shows no figures
+        summary = None
+    return TaskDecided(kind=entry.kind, decision=decision, summary=summary)

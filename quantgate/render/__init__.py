@@ -1,10 +1,12 @@
 """Renderers: the run's figures shown to people, as terminal tables and decision.md.
 
 `summary_table.py` (the table `quantgate run` prints), `load_table.py` (the load figures),
-`embedding_table.py` (the embedding figures), `cost_rows.py` (the decision's cost table) and
-`decision_markdown.py` (decision.md). Each reads the run files' models (`quantgate.rundir`) and
-shows numbers with `quantgate.formatting`. The HTML report and run comparison read runs through
-the analysis view, so they stay in `quantgate.analysis`.
+`embedding_table.py` (the embedding figures), `cost_rows.py` (the decision's cost table),
+`task_figures.py` (a run's task-kind figures: classification, generation, tool calling),
+`decision_markdown.py` (decision.md) and `suite_grid.py` (a suite's grid, suite_decision.md).
+Each reads the run files' models (`quantgate.rundir`) and shows numbers with `quantgate.formatting`.
+The HTML report and run comparison read runs through the analysis view, so they stay in
+`quantgate.analysis`.
 """
 
 from quantgate.render.cost_rows import cost_rows

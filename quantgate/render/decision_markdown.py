@@ -13,8 +13,9 @@ from evaluators.comparison import PairedDelta
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
+from quantgate.render.task_figures import task_figures
 from quantgate.rundir.decision import Decision, VariantDecision
-from quantgate.rundir.summary import SequentialEntry
+from quantgate.rundir.summary import RunSummary, SequentialEntry
 
 _MARKDOWN_ESCAPES = str.maketrans(
     {"&": "&amp;", "<": "&lt;", ">": "&gt;"} | {char: "\\" + char for char in "\\`*_[]|"}
@@ -32,7 +33,7 @@ def escape_markdown(value: object) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\\\n")
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     """A Markdown table; every cell is escaped here."""
     lines = ["| " + " | ".join(map(escape_markdown, header)) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(map(escape_markdown, row)) + " |" for row in rows]
@@ -127,7 +128,17 @@ _OVERVIEW_NOTE = (
 
 def _overview(decision: Decision) -> list[str]:
     rows = [_overview_row(name, v) for name, v in decision.variants.items()]
-    return ["## Variants", "", *_table(_OVERVIEW, rows), _OVERVIEW_NOTE, ""]
+    return ["## Variants", "", *markdown_table(_OVERVIEW, rows), _OVERVIEW_NOTE, ""]
+
+
+def task_figures_section(summary: RunSummary | None, *, level: str = "##") -> list[str]:
+    """The run's task-kind figures per variant as a Markdown section (none for an extraction run,
+    or without the run's summary)."""
+    figures = task_figures(summary, reference_mark=" (reference)") if summary is not None else None
+    if figures is None:
+        return []
+    title = f"{level} {figures.kind.capitalize()} figures"
+    return [title, "", *markdown_table(figures.header, figures.rows), escape_markdown(figures.note) + ".", ""]
 
 
 def _gates(decision: Decision) -> list[str]:
@@ -137,12 +148,12 @@ def _gates(decision: Decision) -> list[str]:
         for k, v in decision.gates.model_dump().items()
         if k != "format_version"
     ]
-    lines += _table(["gate", "threshold"], settings)
+    lines += markdown_table(["gate", "threshold"], settings)
     for name, v in decision.variants.items():
         if not v.gates:
             continue
         rows = [[g.gate, g.status, g.evidence] for g in v.gates]
-        lines += [f"### {escape_markdown(name)}", "", *_table(["gate", "status", "evidence"], rows)]
+        lines += [f"### {escape_markdown(name)}", "", *markdown_table(["gate", "status", "evidence"], rows)]
         if v.sequential is not None:
             lines += [_sequential_line(v.sequential, is_reference=v.is_reference), ""]
         if v.open is not None:
@@ -190,7 +201,7 @@ def _deltas(decision: Decision) -> list[str]:
         rows = [_delta_row(f"field {key}", d) for key, d in comparison.fields.items()]
         rows += [_delta_row(f"slice {key}", d) for key, d in comparison.slices.items()]
         title = f"### {escape_markdown(name)} vs {escape_markdown(decision.reference)}"
-        lines += [title, "", *_table(header, rows)]
+        lines += [title, "", *markdown_table(header, rows)]
     if len(lines) > 2:
         lines += [
             "The 95% CI is the interval each delta is judged by, valid at any number of cases (see the "
@@ -209,7 +220,7 @@ def _embeddings(decision: Decision) -> list[str]:
     file_mb = {n: m.file_size_bytes / 2**20 for n, m in decision.record.variants.items() if m.file_size_bytes}
     rows = embedding_rows([(escape_markdown(n), file_mb.get(n), v.embeddings, None) for n, v in measured])
     k = measured[0][1].embeddings.k if measured[0][1].embeddings else None
-    return ["## Embeddings", "", *_table(rows[0], rows[1:]), f"k = {k}; see docs/embeddings.md.", ""]
+    return ["## Embeddings", "", *markdown_table(rows[0], rows[1:]), f"k = {k}; see docs/embeddings.md.", ""]
 
 
 def _costs(decision: Decision) -> list[str]:
@@ -220,7 +231,7 @@ def _costs(decision: Decision) -> list[str]:
     return [
         "## Expected cost per 1,000 extractions",
         "",
-        *_table(rows[0], rows[1:]),
+        *markdown_table(rows[0], rows[1:]),
         f"In parentheses: minus the reference's, with its {decision.gates.confidence:.0%} paired interval. "
         "not counted: no price given; not measured: a priced figure the run did not measure. "
         f"Method: {escape_markdown(decision.costs.method)}.",
@@ -269,7 +280,7 @@ def _rollback(decision: Decision) -> list[str]:
         f"Roll {escape_markdown(rollback.variant)} back when any of these holds over a window of at least "
         f"{rollback.window_cases} production calls:",
         "",
-        *_table(["metric", "when", "threshold", "measured", "derived as"], rows),
+        *markdown_table(["metric", "when", "threshold", "measured", "derived as"], rows),
     ]
 
 
@@ -292,7 +303,9 @@ def _record(decision: Decision) -> list[str]:
     return [
         "## Record",
         "",
-        *_table(["variant", "precision", "method", "calibration", "runtime", "model sha256 / digest"], rows),
+        *markdown_table(
+            ["variant", "precision", "method", "calibration", "runtime", "model sha256 / digest"], rows
+        ),
         "- Hardware: " + ", ".join(f"{text(k)}: {text(v)}" for k, v in record.hardware.items()),
         f"- Run {text(record.run_id)} with quantgate {text(record.run_quantgate_version)}; decided with "
         f"quantgate {text(record.decided_with_quantgate_version)} at {text(record.decided_at)}",
@@ -303,11 +316,13 @@ def _record(decision: Decision) -> list[str]:
     ]
 
 
-def render_decision(decision: Decision) -> str:
-    """decision.md from the decision (decision.json is its source)."""
+def render_decision(decision: Decision, *, summary: RunSummary | None = None) -> str:
+    """decision.md from the decision (decision.json is its source), with the task-kind figures of
+    the run's `summary` (summary.json) after the variants when given."""
     parts = [
         _headline(decision),
         _overview(decision),
+        task_figures_section(summary),
         _gates(decision),
         _deltas(decision),
         _embeddings(decision),

@@ -1,13 +1,29 @@
 """A suite's decision as a task x variant grid: each cell passes, or names the gate that fails it;
-as text for the terminal and as suite_decision.md."""
+as text for the terminal and as suite_decision.md (with a section per task: each variant's gates
+and the task kind's figures)."""
 
 from __future__ import annotations
 
-from quantgate.formatting import text_table
-from quantgate.render.decision_markdown import escape_markdown
-from quantgate.rundir.suite_files import SuiteDecision, TaskVerdict
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-__all__ = ["grid_rows", "render_grid", "render_suite_markdown", "suite_decision_line"]
+from quantgate.formatting import text_table
+from quantgate.render.decision_markdown import escape_markdown, markdown_table, task_figures_section
+from quantgate.rundir.decision import Decision
+from quantgate.rundir.suite_files import SuiteDecision, TaskVerdict
+from quantgate.rundir.summary import RunSummary
+
+__all__ = ["TaskDecided", "grid_rows", "render_grid", "render_suite_markdown", "suite_decision_line"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskDecided:
+    """One task of a suite as decided: its kind, its decision and its run's summary (None: the
+    task has no run directory, or its file could not be read)."""
+
+    kind: str
+    decision: Decision | None = None
+    summary: RunSummary | None = None
 
 
 def _cell(verdict: TaskVerdict | None) -> str:
@@ -60,8 +76,25 @@ def suite_decision_line(decision: SuiteDecision) -> str:
     return _decision_line(decision) + (f" ({'; '.join(failing)})" if failing else "")
 
 
-def render_suite_markdown(decision: SuiteDecision) -> str:
-    """suite_decision.md: the decision, the grid, and each task's decision record."""
+def _task_section(name: str, task: TaskDecided) -> list[str]:
+    """A task's section: each variant's verdict and gates (their evidence gives each interval), then
+    the task kind's figures per variant."""
+    lines = [f"## Task {escape_markdown(name)} ({escape_markdown(task.kind)})", ""]
+    if task.decision is None:
+        return [*lines, "Not run: no decision.", ""]
+    rows = []
+    for variant, section in task.decision.variants.items():
+        gates = [[g.gate, g.status, g.evidence] for g in section.gates] or [
+            ["—", section.status, section.error or ""]
+        ]
+        rows += [[variant, section.verdict, *gate] for gate in gates]
+    lines += markdown_table(["variant", "verdict", "gate", "status", "evidence"], rows)
+    return [*lines, *task_figures_section(task.summary, level="###")]
+
+
+def render_suite_markdown(decision: SuiteDecision, tasks: Mapping[str, TaskDecided] | None = None) -> str:
+    """suite_decision.md: the decision, the grid, and a section per task of `tasks` (its gates and
+    its kind's figures per variant); each task's full record is its own decision.md."""
     rows = grid_rows(decision)
     lines = [
         "# Suite decision",
@@ -75,4 +108,7 @@ def render_suite_markdown(decision: SuiteDecision) -> str:
     lines += ["| " + " | ".join(map(escape_markdown, rows[0])) + " |", "|" + "---|" * len(rows[0])]
     lines += ["| " + " | ".join(map(escape_markdown, row)) + " |" for row in rows[1:]]
     lines += ["", "Each task's own decision: `tasks/<task>/decision.md`.", ""]
+    for name in decision.tasks:
+        if tasks is not None and name in tasks:
+            lines += _task_section(name, tasks[name])
     return "\n".join(lines)

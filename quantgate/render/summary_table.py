@@ -1,9 +1,10 @@
-"""The summary table printed at the end of `quantgate run`."""
+"""The summary table printed at the end of `quantgate run`, with the run's task-kind figures under it."""
 
 from __future__ import annotations
 
 from evaluators.baselines import above_baseline
-from quantgate.formatting import MISSING, number
+from quantgate.formatting import MISSING, number, text_table
+from quantgate.render.task_figures import task_figures
 from quantgate.rundir.summary import RunSummary, VariantEntry
 
 _COLUMNS = [
@@ -88,4 +89,14 @@ def render_summary(summary: RunSummary) -> str:
         f"run {summary.run_id}   {MISSING} = not measured"
     )
     notes = [BASELINE_NOTE] if flagged else []
-    return "\n".join([*lines, footer, *notes])
+    return "\n".join([*lines, footer, *notes, *task_section(summary)])
+
+
+def task_section(summary: RunSummary) -> list[str]:
+    """The lines of the run's task-kind figures under the table (none for an extraction run):
+    a blank line, the kind, its table, and what its columns mean."""
+    figures = task_figures(summary)
+    if figures is None:
+        return []
+    table = text_table([figures.header, *figures.rows])
+    return ["", f"{figures.kind} figures:", *table, figures.note]
