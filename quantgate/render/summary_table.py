@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from evaluators.baselines import above_baseline
 from quantgate.formatting import MISSING, number, text_table
 from quantgate.render.task_figures import task_figures
@@ -99,4 +101,4 @@ def task_section(summary: RunSummary) -> list[str]:
     if figures is None:
         return []
     table = text_table([figures.header, *figures.rows])
-    return ["", f"{figures.kind} figures:", *table, figures.note]
+    return ["", f"{figures.kind} figures:", *table, *textwrap.wrap(figures.note, width=100)]
