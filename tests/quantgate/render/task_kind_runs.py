@@ -39,7 +39,8 @@ TOOL_QUANT: dict[str, dict[str, Any] | None] = {
 """The quantized variant's calls: right on t0 and t1, no call on t2, a call on t3."""
 
 
-def _variants(right: dict[str, str], quant: dict[str, str]) -> VariantSet:
+def variant_set(right: dict[str, str], quant: dict[str, str]) -> VariantSet:
+    """A reference `ref` giving `right` (text -> output) and a quantized `quant` giving `quant`."""
     return VariantSet(
         reference="ref",
         variants=[
@@ -55,7 +56,7 @@ def _variants(right: dict[str, str], quant: dict[str, str]) -> VariantSet:
 
 def _run(dataset: Path, right: dict[str, str], quant: dict[str, str], out: Path) -> Path:
     options = RunOptions(out=out, progress=False, token_fidelity=False)
-    return run_evaluation(load_dataset(dataset), _variants(right, quant), options=options)
+    return run_evaluation(load_dataset(dataset), variant_set(right, quant), options=options)
 
 
 def classification_dataset(root: Path) -> Path:

@@ -52,6 +52,23 @@ def test_decide_prints_a_classification_runs_label_figures(tmp_path, capsys):
     assert "| ref (reference) | 100.0% | 1.000 | 100.0% (card\\_arrival) | 0 | — | — |" in markdown
 
 
+def test_run_prints_the_label_figures_under_its_table(tmp_path, monkeypatch, capsys):
+    dataset = runs.classification_dataset(tmp_path / "banking")
+    variant_set = runs.variant_set(*runs.classification_answers())
+    monkeypatch.setattr("quantgate.inputs.variants.resolve_variants", lambda specs: variant_set)
+    flags = ["--variants", "fake", "--out", str(tmp_path / "runs"), "--no-report", "--no-token-fidelity"]
+    assert main(["run", "--dataset", str(dataset), "--all", *flags]) == 4
+    printed = _lines(capsys.readouterr().out)
+    table = printed.index("classification figures:")
+    assert printed[table + 3 : table + 5] == [
+        "ref * 100.0% 1.000 100.0% (card_arrival) 0 — —",
+        "quant 66.7% 0.508 0.0% (card_arrival) 0 — —",
+    ]
+    footer = next(i for i, line in enumerate(printed) if line.startswith("* reference dataset banking"))
+    assert footer < table  # under the summary table
+    assert printed.count("classification figures:") == 1  # not again before the verdicts
+
+
 def test_a_generation_runs_table_shows_chrf_length_and_empty_texts(tmp_path, capsys):
     run_dir = runs.generation_run(tmp_path)
     text = _lines(render_summary(read_summary(run_dir)))
