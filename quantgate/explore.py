@@ -1,5 +1,6 @@
 """`quantgate.explore`: the public name of the run explorer, defined in `quantgate.analysis.run_view`
-(one case side by side in `quantgate.analysis.case_diff`)."""
+(one case side by side in `quantgate.analysis.case_diff`; a run's figures and failures in its task
+kind's terms in `quantgate.analysis.task_view`; a suite's tasks in `quantgate.analysis.suite_report`)."""
 
 from quantgate.analysis.case_diff import case_diff
 from quantgate.analysis.run_view import (
@@ -18,21 +19,31 @@ from quantgate.analysis.run_view import (
     slice_sizes,
     variant_table,
 )
+from quantgate.analysis.suite_report import is_suite_dir, open_task, suite_tasks
+from quantgate.analysis.task_view import class_recall, label_confusion, task_failures, task_figures, task_kind
 
 __all__ = [
     "RunView",
     "case_diff",
+    "class_recall",
     "comparisons",
     "failing_cases",
     "field_accuracy",
     "field_deltas",
     "field_scores",
+    "is_suite_dir",
+    "label_confusion",
     "latencies",
     "latest_run",
     "load_run_view",
     "only_variant_fails",
+    "open_task",
     "pareto_frontier",
     "slice_accuracy",
     "slice_sizes",
+    "suite_tasks",
+    "task_failures",
+    "task_figures",
+    "task_kind",
     "variant_table",
 ]

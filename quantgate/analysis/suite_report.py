@@ -27,14 +27,19 @@ from quantgate.rundir.suite_files import (
     TASKS_DIR,
     SuiteDecision,
     SuiteRun,
-    is_suite_dir,
     read_suite,
 )
+from quantgate.rundir.suite_files import is_suite_dir as _is_suite_dir
 
 REPORT_HTML = "report.html"
 DEFAULT_MAX_FAILURES = 1000
 
 __all__ = ["is_suite_dir", "open_task", "suite_tasks", "write_suite_report"]
+
+
+def is_suite_dir(path: str | Path) -> bool:
+    """Whether `path` is a suite's run directory (it holds suite.json)."""
+    return _is_suite_dir(Path(path))
 
 
 def suite_tasks(suite_dir: str | Path) -> dict[str, Path]:

@@ -153,7 +153,7 @@ def task_failures(view: RunView) -> pd.DataFrame:
     Columns: variant, case_id, tags, gold, reference, candidate (the label(s), the call as
     `show_call` writes it, the text, or an extraction's record as JSON; None: no valid record),
     score (the case's field accuracy: for generation its sentence chrF / 100), reference_right
-    (the reference got the case's failing fields right), error_kind.
+    (the reference got right a field the candidate got wrong), error_kind.
     """
     kind = task_kind(view)
     lost = only_variant_fails(view)

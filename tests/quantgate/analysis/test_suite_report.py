@@ -42,9 +42,9 @@ def _variants() -> VariantSet:
     )
 
 
-@pytest.fixture(scope="module")
-def suite_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("suite")
+def make_suite(root: Path) -> Path:
+    """A decided suite of two tasks under `root`: intents (classification, quant wrong on c1 and
+    c4) and texts (generation, quant answering no valid text); its directory."""
     write_classification_dataset(root / "intents", kind_runs.GOLDS)
     lines = [
         {"id": f"g{i}", "text": t, "expected": {"text": g}}
@@ -60,6 +60,11 @@ def suite_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = run_suite(load_suite(root / "suite.toml"), _variants(), options=options)
     decide_suite(folder)
     return folder
+
+
+@pytest.fixture(scope="module")
+def suite_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_suite(tmp_path_factory.mktemp("suite"))
 
 
 def test_the_suite_report_has_the_grid_and_a_section_per_task(suite_dir):
