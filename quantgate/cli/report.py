@@ -39,7 +39,9 @@ def add_parser(commands: Commands) -> None:
         help="write RUN_DIR/report/report.html (self-contained) and its PNG charts; print its path "
         "(of a suite's directory: each task's report and the task x variant grid)",
     )
-    report.add_argument("run_dir", metavar="RUN_DIR")
+    report.add_argument(
+        "run_dir", metavar="RUN_DIR", help="a run directory, or a suite's (each task's report, then its own)"
+    )
     report.add_argument(
         "--max-failures",
         type=int,
