@@ -11,6 +11,7 @@ give (no valid record) is None.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import pandas as pd
@@ -112,13 +113,14 @@ def label_confusion(view: RunView, variant: str) -> pd.DataFrame:
     if not isinstance(task, ClassificationTask) or task.multi_label:
         return pd.DataFrame(dtype=int)
     order = [*_labels(view), NO_ANSWER]
-    table = pd.DataFrame(0, index=order, columns=order, dtype=int)
     reference = view.records.get(view.reference, {})
-    for case_id, record in view.records.get(variant, {}).items():
-        if case_id in reference:
-            row, column = _label(reference[case_id].record), _label(record.record)
-            if row in table.index and column in table.columns:
-                table.loc[row, column] += 1
+    counts = Counter(
+        (_label(reference[case_id].record), _label(record.record))
+        for case_id, record in view.records.get(variant, {}).items()
+        if case_id in reference
+    )
+    cells = [[counts[(row, column)] for column in order] for row in order]
+    table = pd.DataFrame(cells, index=order, columns=order, dtype=int)
     return table.rename_axis(index=f"{view.reference} (reference)", columns=variant)
 
 
