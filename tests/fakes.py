@@ -1,6 +1,7 @@
 """The test fakes, in one place: fake chat models, the sample invoice schema and its record,
 and a tiny dataset of five cases written from them (no real model anywhere).
 
+- `FakeChatModel` is their base: a fake implements `_answer(messages)`, not LangChain's `_stream`.
 - `QueuedChatModel` streams queued outputs, with usage metadata and optional failures.
 - `SleepyChatModel` streams one output slowly, refusing calls beyond a limit (load tests).
 - `SCHEMA` and `GOOD`: an invoice schema and a valid record of it.
@@ -44,7 +45,24 @@ GOOD: dict[str, Any] = {"vendor": "Acme", "total": 12.5, "issued": "2024-03-03",
 """A valid record of `SCHEMA`."""
 
 
-class QueuedChatModel(StreamingChatModel):
+class FakeChatModel(StreamingChatModel):
+    """Base of the fake chat models: LangChain's `_stream`, once. A fake's answer depends on the
+    messages alone (no fake reads `stop`, callbacks or call options): it implements `_answer`."""
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        return self._answer(messages)
+
+    def _answer(self, messages: list[BaseMessage]) -> Iterator[ChatGenerationChunk]:
+        raise NotImplementedError
+
+
+class QueuedChatModel(FakeChatModel):
     """Streams queued outputs in order (the last one repeats). A run's warm-up prompt gets `{`
     and leaves the queue and `calls` as they were. An `Exception` in the queue is raised
     instead; `by_text` maps a substring of the conversation to a fixed output. With
@@ -77,13 +95,7 @@ class QueuedChatModel(StreamingChatModel):
             index = min(len(self._calls) - 1, len(self.outputs) - 1)
             return self.outputs[index]
 
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
+    def _answer(self, messages: list[BaseMessage]) -> Iterator[ChatGenerationChunk]:
         output = self._next(messages)
         if isinstance(output, BaseException):
             raise output
@@ -110,7 +122,7 @@ class QueuedChatModel(StreamingChatModel):
         )
 
 
-class SleepyChatModel(StreamingChatModel):
+class SleepyChatModel(FakeChatModel):
     """Streams `text` in 4 pieces, sleeping `delay_s` before each; at most `limit` calls at once,
     beyond that it raises a busy `ModelCallError`."""
 
@@ -124,13 +136,7 @@ class SleepyChatModel(StreamingChatModel):
     def _llm_type(self) -> str:
         return "sleepy-fake"
 
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
+    def _answer(self, messages: list[BaseMessage]) -> Iterator[ChatGenerationChunk]:
         with self._lock:
             if self.limit is not None and self._active >= self.limit:
                 raise ModelCallError("busy", "server busy", retryable=True)

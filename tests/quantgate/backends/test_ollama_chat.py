@@ -9,17 +9,16 @@ from typing import Any
 
 import httpx
 import pytest
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk
 from pydantic import Field
 
 from graphs.extraction import ModelCallError
 from quantgate.backends.ollama_chat import OllamaChatModel
-from quantgate.backends.streaming import StreamingChatModel
+from tests.fakes import FakeChatModel
 
 
-class ScriptedServer(StreamingChatModel):
+class ScriptedServer(FakeChatModel):
     """Stands in for `ChatOllama`: waits `first_s`, then streams `pieces` `every_s` apart, the last
     chunk carrying `prompt_eval_count`; or raises `error` after the wait."""
 
@@ -34,13 +33,7 @@ class ScriptedServer(StreamingChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
+    def _answer(self, messages: list[BaseMessage]) -> Iterator[ChatGenerationChunk]:
         time.sleep(self.first_s)
         if self.error is not None:
             raise self.error

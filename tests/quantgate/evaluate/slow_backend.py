@@ -28,7 +28,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
@@ -47,13 +46,7 @@ class SlowChatModel(QueuedChatModel):
     die_after: int | None = None
     die_marker: str | None = None
 
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
+    def _answer(self, messages: list[BaseMessage]) -> Iterator[ChatGenerationChunk]:
         time.sleep(self.delay_s)
         if self.die_after is not None and len(self.calls) >= self.die_after:
             marker = None if self.die_marker is None else Path(self.die_marker)
@@ -61,7 +54,7 @@ class SlowChatModel(QueuedChatModel):
                 if marker is not None:
                     marker.touch()
                 os._exit(1)
-        yield from super()._stream(messages, stop, run_manager, **kwargs)
+        yield from super()._answer(messages)
 
 
 @contextmanager

@@ -155,9 +155,9 @@ def test_wall_time_and_throughput_of_cases_side_by_side(dataset, tmp_path):
     import time
 
     class SlowChatModel(QueuedChatModel):
-        def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+        def _answer(self, messages):
             time.sleep(0.2)
-            yield from super()._stream(messages, stop, run_manager, **kwargs)
+            yield from super()._answer(messages)
 
     slow = SlowChatModel(outputs=[json.dumps(GOOD)])
     variant_set = VariantSet(variants=[Variant.from_chat_model("slow", slow)])

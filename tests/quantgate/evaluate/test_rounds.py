@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
 
 from graphs.extraction import ModelCallError
 from quantgate.evaluate import rounds
@@ -45,12 +47,12 @@ class _WarmUp(QueuedChatModel):
     warm_up_s: float = 0.0
     warm_up_error: ModelCallError | None = None
 
-    def _stream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any):
+    def _answer(self, messages: list[BaseMessage]) -> Iterator[ChatGenerationChunk]:
         if any(WARM_UP_TEXT in str(m.content) for m in messages):
             if self.warm_up_error is not None:
                 raise self.warm_up_error
             time.sleep(self.warm_up_s)
-        yield from super()._stream(messages, stop, run_manager, **kwargs)
+        yield from super()._answer(messages)
 
 
 def _records_in_file_order(run_dir: Path) -> list[CaseRecord]:
