@@ -14,6 +14,7 @@ from quantgate.analysis.report import write_report
 from quantgate.analysis.run_view import load_run_view
 from quantgate.analysis.task_view import task_failures, task_figures
 from tests.quantgate.analysis import kind_runs
+from tests.quantgate.browser import CHROMIUM, assert_renders_in_chromium
 
 
 class Tables(HTMLParser):
@@ -119,6 +120,16 @@ def test_a_generation_report_has_chrf_against_gold_and_reference_and_length_rati
     assert f"{ratio:.2f}" == "0.90"  # 23 of 29 characters: the figure differs from the reference's
 
 
+def test_a_generation_reports_failure_browser_scores_the_text_by_chrf(runs):
+    page = write_report(runs["generation"])
+    sentence = CHRF().sentence_score(kind_runs.QUANT_TEXTS["name[B]"], [kind_runs.TEXTS["name[B]"]]).score
+    (entry,) = [rows for _, rows in ordered_tables(page) if rows[0][0] == "field"]  # g1 of quant
+    header, row = entry
+    assert header == ["field", "gold", "reference (ref)", "quant", "chrF", "outcome"]
+    gold = kind_runs.TEXTS["name[B]"]
+    assert row == ["text", gold, gold, kind_runs.QUANT_TEXTS["name[B]"], f"{sentence / 100:.2f}", "partial"]
+
+
 def test_a_generation_runs_failures_are_texts_with_their_chrf(runs):
     failures = task_failures(load_run_view(runs["generation"]))
     assert failures[["case_id", "gold", "candidate"]].values.tolist() == [
@@ -140,3 +151,8 @@ def test_figures_not_measured_are_missing_not_zero(runs):
     figures = task_figures(load_run_view(runs["generation"]))
     assert figures["chrf_reference"].isna().tolist() == [True, False]
     assert figures.loc["quant", "empty_text_share"] == 0.0  # measured: no empty text
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+def test_a_classification_report_renders_in_headless_chromium(runs, tmp_path):
+    assert_renders_in_chromium(write_report(runs["classification"]), tmp_path)
