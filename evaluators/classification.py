@@ -15,7 +15,7 @@ predicted but never gold has recall None and F1 0, and counts in macro-F1.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import Field
 
@@ -25,6 +25,7 @@ from evaluators.results import EvaluatorResult
 
 __all__ = [
     "CALIBRATION_BINS",
+    "LABEL_PROBABILITY_KEY",
     "Calibration",
     "CalibrationShift",
     "ClassFigures",
@@ -32,9 +33,14 @@ __all__ = [
     "calibration",
     "calibration_shift",
     "confusion_matrix",
+    "reported_label_probabilities",
     "summarize_labels",
     "summarize_multi_label",
 ]
+
+LABEL_PROBABILITY_KEY = "label_probability"
+"""A backend's answer reports the chosen label's probability under this key and each label's under
+`label_probability:<label>` (numbers of its response metadata, which an attempt's `reported` keeps)."""
 
 CALIBRATION_BINS = 10
 """Equal-width bins of the expected calibration error: [0, 0.1], (0.1, 0.2], ..., (0.9, 1]."""
@@ -76,6 +82,8 @@ class ClassificationSummary(EvaluatorResult):
         calibrated_cases: Cases with the chosen label's probability (None: the backend gives none).
         expected_calibration_error: Over `CALIBRATION_BINS` equal-width bins of that probability.
         brier_score: Mean squared difference between that probability and correctness (0 or 1).
+        gold_label_probability: Mean probability the model gave the gold label, over the cases
+            with label probabilities (those the backend scored; None: none).
     """
 
     classification_cases: int | None = None
@@ -90,6 +98,7 @@ class ClassificationSummary(EvaluatorResult):
     calibrated_cases: int | None = None
     expected_calibration_error: float | None = None
     brier_score: float | None = None
+    gold_label_probability: float | None = None
 
 
 class Calibration(EvaluatorResult):
@@ -178,7 +187,11 @@ def confusion_matrix(
 
 
 def summarize_labels(
-    *, labels: Sequence[str], gold: Sequence[str], predicted: Sequence[str | None]
+    *,
+    labels: Sequence[str],
+    gold: Sequence[str],
+    predicted: Sequence[str | None],
+    probabilities: Sequence[Mapping[str, float] | None] | None = None,
 ) -> ClassificationSummary:
     """The figures of a single-label classification (see the module's docstring for F1's 0/0).
 
@@ -186,9 +199,12 @@ def summarize_labels(
         labels: The task's labels, in its order.
         gold: Each case's gold label.
         predicted: Each case's predicted label, None for no answer.
+        probabilities: Each case's probability of every label over the closed set, None where
+            not measured (a case without an answer, a backend without logits); None: none at all.
+            The chosen label's makes the calibration (`calibration`), the gold label's its mean.
 
     Raises:
-        ValueError: As `confusion_matrix`.
+        ValueError: As `confusion_matrix`, or `probabilities` of another length than `gold`.
     """
     matrix = confusion_matrix(labels=labels, gold=gold, predicted=predicted)
     classes: dict[str, ClassFigures] = {}
@@ -205,7 +221,32 @@ def summarize_labels(
         macro_f1=_macro_f1(classes),
         classes=classes,
         confusion=matrix,
+        **_label_calibration(gold, predicted, probabilities),
     )
+
+
+def _label_calibration(
+    gold: Sequence[str],
+    predicted: Sequence[str | None],
+    probabilities: Sequence[Mapping[str, float] | None] | None,
+) -> dict[str, float | int | None]:
+    """`summarize_labels`' calibration figures: none without probabilities."""
+    if probabilities is None or all(p is None for p in probabilities):
+        return {}
+    if len(probabilities) != len(gold):
+        raise ValueError(f"{len(gold)} cases but {len(probabilities)} label probabilities")
+    chosen = [
+        None if p is None or label is None else p.get(label)
+        for p, label in zip(probabilities, predicted, strict=True)
+    ]
+    result = calibration(correct=[g == c for g, c in zip(gold, predicted, strict=True)], probability=chosen)
+    on_gold = [p.get(g, 0.0) for p, g in zip(probabilities, gold, strict=True) if p is not None]
+    return {
+        "calibrated_cases": result.cases,
+        "expected_calibration_error": result.expected_calibration_error,
+        "brier_score": result.brier_score,
+        "gold_label_probability": mean(on_gold),
+    }
 
 
 def summarize_multi_label(
@@ -251,6 +292,15 @@ def summarize_multi_label(
         micro_f1=proportion(2 * tp, 2 * tp + fp + fn),
         hamming_loss=proportion(wrong_decisions, len(gold) * len(labels)),
     )
+
+
+def reported_label_probabilities(
+    reported: Mapping[str, float], labels: Sequence[str]
+) -> dict[str, float] | None:
+    """Each label's probability as an answer's `reported` numbers carry them
+    (`LABEL_PROBABILITY_KEY`); None unless every label has one."""
+    found = {label: reported.get(f"{LABEL_PROBABILITY_KEY}:{label}") for label in labels}
+    return None if any(p is None for p in found.values()) else {k: float(p or 0.0) for k, p in found.items()}
 
 
 def calibration(

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any, Self, get_type_hints
 
 from evaluators import CaseFailures, CaseScore, DatasetScore, ReferenceAgreement, aggregate
-from evaluators.classification import ClassificationSummary, summarize_labels, summarize_multi_label
+from evaluators.fields import FieldScore
+from evaluators.classification import (
+    ClassificationSummary,
+    reported_label_probabilities,
+    summarize_labels,
+    summarize_multi_label,
+)
 from evaluators.generation import TEXT_FIELD, GenerationSummary, summarize_generation
 from evaluators.latency import LatencySummary, summarize_latency
 from evaluators.memory import MemoryReading, MemorySummary, summarize_memory
@@ -97,11 +103,15 @@ def score_classification(evidence: Evidence) -> ClassificationSummary:
     task = evidence.task
     if not isinstance(task, ClassificationTask):
         return ClassificationSummary()
-    scored = [o.score.fields.fields[task.field] for o in evidence.outcomes if o.score.fields is not None]
+    labeled = [o for o in evidence.outcomes if o.score.fields is not None]
+    scored = [o.score.fields.fields[task.field] for o in labeled if o.score.fields is not None]
     gold = [s.expected for s in scored]
     predicted = [None if s.outcome == "no_output" else s.predicted for s in scored]
-    summarize = summarize_multi_label if task.multi_label else summarize_labels
-    return summarize(labels=task.labels, gold=gold, predicted=predicted)
+    if task.multi_label:
+        return summarize_multi_label(labels=task.labels, gold=gold, predicted=predicted)
+    last = [o.extraction.attempts[-1].get("reported") or {} if o.extraction.attempts else {} for o in labeled]
+    probabilities = [reported_label_probabilities(r, task.labels) for r in last]
+    return summarize_labels(labels=task.labels, gold=gold, predicted=predicted, probabilities=probabilities)
 
 
 def _text_record(value: Any) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from evaluators.classification import (
     calibration,
     calibration_shift,
     confusion_matrix,
+    reported_label_probabilities,
     summarize_labels,
     summarize_multi_label,
 )
@@ -168,3 +169,31 @@ def test_a_summary_not_measured_is_all_none_and_frozen() -> None:
     assert all(value is None for _, value in summary)
     with pytest.raises(ValueError, match="frozen"):
         summary.macro_f1 = 1.0
+
+
+def test_label_probabilities_make_the_calibration_and_the_gold_label_mean() -> None:
+    # three cases, gold a, a, b; predicted a (right), b (wrong), no answer; the third has no
+    # probabilities (no answer). Chosen label's probability: 0.7 (right), 0.6 (wrong).
+    # ECE: 0.7 in bin (0.6, 0.7], 0.6 in bin (0.5, 0.6]: (|1 - 0.7| + |0 - 0.6|) / 2 = 0.45
+    # Brier: ((0.7 - 1)² + (0.6 - 0)²) / 2 = (0.09 + 0.36) / 2 = 0.225
+    # gold label's probability: 0.7 (a in case 1), 0.3 (a in case 2): mean 0.5
+    summary = summarize_labels(
+        labels=["a", "b"],
+        gold=["a", "a", "b"],
+        predicted=["a", "b", None],
+        probabilities=[{"a": 0.7, "b": 0.3}, {"a": 0.3, "b": 0.6}, None],
+    )
+    assert summary.calibrated_cases == 2
+    assert summary.expected_calibration_error == pytest.approx(0.45)
+    assert summary.brier_score == pytest.approx(0.225)
+    assert summary.gold_label_probability == pytest.approx(0.5)
+
+
+def test_reported_label_probabilities_need_every_label() -> None:
+    reported = {"label_probability": 0.75, "label_probability:a": 0.75, "label_probability:b": 0.25}
+    assert reported_label_probabilities(reported, ["a", "b"]) == {"a": 0.75, "b": 0.25}
+    assert reported_label_probabilities(reported, ["a", "b", "c"]) is None
+    assert reported_label_probabilities({"eval_count": 3}, ["a"]) is None
+    no_probabilities = summarize_labels(labels=["a"], gold=["a"], predicted=["a"], probabilities=[None])
+    assert no_probabilities.calibrated_cases is None
+    assert no_probabilities.gold_label_probability is None
