@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import Field
 
@@ -229,7 +230,7 @@ def _label_calibration(
     gold: Sequence[str],
     predicted: Sequence[str | None],
     probabilities: Sequence[Mapping[str, float] | None] | None,
-) -> dict[str, float | int | None]:
+) -> dict[str, Any]:
     """`summarize_labels`' calibration figures: none without probabilities."""
     if probabilities is None or all(p is None for p in probabilities):
         return {}
