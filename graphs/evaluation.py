@@ -39,7 +39,7 @@ from evaluators.memory import MemoryReading
 from evaluators.results import EvaluatorResult
 from graphs.extraction import ExtractionContext, ExtractionResult
 from graphs.extraction import graph as extraction_graph
-from graphs.outcomes import CaseInput, CaseOutcome, error_kind, retained, score_case
+from graphs.outcomes import CaseInput, CaseOutcome, error_kind, keeps_values, retained, score_case
 from graphs.variant_summary import EVALUATORS, EvaluatorNode, Evidence, VariantSummary, outcomes_summary
 
 __all__ = [
@@ -145,8 +145,9 @@ def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dic
     )
     if ctx.on_record:
         ctx.on_record(outcome)
-    task_values = ctx.scorer.task.kind != "extraction"  # the kind's figures read each field's values
-    kept = retained(outcome, keep_record=ctx.reference_records is None, keep_values=task_values)
+    kept = retained(
+        outcome, keep_record=ctx.reference_records is None, keep_values=keeps_values(ctx.scorer.task)
+    )
     return {"outcomes": [kept]}
 
 

@@ -11,6 +11,7 @@ from typing import Any, TypedDict
 from evaluators import CaseScore, CaseScorer, FieldAccuracy, case_language
 from evaluators.format import FormatResult
 from evaluators.latency import CaseLatency, case_latency
+from evaluators.tasks import Task
 from graphs.extraction import ExtractionResult
 
 
@@ -100,7 +101,14 @@ def _bare_fields(fields: FieldAccuracy | None, *, keep_values: bool = False) -> 
     )
 
 
-def retained(outcome: CaseOutcome, *, keep_record: bool = True, keep_values: bool = False) -> CaseOutcome:
+def keeps_values(task: Task) -> bool:
+    """Whether the outcomes of `task` keep each field's values (`retained`'s `keep_values`): the
+    figures of every kind but extraction read them (a classification's labels, a generation's texts,
+    a tool-calling's calls)."""
+    return task.kind != "extraction"
+
+
+def retained(outcome: CaseOutcome, *, keep_record: bool, keep_values: bool) -> CaseOutcome:
     """What the graph state keeps of a finished case: only what the evaluator nodes read.
 
     All `run_case` tasks are one LangGraph superstep, so every case's state update stays in
@@ -111,6 +119,8 @@ def retained(outcome: CaseOutcome, *, keep_record: bool = True, keep_values: boo
     `keep_values`, each field's gold and predicted values are kept, in the score and in the
     agreement: the task-level figures of a kind other than extraction read them (a
     classification's labels: its confusion matrix; a generation's texts and the reference's: chrF).
+    Both are required: every path to the evaluator nodes (a case run, read back on resume, served
+    from the reference cache) must keep the same, or its figures differ (`keeps_values`).
     """
     result, score = outcome.extraction, outcome.score
     fmt = score.format

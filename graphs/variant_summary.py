@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any, Self, get_type_hints
 
 from evaluators import CaseFailures, CaseScore, DatasetScore, ReferenceAgreement, aggregate
-from evaluators.fields import FieldScore
 from evaluators.classification import (
     ClassificationSummary,
     reported_label_probabilities,
     summarize_labels,
     summarize_multi_label,
 )
+from evaluators.fields import FieldScore
 from evaluators.generation import TEXT_FIELD, GenerationSummary, summarize_generation
 from evaluators.latency import LatencySummary, summarize_latency
 from evaluators.memory import MemoryReading, MemorySummary, summarize_memory
@@ -96,15 +96,24 @@ def score_memory(evidence: Evidence) -> MemorySummary:
     return summarize_memory(evidence.memory() if evidence.memory else MemoryReading())
 
 
+def _values_kept(scored: Sequence[FieldScore]) -> bool:
+    """Every labeled case kept its gold value (`graphs.outcomes.retained`'s `keep_values`): a case
+    without it cannot be scored, so the kind's figures are not measured rather than wrong."""
+    return all(s.expected is not None for s in scored)
+
+
 def score_classification(evidence: Evidence) -> ClassificationSummary:
     """A classification's accuracy, macro-F1, per-class figures and confusion matrix (multi-label:
     subset accuracy, micro-F1, Hamming loss) from the labeled cases' label field; none for
-    another kind. A case without a valid record has no answer."""
+    another kind, or when a labeled case's gold label was not kept. A case without a valid record
+    has no answer."""
     task = evidence.task
     if not isinstance(task, ClassificationTask):
         return ClassificationSummary()
     labeled = [o for o in evidence.outcomes if o.score.fields is not None]
     scored = [o.score.fields.fields[task.field] for o in labeled if o.score.fields is not None]
+    if not _values_kept(scored):
+        return ClassificationSummary()
     gold = [s.expected for s in scored]
     predicted = [None if s.outcome == "no_output" else s.predicted for s in scored]
     if task.multi_label:
@@ -122,11 +131,13 @@ def score_generation(evidence: Evidence) -> GenerationSummary:
     """chrF against the gold and the reference's texts, length ratios, empty texts, over the labeled
     cases (generation only; none for another kind). The texts are the `text` field's values: the
     variant's and the gold as its score has them, the reference's as its agreement has them (a case
-    the reference did not answer has none)."""
+    the reference did not answer has none); none when a labeled case's gold text was not kept."""
     if evidence.task.kind != "generation":
         return GenerationSummary()
     labeled = [o for o in evidence.outcomes if o.score.fields is not None]
     scored = [o.score.fields.fields[TEXT_FIELD] for o in labeled if o.score.fields is not None]
+    if not _values_kept(scored):
+        return GenerationSummary()
     reference = [o.agreement.fields[TEXT_FIELD].expected if o.agreement else None for o in labeled]
     return summarize_generation(
         outputs=[_text_record(s.predicted) for s in scored],

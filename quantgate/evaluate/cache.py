@@ -36,6 +36,7 @@ from pydantic import ValidationError
 
 from evaluators import CaseScorer
 from graphs.evaluation import retained, score_case
+from graphs.outcomes import keeps_values
 from graphs.prompting import build_messages
 from quantgate.backends import capabilities
 from quantgate.evaluate.options import case_input, variant_concurrency
@@ -166,7 +167,8 @@ class ReferenceCache:
             )
             origin = record.cached_from or self.run_id
             store.write_record(case_record(track.name, outcome).model_copy(update={"cached_from": origin}))
-            track.outcomes[case_id] = retained(outcome)
+            values = keeps_values(scorer.task)  # as a case the reference runs keeps them
+            track.outcomes[case_id] = retained(outcome, keep_record=True, keep_values=values)
             track.cached.add(case_id)
 
     def keep(self, track: Track) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from evaluators import CaseScorer
 from graphs.evaluation import CaseOutcome, retained, score_case
 from graphs.extraction import ExtractionResult
+from graphs.outcomes import keeps_values
 from quantgate.evaluate.options import case_input
 from quantgate.evaluate.resume import ResumeError
 from quantgate.inputs.dataset import Case, Dataset
@@ -102,9 +103,7 @@ def outcomes_read_back(
                 f"({mismatch}): the scoring changed since the run was written; start a new run"
             )
         outcomes.append(
-            retained(
-                outcome, keep_record=reference_records is None, keep_values=scorer.task.kind != "extraction"
-            )
+            retained(outcome, keep_record=reference_records is None, keep_values=keeps_values(scorer.task))
         )
     return outcomes
 

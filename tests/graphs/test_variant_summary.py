@@ -17,6 +17,7 @@ from evaluators.memory import MemoryReading, MemorySummary
 from evaluators.tasks import ClassificationTask, GenerationTask
 from graphs.evaluation import CaseInput, EvaluationContext, build_evaluation_graph, graph
 from graphs.extraction import ExtractionContext
+from graphs.outcomes import retained
 from graphs.variant_summary import EVALUATORS, EvaluatorNode, Evidence, VariantSummary, outcomes_summary
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.build import variant_entry
@@ -148,6 +149,26 @@ def test_a_classification_run_summary_carries_its_label_figures() -> None:
         memory=MemorySummary(), task=task,
     )  # fmt: skip
     assert again.confusion == summary.confusion
+
+
+@pytest.mark.parametrize("kind", ["classification", "generation"])
+def test_outcomes_without_their_values_have_no_kind_figures_rather_than_an_error(kind: str) -> None:
+    # outcomes kept without each field's values (as the reference cache once served them): the gold
+    # is unknown, so the kind's figures are not measured (None), never an error nor a wrong figure
+    task: ClassificationTask | GenerationTask
+    if kind == "classification":
+        task, gold = ClassificationTask(labels=tuple(LABELS)), {"label": "card_lost"}
+        part: type[EvaluatorResult] = ClassificationSummary
+    else:
+        task, gold, part = GenerationTask(), {"text": "A is a place."}, GenerationSummary
+    context, cases = _task_run(task, {"text 0": gold}, [gold])
+    outcomes = graph.invoke({"cases": cases}, context=context)["outcomes"]
+    assert outcomes[0].score.fields.fields[next(iter(gold))].expected  # the graph kept the values
+    bare = [retained(o, keep_record=True, keep_values=False) for o in outcomes]
+    summary = outcomes_summary(bare, against_reference=False, memory=MemorySummary(), task=task)
+    assert all(getattr(summary, key) is None for key in part.model_fields)
+    kept = outcomes_summary(outcomes, against_reference=False, memory=MemorySummary(), task=task)
+    assert (kept.label_accuracy, kept.chrf) == ((1.0, None) if kind == "classification" else (None, 1.0))
 
 
 def test_an_extraction_run_has_no_classification_figures() -> None:

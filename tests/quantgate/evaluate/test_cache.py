@@ -12,13 +12,16 @@ from typing import Any
 
 import pytest
 
+from evaluators.classification import ClassificationSummary
+from evaluators.generation import GenerationSummary
 from quantgate.backends import BackendCapabilities, OpenedVariant
 from quantgate.evaluate.cache import cache_key, key_inputs
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import load_run, read_records
-from tests.fakes import GOOD, SCHEMA, QueuedChatModel
+from tests.fakes import GOOD, SCHEMA, QueuedChatModel, write_classification_dataset
+from tests.fakes import write_dataset as write_lines
 
 WRONG = json.dumps({**GOOD, "currency": "USD"})
 CASES_ANSWERED: list[str] = []
@@ -38,8 +41,9 @@ def _open_filed(
     variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
 ) -> Iterator[OpenedVariant]:
     wrong = {"case <1>": WRONG} if variant.options.get("wrong") else {}
+    answers = variant.options.get("answers", wrong)  # text -> the model's output
     yield OpenedVariant(
-        chat_model=_CountingModel(outputs=[json.dumps(GOOD)], by_text=wrong),
+        chat_model=_CountingModel(outputs=[json.dumps(GOOD)], by_text=answers),
         runtime={"name": "filed fake", "version": "0"},
     )
 
@@ -59,16 +63,31 @@ def _dataset(root: Path, cases: int, *, text: str = "case <{}>") -> Dataset:
     return load_dataset(root)
 
 
-def _variants(tmp_path: Path, *, reference_bytes: bytes = b"reference weights") -> VariantSet:
+def _variants(
+    tmp_path: Path,
+    *,
+    reference_bytes: bytes = b"reference weights",
+    answers: tuple[dict[str, str], dict[str, str]] | None = None,
+) -> VariantSet:
     reference, candidate = tmp_path / "ref.gguf", tmp_path / "cand.gguf"
     reference.write_bytes(reference_bytes)
     candidate.write_bytes(b"candidate weights")
     return VariantSet(
         reference="ref",
         variants=[
-            Variant(name="ref", backend="filed", model=str(reference), quantization="F16"),
             Variant(
-                name="cand", backend="filed", model=str(candidate), quantization="Q4", options={"wrong": 1}
+                name="ref",
+                backend="filed",
+                model=str(reference),
+                quantization="F16",
+                options={"answers": answers[0]} if answers else {},
+            ),
+            Variant(
+                name="cand",
+                backend="filed",
+                model=str(candidate),
+                quantization="Q4",
+                options={"answers": answers[1]} if answers else {"wrong": 1},
             ),
         ],
     )
@@ -178,3 +197,64 @@ def test_the_key_names_what_decides_the_answers(tmp_path):
     assert len(cache_key(inputs)) == 32
     session.variants = [Variant.from_chat_model("ref", QueuedChatModel(outputs=["{}"]))]
     assert key_inputs(session) is None  # a chat model given from Python has no file to key on
+
+
+GOLDS = ["card_lost", "card_arrival", "top_up_failed", "card_lost"]
+TEXTS = {"text 0": "A is a place.", "text 1": "B is a place.", "text 2": "C is a town."}
+
+
+def _labels(*labels: str) -> dict[str, str]:
+    return {f"text {i}": json.dumps({"label": label}) for i, label in enumerate(labels)}
+
+
+def _texts(*texts: str) -> dict[str, str]:
+    return {f"text {i}": json.dumps({"text": text}) for i, text in enumerate(texts)}
+
+
+def _kind_figures(entry: Any) -> dict[str, Any]:
+    """An entry's figures of its task kind and accuracy (its timings and memory left out)."""
+    assert entry is not None
+    keep = ClassificationSummary.model_fields.keys() | GenerationSummary.model_fields.keys()
+    figures = entry.model_dump(include=keep | {"field_accuracy", "agreement_with_reference", "cases"})
+    return dict(figures)
+
+
+def test_a_cached_classification_reference_scores_as_a_fresh_one(tmp_path):
+    # the reference right on all four; the candidate takes c1 (card_arrival) for card_lost
+    answers = (_labels(*GOLDS), _labels("card_lost", "card_lost", "top_up_failed", "card_lost"))
+    dataset = load_dataset(write_classification_dataset(tmp_path / "banking", GOLDS))
+    cache = tmp_path / "cache"
+    runs = [
+        run_evaluation(dataset, _variants(tmp_path, answers=answers), options=_options(tmp_path, cache))
+        for _ in range(2)
+    ]
+    first, second = (load_run(run).summary for run in runs)
+    ref = second.entry("ref")
+    assert ref is not None
+    assert (ref.cached_cases, ref.label_accuracy, ref.macro_f1) == (4, 1.0, 1.0)
+    assert ref.confusion == [[1, 0, 0, 0], [0, 2, 0, 0], [0, 0, 1, 0]]
+    for name in ("ref", "cand"):
+        assert _kind_figures(second.entry(name)) == _kind_figures(first.entry(name))
+    cand = second.entry("cand")
+    assert cand is not None
+    assert cand.label_accuracy == pytest.approx(3 / 4)
+    # F1: card_arrival 0 (TP 0, FN 1), card_lost 2·2/(2·2+1) = 4/5, top_up_failed 1
+    assert cand.macro_f1 == pytest.approx((0 + 4 / 5 + 1) / 3)
+
+
+def test_a_cached_generation_reference_scores_as_a_fresh_one(tmp_path):
+    lines = [{"id": f"g{i}", "text": t, "expected": {"text": g}} for i, (t, g) in enumerate(TEXTS.items())]
+    dataset = load_dataset(write_lines(tmp_path / "texts", lines, schema=None, task={"kind": "generation"}))
+    answers = (_texts(*TEXTS.values()), _texts("A is a place.", "B is a city.", "C is a town."))
+    cache = tmp_path / "cache"
+    runs = [
+        run_evaluation(dataset, _variants(tmp_path, answers=answers), options=_options(tmp_path, cache))
+        for _ in range(2)
+    ]
+    first, second = (load_run(run).summary for run in runs)
+    ref = second.entry("ref")
+    assert ref is not None
+    assert ref.cached_cases == 3
+    assert ref.chrf == pytest.approx(1.0)  # the reference's texts are the gold
+    for name in ("ref", "cand"):
+        assert _kind_figures(second.entry(name)) == _kind_figures(first.entry(name))
