@@ -27,14 +27,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 from pydantic import PrivateAttr
 
-from quantgate.backends.streaming import StreamingChatModel
+from quantgate.backends.streaming import MessagesChatModel
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.evaluate.memory_sampler import rss_mb
 from quantgate.hardware import hardware
@@ -46,7 +44,7 @@ BUDGET_MIB = 50e6 / 2**20
 """The issue's budget, 50 MB (decimal), in MiB: RSS is read in MiB (memory-profiler)."""
 
 
-class GoldChatModel(StreamingChatModel):
+class GoldChatModel(MessagesChatModel):
     """Answers the gold record of the source case whose text opens the last message.
 
     Keeps no per-call state except a counter, and reads RSS every `every` calls.
@@ -68,7 +66,7 @@ class GoldChatModel(StreamingChatModel):
         """(calls so far, RSS MiB) pairs."""
         return self._readings
 
-    def _answer(self, messages: list[BaseMessage]) -> str:
+    def _gold(self, messages: list[BaseMessage]) -> str:
         text = str(messages[-1].content)
         with self._lock:
             self._calls += 1
@@ -76,14 +74,8 @@ class GoldChatModel(StreamingChatModel):
                 self._readings.append((self._calls, rss_mb()))
         return next((answer for prefix, answer in self.answers if text.startswith(prefix)), "{}")
 
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        answer = self._answer(messages)
+    def _answer(self, messages: list[BaseMessage]) -> Iterator[ChatGenerationChunk]:
+        answer = self._gold(messages)
         pieces = [answer[i : i + 8] for i in range(0, len(answer), 8)]
         for piece in pieces:
             yield ChatGenerationChunk(message=AIMessageChunk(content=piece))

@@ -1,7 +1,6 @@
 """The test fakes, in one place: fake chat models, the sample invoice schema and its record,
 and a tiny dataset of five cases written from them (no real model anywhere).
 
-- `FakeChatModel` is their base: a fake implements `_answer(messages)`, not LangChain's `_stream`.
 - `QueuedChatModel` streams queued outputs, with usage metadata and optional failures.
 - `SleepyChatModel` streams one output slowly, refusing calls beyond a limit (load tests).
 - `SCHEMA` and `GOOD`: an invoice schema and a valid record of it.
@@ -19,13 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 from pydantic import Field, PrivateAttr
 
 from graphs.extraction import ModelCallError
-from quantgate.backends.streaming import StreamingChatModel
+from quantgate.backends.streaming import MessagesChatModel
 from quantgate.evaluate.warm_up import WARM_UP_TEXT
 
 SCHEMA: dict[str, Any] = {
@@ -45,24 +43,7 @@ GOOD: dict[str, Any] = {"vendor": "Acme", "total": 12.5, "issued": "2024-03-03",
 """A valid record of `SCHEMA`."""
 
 
-class FakeChatModel(StreamingChatModel):
-    """Base of the fake chat models: LangChain's `_stream`, once. A fake's answer depends on the
-    messages alone (no fake reads `stop`, callbacks or call options): it implements `_answer`."""
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        return self._answer(messages)
-
-    def _answer(self, messages: list[BaseMessage]) -> Iterator[ChatGenerationChunk]:
-        raise NotImplementedError
-
-
-class QueuedChatModel(FakeChatModel):
+class QueuedChatModel(MessagesChatModel):
     """Streams queued outputs in order (the last one repeats). A run's warm-up prompt gets `{`
     and leaves the queue and `calls` as they were. An `Exception` in the queue is raised
     instead; `by_text` maps a substring of the conversation to a fixed output. With
@@ -122,7 +103,7 @@ class QueuedChatModel(FakeChatModel):
         )
 
 
-class SleepyChatModel(FakeChatModel):
+class SleepyChatModel(MessagesChatModel):
     """Streams `text` in 4 pieces, sleeping `delay_s` before each; at most `limit` calls at once,
     beyond that it raises a busy `ModelCallError`."""
 

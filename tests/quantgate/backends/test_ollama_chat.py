@@ -15,10 +15,10 @@ from pydantic import Field
 
 from graphs.extraction import ModelCallError
 from quantgate.backends.ollama_chat import OllamaChatModel
-from tests.fakes import FakeChatModel
+from quantgate.backends.streaming import MessagesChatModel
 
 
-class ScriptedServer(FakeChatModel):
+class ScriptedServer(MessagesChatModel):
     """Stands in for `ChatOllama`: waits `first_s`, then streams `pieces` `every_s` apart, the last
     chunk carrying `prompt_eval_count`; or raises `error` after the wait."""
 
