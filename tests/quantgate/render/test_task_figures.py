@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sacrebleu.metrics.chrf import CHRF
 
+from evaluators.classification import ClassFigures
 from quantgate.cli.main import main
 from quantgate.decide.suite import decide_suite
 from quantgate.evaluate.options import RunOptions
@@ -189,3 +190,25 @@ def test_a_tool_calling_run_shows_its_figures_once_the_summary_carries_them(tmp_
     # false abstention 1/3 (t2); its calls t0, t1, t3 all valid for get_weather
     assert figures.rows[1] == ["quant", "50.0%", "100.0%", "50.0%", "0.0%", "33.3%", "100.0%"]
     assert figures.rows[0] == ["ref *", "100.0%", "100.0%", "100.0%", "100.0%", "0.0%", "100.0%"]
+
+
+def test_measured_calibration_and_the_first_of_tied_worst_recalls_are_shown():
+    classes = {
+        "a": ClassFigures(support=2, predicted=2, recall=0.5),
+        "b": ClassFigures(support=2, predicted=1, recall=0.5),  # tied with a: a comes first
+        "c": ClassFigures(support=0, predicted=1, recall=None),  # no gold cases: not a recall
+    }
+    entry = VariantEntry(
+        name="R", backend="test", is_reference=True, label_accuracy=0.5, macro_f1=0.5, classes=classes,
+        no_answer=0, calibrated_cases=4, expected_calibration_error=0.0625, brier_score=0.21875,
+    )  # fmt: skip
+    summary = RunSummary(
+        run_id="r1",
+        quantgate_version="test",
+        status="complete",
+        dataset=DatasetInfo(name="x", path="x", sha256="x", cases=4, task="classification"),
+        variants=[entry],
+    )
+    figures = task_figures(summary)
+    assert figures is not None
+    assert figures.rows == [["R *", "50.0%", "0.500", "50.0% (a)", "0", "0.062", "0.219"]]
