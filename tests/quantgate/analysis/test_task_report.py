@@ -15,6 +15,7 @@ from quantgate.analysis.run_view import load_run_view
 from quantgate.analysis.task_view import task_failures, task_figures
 from tests.quantgate.analysis import kind_runs
 from tests.quantgate.browser import CHROMIUM, assert_renders_in_chromium
+from tests.quantgate.production.task_runs import multi_label_run
 
 
 class Tables(HTMLParser):
@@ -156,3 +157,14 @@ def test_figures_not_measured_are_missing_not_zero(runs):
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
 def test_a_classification_report_renders_in_headless_chromium(runs, tmp_path):
     assert_renders_in_chromium(write_report(runs["classification"]), tmp_path)
+
+
+def test_a_multi_label_report_has_subset_accuracy_micro_f1_and_hamming_loss(tmp_path):
+    found = tables(write_report(multi_label_run(tmp_path)))
+    # both variants give both cases' gold label sets: every share 1, Hamming loss 0
+    assert found["task-figures"] == [
+        ["variant", "macro-F1", "subset accuracy", "micro-F1", "Hamming loss", "no answer"],
+        ["ref *", "100.0%", "100.0%", "100.0%", "0.0%", "0"],
+        ["quant", "100.0%", "100.0%", "100.0%", "0.0%", "0"],
+    ]
+    assert "confusion" not in found  # labels against the reference's: single-label runs only
