@@ -108,3 +108,12 @@ def test_a_suites_task_opens_by_name(suite_dir):
     assert task_kind(open_task(suite_dir, "texts")) == "generation"
     with pytest.raises(FileNotFoundError, match="no task 'nope' \\(its tasks: intents, texts\\)"):
         open_task(suite_dir, "nope")
+
+
+def test_a_suite_not_decided_yet_has_no_grid(tmp_path):
+    folder = make_suite(tmp_path)
+    (folder / "suite_decision.json").unlink()
+    page = write_suite_report(folder)
+    assert "grid" not in tables(page)
+    assert "Not decided yet: run <code>quantgate decide SUITE_DIR</code>" in page.read_text(encoding="utf-8")
+    assert len([kind for kind, _ in ordered_tables(page) if kind == "task-figures"]) == 2
