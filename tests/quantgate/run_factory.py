@@ -1,15 +1,18 @@
 """Synthetic run directories: records and summaries written by hand (`make_run`), or a real
-run of the evaluation pipeline over fake chat models with hostile text (`make_fake_run`)."""
+run of the evaluation pipeline over fake chat models with hostile text (`make_fake_run`), or
+over a reference and a quantized fake answering by text (`ref_and_quant`, `run_ref_and_quant`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from evaluators.betting import DEFAULT_TRUNCATION
-from quantgate.inputs.dataset import Case, write_dataset
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs.dataset import Case, load_dataset, write_dataset
+from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.files import DATASET_DIR, RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.store import write_model
@@ -21,6 +24,7 @@ from quantgate.rundir.summary import (
     VariantMetadata,
     VariantsFile,
 )
+from tests.fakes import QueuedChatModel
 
 SCHEMA = {
     "type": "object",
@@ -127,10 +131,7 @@ def make_fake_run(out: Path, *, decide: bool = True) -> Path:
     error). Neither has a file, so file sizes are not measured.
     """
     from quantgate.decide.recommendation import decide as decide_run
-    from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-    from quantgate.inputs.dataset import load_dataset
-    from quantgate.inputs.variants import Variant, VariantSet
-    from tests.fakes import GOOD, QueuedChatModel
+    from tests.fakes import GOOD
     from tests.fakes import SCHEMA as INVOICE_SCHEMA
 
     texts_and_tags = [
@@ -166,6 +167,34 @@ def make_fake_run(out: Path, *, decide: bool = True) -> Path:
     )
     options = RunOptions(out=out / "runs", progress=False, max_repairs=1)
     run_dir = run_evaluation(load_dataset(out / "dataset"), variants, options=options)
+    if decide:
+        decide_run(run_dir)
+    return run_dir
+
+
+def ref_and_quant(
+    right: Mapping[str, Any], quant: Mapping[str, Any], model: type[QueuedChatModel] = QueuedChatModel
+) -> VariantSet:
+    """Two fake variants that answer by the conversation's text (`QueuedChatModel.by_text`), `{}`
+    to any other: the reference `ref` (F16) answers `right`, the quantized `quant` (Q4) `quant`."""
+    return VariantSet(
+        reference="ref",
+        variants=[
+            Variant.from_chat_model("ref", model(outputs=["{}"], by_text=dict(right)), quantization="F16"),
+            Variant.from_chat_model("quant", model(outputs=["{}"], by_text=dict(quant)), quantization="Q4"),
+        ],
+    )
+
+
+def run_ref_and_quant(
+    dataset_dir: Path, right: Mapping[str, Any], quant: Mapping[str, Any], out: Path, *, decide: bool = False
+) -> Path:
+    """A run (without token fidelity) of `ref_and_quant(right, quant)` on the dataset at
+    `dataset_dir`, under `out`; decided with `decide`."""
+    from quantgate.decide.recommendation import decide as decide_run
+
+    options = RunOptions(out=out, progress=False, token_fidelity=False)
+    run_dir = run_evaluation(load_dataset(dataset_dir), ref_and_quant(right, quant), options=options)
     if decide:
         decide_run(run_dir)
     return run_dir

@@ -13,12 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from quantgate.decide.recommendation import decide
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from tests.fakes import QueuedChatModel, write_classification_dataset, write_dataset
-from tests.quantgate.production.task_runs import CALLS, TOOLS, call_answer
+from tests.fakes import write_classification_dataset, write_dataset
+from tests.quantgate.production.task_runs import CALLS, call_answer, tool_calling_dataset
+from tests.quantgate.run_factory import run_ref_and_quant
 
 GOLDS = ["card_lost", "card_arrival", "top_up_failed", "card_lost", "card_arrival", "card_lost"]
 QUANT_LABELS = {"text 1": "card_lost", "text 4": "top_up_failed"}
@@ -37,20 +34,7 @@ QUANT_TEXTS = {"name[B]": "B is a city by the sea."}
 def decided_run(dataset_dir: Path, right: dict[str, str], quant: dict[str, str], out: Path) -> Path:
     """Run `ref` answering `right` (text -> output) and `quant` answering `right` but for `quant`,
     on a dataset, and decide."""
-    answers = {"ref": right, "quant": {**right, **quant}}
-    variants = VariantSet(
-        reference="ref",
-        variants=[
-            Variant.from_chat_model(
-                name, QueuedChatModel(outputs=["{}"], by_text=answers[name]), quantization=quantization
-            )
-            for name, quantization in (("ref", "F16"), ("quant", "Q4"))
-        ],
-    )
-    options = RunOptions(out=out, progress=False, token_fidelity=False)
-    run_dir = run_evaluation(load_dataset(dataset_dir), variants, options=options)
-    decide(run_dir)
-    return run_dir
+    return run_ref_and_quant(dataset_dir, right, {**right, **quant}, out, decide=True)
 
 
 def classification_run(root: Path) -> Path:
@@ -61,10 +45,7 @@ def classification_run(root: Path) -> Path:
 
 
 def tool_calling_run(root: Path) -> Path:
-    lines = [{"id": f"t{i}", "text": t, "expected": {"call": c}} for i, (t, c) in enumerate(CALLS.items())]
-    shot = {"name": "get_weather", "arguments": {"city": "Rome"}}
-    examples = [{"id": "e0", "text": "is it raining in Rome", "expected": {"call": shot}}]
-    dataset = write_dataset(root / "tools", lines, schema=None, task=TOOLS, examples=examples)
+    dataset = tool_calling_dataset(root / "tools")
     right = {text: call_answer(call) for text, call in CALLS.items()}
     quant = {text: call_answer(call) for text, call in QUANT_CALLS.items()}
     return decided_run(dataset, right, quant, root / "runs")

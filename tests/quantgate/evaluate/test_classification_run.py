@@ -12,10 +12,11 @@ from quantgate.analysis.report import write_report
 from quantgate.decide.recommendation import decide
 from quantgate.evaluate.evaluation_run import RunOptions, resume_evaluation, run_evaluation
 from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.inputs.variants import VariantSet
 from quantgate.production.extractor import load_chosen, open_extractor
 from quantgate.rundir.store import load_run, read_records, read_summary
 from tests.fakes import LABELS, QueuedChatModel, write_classification_dataset
+from tests.quantgate.run_factory import ref_and_quant
 
 GOLDS = ["card_lost", "card_arrival", "top_up_failed", "card_lost", "card_arrival", "card_lost"]
 QUANT_WRONG = {"text 1": "card_lost", "text 4": "top_up_failed"}
@@ -33,17 +34,7 @@ def _variants(*, stop_quant_at: str | None = None) -> VariantSet:
     quant = {**right, **{text: _answer(label) for text, label in QUANT_WRONG.items()}}
     if stop_quant_at is not None:
         quant[stop_quant_at] = KeyboardInterrupt()  # type: ignore[assignment]
-    return VariantSet(
-        reference="ref",
-        variants=[
-            Variant.from_chat_model(
-                "ref", QueuedChatModel(outputs=["{}"], by_text=right), quantization="F16"
-            ),
-            Variant.from_chat_model(
-                "quant", QueuedChatModel(outputs=["{}"], by_text=quant), quantization="Q4"
-            ),
-        ],
-    )
+    return ref_and_quant(right, quant)
 
 
 def _options(tmp_path):

@@ -14,9 +14,10 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from quantgate.cli.main import main
-from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.inputs.variants import VariantSet
 from quantgate.rundir.store import read_records, read_summary
 from tests.fakes import QueuedChatModel
+from tests.quantgate.run_factory import ref_and_quant
 
 DATA = Path(__file__).parents[2] / "data"
 CLINC = DATA / "clinc-oos"
@@ -40,17 +41,7 @@ def _variants(root: Path, wrong: dict[str, Any]) -> VariantSet:
     cases = sorted(_cases(root), key=lambda c: -len(c["text"]))  # a longer text matches first
     right = {c["text"]: json.dumps(c["expected"]) for c in cases}
     quant = {c["text"]: json.dumps(wrong.get(c["id"], c["expected"])) for c in cases}
-    return VariantSet(
-        reference="ref",
-        variants=[
-            Variant.from_chat_model(
-                "ref", LastMessageModel(outputs=["{}"], by_text=right), quantization="F16"
-            ),
-            Variant.from_chat_model(
-                "quant", LastMessageModel(outputs=["{}"], by_text=quant), quantization="Q4"
-            ),
-        ],
-    )
+    return ref_and_quant(right, quant, LastMessageModel)
 
 
 def _run(

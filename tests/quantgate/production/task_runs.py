@@ -9,11 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from quantgate.decide.recommendation import decide
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from tests.fakes import QueuedChatModel, write_classification_dataset, write_dataset
+from tests.fakes import write_classification_dataset, write_dataset
+from tests.quantgate.run_factory import run_ref_and_quant
 
 TOOLS: dict[str, Any] = {
     "kind": "tool_calling",
@@ -68,21 +65,17 @@ def call_answer(call: dict[str, Any] | None) -> str:
     return json.dumps({"call": call})
 
 
+def tool_calling_dataset(root: Path) -> Path:
+    """The tool-calling dataset of `CALLS` (with one example, a call for Rome), written at `root`."""
+    lines = [{"id": f"t{i}", "text": t, "expected": {"call": c}} for i, (t, c) in enumerate(CALLS.items())]
+    shot = {"name": "get_weather", "arguments": {"city": "Rome"}}
+    examples = [{"id": "e0", "text": "is it raining in Rome", "expected": {"call": shot}}]
+    return write_dataset(root, lines, schema=None, task=TOOLS, examples=examples)
+
+
 def _decided(dataset_dir: Path, answers: dict[str, str], out: Path) -> Path:
     """Run a reference and a variant that give `answers` (text -> output) on a dataset, and decide."""
-    variants = VariantSet(
-        reference="ref",
-        variants=[
-            Variant.from_chat_model(
-                name, QueuedChatModel(outputs=["{}"], by_text=answers), quantization=quantization
-            )
-            for name, quantization in (("ref", "F16"), ("quant", "Q4"))
-        ],
-    )
-    options = RunOptions(out=out, progress=False, token_fidelity=False)
-    run_dir = run_evaluation(load_dataset(dataset_dir), variants, options=options)
-    decide(run_dir)
-    return run_dir
+    return run_ref_and_quant(dataset_dir, answers, answers, out, decide=True)
 
 
 def classification_run(root: Path) -> Path:
@@ -95,11 +88,8 @@ def classification_run(root: Path) -> Path:
 
 def tool_calling_run(root: Path) -> Path:
     """A decided tool-calling run of `CALLS`, both variants right."""
-    lines = [{"id": f"t{i}", "text": t, "expected": {"call": c}} for i, (t, c) in enumerate(CALLS.items())]
-    shot = {"name": "get_weather", "arguments": {"city": "Rome"}}
-    examples = [{"id": "e0", "text": "is it raining in Rome", "expected": {"call": shot}}]
-    dataset = write_dataset(root / "tools", lines, schema=None, task=TOOLS, examples=examples)
-    return _decided(dataset, {text: call_answer(call) for text, call in CALLS.items()}, root / "runs")
+    answers = {text: call_answer(call) for text, call in CALLS.items()}
+    return _decided(tool_calling_dataset(root / "tools"), answers, root / "runs")
 
 
 def multi_label_run(root: Path) -> Path:

@@ -8,11 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from tests.fakes import QueuedChatModel, write_classification_dataset, write_dataset
-from tests.quantgate.production.task_runs import CALLS, TOOLS, call_answer
+from tests.fakes import write_classification_dataset, write_dataset
+from tests.quantgate.production.task_runs import CALLS, call_answer, tool_calling_dataset
+from tests.quantgate.run_factory import run_ref_and_quant
 
 CLASSIFICATION_GOLDS = [
     "card_lost",
@@ -39,26 +37,6 @@ TOOL_QUANT: dict[str, dict[str, Any] | None] = {
 """The quantized variant's calls: right on t0 and t1, no call on t2, a call on t3."""
 
 
-def variant_set(right: dict[str, str], quant: dict[str, str]) -> VariantSet:
-    """A reference `ref` giving `right` (text -> output) and a quantized `quant` giving `quant`."""
-    return VariantSet(
-        reference="ref",
-        variants=[
-            Variant.from_chat_model(
-                "ref", QueuedChatModel(outputs=["{}"], by_text=right), quantization="F16"
-            ),
-            Variant.from_chat_model(
-                "quant", QueuedChatModel(outputs=["{}"], by_text=quant), quantization="Q4"
-            ),
-        ],
-    )
-
-
-def _run(dataset: Path, right: dict[str, str], quant: dict[str, str], out: Path) -> Path:
-    options = RunOptions(out=out, progress=False, token_fidelity=False)
-    return run_evaluation(load_dataset(dataset), variant_set(right, quant), options=options)
-
-
 def classification_dataset(root: Path) -> Path:
     """The classification dataset of `CLASSIFICATION_GOLDS`."""
     return write_classification_dataset(root, CLASSIFICATION_GOLDS)
@@ -73,7 +51,9 @@ def classification_answers() -> tuple[dict[str, str], dict[str, str]]:
 
 def classification_run(root: Path) -> Path:
     """An undecided classification run of `CLASSIFICATION_GOLDS`."""
-    return _run(classification_dataset(root / "banking"), *classification_answers(), root / "runs")
+    return run_ref_and_quant(
+        classification_dataset(root / "banking"), *classification_answers(), root / "runs"
+    )
 
 
 def generation_dataset(root: Path) -> Path:
@@ -93,15 +73,11 @@ def generation_answers() -> tuple[dict[str, str], dict[str, str]]:
 
 def generation_run(root: Path) -> Path:
     """An undecided generation run of `GENERATION_GOLDS`."""
-    return _run(generation_dataset(root / "texts"), *generation_answers(), root / "runs")
+    return run_ref_and_quant(generation_dataset(root / "texts"), *generation_answers(), root / "runs")
 
 
 def tool_calling_run(root: Path) -> Path:
     """An undecided tool-calling run of `CALLS`, the quantized variant's calls `TOOL_QUANT`."""
-    lines = [{"id": f"t{i}", "text": t, "expected": {"call": c}} for i, (t, c) in enumerate(CALLS.items())]
-    shot = {"name": "get_weather", "arguments": {"city": "Rome"}}
-    examples = [{"id": "e0", "text": "is it raining in Rome", "expected": {"call": shot}}]
-    dataset = write_dataset(root / "tools", lines, schema=None, task=TOOLS, examples=examples)
     right = {text: call_answer(call) for text, call in CALLS.items()}
     quant = {text: call_answer(call) for text, call in TOOL_QUANT.items()}
-    return _run(dataset, right, quant, root / "runs")
+    return run_ref_and_quant(tool_calling_dataset(root / "tools"), right, quant, root / "runs")

@@ -16,13 +16,13 @@ from quantgate.decide.suite import decide_suite
 from quantgate.evaluate.options import RunOptions
 from quantgate.evaluate.suite_run import run_suite
 from quantgate.inputs.suite import load_suite
-from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.inputs.variants import VariantSet
 from quantgate.render.summary_table import render_summary
 from quantgate.render.task_figures import task_figures
 from quantgate.rundir.store import read_summary
 from quantgate.rundir.summary import DatasetInfo, RunSummary, VariantEntry
-from tests.fakes import QueuedChatModel
 from tests.quantgate.render import task_kind_runs as runs
+from tests.quantgate.run_factory import ref_and_quant
 
 QUANT_CHRF = CHRF().corpus_score(list(runs.GENERATION_QUANT.values()), [list(runs.GENERATION_GOLDS.values())])
 """The quantized variant's corpus chrF against the gold texts (the reference's texts are the same)."""
@@ -55,7 +55,7 @@ def test_decide_prints_a_classification_runs_label_figures(tmp_path, capsys):
 
 def test_run_prints_the_label_figures_under_its_table(tmp_path, monkeypatch, capsys):
     dataset = runs.classification_dataset(tmp_path / "banking")
-    variant_set = runs.variant_set(*runs.classification_answers())
+    variant_set = ref_and_quant(*runs.classification_answers())
     monkeypatch.setattr("quantgate.inputs.variants.resolve_variants", lambda specs: variant_set)
     flags = ["--variants", "fake", "--out", str(tmp_path / "runs"), "--no-report", "--no-token-fidelity"]
     assert main(["run", "--dataset", str(dataset), "--all", *flags]) == 4
@@ -141,19 +141,7 @@ def _suite(tmp_path: Path) -> Path:
 
 def _suite_variants() -> VariantSet:
     (labels, wrong_labels), (texts, wrong_texts) = runs.classification_answers(), runs.generation_answers()
-    return VariantSet(
-        reference="ref",
-        variants=[
-            Variant.from_chat_model(
-                "ref", QueuedChatModel(outputs=["{}"], by_text={**labels, **texts}), quantization="F16"
-            ),
-            Variant.from_chat_model(
-                "quant",
-                QueuedChatModel(outputs=["{}"], by_text={**wrong_labels, **wrong_texts}),
-                quantization="Q4",
-            ),
-        ],
-    )
+    return ref_and_quant({**labels, **texts}, {**wrong_labels, **wrong_texts})
 
 
 def test_suite_decision_md_has_each_tasks_gates_and_figures(tmp_path):
