@@ -20,6 +20,7 @@ from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import load_run, read_records
+from quantgate.rundir.summary import RunSummary
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel, write_classification_dataset
 from tests.fakes import write_dataset as write_lines
 
@@ -219,16 +220,23 @@ def _kind_figures(entry: Any) -> dict[str, Any]:
     return dict(figures)
 
 
+def _twice_with_a_cache(
+    tmp_path: Path, dataset: Dataset, answers: tuple[dict[str, str], dict[str, str]]
+) -> tuple[RunSummary, RunSummary]:
+    """The summaries of two runs of `ref` and `cand` giving `answers` with one cache: the first
+    fills it, the second takes the reference from it."""
+    options = _options(tmp_path, tmp_path / "cache")
+    first, second = [
+        run_evaluation(dataset, _variants(tmp_path, answers=answers), options=options) for _ in range(2)
+    ]
+    return load_run(first).summary, load_run(second).summary
+
+
 def test_a_cached_classification_reference_scores_as_a_fresh_one(tmp_path):
     # the reference right on all four; the candidate takes c1 (card_arrival) for card_lost
     answers = (_labels(*GOLDS), _labels("card_lost", "card_lost", "top_up_failed", "card_lost"))
     dataset = load_dataset(write_classification_dataset(tmp_path / "banking", GOLDS))
-    cache = tmp_path / "cache"
-    runs = [
-        run_evaluation(dataset, _variants(tmp_path, answers=answers), options=_options(tmp_path, cache))
-        for _ in range(2)
-    ]
-    first, second = (load_run(run).summary for run in runs)
+    first, second = _twice_with_a_cache(tmp_path, dataset, answers)
     ref = second.entry("ref")
     assert ref is not None
     assert (ref.cached_cases, ref.label_accuracy, ref.macro_f1) == (4, 1.0, 1.0)
@@ -246,12 +254,7 @@ def test_a_cached_generation_reference_scores_as_a_fresh_one(tmp_path):
     lines = [{"id": f"g{i}", "text": t, "expected": {"text": g}} for i, (t, g) in enumerate(TEXTS.items())]
     dataset = load_dataset(write_lines(tmp_path / "texts", lines, schema=None, task={"kind": "generation"}))
     answers = (_texts(*TEXTS.values()), _texts("A is a place.", "B is a city.", "C is a town."))
-    cache = tmp_path / "cache"
-    runs = [
-        run_evaluation(dataset, _variants(tmp_path, answers=answers), options=_options(tmp_path, cache))
-        for _ in range(2)
-    ]
-    first, second = (load_run(run).summary for run in runs)
+    first, second = _twice_with_a_cache(tmp_path, dataset, answers)
     ref = second.entry("ref")
     assert ref is not None
     assert ref.cached_cases == 3
