@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +29,7 @@ from graphs.prompting import REPAIR_NAME
 from quantgate.backends import BackendError, OpenedVariant
 from quantgate.backends.grammar import GrammarChecker, GrammarEngine, LlguidanceChecker, lark_of_schema
 from quantgate.backends.greedy import Generation, GreedyDecoder
+from quantgate.backends.label_scores import LABEL_SCORING_KEY, closed_label_set, label_metadata
 from quantgate.backends.schema_grammar import (
     GRAMMAR_ENGINES,
     GrammarEngineName,
@@ -138,6 +140,7 @@ class EmbeddedEngine:
         fast_forward: bool = False,
         seed: int = 0,
         max_array_items: int = 20,
+        score_labels: bool = False,
     ) -> None:
         from llama_cpp import Llama
         from llama_cpp._utils import suppress_stdout_stderr
@@ -155,6 +158,7 @@ class EmbeddedEngine:
         self.flash_attn = flash_attn if flash_attn is not None else slots is not None
         self.seed = seed
         self.max_array_items = max_array_items
+        self.score_labels = score_labels
         self.lock = threading.Lock()
         self._grammars: dict[str, str] = {}
         self.scheduler: SlotScheduler | None = None
@@ -162,7 +166,7 @@ class EmbeddedEngine:
         with suppress_stdout_stderr(disable=False):  # llama.cpp prints KV-cache notes even when not verbose
             self.llama = Llama(
                 model_path=str(self.model_path),
-                n_ctx=n_ctx if slots is None else _TOKENIZER_CTX,
+                n_ctx=n_ctx if slots is None or score_labels else _TOKENIZER_CTX,
                 n_threads=self.n_threads,
                 n_threads_batch=self.n_threads,
                 flash_attn=self.flash_attn,
@@ -232,6 +236,18 @@ class EmbeddedEngine:
             self._grammars[key] = gbnf.replace("root ::= ", 'root ::= " "? ', 1)
         return self._grammars[key]
 
+    def label_metadata(self, prompt: str, raw: str, schema: Mapping[str, Any] | None) -> dict[str, float]:
+        """With `score_labels`, a single-label classification answer's label probabilities and the
+        seconds they took (`label_scores.label_metadata`, on the `Llama`'s own context, under
+        `lock`: with slots that context serves only this); empty otherwise."""
+        labels = closed_label_set(schema) if self.score_labels else None
+        if labels is None:
+            return {}
+        started = time.perf_counter()
+        with self.lock:
+            scores = label_metadata(self.llama, prompt, raw, labels)
+        return {**scores, LABEL_SCORING_KEY: time.perf_counter() - started} if scores else {}
+
     def unenforced(self, schema: Mapping[str, Any]) -> tuple[UnenforcedKeyword, ...]:
         """The keywords of `schema` the engine's grammar does not enforce (`unenforced_keywords`)."""
         return unenforced_keywords(schema, engine=self.grammar_engine, max_items=self.max_array_items)
@@ -283,10 +299,13 @@ class LlamaCppChatModel(StreamingChatModel):
         prompt = render_prompt(messages)
         grammar = self.engine.grammar(self.json_schema) if self.json_schema else None
         stats = Generation()
+        answer: list[str] = []
         for text in self.engine.generate(prompt, grammar, self.max_tokens, stats):
             if run_manager:
                 run_manager.on_llm_new_token(text)
+            answer.append(text)
             yield ChatGenerationChunk(message=AIMessageChunk(content=text))
+        scores = self.engine.label_metadata(prompt, "".join(answer), self.json_schema)
         yield ChatGenerationChunk(
             message=AIMessageChunk(
                 content="",
@@ -300,6 +319,7 @@ class LlamaCppChatModel(StreamingChatModel):
                     "model_name": self.engine.model_path.name,
                     "grammar_fallbacks": stats.grammar_fallbacks,
                     "forced_tokens": stats.forced_tokens,
+                    **scores,
                 },
                 chunk_position="last",
             )
@@ -341,6 +361,7 @@ def open_llamacpp(
                 "fast_forward": engine.fast_forward,
                 "use_mmap": False,
                 "max_array_items": engine.max_array_items,
+                "score_labels": engine.score_labels and closed_label_set(schema) is not None,
                 "unenforced_schema_keywords": [str(keyword) for keyword in engine.unenforced(schema)],
             },
             context_window=engine.n_ctx,
