@@ -174,6 +174,7 @@ class ToolCallingTask(TaskModel):
                     },
                     "required": ["name", "arguments"],
                     "additionalProperties": False,
+                    "description": tool.function.description,  # an annotation: what Ollama's `tools` send
                 }
             )
         return _one_field_schema("call", {"anyOf": branches, "description": "the call, or null"})

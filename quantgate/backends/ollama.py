@@ -9,6 +9,8 @@ then reads `/api/ps` (size in memory, size in VRAM, context length). Chat calls 
 `num_ctx`; what can go wrong in a call is `quantgate.backends.ollama_chat`. The schema is sent
 rewritten for llama.cpp's JSON-schema converter, which the server runs (`grammar_schema`), and
 what that converter cannot enforce is recorded as `runtime.unenforced_schema_keywords`.
+For a tool-calling task the task's tools are sent as Ollama's `tools` instead, with no `format`
+(`quantgate.backends.ollama_tools`); `runtime.decoding` says which way a variant's calls went.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from quantgate.backends.ollama_chat import (
     OllamaChatModel,
     classify,
 )
+from quantgate.backends.ollama_tools import TOOLS_DECODING, task_tools
 from quantgate.backends.schema_grammar import grammar_schema, unenforced_keywords
 from quantgate.inputs.variants import Variant
 
@@ -175,14 +178,16 @@ def _chat_model(
     variant: Variant, schema: Mapping[str, Any], settings: _Settings, context: int
 ) -> OllamaChatModel:
     """`ChatOllama` for the dataset's schema (temperature 0, a fixed seed, `num_ctx` sent), wrapped
-    in the call's limits; a silent server ends a read after the shorter of the two timeouts."""
+    in the call's limits; a silent server ends a read after the shorter of the two timeouts. A
+    tool-calling task's tools are sent as `tools`, without `format`."""
     from langchain_ollama import ChatOllama
 
+    tools = task_tools(schema)
     silence_s = min(settings.first_token_s, settings.timeout_s)
     chat = ChatOllama(
         model=variant.model,
         base_url=settings.host,
-        format=grammar_schema(schema, None, "gbnf"),
+        format=None if tools else grammar_schema(schema, None, "gbnf"),
         temperature=0.0,
         seed=settings.seed,
         num_ctx=settings.num_ctx,
@@ -198,7 +203,20 @@ def _chat_model(
         first_token_timeout_s=settings.first_token_s,
         timeout_s=settings.timeout_s,
         notice_every_s=settings.notice_every_s,
+        tools=tools,
     )
+
+
+def _decoding(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """How the calls are decoded: Ollama's `tools` (no grammar: nothing of the schema enforced,
+    None), or `format`, with the keywords llama.cpp's converter leaves unenforced."""
+    if task_tools(schema) is not None:
+        return {"decoding": TOOLS_DECODING, "unenforced_schema_keywords": None}
+    unenforced = [str(k) for k in unenforced_keywords(schema, engine="gbnf")]
+    return {
+        "decoding": "format: the JSON schema, as a grammar by the server",
+        "unenforced_schema_keywords": unenforced,
+    }
 
 
 @contextmanager
@@ -235,7 +253,7 @@ def open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
             else None,
             "ps": running,
             "num_parallel": os.environ.get("OLLAMA_NUM_PARALLEL"),
-            "unenforced_schema_keywords": [str(k) for k in unenforced_keywords(schema, engine="gbnf")],
+            **_decoding(schema),
         },
         context_window=context,
         max_output_tokens=settings.max_tokens,

@@ -39,6 +39,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from tqdm import tqdm
 
 from graphs.extraction import ModelCallError
+from quantgate.backends.ollama_tools import is_malformed_call, tool_answer
 from quantgate.backends.streaming import StreamingChatModel
 
 DEFAULT_FIRST_TOKEN_TIMEOUT_S = 120.0
@@ -125,6 +126,8 @@ class OllamaChatModel(StreamingChatModel):
         first_token_timeout_s: Longest wait for the first token (and longest silence).
         timeout_s: Longest a whole answer may take.
         notice_every_s: How often a call still waiting for its first token says so (0: never).
+        tools: The task's tools, sent as Ollama's `tools` (a tool-calling task; `inner` then has no
+            `format`); the answer is read back into the task's record (`ollama_tools`).
     """
 
     inner: BaseChatModel
@@ -134,6 +137,7 @@ class OllamaChatModel(StreamingChatModel):
     first_token_timeout_s: float = DEFAULT_FIRST_TOKEN_TIMEOUT_S
     timeout_s: float = DEFAULT_TIMEOUT_S
     notice_every_s: float = DEFAULT_NOTICE_EVERY_S
+    tools: list[dict[str, Any]] | None = None
 
     @property
     def _llm_type(self) -> str:
@@ -145,6 +149,13 @@ class OllamaChatModel(StreamingChatModel):
         stop: list[str] | None = None,
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        if self.tools is None:
+            return self._chunks(messages, stop, **kwargs)
+        return tool_answer(self._chunks(messages, stop, tools=self.tools, **kwargs))
+
+    def _chunks(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, **kwargs: Any
     ) -> Iterator[ChatGenerationChunk]:
         started = time.monotonic()
         model = getattr(self.inner, "model", "the model")
@@ -164,6 +175,8 @@ class OllamaChatModel(StreamingChatModel):
             except httpx.TimeoutException as exc:
                 raise self._silence(started) from exc
             except Exception as exc:
+                if self.tools is not None and is_malformed_call(exc):
+                    raise  # an answer, not a failure of the call: `tool_answer` records it
                 raise classify(exc) from exc
         self._check_truncation(prompt_tokens)
 

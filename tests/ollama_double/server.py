@@ -14,7 +14,6 @@ applies (a run's first chat of a variant is its warm-up, which a test aiming at 
 from __future__ import annotations
 
 import argparse
-import codecs
 import datetime as dt
 import json
 import threading
@@ -23,15 +22,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from scipy.special import log_softmax
 
-from quantgate.backends.greedy import Generation, Step
+from quantgate.backends.greedy import Generation
 from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
 from tests.ollama_double.embed import embed
+from tests.ollama_double.logprobs import logprob_entry as _logprobs
 from tests.ollama_double.models import DEFAULT_CONTEXT_LENGTH, DEFAULT_NUM_KEEP, Models, keep_alive_s
 from tests.ollama_double.queue import BUSY, Admission, QueueFullError
+from tests.ollama_double.tools import ToolAnswers, final_fields
 
 VERSION = "0.0.0-quantgate-test-double"
 STREAM_ERROR = "an error was encountered while running the model"
@@ -83,22 +82,6 @@ def _cut(tokens: list[int], num_ctx: int, num_keep: int) -> list[int]:
     return tokens[:num_keep] + tokens[len(tokens) - (num_ctx - num_keep) :]
 
 
-def _logprobs(engine: EmbeddedEngine, step: Step, top: int) -> dict[str, Any]:
-    """Ollama's logprob entry for one generated token, with its `top` most likely tokens."""
-    assert step.logits is not None
-    logprobs = log_softmax(step.logits.astype(np.float64))
-    best = np.argpartition(-logprobs, top)[:top] if top < len(logprobs) else np.arange(len(logprobs))
-    best = best[np.argsort(-logprobs[best])]
-
-    def text(token: int) -> str:
-        return codecs.decode(engine.llama.detokenize([int(token)]), "utf-8", errors="replace")
-
-    entry: dict[str, Any] = {"token": text(step.token), "logprob": float(logprobs[step.token])}
-    if top:
-        entry["top_logprobs"] = [{"token": text(t), "logprob": float(logprobs[t])} for t in best]
-    return entry
-
-
 class Handler(BaseHTTPRequestHandler):
     """One request; the server object carries `models`, `faults` and `admission`."""
 
@@ -140,6 +123,8 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, {"models": [self._entry(tag) for tag in models.paths]})
         elif self.path == "/api/ps":
             self._json(200, {"models": self._running()})
+        elif self.path == "/_double/tool_requests":
+            self._json(200, {"requests": list(self.server.tools.requests)})
         else:
             self._json(404, {"error": f"unknown path {self.path}"})
 
@@ -173,6 +158,10 @@ class Handler(BaseHTTPRequestHandler):
         body = self._body()
         if self.path == "/_double/faults":
             self._set_faults(body)
+            return
+        if self.path == "/_double/tool_answers":
+            self.server.tools.configure(body)
+            self._json(200, {"ok": True})
             return
         if self._html_instead():
             return
@@ -305,6 +294,8 @@ class Handler(BaseHTTPRequestHandler):
         self, tag: str, engine: EmbeddedEngine, body: dict[str, Any], *, num_ctx: int, ending: str | None
     ) -> dict[str, Any] | None:
         """Generate, streaming chunks when asked; the final message's fields, or None if ended early."""
+        if body.get("tools"):
+            return self._tool_answer(tag, engine, body, num_ctx=num_ctx)
         options = body.get("options") or {}
         schema = body.get("format")
         grammar = engine.grammar(schema) if isinstance(schema, dict) else None
@@ -340,6 +331,18 @@ class Handler(BaseHTTPRequestHandler):
             **({"logprobs": logprobs} if top is not None else {}),
         }
 
+    def _tool_answer(
+        self, tag: str, engine: EmbeddedEngine, body: dict[str, Any], *, num_ctx: int
+    ) -> dict[str, Any]:
+        """A chat with `tools`: the scripted answer (`tools.py`), its message in one chunk when streaming."""
+        message = self.server.tools.message(tag, body)
+        tokens = engine.llama.tokenize(_prompt(body.get("messages", [])).encode("utf-8"))
+        prompt = _cut(tokens, num_ctx, int((body.get("options") or {}).get("num_keep", DEFAULT_NUM_KEEP)))
+        if body.get("stream", True):
+            self._chunk({"model": tag, "created_at": _now(), "message": message, "done": False})
+            message = {"role": "assistant", "content": ""}
+        return final_fields(message, len(prompt))
+
     def _chunk(self, value: dict[str, Any]) -> None:
         line = json.dumps(value).encode() + b"\n"
         self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
@@ -363,6 +366,7 @@ class DoubleServer(ThreadingHTTPServer):
         self.models = models
         self.faults = Faults()
         self.admission = admission or Admission()
+        self.tools = ToolAnswers()
 
 
 def main() -> None:

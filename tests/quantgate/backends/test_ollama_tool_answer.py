@@ -1,0 +1,70 @@
+"""Reading an Ollama tool-calling answer back into the task's record, without a server."""
+
+import json
+
+import pytest
+from langchain_core.exceptions import OutputParserException
+from langchain_core.messages import AIMessageChunk
+from langchain_core.outputs import ChatGenerationChunk
+
+from evaluators.task_models import parse_task
+from quantgate.backends.ollama_tools import MALFORMED_CALL, task_tools, tool_answer
+
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
+           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}  # fmt: skip
+NOW = {"type": "function", "function": {"name": "now", "description": "",
+       "parameters": {"type": "object", "properties": {}}}}  # fmt: skip
+
+
+def _chunks(*messages):
+    yield from (ChatGenerationChunk(message=m) for m in messages)
+
+
+def _call(name, args):
+    return {"name": name, "args": args, "id": "1", "type": "tool_call"}
+
+
+def _text(chunks):
+    return "".join(chunk.text for chunk in chunks)
+
+
+def test_task_tools_are_the_tasks_tools_from_its_record_schema():
+    task = parse_task({"kind": "tool_calling", "tools": [WEATHER, NOW]})
+    assert task_tools(task.record_schema()) == [WEATHER, NOW]
+    assert task_tools({"type": "object", "properties": {"label": {"enum": ["a", "b"]}}}) is None
+    assert task_tools({"type": "object", "properties": {"call": {"type": "string"}}}) is None
+
+
+@pytest.mark.parametrize(
+    ("messages", "record"),
+    [
+        ([AIMessageChunk(content="", tool_calls=[_call("now", {})]), AIMessageChunk(content="")],
+         {"call": {"name": "now", "arguments": {}}}),
+        ([AIMessageChunk(content="It is "), AIMessageChunk(content="sunny.")], {"call": None}),
+        ([AIMessageChunk(content="", tool_calls=[_call("now", {}), _call("get_weather", {"city": "Oz"})])],
+         {"call": [{"name": "now", "arguments": {}}, {"name": "get_weather", "arguments": {"city": "Oz"}}]}),
+    ],
+    ids=["a call", "plain text: no call", "two calls: not the task's shape"],
+)  # fmt: skip
+def test_the_answer_is_the_tasks_record(messages, record):
+    chunks = list(tool_answer(_chunks(*messages)))
+    assert json.loads(_text(chunks)) == record
+    assert len(chunks) == len(messages) + 1  # each chunk kept (its counts), text only in the last
+
+
+def test_a_call_the_client_cannot_read_is_an_answer_naming_it():
+    def refused():
+        yield ChatGenerationChunk(message=AIMessageChunk(content=""))
+        raise OutputParserException("Function now arguments:\n\nten\n\nare not valid JSON")
+
+    answer = _text(tool_answer(refused()))  # not JSON: an invalid answer, saying what the server sent
+    assert answer.startswith(f"{MALFORMED_CALL}: Function now arguments: ten are not valid JSON")
+
+
+def test_other_failures_pass_through():
+    def failing():
+        raise ConnectionError("down")
+        yield
+
+    with pytest.raises(ConnectionError):
+        list(tool_answer(failing()))

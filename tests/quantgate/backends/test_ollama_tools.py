@@ -1,0 +1,143 @@
+"""Tool calling over Ollama variants: the task's tools sent as `/api/chat`'s `tools` (no `format`),
+answered by the TEST DOUBLE's scripted tool calls, read back into the task's record and scored."""
+
+import json
+
+import httpx
+import pytest
+
+from quantgate.backends.ollama_tools import MALFORMED_CALL, TOOLS_DECODING
+from quantgate.cli.main import main
+from quantgate.rundir.store import read_records
+
+pytestmark = [pytest.mark.model, pytest.mark.slow]
+
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
+     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "convert_currency", "description": "",
+     "parameters": {"type": "object", "properties": {"amount": {"type": "number"}, "to": {"type": "string"}},
+                    "required": ["amount", "to"]}}},
+]  # fmt: skip
+CASES = [
+    ("oslo", "Weather in Oslo today?", {"call": {"name": "get_weather", "arguments": {"city": "Oslo"}}}),
+    ("joke", "Tell me a joke about cats.", {"call": None}),
+    ("paris", "Will it rain in Paris?", {"call": {"name": "get_weather", "arguments": {"city": "Paris"}}}),
+    ("eur", "How much is 10 EUR in dollars?",
+     {"call": {"name": "convert_currency", "arguments": {"amount": 10, "to": "USD"}}}),
+]  # fmt: skip
+EXAMPLE = {
+    "id": "ex",
+    "text": "Weather in Rome?",
+    "expected": {"call": {"name": "get_weather", "arguments": {"city": "Rome"}}},
+}
+
+
+def _call(name, arguments):
+    return [{"function": {"name": name, "arguments": arguments}}]
+
+
+RULES = {
+    "gemma3:270m-f16": [
+        {"when": "Oslo", "tool_calls": _call("get_weather", {"city": "Oslo"})},
+        {"when": "Paris", "tool_calls": _call("get_forecast", {"city": "Paris"})},  # not a declared tool
+        {"when": "EUR", "tool_calls": _call("convert_currency", "ten euros")},  # arguments not an object
+    ],
+    "gemma3:270m-q4_K_M": [
+        {"when": "Oslo", "tool_calls": _call("get_weather", {"city": "Bergen"})},
+        {"when": "Paris", "tool_calls": _call("get_weather", {"city": "Paris"})},
+        {"when": "EUR", "tool_calls": _call("convert_currency", {"amount": 10, "to": "USD"})},
+        {"when": "cats", "content": "Why did the cat sit on the computer? To keep an eye on the mouse."},
+    ],
+}
+
+
+@pytest.fixture
+def tool_double(ollama_double):
+    """The double answering with `RULES`; its rules and kept requests cleared afterwards."""
+    for tag, rules in RULES.items():
+        httpx.post(
+            f"{ollama_double.url}/_double/tool_answers", json={"model": tag, "rules": rules}
+        ).raise_for_status()
+    yield ollama_double
+    for tag in RULES:
+        httpx.post(f"{ollama_double.url}/_double/tool_answers", json={"model": tag}).raise_for_status()
+
+
+@pytest.fixture
+def tool_dataset(tmp_path):
+    root = tmp_path / "tiny-tools"
+    root.mkdir()
+    (root / "task.json").write_text(json.dumps({"kind": "tool_calling", "tools": TOOLS}))
+    lines = [{"id": i, "text": t, "expected": e} for i, t, e in CASES]
+    (root / "cases.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (root / "examples.jsonl").write_text(json.dumps(EXAMPLE) + "\n")
+    return root
+
+
+def test_tool_calling_run_over_two_ollama_variants(tool_double, tool_dataset, tmp_path, capsys):
+    variants = tmp_path / "variants.toml"
+    host = tool_double.url
+    variants.write_text(
+        "".join(
+            f'[[variants]]\nname = "{name}"\nbackend = "ollama"\nmodel = "{tag}"\n'
+            f'options = {{ host = "{host}" }}\n\n'
+            for name, tag in (("f16", "gemma3:270m-f16"), ("q4", "gemma3:270m-q4_K_M"))
+        )
+    )
+    args = [
+        "run",
+        "--dataset",
+        str(tool_dataset),
+        "--variants",
+        str(variants),
+        "--out",
+        str(tmp_path / "runs"),
+    ]
+    main([*args, "--json", "--no-token-fidelity", "--max-repairs", "0"])  # the first answer is the answer
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    summary = json.loads(out)
+    run_dir = tmp_path / "runs" / summary["run_id"]
+    records = {(r.variant, r.case_id): r for r in read_records(run_dir)}
+
+    oslo, joke, paris, eur = (records["f16", case] for case, _, _ in CASES)
+    assert (oslo.record, oslo.valid, oslo.fields) == (CASES[0][2], True, {"call": 1.0})  # a call
+    assert (joke.raw, joke.valid, joke.fields) == (
+        '{"call": null}',
+        True,
+        {"call": 1.0},
+    )  # plain text: no call
+    assert (paris.valid, paris.error_kind, paris.fields) == (False, "invalid_output", {"call": 0.0})
+    assert paris.record == {
+        "call": {"name": "get_forecast", "arguments": {"city": "Paris"}}
+    }  # an undeclared tool
+    assert paris.validation_errors == [
+        f"call: {paris.record['call']} is not valid under any of the given schemas"
+    ]
+    assert (eur.valid, eur.record, eur.fields, eur.error_kind) == (
+        False,
+        None,
+        {"call": 0.0},
+        "invalid_output",
+    )
+    assert eur.raw.startswith(f"{MALFORMED_CALL}: ")
+    assert "ten euros" in eur.raw  # names what the server sent
+    q4_scores = [records["q4", case].fields["call"] for case, _, _ in CASES]
+    assert q4_scores == [0.0, 1.0, 1.0, 1.0]  # Bergen for Oslo; a joke in plain text is no call
+
+    f16, q4 = summary["variants"]
+    assert (f16["field_accuracy"], f16["format_validity"]) == (0.5, 0.5)  # 2 of 4 right, 2 invalid
+    assert f16["errors_by_kind"] == {"invalid_output": 2}
+    assert (q4["field_accuracy"], q4["format_validity"]) == (0.75, 1.0)
+    assert f16["server_tokens_per_s"] is None  # the double generated nothing: not measured
+    runtime = [v["runtime"] for v in json.loads((run_dir / "variants.json").read_text())["variants"]]
+    assert [r["decoding"] for r in runtime] == [TOOLS_DECODING] * 2
+    assert [r["unenforced_schema_keywords"] for r in runtime] == [None, None]
+
+    requests = httpx.get(f"{tool_double.url}/_double/tool_requests").json()["requests"]
+    assert {r["model"] for r in requests} == set(RULES)
+    for body in requests:
+        assert body["tools"] == TOOLS  # the task's tools, as task.json holds them
+        assert body.get("format") is None  # no grammar with tools
+        assert body["options"]["temperature"] == 0.0
