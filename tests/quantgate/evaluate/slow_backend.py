@@ -104,6 +104,11 @@ def _open_slow_embeddings(variant: Variant) -> Iterator[OpenedEmbeddings]:
 register_embeddings("slow-server", _open_slow_embeddings)
 
 
+def slow_variant(name: str, **options: Any) -> Variant:
+    """A variant of the `slow` backend named `name`, with `options` (module docstring)."""
+    return Variant(name=name, backend="slow", model="none", options=options)
+
+
 def write_inputs(
     root: Path, *, cases: int, delay_s: float, sigterm_marker: Path | None = None
 ) -> tuple[Path, Path]:
@@ -127,8 +132,7 @@ def write_inputs(
     options: dict[str, Any] = {"delay_s": delay_s}
     if sigterm_marker is not None:
         options["sigterm_marker"] = str(sigterm_marker)
-    slow = Variant(name="slow", backend="slow", model="none", options=options)
-    write_variants_file(variants, VariantSet(reference="slow", variants=[slow]))
+    write_variants_file(variants, VariantSet(reference="slow", variants=[slow_variant("slow", **options)]))
     return dataset, variants
 
 

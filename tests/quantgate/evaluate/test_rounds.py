@@ -151,13 +151,8 @@ def test_a_warm_up_that_fails_leaves_its_figure_missing_and_the_cases_run(tmp_pa
 def test_worker_processes_stay_warm_across_rounds(tmp_path):
     dataset, _ = slow_backend.write_inputs(tmp_path, cases=12, delay_s=0.01)
     data = load_dataset(dataset)
-    variants = VariantSet(
-        reference="ref",
-        variants=[
-            Variant(name="ref", backend="slow", model="none", options={"delay_s": 0.01}),
-            Variant(name="cand", backend="slow", model="none", options={"delay_s": 0.01}),
-        ],
-    )
+    slow = slow_backend.slow_variant
+    variants = VariantSet(reference="ref", variants=[slow("ref", delay_s=0.01), slow("cand", delay_s=0.01)])
     options = RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False, round_size=4)
     run = load_run(run_evaluation(data, variants, options=options))
     assert [(e.name, e.cases, e.loads) for e in run.summary.variants] == [("ref", 12, 1), ("cand", 12, 1)]
@@ -220,12 +215,9 @@ def test_a_candidate_that_cannot_load_is_skipped_and_the_others_go_on(tmp_path):
 def test_a_candidate_whose_worker_dies_mid_run_keeps_its_records_and_is_skipped(tmp_path):
     dataset, _ = slow_backend.write_inputs(tmp_path, cases=12, delay_s=0.0)
     data = load_dataset(dataset)
+    slow = slow_backend.slow_variant
     variants = VariantSet(
-        reference="ref",
-        variants=[
-            Variant(name="ref", backend="slow", model="none", options={"delay_s": 0.0}),
-            Variant(name="dies", backend="slow", model="none", options={"delay_s": 0.0, "die_after": 4}),
-        ],
+        reference="ref", variants=[slow("ref", delay_s=0.0), slow("dies", delay_s=0.0, die_after=4)]
     )
     options = RunOptions(
         out=tmp_path / "runs", progress=False, token_fidelity=False, round_size=4, concurrency=1
