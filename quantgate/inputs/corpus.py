@@ -36,6 +36,7 @@ from quantgate.inputs.dataset import (
     resolve_dataset,
     validation_problems,
 )
+from quantgate.inputs.problems import is_repeat
 
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
@@ -94,7 +95,7 @@ _Line = TypeVar("_Line", bound=Document)
 
 def _read(file: Path, model: type[_Line], problems: list[Problem]) -> Iterator[_Line]:
     """The valid lines of a JSONL file; every bad line becomes a problem naming its line."""
-    seen: dict[str, int] = {}
+    seen: dict[str, str] = {}
     try:
         lines = file.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as exc:
@@ -113,14 +114,8 @@ def _read(file: Path, model: type[_Line], problems: list[Problem]) -> Iterator[_
         except ValidationError as exc:
             problems.extend(validation_problems(exc, file=file.name, line=lineno))
             continue
-        if item.id in seen:
-            problems.append(
-                Problem.duplicate_id(
-                    file=file.name, line=lineno, case_id=item.id, kept=f"first at line {seen[item.id]}"
-                )
-            )
+        if is_repeat(seen, item.id, file=file.name, line=lineno, where=f"line {lineno}", problems=problems):
             continue
-        seen[item.id] = lineno
         yield item
 
 

@@ -21,6 +21,7 @@ from evaluators import FieldSpec, case_language, loads_json
 from evaluators.errors import MissingInputError, UsageError
 from evaluators.tasks import ExtractionTask, Task
 from quantgate.inputs.problems import Problem as Problem  # re-exported: readers import it from here
+from quantgate.inputs.problems import is_repeat
 from quantgate.inputs.problems import validation_problems as validation_problems
 from quantgate.inputs.task_file import TASK_FILE, ExpectedCheck, read_record_schema, task_json
 from quantgate.inputs.utf8 import utf8_encodable
@@ -169,15 +170,10 @@ def _read_cases(
 ) -> list[tuple[int, Case]]:
     cases = []
     for lineno, case in _read_lines(file, problems):
-        where = f"{file.name}:{lineno}"
-        if case.id in seen:
-            problems.append(
-                Problem.duplicate_id(
-                    file=file.name, line=lineno, case_id=case.id, kept=f"first at {seen[case.id]}"
-                )
-            )
+        if is_repeat(
+            seen, case.id, file=file.name, line=lineno, where=f"{file.name}:{lineno}", problems=problems
+        ):
             continue
-        seen[case.id] = where
         if case.expected is not None and check is not None:
             for error in check(case.expected):
                 problems.append(Problem(file=file.name, line=lineno, field=error.path, message=error.message))

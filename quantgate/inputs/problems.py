@@ -33,6 +33,20 @@ class Problem:
         return cls(file=file, line=line, field="id", message=f"duplicate id {case_id!r} ({kept})")
 
 
+def is_repeat(
+    seen: dict[str, str], case_id: str, *, file: str, line: int, where: str, problems: list[Problem]
+) -> bool:
+    """Whether `case_id` is in `seen` (id -> where it was first): then a duplicate-id problem naming
+    that place joins `problems`; else `seen` records `where` for it."""
+    if case_id in seen:
+        problems.append(
+            Problem.duplicate_id(file=file, line=line, case_id=case_id, kept=f"first at {seen[case_id]}")
+        )
+        return True
+    seen[case_id] = where
+    return False
+
+
 def validation_problems(exc: ValidationError, *, file: str, line: int | None) -> list[Problem]:
     """One `Problem` per pydantic error, located by file, line and field."""
     return [
