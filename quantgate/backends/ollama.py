@@ -219,6 +219,19 @@ def _decoding(schema: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _check_tools(variant: Variant, schema: Mapping[str, Any], show: Mapping[str, Any]) -> None:
+    """A tool-calling task needs a model whose template takes tools: `/api/show` `capabilities`
+    lists `tools` (Ollama answers 400 "does not support tools" to a chat with `tools` otherwise)."""
+    capabilities = show.get("capabilities")
+    if task_tools(schema) is None or not isinstance(capabilities, list) or "tools" in capabilities:
+        return
+    raise BackendError(
+        f"variant {variant.name}: {variant.model} does not support tools (its /api/show capabilities: "
+        f"{', '.join(map(str, capabilities)) or 'none'}): a tool-calling task sends the task's tools, which "
+        "Ollama refuses for a model whose template has no tool calls; choose a tag that supports tools"
+    )
+
+
 @contextmanager
 def open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
     """Open an `ollama:TAG` variant (see the module docstring)."""
@@ -226,6 +239,7 @@ def open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
     server = OllamaServer(settings.host, settings.timeout_s)
     version = server.version()
     show = server.show(variant.model)
+    _check_tools(variant, schema, show)
     started = time.perf_counter()
     loaded = server.load(variant.model, settings.keep_alive, {"num_ctx": settings.num_ctx})
     cold_load_s = time.perf_counter() - started

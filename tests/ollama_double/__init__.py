@@ -11,6 +11,9 @@ client's real code therefore runs end to end.
   through `POST /_double/faults` (not part of Ollama's API);
 - `embed.py`: `/api/embed` (llama.cpp's embedding mode, mean-pooled, vectors L2-normalized as
   Ollama returns them);
+- `tools.py`: a chat with `tools` answered by rules a test sets per model (`POST
+  /_double/tool_answers`), and the chats received with `tools` (`GET /_double/tool_requests`);
+- `logprobs.py`: the log-probabilities returned with each generated token;
 - `models.py`: the served models: names with `:latest` assumed, loading, `keep_alive`, the
   context window (`num_ctx`, its default, prompts cut to fit);
 - `queue.py`: requests served `num_parallel` at a time per model, up to `max_queue` waiting,

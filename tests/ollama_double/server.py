@@ -204,7 +204,7 @@ class Handler(BaseHTTPRequestHandler):
                 "template": "{{ .Prompt }}",
                 "details": self.server.models.details(tag),
                 "model_info": {"general.architecture": "gemma3"},
-                "capabilities": ["completion"],
+                "capabilities": ["completion", "tools"],  # tool calls: scripted (tools.py)
                 "modified_at": _now(),
             },
         )

@@ -68,3 +68,19 @@ def test_other_failures_pass_through():
 
     with pytest.raises(ConnectionError):
         list(tool_answer(failing()))
+
+
+def test_a_model_without_tools_is_refused_at_open_with_what_to_do():
+    from quantgate.backends import BackendError
+    from quantgate.backends.ollama import _check_tools
+    from quantgate.inputs.variants import Variant
+
+    variant = Variant(name="q4", backend="ollama", model="gemma3:270m")
+    schema = parse_task({"kind": "tool_calling", "tools": [NOW]}).record_schema()
+    with pytest.raises(
+        BackendError, match=r"gemma3:270m does not support tools .*capabilities: completion\)"
+    ):
+        _check_tools(variant, schema, {"capabilities": ["completion"]})
+    _check_tools(variant, schema, {"capabilities": ["completion", "tools"]})
+    _check_tools(variant, schema, {})  # an older server that does not say: the calls will tell
+    _check_tools(variant, {"type": "object", "properties": {"a": {"type": "string"}}}, {"capabilities": []})
