@@ -7,7 +7,7 @@ from langchain_core.exceptions import OutputParserException
 from langchain_core.messages import AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
 
-from evaluators.task_models import parse_task
+from evaluators.task_models import ToolCallingTask
 from quantgate.backends.ollama_tools import MALFORMED_CALL, task_tools, tool_answer
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
@@ -29,7 +29,7 @@ def _text(chunks):
 
 
 def test_task_tools_are_the_tasks_tools_from_its_record_schema():
-    task = parse_task({"kind": "tool_calling", "tools": [WEATHER, NOW]})
+    task = ToolCallingTask.model_validate({"tools": [WEATHER, NOW]})
     assert task_tools(task.record_schema()) == [WEATHER, NOW]
     assert task_tools({"type": "object", "properties": {"label": {"enum": ["a", "b"]}}}) is None
     assert task_tools({"type": "object", "properties": {"call": {"type": "string"}}}) is None
@@ -76,7 +76,7 @@ def test_a_model_without_tools_is_refused_at_open_with_what_to_do():
     from quantgate.inputs.variants import Variant
 
     variant = Variant(name="q4", backend="ollama", model="gemma3:270m")
-    schema = parse_task({"kind": "tool_calling", "tools": [NOW]}).record_schema()
+    schema = ToolCallingTask.model_validate({"tools": [NOW]}).record_schema()
     with pytest.raises(
         BackendError, match=r"gemma3:270m does not support tools .*capabilities: completion\)"
     ):

@@ -121,6 +121,7 @@ def test_tool_calling_run_over_two_ollama_variants(tool_double, tool_dataset, tm
         {"call": 0.0},
         "invalid_output",
     )
+    assert eur.raw is not None
     assert eur.raw.startswith(f"{MALFORMED_CALL}: ")
     assert "ten euros" in eur.raw  # names what the server sent
     q4_scores = [records["q4", case].fields["call"] for case, _, _ in CASES]
