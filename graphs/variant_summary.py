@@ -28,6 +28,7 @@ from evaluators.memory import MemoryReading, MemorySummary, summarize_memory
 from evaluators.rates import share
 from evaluators.results import EvaluatorResult
 from evaluators.tasks import ClassificationTask, ExtractionTask, Task
+from evaluators.tool_calls import ToolCallSummary, summarize_tool_calls, task_tools
 from graphs.outcomes import CaseOutcome
 
 
@@ -146,6 +147,36 @@ def score_generation(evidence: Evidence) -> GenerationSummary:
     )
 
 
+_CALL_FIELD = "call"
+"""The one field of a tool-calling record: the call, or null for no call."""
+
+
+def _calls_kept(score: FieldScore) -> bool:
+    """The case's calls were kept (`keep_values`): no outcome that needs a call lacks it (a gold of
+    no call is None, so a kept and a dropped "no call" look alike; the outcomes tell them apart)."""
+    gold_needed = score.outcome in ("wrong", "missed")
+    predicted_needed = score.outcome in ("wrong", "false_positive")
+    return not (gold_needed and score.expected is None) and not (predicted_needed and score.predicted is None)
+
+
+def score_tool_calls(evidence: Evidence) -> ToolCallSummary:
+    """Tool selection, argument accuracy (overall and per argument), exact calls, abstention, false
+    abstention and schema validity over the labeled cases (tool calling only; none for another kind,
+    or when a case's calls were not kept). The calls are the `call` field's gold and predicted values
+    as its score has them; a case without a valid record has no output."""
+    task = evidence.task
+    if task.kind != "tool_calling":
+        return ToolCallSummary()
+    scored = [o.score.fields.fields[_CALL_FIELD] for o in evidence.outcomes if o.score.fields is not None]
+    if not all(_calls_kept(s) for s in scored):
+        return ToolCallSummary()
+    return summarize_tool_calls(
+        outputs=[None if s.outcome == "no_output" else {_CALL_FIELD: s.predicted} for s in scored],
+        reference_outputs=[{_CALL_FIELD: s.expected} for s in scored],
+        tools=task_tools(task),
+    )
+
+
 @dataclass(frozen=True)
 class EvaluatorNode:
     """One evaluator node of the evaluation graph: its function, named as the node.
@@ -179,11 +210,13 @@ EVALUATORS: tuple[EvaluatorNode, ...] = (
     EvaluatorNode(score_memory, of_outcomes=False),
     EvaluatorNode(score_classification),
     EvaluatorNode(score_generation),
+    EvaluatorNode(score_tool_calls),
 )
 """The evaluator nodes, in the order of their parts' keys in the summary."""
 
 
 class VariantSummary(
+    ToolCallSummary,
     GenerationSummary,
     ClassificationSummary,
     MemorySummary,

@@ -15,6 +15,7 @@ from evaluators.classification import ClassificationSummary
 from evaluators.generation import GenerationSummary
 from evaluators.memory import MemoryReading, MemorySummary
 from evaluators.tasks import ClassificationTask, GenerationTask
+from evaluators.tool_calls import ToolCallSummary
 from graphs.evaluation import CaseInput, EvaluationContext, build_evaluation_graph, graph
 from graphs.extraction import ExtractionContext
 from graphs.outcomes import retained
@@ -205,6 +206,7 @@ def test_a_generation_run_summary_carries_its_chrf_figures() -> None:
     assert again.chrf_reference == summary.chrf_reference
 
 
-def test_an_extraction_run_has_no_generation_figures() -> None:
+def test_an_extraction_run_has_no_generation_nor_tool_calling_figures() -> None:
     summary = outcomes_summary([], against_reference=False, memory=MemorySummary())
     assert all(getattr(summary, key) is None for key in GenerationSummary.model_fields)
+    assert all(getattr(summary, key) is None for key in ToolCallSummary.model_fields)
