@@ -1,7 +1,7 @@
 """Decided runs of the task kinds other than extraction, made with fake chat models, for the
 production tests: a classification run (`tests.fakes.CLASSIFICATION_TASK`), a multi-label one, a
 tool-calling run of two tools (`TOOLS`) and a generation run, each evaluated by `run_evaluation` and
-decided."""
+decided; and a decided synthetic extraction run whose variants are files (`decided_file_run`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evaluators.betting import DEFAULT_TRUNCATION
+from quantgate.decide.recommendation import decide
+from quantgate.inputs.file_hashes import file_sha256
+from quantgate.inputs.gates import Gates
+from quantgate.rundir.files import SUMMARY_FILE, VARIANTS_FILE
+from quantgate.rundir.store import read_summary, write_model
+from quantgate.rundir.summary import RunOptionsInfo, VariantMetadata, VariantsFile
 from tests.fakes import write_classification_dataset, write_dataset
-from tests.quantgate.run_factory import run_ref_and_quant
+from tests.quantgate.run_factory import make_run, run_ref_and_quant
 
 TOOLS: dict[str, Any] = {
     "kind": "tool_calling",
@@ -109,3 +116,41 @@ def generation_run(root: Path) -> Path:
     dataset = write_dataset(root / "texts", lines, schema=None, task={"kind": "generation"})
     answers = {text: json.dumps({"text": gold}) for text, gold in golds.items()}
     return _decided(dataset, answers, root / "runs")
+
+
+_RIGHT = {"a": 1.0, "b": 1.0}
+_CASES = 100  # identical answers: enough for Q to pass the accuracy gate
+
+
+def decided_file_run(
+    tmp_path: Path, *, backend: str = "llamacpp", max_memory_mb: float | None = None
+) -> Path:
+    """A decided synthetic run whose variants R (reference) and Q (smaller, recommended) are files."""
+    run = make_run(
+        tmp_path / "run",
+        {"R": [_RIGHT] * _CASES, "Q": [_RIGHT] * _CASES},
+        footprints={"R": 700.0, "Q": 300.0},
+    )
+    variants = []
+    for name in ("R", "Q"):
+        model = tmp_path / f"{name}.gguf"
+        model.write_bytes(f"weights of {name}".encode())
+        variants.append(
+            VariantMetadata(
+                name=name,
+                backend=backend,
+                model=str(model),
+                quantization=name,
+                sha256=file_sha256(model),
+                runtime={"name": "test"},
+                hardware={},
+            )
+        )
+    write_model(run / VARIANTS_FILE, VariantsFile(variants=variants))
+    summary = read_summary(run)
+    summary.options = RunOptionsInfo(
+        limit=None, concurrency=1, max_repairs=1, betting_truncation=DEFAULT_TRUNCATION
+    )
+    write_model(run / SUMMARY_FILE, summary)
+    decide(run, Gates(min_cases=10, min_slice_cases=10, max_memory_mb=max_memory_mb))
+    return run

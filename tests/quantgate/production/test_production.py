@@ -12,12 +12,10 @@ import pytest
 from langchain_core.messages import AIMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from evaluators.betting import DEFAULT_TRUNCATION
 from evaluators.schema import SchemaSupportError, parse_schema
 from graphs.extraction import graph as extraction_graph
 from quantgate.decide.recommendation import decide
 from quantgate.inputs.dataset import Case, load_dataset, write_dataset
-from quantgate.inputs.file_hashes import file_sha256
 from quantgate.inputs.gates import Gates
 from quantgate.inputs.record_schema import record_schema
 from quantgate.production.extractor import (
@@ -27,10 +25,10 @@ from quantgate.production.extractor import (
     open_extractor,
 )
 from quantgate.production.guard import OnlineGuard
-from quantgate.rundir.files import DATASET_DIR, DECISION_JSON, SUMMARY_FILE, VARIANTS_FILE
+from quantgate.rundir.files import DATASET_DIR, DECISION_JSON, SUMMARY_FILE
 from quantgate.rundir.store import read_summary, write_model
-from quantgate.rundir.summary import RunOptionsInfo, VariantMetadata, VariantsFile
 from tests.fakes import QueuedChatModel
+from tests.quantgate.production.task_runs import decided_file_run
 from tests.quantgate.run_factory import SCHEMA, make_run
 
 RIGHT = {"a": 1.0, "b": 1.0}
@@ -45,38 +43,8 @@ class AB(BaseModel):
     b: float | None = None
 
 
-def _run(tmp_path: Path, *, backend: str = "llamacpp", max_memory_mb: float | None = None) -> Path:
-    """A decided synthetic run whose variants R (reference) and Q (smaller, recommended) are files."""
-    run = make_run(
-        tmp_path / "run", {"R": [RIGHT] * CASES, "Q": [RIGHT] * CASES}, footprints={"R": 700.0, "Q": 300.0}
-    )
-    variants = []
-    for name in ("R", "Q"):
-        model = tmp_path / f"{name}.gguf"
-        model.write_bytes(f"weights of {name}".encode())
-        variants.append(
-            VariantMetadata(
-                name=name,
-                backend=backend,
-                model=str(model),
-                quantization=name,
-                sha256=file_sha256(model),
-                runtime={"name": "test"},
-                hardware={},
-            )
-        )
-    write_model(run / VARIANTS_FILE, VariantsFile(variants=variants))
-    summary = read_summary(run)
-    summary.options = RunOptionsInfo(
-        limit=None, concurrency=1, max_repairs=1, betting_truncation=DEFAULT_TRUNCATION
-    )
-    write_model(run / SUMMARY_FILE, summary)
-    decide(run, Gates(min_cases=10, min_slice_cases=10, max_memory_mb=max_memory_mb))
-    return run
-
-
 def test_load_chosen_resolves_the_recommended_variant(tmp_path: Path) -> None:
-    chosen = load_chosen(_run(tmp_path))
+    chosen = load_chosen(decided_file_run(tmp_path))
     assert chosen.variant.name == "Q"
     assert chosen.variant.backend == "llamacpp"
     assert chosen.variant.model == str(tmp_path / "Q.gguf")
@@ -96,7 +64,7 @@ def test_a_run_without_a_decision(tmp_path: Path) -> None:
 
 
 def test_a_decision_on_an_incomplete_run_is_refused_unless_allowed(tmp_path: Path) -> None:
-    run = _run(tmp_path)
+    run = decided_file_run(tmp_path)
     summary = read_summary(run)
     summary.status = "interrupted"
     write_model(run / SUMMARY_FILE, summary)
@@ -110,13 +78,13 @@ def test_a_decision_on_an_incomplete_run_is_refused_unless_allowed(tmp_path: Pat
 
 
 def test_a_decision_that_recommends_nothing(tmp_path: Path) -> None:
-    run = _run(tmp_path, max_memory_mb=100)
+    run = decided_file_run(tmp_path, max_memory_mb=100)
     with pytest.raises(ProductionError, match=r"run/decision.json: recommends no variant"):
         load_chosen(run)
 
 
 def test_a_decision_of_another_format_version_is_refused_naming_the_file_and_version(tmp_path: Path) -> None:
-    run = _run(tmp_path)
+    run = decided_file_run(tmp_path)
     path = run / DECISION_JSON
     path.write_text(json.dumps({**json.loads(path.read_text()), "format_version": 6}))
     with pytest.raises(ProductionError) as caught:
@@ -127,7 +95,7 @@ def test_a_decision_of_another_format_version_is_refused_naming_the_file_and_ver
 
 
 def test_a_missing_model_file(tmp_path: Path) -> None:
-    run = _run(tmp_path)
+    run = decided_file_run(tmp_path)
     (tmp_path / "Q.gguf").unlink()
     with pytest.raises(
         ProductionError, match=r"decision.json: variant 'Q': its model file .*Q.gguf is missing"
@@ -136,7 +104,7 @@ def test_a_missing_model_file(tmp_path: Path) -> None:
 
 
 def test_a_model_file_that_is_not_the_one_evaluated(tmp_path: Path) -> None:
-    run = _run(tmp_path)
+    run = decided_file_run(tmp_path)
     (tmp_path / "Q.gguf").write_bytes(b"other weights")
     with pytest.raises(ProductionError, match=r"Q.gguf has sha256 [0-9a-f]{64}, but the run evaluated"):
         load_chosen(run)
@@ -144,7 +112,7 @@ def test_a_model_file_that_is_not_the_one_evaluated(tmp_path: Path) -> None:
 
 
 def test_a_chat_model_variant_needs_its_model_again(tmp_path: Path) -> None:
-    run = _run(tmp_path, backend="langchain")
+    run = decided_file_run(tmp_path, backend="langchain")
     with pytest.raises(ProductionError, match="pass the same model as load_chosen"):
         load_chosen(run)
     model = QueuedChatModel(outputs=[GOOD])
@@ -207,7 +175,9 @@ def test_record_schema_takes_a_json_schema_as_given() -> None:
 
 def test_extract_with_a_pydantic_schema_through_the_evaluated_graph(tmp_path: Path) -> None:
     model = QueuedChatModel(outputs=[GOOD])
-    with open_extractor(load_chosen(_run(tmp_path, backend="langchain"), chat_model=model), schema=AB) as ex:
+    with open_extractor(
+        load_chosen(decided_file_run(tmp_path, backend="langchain"), chat_model=model), schema=AB
+    ) as ex:
         assert ex.graph is extraction_graph
         assert ex.context.model is model
         assert ex.context.max_repairs == 1
@@ -222,7 +192,7 @@ def test_extract_with_a_pydantic_schema_through_the_evaluated_graph(tmp_path: Pa
 
 def test_extract_with_a_json_schema_gives_a_dict(tmp_path: Path) -> None:
     model = QueuedChatModel(outputs=[GOOD])
-    chosen = load_chosen(_run(tmp_path, backend="langchain"), chat_model=model)
+    chosen = load_chosen(decided_file_run(tmp_path, backend="langchain"), chat_model=model)
     with open_extractor(chosen) as default, open_extractor(chosen, schema=SCHEMA) as given:
         assert default.context.schema == SCHEMA  # no schema: the evaluated dataset's
         assert given.extract("text") == {"a": "x", "b": 1234.5}
@@ -231,7 +201,7 @@ def test_extract_with_a_json_schema_gives_a_dict(tmp_path: Path) -> None:
 def test_invalid_output_after_the_repairs_raises_with_the_result(tmp_path: Path) -> None:
     model = QueuedChatModel(outputs=['{"a": 3}'])
     guard = OnlineGuard.from_thresholds(min_format_validity=0.5, window=1)
-    chosen = load_chosen(_run(tmp_path, backend="langchain"), chat_model=model)
+    chosen = load_chosen(decided_file_run(tmp_path, backend="langchain"), chat_model=model)
     with open_extractor(chosen, schema=AB, guard=guard) as ex, pytest.raises(ExtractionFailedError) as caught:
         ex.extract("text")
     assert len(caught.value.result.attempts) == 2  # the run's max_repairs: one repair
@@ -247,7 +217,7 @@ def _with_examples(run: Path) -> None:
 
 def test_the_runs_examples_are_used_only_when_they_fit_the_schema(tmp_path: Path) -> None:
     model = QueuedChatModel(outputs=[GOOD])
-    run = _run(tmp_path, backend="langchain")
+    run = decided_file_run(tmp_path, backend="langchain")
     _with_examples(run)
     chosen = load_chosen(run, chat_model=model)
     with open_extractor(chosen, schema=AB) as ex:

@@ -17,11 +17,11 @@ from tests.fakes import QueuedChatModel
 from tests.quantgate.production.task_runs import (
     call_answer,
     classification_run,
+    decided_file_run,
     generation_run,
     multi_label_run,
     tool_calling_run,
 )
-from tests.quantgate.production.test_production import _run
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +115,9 @@ def test_a_run_of_another_kind_is_refused_before_the_model_is_used(
 
 
 def test_an_extraction_run_points_to_open_extractor(tmp_path: Path) -> None:
-    chosen = load_chosen(_run(tmp_path, backend="langchain"), chat_model=QueuedChatModel(outputs=["{}"]))
+    chosen = load_chosen(
+        decided_file_run(tmp_path, backend="langchain"), chat_model=QueuedChatModel(outputs=["{}"])
+    )
     expected = r"is an extraction run; use open_extractor, not open_tool_caller"
     with pytest.raises(ProductionError, match=expected), open_tool_caller(chosen):
         pass
