@@ -168,3 +168,17 @@ def test_a_multi_label_report_has_subset_accuracy_micro_f1_and_hamming_loss(tmp_
         ["quant", "100.0%", "100.0%", "100.0%", "0.0%", "0"],
     ]
     assert "confusion" not in found  # labels against the reference's: single-label runs only
+
+
+def test_a_tool_calling_report_has_selection_arguments_exact_call_abstention_and_validity(runs):
+    # quant, by hand over t0..t3: the right tool in t0, t1, t2 and a call in t3 where none is due
+    # (selection 3/4); arguments right where the tool is: city in t0 wrong, t1's two and t2's two
+    # right (4/5); exact calls t1 and t2 (2/4); t3, the one case no tool fits, not abstained (0/1);
+    # no call case left without a call (false abstention 0/3); every answer fits a tool's schema.
+    found = tables(write_report(runs["tool_calling"]))
+    assert found["task-figures"] == [
+        ["variant", "tool selection", "arguments", "exact call", "abstention", "false abstention",
+         "schema validity"],
+        ["ref *", "100.0%", "100.0%", "100.0%", "100.0%", "0.0%", "100.0%"],
+        ["quant", "75.0%", "80.0%", "50.0%", "0.0%", "0.0%", "100.0%"],
+    ]  # fmt: skip
