@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from evaluators.classification import LABEL_PROBABILITY_KEY as PROBABILITY_KEY
+from quantgate.backends.teacher_forcing import forced_logits
 
 LABEL_SCORING_KEY = "label_scoring_s"
 """Seconds the label probabilities took (part of the attempt's `total_s`)."""
@@ -121,8 +122,6 @@ def label_probabilities(llama: Any, prompt: str, continuations: Mapping[str, str
     for every label, they cancel in the normalization); each label's remaining tokens are
     teacher-forced after them, the prompt's KV cache kept between labels.
     """
-    from quantgate.evaluate.token_fidelity.teacher_forcing import forced_logits
-
     prompt_tokens = llama.tokenize(prompt.encode("utf-8"))
     tokens = {
         label: llama.tokenize(text.encode("utf-8"), add_bos=False) for label, text in continuations.items()

@@ -2,8 +2,8 @@
 
 `run_step.py` is the step of `quantgate run` (which variants can be measured, how, and what goes
 into the summary); `measurement.py` measures embedded variants on full logits and Ollama variants
-on top-k log-probabilities; `teacher_forcing.py` (llama.cpp) and `ollama_forcing.py` (Ollama's API)
-make a model follow the reference's output. The figures themselves (KLD, top-1 agreement, their
+on top-k log-probabilities; `ollama_forcing.py` (Ollama's API) and `quantgate.backends.teacher_forcing`
+(llama.cpp) make a model follow the reference's output. The figures themselves (KLD, top-1 agreement, their
 summaries) are defined in `evaluators.fidelity`.
 """
 

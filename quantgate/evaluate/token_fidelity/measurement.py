@@ -38,8 +38,8 @@ from evaluators.fidelity import (
 from graphs.extraction import ExtractionContext, prompt_messages
 from quantgate.backends import BackendError
 from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
+from quantgate.backends.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
 from quantgate.evaluate.token_fidelity.ollama_forcing import ForcedPositions, OllamaForcing
-from quantgate.evaluate.token_fidelity.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
 
 FidelityRecord = dict[str, Any]
 """One JSON-ready line per (variant, case): `variant`, `case_id`, `positions`, `kld`, `top1`,

@@ -65,7 +65,7 @@ def test_case_prompt_is_what_the_extraction_graph_sends():
 def test_rows_match_llama_cpp_python_logits_all(ladder, engines, name, max_kld):
     from llama_cpp import Llama
 
-    from quantgate.evaluate.token_fidelity.teacher_forcing import forced_logits
+    from quantgate.backends.teacher_forcing import forced_logits
 
     prompt, target = tokens(engines[name])
     rows = forced_logits(engines[name].llama, prompt, target)
@@ -107,7 +107,7 @@ def greedy_with_logits(engine, prompt, max_tokens, monkeypatch):
 @pytest.mark.model
 @pytest.mark.parametrize("name", ["F16", "Q4_K_M"])
 def test_forcing_the_greedy_output_reproduces_generation(engines, name, monkeypatch):
-    from quantgate.evaluate.token_fidelity.teacher_forcing import forced_logits
+    from quantgate.backends.teacher_forcing import forced_logits
 
     engine = engines[name]
     forget_cache(engine)
@@ -125,7 +125,7 @@ def test_forcing_the_greedy_output_reproduces_generation(engines, name, monkeypa
 
 @pytest.mark.model
 def test_the_kv_cache_prefix_is_reused_and_gives_the_same_rows(engines, monkeypatch):
-    from quantgate.evaluate.token_fidelity.teacher_forcing import forced_logits
+    from quantgate.backends.teacher_forcing import forced_logits
 
     engine = engines["F16"]
     llama = engine.llama
@@ -154,7 +154,7 @@ def test_the_kv_cache_prefix_is_reused_and_gives_the_same_rows(engines, monkeypa
 @pytest.mark.model
 def test_generation_after_forcing_is_unchanged(engines):
     from quantgate.backends.greedy import Generation
-    from quantgate.evaluate.token_fidelity.teacher_forcing import forced_logits
+    from quantgate.backends.teacher_forcing import forced_logits
 
     engine = engines["Q4_K_M"]
     forget_cache(engine)
@@ -167,7 +167,7 @@ def test_generation_after_forcing_is_unchanged(engines):
 
 @pytest.mark.model
 def test_too_long_for_the_context_is_refused(engines):
-    from quantgate.evaluate.token_fidelity.teacher_forcing import forced_logits
+    from quantgate.backends.teacher_forcing import forced_logits
 
     llama = engines["Q4_K_M"].llama
     prompt, target = tokens(engines["Q4_K_M"])
