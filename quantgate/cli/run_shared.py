@@ -53,11 +53,13 @@ def cli_run_options(args: argparse.Namespace, *, gates: Gates, default_budget: f
 
 
 def write_report_after_run(run_dir: Path, *, quiet: bool) -> None:
-    """Write the HTML report; a failure here is reported and the run, already on disk, is kept."""
+    """Write the HTML report (of a suite's directory: each task's and the suite's, with its task x
+    variant grid); a failure here is reported and the run, already on disk, is kept."""
     from quantgate.analysis.report import write_report
+    from quantgate.analysis.suite_report import is_suite_dir, write_suite_report
 
     try:
-        page = write_report(run_dir)
+        page = write_suite_report(run_dir) if is_suite_dir(run_dir) else write_report(run_dir)
     except Exception as exc:  # the run and its decision are written: never lose them to a chart bug
         print(
             f"quantgate: the report could not be written ({type(exc).__name__}: {exc}); the run and its "

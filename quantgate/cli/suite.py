@@ -136,7 +136,7 @@ def conclude_suite(suite_dir: Path, args: argparse.Namespace, *, prices: Prices 
     )
     status = _print_suite_decision(suite_dir, decision, quiet=args.json)
     if not args.no_report:
-        _write_reports(suite_dir, quiet=args.json)
+        write_report_after_run(suite_dir, quiet=args.json)
     return status
 
 
@@ -164,14 +164,6 @@ def _print_suite_decision(suite_dir: Path, decision: SuiteDecision, *, quiet: bo
         )
         return EXIT_STATUS["incomplete_run"]
     return decision.exit_status
-
-
-def _write_reports(suite_dir: Path, *, quiet: bool) -> None:
-    """Each task's HTML report; a failure is said and the runs are kept."""
-    from quantgate.rundir.suite_files import TASKS_DIR, read_suite
-
-    for entry in read_suite(suite_dir).tasks:
-        write_report_after_run(suite_dir / TASKS_DIR / entry.name, quiet=quiet)
 
 
 def decide_suite_command(args: argparse.Namespace) -> int:

@@ -203,3 +203,32 @@ def test_the_command_line_refuses_to_decide_a_stopped_suite_and_resumes_it(
     assert read_summary(suite_dir / "tasks" / "invoices").status == "complete"
     assert main(["run", "--resume", str(suite_dir), "--budget", "3"]) == 2
     assert "--dataset and --budget cannot be given when resuming it" in capsys.readouterr().err
+
+
+def test_run_suite_writes_each_tasks_report_and_the_suites_grid(suite_file, tmp_path, monkeypatch, capsys):
+    no_small = VariantSet(reference="ref", variants=_variants().variants[:2])
+    _cli_variants(monkeypatch, no_small)
+    out = tmp_path / "runs"
+    assert (
+        main(
+            [
+                "run",
+                "--suite",
+                str(suite_file),
+                "--variants",
+                "fake",
+                "--out",
+                str(out),
+                "--no-token-fidelity",
+            ]
+        )
+        == 4
+    )
+    (suite_dir,) = out.iterdir()
+    page = suite_dir / "report" / "report.html"
+    assert f"report: {page}" in capsys.readouterr().out
+    html = page.read_text(encoding="utf-8")
+    assert "fail: min_format_validity" in html  # broken's invoices cell of the grid
+    for task in ("intents", "invoices"):
+        assert (suite_dir / "tasks" / task / "report" / "report.html").is_file()
+        assert f'href="../tasks/{task}/report/report.html"' in html
