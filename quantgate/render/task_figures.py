@@ -114,22 +114,20 @@ def task_kind_of(summary: RunSummary) -> str:
     return task.replace("_", " ")
 
 
-def _columns(kind: str) -> list[Column] | None:
-    if kind == "tool calling" and "tool_selection_accuracy" not in VariantEntry.model_fields:
-        return None  # summary.json does not carry the tool-calling part yet
-    return {
-        "classification": _CLASSIFICATION,
-        "multi-label classification": _MULTI_LABEL,
-        "generation": _GENERATION,
-        "tool calling": _TOOL_CALLING,
-    }.get(kind)
+_COLUMNS: dict[str, list[Column]] = {
+    "classification": _CLASSIFICATION,
+    "multi-label classification": _MULTI_LABEL,
+    "generation": _GENERATION,
+    "tool calling": _TOOL_CALLING,
+}
+"""Each shown kind's columns (an extraction run has none)."""
 
 
 def task_figures(summary: RunSummary, *, reference_mark: str = " *") -> TaskFigures | None:
     """The run's task-kind figures per variant (None for an extraction run). The reference's name
     carries `reference_mark`; a skipped variant's cells are empty after `skipped`."""
     kind = task_kind_of(summary)
-    columns = _columns(kind)
+    columns = _COLUMNS.get(kind)
     if columns is None:
         return None
     rows = []

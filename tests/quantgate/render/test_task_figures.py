@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from sacrebleu.metrics.chrf import CHRF
 
 from evaluators.classification import ClassFigures
@@ -165,14 +164,11 @@ def test_suite_decision_md_has_each_tasks_gates_and_figures(tmp_path):
     assert decided["variants"]["quant"]["tasks"]["intents"]["passes"] is True
 
 
-@pytest.mark.parametrize("kind", ["tool calling"])
-def test_a_tool_calling_run_shows_its_figures_once_the_summary_carries_them(tmp_path, kind):
-    if "tool_selection_accuracy" not in VariantEntry.model_fields:
-        pytest.skip("summary.json does not carry the tool-calling figures yet")
+def test_a_tool_calling_run_shows_its_figures(tmp_path):
     run_dir = runs.tool_calling_run(tmp_path)
     figures = task_figures(read_summary(run_dir))
     assert figures is not None
-    assert figures.kind == kind
+    assert figures.kind == "tool calling"
     # quant: t0, t1 right; t2 no call where one is due; t3 a call where none is: selection 2/4;
     # arguments over the right-tool cases t0, t1, all right; exact 2/4; abstention 0/1 (t3);
     # false abstention 1/3 (t2); its calls t0, t1, t3 all valid for get_weather
