@@ -73,10 +73,10 @@ def match_number(
     gold: Any, predicted: Any, options: MatchOptions = DEFAULT_OPTIONS, *, lang: str | None = None
 ) -> float:
     """Equal within the relative or absolute tolerance; numeric strings are read (in `lang`)."""
-    left, right = parse_number(gold, lang=lang), parse_number(predicted, lang=lang)
-    if left is None or right is None or not math.isfinite(right):
+    pair = _numbers(gold, predicted, lang)
+    if pair is None:
         return 0.0
-    close = math.isclose(left, right, rel_tol=options.number_rel_tol, abs_tol=options.number_abs_tol)
+    close = math.isclose(*pair, rel_tol=options.number_rel_tol, abs_tol=options.number_abs_tol)
     return 1.0 if close else 0.0
 
 
@@ -84,10 +84,17 @@ def match_integer(
     gold: Any, predicted: Any, options: MatchOptions = DEFAULT_OPTIONS, *, lang: str | None = None
 ) -> float:
     """Exactly equal as integers; `3.0` and `"3"` equal `3`, `3.5` does not."""
+    pair = _numbers(gold, predicted, lang)
+    return 1.0 if pair is not None and pair[1].is_integer() and pair[0] == pair[1] else 0.0
+
+
+def _numbers(gold: Any, predicted: Any, lang: str | None) -> tuple[float, float] | None:
+    """Both values read as numbers (in `lang`); None if either is not one, or the prediction is
+    not finite."""
     left, right = parse_number(gold, lang=lang), parse_number(predicted, lang=lang)
     if left is None or right is None or not math.isfinite(right):
-        return 0.0
-    return 1.0 if right.is_integer() and left == right else 0.0
+        return None
+    return left, right
 
 
 def match_boolean(

@@ -54,6 +54,16 @@ class RecordSchema:
     spec: FieldSpec
 
 
+def _encodable(value: Any, file: str, problems: list[Problem]) -> bool:
+    """Whether `value` (read from `file`) can be written back as UTF-8; if not, a problem says why."""
+    try:
+        utf8_encodable(value)
+    except ValueError as exc:
+        problems.append(Problem(file=file, message=str(exc)))
+        return False
+    return True
+
+
 def read_task(root: Path, problems: list[Problem]) -> Task | None:
     """The task of the dataset in `root`: its task.json, or extraction without one.
 
@@ -68,10 +78,7 @@ def read_task(root: Path, problems: list[Problem]) -> Task | None:
     except (UnicodeDecodeError, ValueError) as exc:  # a JSONDecodeError is a ValueError
         problems.append(Problem(file=TASK_FILE, message=f"not valid JSON: {exc}"))
         return None
-    try:
-        utf8_encodable(raw)
-    except ValueError as exc:
-        problems.append(Problem(file=TASK_FILE, message=str(exc)))
+    if not _encodable(raw, TASK_FILE, problems):
         return None
     if not isinstance(raw, dict):
         example = '{"kind": "classification", "labels": [...]}'
@@ -118,10 +125,7 @@ def _read_schema(path: Path, problems: list[Problem]) -> tuple[dict[str, Any], F
     if not isinstance(schema, dict):
         problems.append(Problem(file=_SCHEMA_FILE, message="the schema must be a JSON object"))
         return None
-    try:
-        utf8_encodable(schema)
-    except ValueError as exc:
-        problems.append(Problem(file=_SCHEMA_FILE, message=str(exc)))
+    if not _encodable(schema, _SCHEMA_FILE, problems):
         return None
     try:
         check_schema(schema)  # nesting bounded, patterns in RE2 syntax, then the metaschema
