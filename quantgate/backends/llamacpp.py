@@ -29,6 +29,7 @@ from graphs.prompting import REPAIR_NAME
 from quantgate.backends import BackendError, OpenedVariant
 from quantgate.backends.grammar import GrammarChecker, GrammarEngine, LlguidanceChecker, lark_of_schema
 from quantgate.backends.greedy import Generation, GreedyDecoder
+from quantgate.backends.kv_cache import kv_cache_params
 from quantgate.backends.label_scores import LABEL_SCORING_KEY, closed_label_set, label_metadata
 from quantgate.backends.schema_grammar import (
     GRAMMAR_ENGINES,
@@ -39,7 +40,7 @@ from quantgate.backends.schema_grammar import (
 )
 from quantgate.backends.streaming import StreamingChatModel
 from quantgate.hardware import package_version
-from quantgate.inputs.variants import Variant
+from quantgate.inputs.variants import KVCache, Variant
 
 
 def render_prompt(messages: Sequence[BaseMessage]) -> str:
@@ -126,6 +127,9 @@ class EmbeddedEngine:
     token (keys, punctuation) are decoded in the same batch as a draft that the model checks
     (`SlotScheduler.fast_forward`). It applies with slots; the one-sequence decoder goes
     token by token.
+
+    `kv_cache` sets the attention cache's K and V types (f16 when None); a quantized V cache
+    turns flash attention on, as llama.cpp requires (`quantgate.backends.kv_cache`).
     """
 
     def __init__(
@@ -141,6 +145,7 @@ class EmbeddedEngine:
         seed: int = 0,
         max_array_items: int = 20,
         score_labels: bool = False,
+        kv_cache: KVCache | None = None,
     ) -> None:
         from llama_cpp import Llama
         from llama_cpp._utils import suppress_stdout_stderr
@@ -155,7 +160,8 @@ class EmbeddedEngine:
         self.n_ctx = n_ctx
         self.n_threads = n_threads or physical_cores()
         self.slots = slots
-        self.flash_attn = flash_attn if flash_attn is not None else slots is not None
+        self.kv = kv_cache_params(kv_cache, flash_attn=flash_attn, default_flash_attn=slots is not None)
+        self.flash_attn = self.kv.flash_attn
         self.seed = seed
         self.max_array_items = max_array_items
         self.score_labels = score_labels
@@ -170,6 +176,8 @@ class EmbeddedEngine:
                 n_threads=self.n_threads,
                 n_threads_batch=self.n_threads,
                 flash_attn=self.flash_attn,
+                type_k=self.kv.type_k,
+                type_v=self.kv.type_v,
                 seed=seed,
                 use_mmap=False,
                 verbose=False,
@@ -342,7 +350,7 @@ def open_llamacpp(
     max_tokens = int(options.pop("max_tokens", 512))
     options.setdefault("slots", slots)
     try:
-        engine = EmbeddedEngine(path, **options)
+        engine = EmbeddedEngine(path, kv_cache=variant.kv_cache, **options)
     except (ValueError, RuntimeError, TypeError) as exc:
         raise BackendError(f"variant {variant.name}: llama.cpp could not load {path}: {exc}") from exc
     try:
@@ -355,6 +363,7 @@ def open_llamacpp(
                 "n_threads": engine.n_threads,
                 "slots": engine.slots,
                 "flash_attn": engine.flash_attn,
+                "kv_cache": engine.kv.record(),
                 "seed": engine.seed,
                 "decoding": "greedy (temperature 0), JSON-schema grammar, argmax checked first",
                 "grammar_engine": engine.grammar_engine,

@@ -11,6 +11,7 @@ A variant set lives in a TOML file (written by `quantgate ladder`, or by hand):
     model = "/home/me/.cache/quantgate/ladder/gemma-3-270m-F16.gguf"
     quantization = "F16"
     method = "..."
+    kv_cache = "q8_0"  # optional: K and V cache type; or { k = "q8_0", v = "f16" }
 
 On the command line, shorthands `llamacpp:PATH.gguf` and `ollama:TAG` name one variant each.
 From Python, any LangChain chat model becomes a variant through `Variant.from_chat_model`.
@@ -26,7 +27,15 @@ from typing import Any, Literal
 import tomli_w
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from evaluators.errors import UsageError
 from quantgate.inputs.dataset import validation_problems
@@ -37,6 +46,45 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+\-]*")
 
 class VariantSpecError(UsageError):
     """A variant spec or variants file that cannot be used; the message says where and why."""
+
+
+KVCacheType = Literal["f16", "q8_0", "q4_0"]
+KV_CACHE_TYPES: tuple[KVCacheType, ...] = ("f16", "q8_0", "q4_0")
+"""The KV-cache types a variant may name: llama.cpp's default (f16) and its two common quantized
+caches (8.5 and 4.5 bits per value)."""
+
+
+class KVCache(BaseModel):
+    """The type of the attention cache's keys (`k`) and values (`v`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    k: KVCacheType
+    v: KVCacheType
+
+    def label(self) -> str:
+        """`q8_0` when K and V share a type, else `K q8_0, V f16`."""
+        return self.k if self.k == self.v else f"K {self.k}, V {self.v}"
+
+
+def _kv_cache_table(value: Any) -> dict[str, Any]:
+    """A `kv_cache` value as a `{k, v}` table: a type name applies to both.
+
+    Raises:
+        ValueError: Neither a known type name nor a table of exactly `k` and `v`.
+    """
+    known = ", ".join(f'"{t}"' for t in KV_CACHE_TYPES)
+    form = f'one of {known} (K and V), or a table {{ k = "q8_0", v = "f16" }}'
+    if isinstance(value, str):
+        if value not in KV_CACHE_TYPES:
+            raise ValueError(f"kv_cache {value!r}: must be {form}")
+        return {"k": value, "v": value}
+    if not isinstance(value, dict) or set(value) != {"k", "v"}:
+        raise ValueError(f"kv_cache must be {form}; got {value!r}")
+    wrong = {part: kind for part, kind in value.items() if kind not in KV_CACHE_TYPES}
+    if wrong:
+        raise ValueError(f"kv_cache {', '.join(f'{p} = {t!r}' for p, t in wrong.items())}: must be {form}")
+    return value
 
 
 class VariantSpec(BaseModel):
@@ -54,6 +102,11 @@ class VariantSpec(BaseModel):
         source_sha256: That file's sha256.
         sha256: The model file's sha256.
         file_size_bytes: The model file's size.
+        kv_cache: The attention cache's type (`KVCache`), None when the variant does not set it.
+            A `llamacpp` variant's cache is made so (llama.cpp's default, f16, when None; flash
+            attention is turned on for a quantized V cache, which llama.cpp requires). For
+            `ollama` it is declared, not applied: the server's `OLLAMA_KV_CACHE_TYPE` sets one
+            type for K and V, which its API does not report.
         options: Backend options (`n_ctx`, `n_threads`, `num_ctx`, ...), recorded with the run.
         resources: What a Ray task evaluating the variant declares under `--executor ray`:
             `CPU`, `GPU`, `memory` (bytes) and custom resources such as `ollama`, so that it
@@ -76,6 +129,7 @@ class VariantSpec(BaseModel):
     source_sha256: str | None = None
     sha256: str | None = None
     file_size_bytes: int | None = None
+    kv_cache: KVCache | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     resources: dict[str, float] = Field(default_factory=dict)
     shards: int = Field(default=1, ge=1)
@@ -87,6 +141,43 @@ class VariantSpec(BaseModel):
         if wrong:
             raise ValueError(f"resources must be numbers >= 0 ({', '.join(wrong)})")
         return value
+
+    @field_validator("kv_cache", mode="before")
+    @classmethod
+    def _kv_cache_form(cls, value: Any, info: ValidationInfo) -> Any:
+        """A type name or a `{k, v}` table, refused with the variant's name when neither."""
+        if value is None or isinstance(value, KVCache):
+            return value
+        try:
+            return KVCache.model_validate(_kv_cache_table(value))
+        except ValueError as exc:
+            raise ValueError(f"variant {info.data.get('name')!r}: {exc}") from None
+
+    @model_validator(mode="after")
+    def _kv_cache_fits_the_backend(self) -> VariantSpec:
+        """Ollama's server sets one type for K and V; llama.cpp needs flash attention for a quantized V."""
+        cache = self.kv_cache
+        if self.backend == "ollama" and cache is not None and cache.k != cache.v:
+            raise ValueError(
+                f"variant {self.name!r}: kv_cache {cache.label()}: Ollama sets one type for K and V "
+                '(OLLAMA_KV_CACHE_TYPE); declare one, e.g. kv_cache = "q8_0"'
+            )
+        flash_off = self.options.get("flash_attn") is False
+        if self.backend == "llamacpp" and cache is not None and cache.v != "f16" and flash_off:
+            raise ValueError(
+                f"variant {self.name!r}: kv_cache {cache.label()}: llama.cpp needs flash attention for a "
+                "quantized V cache; remove options.flash_attn = false"
+            )
+        return self
+
+    def kv_cache_note(self) -> str:
+        """The cache type as the decision's record shows it: what a `llamacpp` variant used
+        (`f16 (default)` when unset), what an Ollama variant declares (`q8_0 (declared)`)."""
+        if self.backend == "llamacpp":
+            return self.kv_cache.label() if self.kv_cache else "f16 (default)"
+        if self.kv_cache is not None:
+            return f"{self.kv_cache.label()} (declared)"
+        return "not declared"
 
 
 class Variant(VariantSpec):
@@ -241,6 +332,9 @@ def write_variants_file(path: Path, variant_set: VariantSet) -> None:
     document = variant_set.model_dump(mode="json", exclude_none=True)
     for variant in document["variants"]:
         variant.pop("chat_model", None)
+        cache = variant.get("kv_cache")
+        if cache and cache["k"] == cache["v"]:
+            variant["kv_cache"] = cache["k"]
         if not variant.get("options"):
             variant.pop("options", None)
     path.write_text(tomli_w.dumps(document), encoding="utf-8")
