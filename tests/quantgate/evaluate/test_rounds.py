@@ -40,6 +40,19 @@ def _model(**by_text: Any) -> QueuedChatModel:
     return QueuedChatModel(outputs=[json.dumps(GOOD)], by_text=by_text)
 
 
+def _chat_variants(**models: QueuedChatModel) -> VariantSet:
+    """A variant per chat model, in the order given; the first is the reference."""
+    variants = [Variant.from_chat_model(name, model) for name, model in models.items()]
+    return VariantSet(reference=variants[0].name, variants=variants)
+
+
+def _options(tmp_path: Path, *, round_size: int, **more: Any) -> RunOptions:
+    """A run in rounds of `round_size` cases under tmp_path/runs, quiet, without token fidelity."""
+    return RunOptions(
+        out=tmp_path / "runs", progress=False, token_fidelity=False, round_size=round_size, **more
+    )
+
+
 class _WarmUp(QueuedChatModel):
     """Answers the warm-up prompt after `warm_up_s`, or refuses it with `warm_up_error` (as a
     busy server does); the cases at once."""
@@ -61,15 +74,8 @@ def _records_in_file_order(run_dir: Path) -> list[CaseRecord]:
 
 def test_variants_take_turns_round_by_round_on_the_same_cases(tmp_path):
     dataset = _dataset(tmp_path / "d", 25)
-    variants = VariantSet(
-        reference="ref",
-        variants=[
-            Variant.from_chat_model("ref", _model()),
-            Variant.from_chat_model("a", _model(**{"case <3>": WRONG})),
-            Variant.from_chat_model("b", _model()),
-        ],
-    )
-    options = RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False, round_size=10)
+    variants = _chat_variants(ref=_model(), a=_model(**{"case <3>": WRONG}), b=_model())
+    options = _options(tmp_path, round_size=10)
     run_dir = run_evaluation(dataset, variants, options=options)
     lines = _records_in_file_order(run_dir)
     # each round: the reference's 10 cases, then a's, then b's; the last round has 5
@@ -101,14 +107,11 @@ def _blocks(lines: list[CaseRecord]) -> list[tuple[int, int, CaseRecord]]:
 
 def test_load_and_warm_up_are_measured_apart_from_the_cases(tmp_path):
     dataset = _dataset(tmp_path / "d", 8)
-    variants = VariantSet(
-        reference="ref",
-        variants=[
-            Variant.from_chat_model("ref", _WarmUp(outputs=[json.dumps(GOOD)], warm_up_s=0.6)),
-            Variant.from_chat_model("cand", _WarmUp(outputs=[json.dumps(GOOD)], warm_up_s=0.6)),
-        ],
+    variants = _chat_variants(
+        ref=_WarmUp(outputs=[json.dumps(GOOD)], warm_up_s=0.6),
+        cand=_WarmUp(outputs=[json.dumps(GOOD)], warm_up_s=0.6),
     )
-    options = RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False, round_size=4)
+    options = _options(tmp_path, round_size=4)
     summary = load_run(run_evaluation(dataset, variants, options=options)).summary
     for entry in summary.variants:
         assert entry.cold_first_token_s is not None
@@ -127,20 +130,9 @@ def test_load_and_warm_up_are_measured_apart_from_the_cases(tmp_path):
 
 def test_a_warm_up_that_fails_leaves_its_figure_missing_and_the_cases_run(tmp_path):
     dataset = _dataset(tmp_path / "d", 4)
-    variants = VariantSet(
-        reference="ref",
-        variants=[
-            Variant.from_chat_model("ref", _model()),
-            Variant.from_chat_model(
-                "cand",
-                _WarmUp(
-                    outputs=[json.dumps(GOOD)],
-                    warm_up_error=ModelCallError("busy", "server busy (503)", retryable=True),
-                ),
-            ),
-        ],
-    )
-    options = RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False, round_size=4)
+    busy = ModelCallError("busy", "server busy (503)", retryable=True)
+    variants = _chat_variants(ref=_model(), cand=_WarmUp(outputs=[json.dumps(GOOD)], warm_up_error=busy))
+    options = _options(tmp_path, round_size=4)
     summary = load_run(run_evaluation(dataset, variants, options=options)).summary
     ref, cand = summary.variants
     assert ref.cold_first_token_s is not None
@@ -153,7 +145,7 @@ def test_worker_processes_stay_warm_across_rounds(tmp_path):
     data = load_dataset(dataset)
     slow = slow_backend.slow_variant
     variants = VariantSet(reference="ref", variants=[slow("ref", delay_s=0.01), slow("cand", delay_s=0.01)])
-    options = RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False, round_size=4)
+    options = _options(tmp_path, round_size=4)
     run = load_run(run_evaluation(data, variants, options=options))
     assert [(e.name, e.cases, e.loads) for e in run.summary.variants] == [("ref", 12, 1), ("cand", 12, 1)]
     for entry in run.summary.variants:
@@ -165,11 +157,8 @@ def test_worker_processes_stay_warm_across_rounds(tmp_path):
 def test_when_memory_holds_one_variant_each_loads_in_turn(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(rounds, "warm_capacity", lambda variants: 1)
     dataset = _dataset(tmp_path / "d", 12)
-    variants = VariantSet(
-        reference="ref",
-        variants=[Variant.from_chat_model("ref", _model()), Variant.from_chat_model("cand", _model())],
-    )
-    options = RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False, round_size=4)
+    variants = _chat_variants(ref=_model(), cand=_model())
+    options = _options(tmp_path, round_size=4)
     summary = load_run(run_evaluation(dataset, variants, options=options)).summary
     assert [(e.name, e.cases, e.loads) for e in summary.variants] == [("ref", 12, 3), ("cand", 12, 3)]
     assert "memory holds 1 of the 2 variants at once" in capsys.readouterr().err
@@ -198,7 +187,7 @@ def test_a_candidate_that_cannot_load_is_skipped_and_the_others_go_on(tmp_path):
             Variant.from_chat_model("good", _model()),
         ],
     )
-    options = RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False, round_size=4)
+    options = _options(tmp_path, round_size=4)
     summary = load_run(run_evaluation(dataset, variants, options=options)).summary
     statuses = {e.name: (e.status, e.cases) for e in summary.variants}
     assert statuses == {"ref": ("ok", 8), "broken": ("skipped", None), "good": ("ok", 8)}
@@ -219,9 +208,7 @@ def test_a_candidate_whose_worker_dies_mid_run_keeps_its_records_and_is_skipped(
     variants = VariantSet(
         reference="ref", variants=[slow("ref", delay_s=0.0), slow("dies", delay_s=0.0, die_after=4)]
     )
-    options = RunOptions(
-        out=tmp_path / "runs", progress=False, token_fidelity=False, round_size=4, concurrency=1
-    )
+    options = _options(tmp_path, round_size=4, concurrency=1)
     run_dir = run_evaluation(data, variants, options=options)
     summary = load_run(run_dir).summary
     assert [(e.name, e.status) for e in summary.variants] == [("ref", "ok"), ("dies", "skipped")]
@@ -234,23 +221,9 @@ def test_a_candidate_whose_worker_dies_mid_run_keeps_its_records_and_is_skipped(
 def test_a_sequential_run_settles_each_candidate_on_the_cases_the_reference_ran(tmp_path):
     dataset = _dataset(tmp_path / "d", 60)
     wrong = json.dumps({"vendor": "x", "total": 1.0, "issued": "1999-01-01", "currency": "JPY"})
-    variants = VariantSet(
-        reference="ref",
-        variants=[
-            Variant.from_chat_model("ref", _model()),
-            Variant.from_chat_model("same", _model()),
-            Variant.from_chat_model("broken", QueuedChatModel(outputs=[wrong])),
-        ],
-    )
+    variants = _chat_variants(ref=_model(), same=_model(), broken=QueuedChatModel(outputs=[wrong]))
     gates = Gates(max_accuracy_drop=0.2, max_slice_accuracy_drop=None)
-    options = RunOptions(
-        out=tmp_path / "runs",
-        progress=False,
-        token_fidelity=False,
-        sequential=True,
-        gates=gates,
-        round_size=10,
-    )
+    options = _options(tmp_path, round_size=10, sequential=True, gates=gates)
     run_dir = run_evaluation(dataset, variants, options=options)
     lines = _records_in_file_order(run_dir)
     blocks = [(r.variant, n) for _, n, r in _blocks(lines)]
