@@ -187,22 +187,16 @@ def _parse_array(node: Mapping[str, Any], path: str, nullable: bool, description
     if not isinstance(items, Mapping):
         raise SchemaSupportError(path, "an array needs an 'items' schema")
     item = _parse_node(items, path)
-    if item.kind == "object":
-        return FieldSpec(
-            name=path,
-            kind="object_array",
-            nullable=nullable,
-            description=description,
-            children=item.children,
-        )
     if item.kind in ("scalar_array", "object_array"):
         raise SchemaSupportError(path, "arrays of arrays are not supported")
+    of_objects = item.kind == "object"  # its fields are the object's; a scalar's kind is its items'
     return FieldSpec(
         name=path,
-        kind="scalar_array",
+        kind="object_array" if of_objects else "scalar_array",
         nullable=nullable,
         description=description,
-        item_kind=item.kind,
+        item_kind=None if of_objects else item.kind,
+        children=item.children,
     )
 
 
