@@ -6,9 +6,9 @@ import pytest
 from pydantic import ValidationError
 from sacrebleu.metrics.chrf import CHRF
 
+from evaluators.case import CaseScorer
 from evaluators.generation import GenerationSummary, generated_text, score_text, summarize_generation
-from evaluators.matchers import MatchOptions
-from evaluators.tasks import case_field_scorer, field_spec, parse_task
+from evaluators.tasks import parse_task
 
 GOLD = "The Eagle is a cheap coffee shop near Burger King."
 CLOSE = "The Eagle is a cheap coffee shop by the river."
@@ -128,15 +128,7 @@ def test_summary_is_frozen_and_refuses_unknown_keys() -> None:
 
 def test_the_generation_kind_scores_with_score_text() -> None:
     task = parse_task({"kind": "generation"})
-    scorer = case_field_scorer(task)
-    spec = field_spec(task, task.record_schema() or {})
-    assert [leaf.name for leaf in spec.leaves()] == ["text"]
-    result = scorer(
-        outputs={"text": CLOSE},
-        reference_outputs={"text": GOLD},
-        task=task,
-        spec=spec,
-        options=MatchOptions(),
-        lang="en",
-    )
+    scorer = CaseScorer(schema=task.record_schema() or {}, task=task)  # the kind's scorer, as a run scores
+    assert [leaf.name for leaf in scorer.spec.leaves()] == ["text"]
+    result = scorer.fields(outputs={"text": CLOSE}, reference_outputs={"text": GOLD}, lang="en")
     assert result.score == _sacrebleu_sentence(CLOSE, GOLD) / 100

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from evaluators.case import CaseScorer
 from evaluators.format import FormatEvaluator
-from evaluators.matchers import DEFAULT_OPTIONS
-from evaluators.tasks import ToolCallingTask, case_field_scorer, field_spec, parse_task
+from evaluators.tasks import ToolCallingTask, parse_task
 from evaluators.tool_calls import (
     ToolCallSummary,
     compare_calls,
@@ -249,18 +249,10 @@ def _task() -> ToolCallingTask:
 def test_the_tool_calling_kind_scores_cases_with_score_call():
     task = _task()
     assert task_tools(task) == TOOLS
-    scorer = case_field_scorer(task)
-    spec = field_spec(task, task.record_schema())
+    scorer = CaseScorer(schema=task.record_schema(), task=task)  # the kind's scorer, as a run scores
     gold = _call("get_weather", city="Paris", unit="celsius")
     for predicted, expected in [(_call("get_weather", city="paris"), 1.0), (NO_CALL, 0.0)]:
-        result = scorer(
-            outputs=predicted,
-            reference_outputs=gold,
-            task=task,
-            spec=spec,
-            options=DEFAULT_OPTIONS,
-            lang=None,
-        )
+        result = scorer.fields(outputs=predicted, reference_outputs=gold, lang=None)
         assert result.score == expected
         assert result.fields == score_call(outputs=predicted, reference_outputs=gold, tools=TOOLS).fields
 
