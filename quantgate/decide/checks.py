@@ -163,32 +163,9 @@ def _limit(
 
 @dataclass(frozen=True, kw_only=True)
 class GateEvidence:
-    """What one variant's gates are judged on (see `judge_variant`)."""
+    """What one variant's gates are judged on (see `judge_variant`).
 
-    measured: Measured
-    comparison: Comparison | None
-    gates: Gates
-    is_reference: bool
-    method: IntervalMethod
-    embeddings: EmbeddingEntry | None
-
-
-GateCheck = Callable[[str, float, GateEvidence], list[GateResult]]
-"""A gate's check: (the gate's name, its threshold, the evidence) -> its results (usually one)."""
-
-
-def judge_variant(
-    *,
-    measured: Measured,
-    comparison: Comparison | None,
-    gates: Gates,
-    is_reference: bool,
-    method: IntervalMethod = "betting",
-    embeddings: EmbeddingEntry | None = None,
-) -> list[GateResult]:
-    """Every set gate's verdict for one variant, in the order of `GATE_CHECKS`.
-
-    Args:
+    Attributes:
         measured: The variant's figures.
         comparison: Its paired comparison with the reference (None for the reference, or
             when nothing could be paired).
@@ -197,17 +174,24 @@ def judge_variant(
         method: How the comparison's intervals were computed (see `judge_drop`).
         embeddings: The variant's embedding figures (`run --embeddings`), for the embedding gates.
     """
-    evidence = GateEvidence(
-        measured=measured,
-        comparison=comparison,
-        gates=gates,
-        is_reference=is_reference,
-        method=method,
-        embeddings=embeddings,
-    )
+
+    measured: Measured
+    comparison: Comparison | None
+    gates: Gates
+    is_reference: bool
+    method: IntervalMethod = "betting"
+    embeddings: EmbeddingEntry | None = None
+
+
+GateCheck = Callable[[str, float, GateEvidence], list[GateResult]]
+"""A gate's check: (the gate's name, its threshold, the evidence) -> its results (usually one)."""
+
+
+def judge_variant(evidence: GateEvidence) -> list[GateResult]:
+    """Every set gate's verdict for one variant, in the order of `GATE_CHECKS`."""
     results: list[GateResult] = []
     for gate, check in GATE_CHECKS.items():
-        threshold = getattr(gates, gate)
+        threshold = getattr(evidence.gates, gate)
         if threshold is not None:
             results.extend(check(gate, float(threshold), evidence))
     return results

@@ -32,7 +32,7 @@ from evaluators.comparison import (
     summarize_agreement,
 )
 from evaluators.errors import QuantgateError, UsageError
-from quantgate.decide.checks import Measured, judge_variant, measure, passes
+from quantgate.decide.checks import GateEvidence, Measured, judge_variant, measure, passes
 from quantgate.decide.cost_table import break_even_signal, cost_table
 from quantgate.decide.forecast import open_forecasts
 from quantgate.decide.regressions import export_regression_sets
@@ -157,7 +157,7 @@ def _judge(
     comparison = compare_paired(paired, options=options) if paired else None
     agreement = None if is_reference else agreement_of(_in_order(own.values(), order), options)
     measured = measure(list(own.values()), entry)
-    results = judge_variant(
+    evidence = GateEvidence(
         measured=measured,
         comparison=comparison,
         gates=gates,
@@ -165,6 +165,7 @@ def _judge(
         method=method.name,
         embeddings=entry.embeddings,
     )
+    results = judge_variant(evidence)
     found = regressions(paired)
     section = _section(entry, measured, results, comparison, agreement, found)
     return _Judged(

@@ -9,7 +9,7 @@ import pytest
 
 from evaluators.comparison import PairedDelta, summarize_agreement
 from evaluators.statistics import Interval
-from quantgate.decide.checks import Measured, judge_drop, judge_variant, passes
+from quantgate.decide.checks import GateEvidence, Measured, judge_drop, judge_variant, passes
 from quantgate.decide.recommendation import DecisionError, decide, recommend
 from quantgate.decide.rollback import rollback_signals
 from quantgate.inputs.dataset import check_dataset
@@ -72,7 +72,9 @@ def test_absolute_gates_pass_and_fail_on_the_measured_value() -> None:
     results = {
         r.gate: r.status
         for r in judge_variant(
-            measured=_measured(format_valid=37, errors=3), comparison=None, gates=gates, is_reference=True
+            GateEvidence(
+                measured=_measured(format_valid=37, errors=3), comparison=None, gates=gates, is_reference=True
+            )
         )
     }
     assert results == {
@@ -86,10 +88,12 @@ def test_absolute_gates_pass_and_fail_on_the_measured_value() -> None:
 
 def test_an_unmeasured_figure_never_passes() -> None:
     results = judge_variant(
-        measured=_measured(memory_mb=None),
-        comparison=None,
-        gates=Gates(max_memory_mb=1000),
-        is_reference=False,
+        GateEvidence(
+            measured=_measured(memory_mb=None),
+            comparison=None,
+            gates=Gates(max_memory_mb=1000),
+            is_reference=False,
+        )
     )
     statuses = {r.gate: r.status for r in results}
     assert statuses["max_memory_mb"] == "not_measured"

@@ -9,7 +9,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from evaluators.statistics import Interval
-from quantgate.decide.checks import Measured, judge_variant
+from quantgate.decide.checks import GateEvidence, Measured, judge_variant
 from quantgate.decide.recommendation import decide
 from quantgate.embeddings import EmbeddingOptions, add_embeddings
 from quantgate.inputs.gates import Gates
@@ -115,11 +115,13 @@ def test_the_recall_drop_gate_judges_the_paired_interval(interval: tuple[float, 
         recall_delta_interval=Interval(low=interval[0], high=interval[1], confidence=0.95, method="m"),
     )
     results = judge_variant(
-        measured=MEASURED,
-        comparison=None,
-        gates=Gates(max_accuracy_drop=None, max_recall_drop=0.05),
-        is_reference=False,
-        embeddings=entry,
+        GateEvidence(
+            measured=MEASURED,
+            comparison=None,
+            gates=Gates(max_accuracy_drop=None, max_recall_drop=0.05),
+            is_reference=False,
+            embeddings=entry,
+        )
     )
     (result,) = [r for r in results if r.gate == "max_recall_drop"]
     assert result.status == status
@@ -131,7 +133,7 @@ def test_embedding_gates_without_figures_are_not_passed() -> None:
     results = {
         r.gate: r
         for r in judge_variant(
-            measured=MEASURED, comparison=None, gates=gates, is_reference=False, embeddings=None
+            GateEvidence(measured=MEASURED, comparison=None, gates=gates, is_reference=False, embeddings=None)
         )
     }
     assert [results[g].status for g in ("min_neighbour_recall", "min_cosine_p5", "max_recall_drop")] == [
@@ -140,11 +142,13 @@ def test_embedding_gates_without_figures_are_not_passed() -> None:
     unlabeled = {
         r.gate: r
         for r in judge_variant(
-            measured=MEASURED,
-            comparison=None,
-            gates=gates,
-            is_reference=False,
-            embeddings=_entry(neighbour_recall_at_k=0.9, cosine_p5=0.94),
+            GateEvidence(
+                measured=MEASURED,
+                comparison=None,
+                gates=gates,
+                is_reference=False,
+                embeddings=_entry(neighbour_recall_at_k=0.9, cosine_p5=0.94),
+            )
         )
     }
     assert (unlabeled["min_neighbour_recall"].status, unlabeled["min_cosine_p5"].status) == ("pass", "fail")
@@ -152,7 +156,7 @@ def test_embedding_gates_without_figures_are_not_passed() -> None:
     reference = {
         r.gate: r.status
         for r in judge_variant(
-            measured=MEASURED, comparison=None, gates=gates, is_reference=True, embeddings=None
+            GateEvidence(measured=MEASURED, comparison=None, gates=gates, is_reference=True, embeddings=None)
         )
     }
     assert [reference[g] for g in ("min_neighbour_recall", "min_cosine_p5", "max_recall_drop")] == [
@@ -162,11 +166,13 @@ def test_embedding_gates_without_figures_are_not_passed() -> None:
 
 def test_the_embedding_gates_are_off_by_default() -> None:
     results = judge_variant(
-        measured=MEASURED,
-        comparison=None,
-        gates=Gates(),
-        is_reference=False,
-        embeddings=_entry(neighbour_recall_at_k=0.1),
+        GateEvidence(
+            measured=MEASURED,
+            comparison=None,
+            gates=Gates(),
+            is_reference=False,
+            embeddings=_entry(neighbour_recall_at_k=0.1),
+        )
     )
     assert not [r for r in results if r.gate in ("min_neighbour_recall", "min_cosine_p5", "max_recall_drop")]
 
