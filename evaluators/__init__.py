@@ -32,6 +32,7 @@ from evaluators.fidelity import (
     TokenFidelitySummary,
     summarize_token_fidelity,
     token_fidelity,
+    top_k_delta_p,
     top_k_kld,
     top_logprob_fidelity,
 )
@@ -46,6 +47,7 @@ from evaluators.format import (
     score_format,
 )
 from evaluators.generation import GenerationSummary, score_text, summarize_generation
+from evaluators.json_tokens import TokenKind, token_kinds
 from evaluators.load import LoadRequest, LoadStats, summarize_load
 from evaluators.matchers import MatchOptions, SetScore, match_scalar, match_set
 from evaluators.normalize import normalize_string, parse_date, parse_number
@@ -122,6 +124,7 @@ __all__ = [
     "Task",
     "TokenFidelity",
     "TokenFidelitySummary",
+    "TokenKind",
     "ToolCallingTask",
     "Verdict",
     "above_baseline",
@@ -168,7 +171,9 @@ __all__ = [
     "summarize_load",
     "summarize_token_fidelity",
     "token_fidelity",
+    "token_kinds",
     "too_deep",
+    "top_k_delta_p",
     "top_k_kld",
     "top_logprob_fidelity",
 ]

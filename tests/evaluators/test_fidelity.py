@@ -126,6 +126,18 @@ def test_summary_without_positions_has_no_statistics(cases):
         "kld_p99": None,
         "kld_max": None,
         "top1_agreement": None,
+        "kld_p999": None,
+        "delta_p_mean": None,
+        "delta_p_p1": None,
+        "delta_p_p5": None,
+        "delta_p_p95": None,
+        "delta_p_p99": None,
+        "delta_p_min": None,
+        "structural_positions": None,
+        "structural_top1_agreement": None,
+        "value_positions": None,
+        "value_top1_agreement": None,
+        "slices": {},
     }
 
 
