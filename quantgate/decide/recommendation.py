@@ -139,15 +139,22 @@ def _in_order(records: Iterable[CaseRecord], order: Mapping[str, int]) -> list[C
     return sorted(records, key=lambda r: order.get(r.case_id, len(order)))
 
 
-def _judge(
-    entry: VariantEntry,
-    records: Mapping[str, Mapping[str, CaseRecord]],
-    reference: str,
-    gates: Gates,
-    method: _Method,
-) -> _Judged:
+@dataclass(frozen=True, kw_only=True)
+class _Judging:
+    """What every variant of a run is judged with: the run, its latest records (variant -> case
+    -> record), its reference, the gates and how its cases were sampled."""
+
+    run: Run
+    records: Mapping[str, Mapping[str, CaseRecord]]
+    reference: str
+    gates: Gates
+    method: _Method
+
+
+def _judge(judging: _Judging, entry: VariantEntry) -> _Judged:
     if entry.status != "ok":
         return _skipped(entry)
+    records, reference, gates, method = judging.records, judging.reference, judging.gates, judging.method
     is_reference = entry.name == reference
     own = records.get(entry.name, {})
     paired = [] if is_reference else paired_cases(records.get(reference, {}), own)
@@ -267,9 +274,10 @@ def decide(
     records, completeness, reference = _records_of(run)
     dataset = run_dataset(run)
     method = _method_of(run, dataset)
-    judged = [_judge(entry, records, reference, gates, method) for entry in run.summary.variants]
-    _give_forecasts(run, judged, records, reference, gates, method)
-    costs = None if prices is None else _costs(run, judged, records, reference, prices, gates)
+    judging = _Judging(run=run, records=records, reference=reference, gates=gates, method=method)
+    judged = [_judge(judging, entry) for entry in run.summary.variants]
+    _give_forecasts(judging, judged)
+    costs = None if prices is None else _costs(judging, judged, prices)
     chosen = recommend((j.name, j.section.passes, _rank(j, costs, recommend_by)) for j in judged)
     outcome = outcome_of(chosen, reference)
     decision = Decision(
@@ -282,7 +290,7 @@ def decide(
         reference=reference,
         gates=gates,
         variants={j.name: j.section for j in judged},
-        rollback=_rollback(judged, chosen, gates, costs, records, reference),
+        rollback=_rollback(judging, judged, chosen, costs),
         regression_sets=export_regression_sets(
             run, dataset, {j.name: j.regressions for j in judged}, reference
         ),
@@ -312,20 +320,14 @@ def _records_of(run: Run) -> tuple[dict[str, dict[str, CaseRecord]], Completenes
     return records, completeness, reference
 
 
-def _give_forecasts(
-    run: Run,
-    judged: list[_Judged],
-    records: Mapping[str, Mapping[str, CaseRecord]],
-    reference: str,
-    gates: Gates,
-    method: _Method,
-) -> None:
+def _give_forecasts(judging: _Judging, judged: list[_Judged]) -> None:
     """Each candidate a sequential run left open gets its forecast (`quantgate.decide.forecast`)."""
+    method = judging.method
     if method.name != "sequential":
         return
     forecasts = open_forecasts(
-        run, records, reference, gates, truncation=method.truncation, round_size=method.round_size,
-        case_order=method.case_order,
+        judging.run, judging.records, judging.reference, judging.gates, truncation=method.truncation,
+        round_size=method.round_size, case_order=method.case_order,
     )  # fmt: skip
     for item in judged:
         item.section.open = forecasts.get(item.name, item.section.open)
@@ -341,24 +343,18 @@ def _method_of(run: Run, dataset: Dataset | None) -> _Method:
     )
 
 
-def _costs(
-    run: Run,
-    judged: list[_Judged],
-    records: Mapping[str, Mapping[str, CaseRecord]],
-    reference: str,
-    prices: Prices,
-    gates: Gates,
-) -> CostTable:
+def _costs(judging: _Judging, judged: list[_Judged], prices: Prices) -> CostTable:
     """The cost table of the variants that were evaluated."""
     evaluated = {j.name for j in judged if j.measured is not None}
+    summary = judging.run.summary
     return cost_table(
-        entries={e.name: e for e in run.summary.variants if e.name in evaluated},
-        records=records,
+        entries={e.name: e for e in summary.variants if e.name in evaluated},
+        records=judging.records,
         footprints_mb={j.name: j.measured.footprint_mb for j in judged if j.measured is not None},
-        reference=reference,
+        reference=judging.reference,
         prices=prices,
-        confidence=gates.confidence,
-        load=run.summary.load,
+        confidence=judging.gates.confidence,
+        load=summary.load,
     )
 
 
@@ -371,20 +367,15 @@ def _rank(judged: _Judged, costs: CostTable | None, by: Ranking) -> float | None
 
 
 def _rollback(
-    judged: list[_Judged],
-    chosen: str | None,
-    gates: Gates,
-    costs: CostTable | None,
-    records: Mapping[str, Mapping[str, CaseRecord]],
-    reference: str,
+    judging: _Judging, judged: list[_Judged], chosen: str | None, costs: CostTable | None
 ) -> Rollback | None:
     item = next((j for j in judged if j.name == chosen), None)
     if item is None or item.measured is None:
         return None
-    signals = rollback_signals(measured=item.measured, agreement=item.agreement, gates=gates)
+    signals = rollback_signals(measured=item.measured, agreement=item.agreement, gates=judging.gates)
     if costs is not None:
-        own = records.get(item.name, {})
-        signal = break_even_signal(table=costs, variant=item.name, reference=reference, records=own)
+        own = judging.records.get(item.name, {})
+        signal = break_even_signal(table=costs, variant=item.name, reference=judging.reference, records=own)
         signals += [signal] if signal is not None else []
     return Rollback(variant=item.name, window_cases=item.measured.cases, signals=signals)
 
