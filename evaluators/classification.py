@@ -85,6 +85,10 @@ class ClassificationSummary(EvaluatorResult):
         brier_score: Mean squared difference between that probability and correctness (0 or 1).
         gold_label_probability: Mean probability the model gave the gold label, over the cases
             with label probabilities (those the backend scored; None: none).
+        gold_probability_pairs, gold_probability_change, gold_probability_change_unsure,
+        gold_probability_change_sure, reference_unsure_cases: How the variant moves the gold
+            label's probability against the reference's (`evaluators.label_confidence`); set once
+            the reference's probabilities are known, None for the reference and when not measured.
     """
 
     classification_cases: int | None = None
@@ -100,6 +104,11 @@ class ClassificationSummary(EvaluatorResult):
     expected_calibration_error: float | None = None
     brier_score: float | None = None
     gold_label_probability: float | None = None
+    gold_probability_pairs: int | None = None
+    gold_probability_change: float | None = None
+    gold_probability_change_unsure: float | None = None
+    gold_probability_change_sure: float | None = None
+    reference_unsure_cases: int | None = None
 
 
 class Calibration(EvaluatorResult):
