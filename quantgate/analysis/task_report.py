@@ -1,5 +1,7 @@
-"""The report's section of a run's task-kind figures (`quantgate.analysis.task_view`) as table rows
-of text: shares in %, ratios with two decimals, counts whole; `—` where not measured."""
+"""The report's section of a run's task-kind figures as table rows of text: the figures as the
+terminal table and decision.md show them (`quantgate.render.task_figures`: one table of titles and
+formats), per-class recall (shares in %, support whole) and the labels against the reference's;
+`—` where not measured."""
 
 from __future__ import annotations
 
@@ -9,11 +11,9 @@ from typing import Any
 import pandas as pd
 
 from quantgate.analysis.run_view import RunView
-from quantgate.analysis.task_view import KIND_FIGURES, class_recall, label_confusion, task_figures, task_kind
+from quantgate.analysis.task_view import class_recall, label_confusion, task_kind
 from quantgate.formatting import MISSING, percent
-
-_RATIOS = ("length_ratio", "length_ratio_reference")
-_COUNTS = ("no_answer",)
+from quantgate.render.task_figures import task_figures
 
 KIND_TITLES = {
     "classification": "Classification",
@@ -26,16 +26,12 @@ def _known(value: Any) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
-def figure_text(key: str, value: Any) -> str:
-    """One figure of a kind as the report shows it."""
+def _recall_text(column: str, value: Any) -> str:
+    """A cell of the per-class table: support whole, a recall in %."""
     known = _known(value)
     if known is None:
         return MISSING
-    if key in _COUNTS:
-        return f"{known:.0f}"
-    if key in _RATIOS:
-        return f"{known:.2f}"
-    return percent(known)
+    return f"{known:.0f}" if column == "support" else percent(known)
 
 
 def _table(frame: pd.DataFrame, corner: str, cell: Any) -> list[list[str]]:
@@ -57,25 +53,19 @@ def _confusions(view: RunView) -> list[dict[str, Any]]:
 def task_context(view: RunView) -> dict[str, Any] | None:
     """The template's `task` section; None for an extraction run (its figures are the summary's)."""
     kind = task_kind(view)
-    if kind not in KIND_FIGURES:
+    figures = task_figures(view.run.summary)
+    if figures is None:
         return None
-    figures = task_figures(view)
-    titles = KIND_FIGURES[kind]
-    rows = [["variant", *(titles[key] for key in figures.columns)]]
-    for name, row in figures.iterrows():
-        marker = " *" if name == view.reference else ""
-        rows.append([f"{name}{marker}", *(figure_text(str(k), v) for k, v in row.items())])
     recall = None
     if kind == "classification":
         table = class_recall(view)
         if not table.empty:
-            recall = _table(
-                table, "class", lambda c, v: figure_text("no_answer" if c == "support" else "recall", v)
-            )
+            recall = _table(table, "class", _recall_text)
     return {
         "kind": kind,
         "title": KIND_TITLES[kind],
-        "figure_rows": rows,
+        "figure_rows": [figures.header, *figures.rows],
+        "figure_note": figures.note,
         "recall_rows": recall,
         "confusions": _confusions(view),
     }

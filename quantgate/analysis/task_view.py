@@ -1,7 +1,8 @@
 """A run's figures and failures in the terms of its task kind (docs/tasks.md).
 
 `task_figures` reads each variant's kind figures from summary.json (the evaluators'
-`ClassificationSummary`, `GenerationSummary`, `ToolCallSummary`: one definition of each figure);
+`ClassificationSummary`, `GenerationSummary`, `ToolCallSummary`: one definition of each figure;
+`quantgate.render.task_figures.KIND_FIGURES`: which are shown, their titles and formats);
 `class_recall` and `label_confusion` detail a classification run; `task_failures` lists the
 failing cases as the kind reads them: labels, calls or texts, gold beside the reference's and
 the candidate's. A figure not measured is NaN in a frame, never 0; a value a variant did not
@@ -19,38 +20,10 @@ import pandas as pd
 from evaluators.generation import generated_text
 from evaluators.task_models import ClassificationTask
 from quantgate.analysis.run_view import RunView, failing_cases, only_variant_fails
+from quantgate.render.task_figures import KIND_FIGURES, task_kind_of
 
 EXTRACTION = "extraction"
 
-KIND_FIGURES: dict[str, dict[str, str]] = {
-    "classification": {
-        "label_accuracy": "accuracy",
-        "macro_f1": "macro-F1",
-        "subset_accuracy": "subset accuracy",
-        "micro_f1": "micro-F1",
-        "hamming_loss": "Hamming loss",
-        "no_answer": "no answer",
-    },
-    "generation": {
-        "chrf": "chrF vs gold",
-        "chrf_reference": "chrF vs reference",
-        "length_ratio": "length ratio vs gold",
-        "length_ratio_reference": "length ratio vs reference",
-        "empty_text_share": "empty texts",
-    },
-    "tool_calling": {
-        "tool_selection_accuracy": "tool selection",
-        "argument_accuracy": "arguments",
-        "exact_call_rate": "exact call",
-        "abstention_accuracy": "abstention",
-        "false_abstention_rate": "false abstention",
-        "schema_validity": "schema validity",
-    },
-}
-"""Per task kind, the summary keys of its figures and their titles, in the order shown."""
-
-_MULTI_LABEL_ONLY = ("subset_accuracy", "micro_f1", "hamming_loss")
-_SINGLE_LABEL_ONLY = ("label_accuracy",)
 NO_ANSWER = "no answer"
 """The confusion matrix's row and column of a case without a label."""
 
@@ -60,23 +33,13 @@ def task_kind(view: RunView) -> str:
     return view.run.summary.dataset.task or EXTRACTION
 
 
-def _figure_keys(view: RunView) -> list[str]:
-    keys = list(KIND_FIGURES.get(task_kind(view), {}))
-    task = view.dataset.task if view.dataset is not None else None
-    if isinstance(task, ClassificationTask):
-        left_out = _SINGLE_LABEL_ONLY if task.multi_label else _MULTI_LABEL_ONLY
-        keys = [k for k in keys if k not in left_out]
-    return keys
-
-
 def task_figures(view: RunView) -> pd.DataFrame:
-    """One row per variant (summary.json's order), one column per figure of the run's kind (its
-    summary key; `KIND_FIGURES` titles them); NaN where not measured. No column for extraction."""
-    keys = _figure_keys(view)
-    rows = {}
-    for entry in view.run.summary.variants:
-        values = entry.model_dump()
-        rows[entry.name] = [values.get(key) for key in keys]
+    """One row per variant (summary.json's order), one column per figure of the run's kind: its
+    key (`quantgate.render.task_figures.KIND_FIGURES`, which titles and formats it, for the terminal
+    and the report alike); NaN where not measured. No column for extraction."""
+    figures = KIND_FIGURES.get(task_kind_of(view.run.summary), ())
+    keys = [figure.key for figure in figures]
+    rows = {entry.name: [figure.value(entry) for figure in figures] for entry in view.run.summary.variants}
     table = pd.DataFrame.from_dict(rows, orient="index", columns=keys, dtype=float)
     return table.rename_axis(index="variant")
 
@@ -185,7 +148,6 @@ def task_failures(view: RunView) -> pd.DataFrame:
 
 
 __all__ = [
-    "KIND_FIGURES",
     "NO_ANSWER",
     "class_recall",
     "label_confusion",

@@ -76,12 +76,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_a_classification_report_has_accuracy_macro_f1_recall_and_labels_against_the_reference(runs):
     found = tables(write_report(runs["classification"]))
     # quant: c1 and c4 (gold card_arrival) taken for card_lost and top_up_failed: 4/6 right; F1 of
-    # card_arrival 0, card_lost 2*3/(2*3+1) = 6/7, top_up_failed 2*1/(2*1+1) = 2/3: macro 32/63 = 50.8%
+    # card_arrival 0, card_lost 2*3/(2*3+1) = 6/7, top_up_failed 2*1/(2*1+1) = 2/3: macro 32/63 = 0.508;
+    # its worst recall card_arrival's 0/2; the fake models give no label probabilities: —
     assert found["task-figures"] == [
-        ["variant", "accuracy", "macro-F1", "no answer"],
-        ["ref *", "100.0%", "100.0%", "0"],
-        ["quant", "66.7%", "50.8%", "0"],
-    ]
+        ["variant", "accuracy", "macro-F1", "worst recall (label)", "no answer", "ECE", "Brier", "P(gold)",
+         "Δ P(gold)", "Δ ref unsure", "Δ ref sure"],
+        ["ref *", "100.0%", "1.000", "100.0% (card_arrival)", "0", "—", "—", "—", "—", "—", "—"],
+        ["quant", "66.7%", "0.508", "0.0% (card_arrival)", "0", "—", "—", "—", "—", "—", "—"],
+    ]  # fmt: skip
     assert found["class-recall"] == [
         ["class", "support", "ref", "quant"],
         ["card_arrival", "2", "100.0%", "0.0%"],
@@ -115,8 +117,8 @@ def test_a_generation_report_has_chrf_against_gold_and_reference_and_length_rati
     assert found["task-figures"] == [
         ["variant", "chrF vs gold", "chrF vs reference", "length ratio vs gold", "length ratio vs reference",
          "empty texts"],
-        ["ref *", "100.0%", "—", "1.00", "—", "0.0%"],  # the reference is not measured against itself
-        ["quant", f"{chrf:.1f}%", f"{chrf:.1f}%", f"{ratio:.2f}", f"{ratio:.2f}", "0.0%"],
+        ["ref *", "100.0", "—", "1.00", "—", "0.0%"],  # the reference is not measured against itself
+        ["quant", f"{chrf:.1f}", f"{chrf:.1f}", f"{ratio:.2f}", f"{ratio:.2f}", "0.0%"],
     ]  # fmt: skip
     assert f"{ratio:.2f}" == "0.90"  # 23 of 29 characters: the figure differs from the reference's
 
@@ -163,9 +165,9 @@ def test_a_multi_label_report_has_subset_accuracy_micro_f1_and_hamming_loss(tmp_
     found = tables(write_report(multi_label_run(tmp_path)))
     # both variants give both cases' gold label sets: every share 1, Hamming loss 0
     assert found["task-figures"] == [
-        ["variant", "macro-F1", "subset accuracy", "micro-F1", "Hamming loss", "no answer"],
-        ["ref *", "100.0%", "100.0%", "100.0%", "0.0%", "0"],
-        ["quant", "100.0%", "100.0%", "100.0%", "0.0%", "0"],
+        ["variant", "subset accuracy", "micro-F1", "macro-F1", "Hamming loss", "no answer"],
+        ["ref *", "100.0%", "1.000", "1.000", "0.000", "0"],
+        ["quant", "100.0%", "1.000", "1.000", "0.000", "0"],
     ]
     assert "confusion" not in found  # labels against the reference's: single-label runs only
 

@@ -40,16 +40,19 @@ def test_decide_prints_a_classification_runs_label_figures(tmp_path, capsys):
     # quant: c1 and c4 (gold card_arrival) wrong, 4 of 6 right; F1 per class 0, 6/7, 2/3: macro 32/63;
     # both card_arrival cases missed: recall 0; the fake model gives no probabilities: no calibration
     assert printed[start + 1 : start + 5] == [
-        "variant accuracy macro-F1 worst recall (label) no answer ECE Brier",
-        "-" * len("variant  accuracy  macro-F1  worst recall (label)   no answer  ECE  Brier"),
-        "ref * 100.0% 1.000 100.0% (card_arrival) 0 — —",
-        "quant 66.7% 0.508 0.0% (card_arrival) 0 — —",
-    ]
+        "variant accuracy macro-F1 worst recall (label) no answer ECE Brier P(gold) Δ P(gold) Δ ref unsure "
+        "Δ ref sure",
+        "-" * len("variant  accuracy  macro-F1  worst recall (label)   no answer  ECE  Brier  P(gold)  "
+                  "Δ P(gold)  Δ ref unsure  Δ ref sure"),
+        "ref * 100.0% 1.000 100.0% (card_arrival) 0 — — — — — —",
+        "quant 66.7% 0.508 0.0% (card_arrival) 0 — — — — — —",
+    ]  # fmt: skip
     assert f"{32 / 63:.3f}" == "0.508"
     markdown = (run_dir / "decision.md").read_text()
     assert "## Classification figures" in markdown
-    assert "| quant | 66.7% | 0.508 | 0.0% (card\\_arrival) | 0 | — | — |" in markdown
-    assert "| ref (reference) | 100.0% | 1.000 | 100.0% (card\\_arrival) | 0 | — | — |" in markdown
+    not_measured = " — |" * 6  # ECE, Brier, P(gold) and its changes: no label probabilities
+    assert "| quant | 66.7% | 0.508 | 0.0% (card\\_arrival) | 0 |" + not_measured in markdown
+    assert "| ref (reference) | 100.0% | 1.000 | 100.0% (card\\_arrival) | 0 |" + not_measured in markdown
 
 
 def test_run_prints_the_label_figures_under_its_table(tmp_path, monkeypatch, capsys):
@@ -61,8 +64,8 @@ def test_run_prints_the_label_figures_under_its_table(tmp_path, monkeypatch, cap
     printed = _lines(capsys.readouterr().out)
     table = printed.index("classification figures:")
     assert printed[table + 3 : table + 5] == [
-        "ref * 100.0% 1.000 100.0% (card_arrival) 0 — —",
-        "quant 66.7% 0.508 0.0% (card_arrival) 0 — —",
+        "ref * 100.0% 1.000 100.0% (card_arrival) 0 — — — — — —",
+        "quant 66.7% 0.508 0.0% (card_arrival) 0 — — — — — —",
     ]
     footer = next(i for i, line in enumerate(printed) if line.startswith("* reference dataset banking"))
     assert footer < table  # under the summary table
@@ -154,7 +157,8 @@ def test_suite_decision_md_has_each_tasks_gates_and_figures(tmp_path):
     texts = markdown.index("## Task texts (generation)")
     assert intents < markdown.index("### Classification figures") < texts
     assert texts < markdown.index("### Generation figures")
-    assert "| quant | 66.7% | 0.508 | 0.0% (card\\_arrival) | 0 | — | — |" in markdown[intents:texts]
+    quant = "| quant | 66.7% | 0.508 | 0.0% (card\\_arrival) | 0 |" + " — |" * 6
+    assert quant in markdown[intents:texts]
     chrf = f"{QUANT_CHRF.score:.1f}"
     assert f"| quant | {chrf} | {chrf} | 0.69 | 0.69 | 0.0% |" in markdown[texts:]
     # the gates per task, each with its evidence (the interval): intents passes, texts does not
@@ -176,23 +180,35 @@ def test_a_tool_calling_run_shows_its_figures(tmp_path):
     assert figures.rows[0] == ["ref *", "100.0%", "100.0%", "100.0%", "100.0%", "0.0%", "100.0%"]
 
 
-def test_measured_calibration_and_the_first_of_tied_worst_recalls_are_shown():
+def test_measured_calibration_the_gold_label_shift_and_the_first_of_tied_worst_recalls_are_shown():
     classes = {
         "a": ClassFigures(support=2, predicted=2, recall=0.5),
         "b": ClassFigures(support=2, predicted=1, recall=0.5),  # tied with a: a comes first
         "c": ClassFigures(support=0, predicted=1, recall=None),  # no gold cases: not a recall
     }
-    entry = VariantEntry(
+    reference = VariantEntry(
         name="R", backend="test", is_reference=True, label_accuracy=0.5, macro_f1=0.5, classes=classes,
         no_answer=0, calibrated_cases=4, expected_calibration_error=0.0625, brier_score=0.21875,
+        gold_label_probability=0.625,
+    )  # fmt: skip
+    # Q's gold-label probability moved -0.25 on the 3 cases R was sure of, +0.05 on its 1 unsure
+    # one: (3 x -0.25 + 0.05) / 4 = -0.175; the reference has no shift against itself: —
+    quant = VariantEntry(
+        name="Q", backend="test", label_accuracy=0.25, no_answer=1, gold_label_probability=0.45,
+        gold_probability_pairs=4, gold_probability_change=-0.175, gold_probability_change_unsure=0.05,
+        gold_probability_change_sure=-0.25, reference_unsure_cases=1,
     )  # fmt: skip
     summary = RunSummary(
         run_id="r1",
         quantgate_version="test",
         status="complete",
         dataset=DatasetInfo(name="x", path="x", sha256="x", cases=4, task="classification"),
-        variants=[entry],
+        variants=[reference, quant],
     )
     figures = task_figures(summary)
     assert figures is not None
-    assert figures.rows == [["R *", "50.0%", "0.500", "50.0% (a)", "0", "0.062", "0.219"]]
+    assert figures.rows == [
+        ["R *", "50.0%", "0.500", "50.0% (a)", "0", "0.062", "0.219", "0.625", "—", "—", "—"],
+        ["Q", "25.0%", "—", "—", "1", "—", "—", "0.450", "-0.175", "+0.050", "-0.250"],
+    ]
+    assert 0.625 - 0.175 == 0.45  # Q's mean is R's moved by the mean change (the same 4 cases)
