@@ -43,7 +43,7 @@ RECORDS_FORMAT_VERSION: Final[Literal[3]] = 3
 (`retries`), so a resumed run summarizes read-back cases exactly as it did when they ran.
 3: a record copied from the reference cache names the run that evaluated it (`cached_from`).
 Records of versions 1 and 2 are still read (as version 3, the keys added since unknown)."""
-SUMMARY_FORMAT_VERSION: Final[Literal[8]] = 8
+SUMMARY_FORMAT_VERSION: Final[Literal[9]] = 9
 """Of summary.json. 2: each variant says whether it is complete and which cases it lacks
 (`complete`, `missing_cases`). 3: the options record the gates and the token-fidelity
 settings a resumed run goes on with, and each variant how many of its cases a resumed run
@@ -56,8 +56,10 @@ load time, cold first token, loads and cached cases (`load_s`, `cold_first_token
 `--resume` checks. 7: a classification run's figures in each variant (`label_accuracy`,
 `macro_f1`, `classes`, `confusion`, ...: `evaluators.classification.ClassificationSummary`; null for
 other kinds). 8: a generation run's figures in each variant (`chrf`, `chrf_reference`,
-`length_ratio`, ...: `evaluators.generation.GenerationSummary`; null for other kinds). Summaries of
-versions 1 to 7 are still read (as version 8, the keys added since unknown)."""
+`length_ratio`, ...: `evaluators.generation.GenerationSummary`; null for other kinds). 9: the tail
+of each variant's token fidelity (`kld_p999`, the `delta_p_*` figures, top-1 agreement on
+structural and value tokens, and the same per slice: `evaluators.fidelity.TokenFidelitySummary`).
+Summaries of versions 1 to 8 are still read (as version 9, the keys added since unknown)."""
 LOAD_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of load.jsonl and the summary's `load` section."""
 EMBEDDINGS_FORMAT_VERSION: Final[Literal[1]] = 1

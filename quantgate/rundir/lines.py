@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evaluators.json_tokens import TokenKind
 from evaluators.load import LoadRequest
 from quantgate.rundir.files import LOAD_FORMAT_VERSION, RECORDS_FORMAT_VERSION, RUN_FORMAT_VERSION
 
@@ -110,7 +111,8 @@ class CaseRecord(RunFileModel):
 class FidelityLine(RunFileModel):
     """One line of fidelity.jsonl: token fidelity of one variant on one case.
 
-    `positions`, `kld` and `top1` are None when the case could not be measured (`error`).
+    `positions`, `kld`, `top1`, `delta_p` and `kinds` are None when the case could not be measured
+    (`error`); `delta_p` and `kinds` are also None in lines written before they were measured.
     """
 
     format_version: Literal[1] = RUN_FORMAT_VERSION
@@ -119,6 +121,16 @@ class FidelityLine(RunFileModel):
     positions: int | None = None
     kld: list[float] | None = Field(default=None, description="KL(reference || variant) per position, nats.")
     top1: list[bool] | None = Field(default=None, description="Top-1 agreement per position.")
+    delta_p: list[float] | None = Field(
+        default=None,
+        description="Per position, p_variant - p_reference of the reference's top token (an upper "
+        "bound for Ollama where the variant's top-k misses that token).",
+    )
+    kinds: list[TokenKind | None] | None = Field(
+        default=None,
+        description="Per position, the kind of the answer's token there: structural (JSON punctuation, keys, "
+        "quotes), value, or null outside the JSON (`evaluators.json_tokens`).",
+    )
     requests: int | None = Field(default=None, description="Ollama: requests the walk took.")
     unobserved: int | None = Field(default=None, description="Ollama: positions the model never reached.")
     error: str | None = None

@@ -280,8 +280,8 @@ class RunSummary(RunFileModel):
     that died (or is still going).
     """
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2, 3, 4, 5, 6, 7)
-    format_version: Literal[8] = SUMMARY_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2, 3, 4, 5, 6, 7, 8)
+    format_version: Literal[9] = SUMMARY_FORMAT_VERSION
     run_id: str
     quantgate_version: str | None
     status: Literal["running", "complete", "interrupted"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from evaluators.fidelity import (
     token_fidelity,
     top_logprob_fidelity,
 )
+from evaluators.json_tokens import token_kinds
 from graphs.extraction import ExtractionContext, prompt_messages
 from quantgate.backends import BackendError
 from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
@@ -43,7 +45,8 @@ from quantgate.evaluate.token_fidelity.ollama_forcing import ForcedPositions, Ol
 
 FidelityRecord = dict[str, Any]
 """One JSON-ready line per (variant, case): `variant`, `case_id`, `positions`, `kld`, `top1`,
-and `error` (a message) when the case could not be measured (then the others are None).
+`delta_p`, `kinds` (`quantgate.rundir.lines.FidelityLine`), and `error` (a message) when the
+case could not be measured (then the others are None).
 Ollama records add `requests` (the variant's chat requests) and `unobserved` (positions where
 a model ended its answer, which have no log-probabilities and are left out)."""
 
@@ -76,11 +79,23 @@ def _load_variants(
     return variants
 
 
+def _measured(fidelity: TokenFidelity) -> FidelityRecord:
+    """The per-position figures of a record."""
+    return {
+        "positions": fidelity.positions,
+        "kld": list(fidelity.kld),
+        "top1": list(fidelity.top1),
+        "delta_p": None if fidelity.delta_p is None else list(fidelity.delta_p),
+        "kinds": None if fidelity.kinds is None else list(fidelity.kinds),
+    }
+
+
 def _case_records(
     *,
     case_id: str,
     prompt_tokens: list[int],
     target_tokens: list[int],
+    tags: Sequence[str],
     reference: EmbeddedEngine,
     variants: Mapping[str, EmbeddedEngine],
     rows_per_batch: int,
@@ -94,14 +109,15 @@ def _case_records(
             unmeasured = {"positions": None, "kld": None, "top1": None, "error": str(exc)}
             yield {"variant": name, "case_id": case_id, **unmeasured}, None
         return
+    kinds = token_kinds([reference.llama.detokenize([token]) for token in target_tokens])
     for name, engine in variants.items():
         variant_logits = forced_logits(
             engine.llama, prompt_tokens, target_tokens, rows_per_batch=rows_per_batch
         )
         fidelity = token_fidelity(reference_logits=reference_logits, variant_logits=variant_logits)
         del variant_logits  # up to n_vocab floats per position: free before the next variant's
-        measured = {"positions": fidelity.positions, "kld": list(fidelity.kld), "top1": list(fidelity.top1)}
-        yield {"variant": name, "case_id": case_id, **measured}, fidelity
+        fidelity = replace(fidelity, kinds=kinds, tags=tuple(tags))
+        yield {"variant": name, "case_id": case_id, **_measured(fidelity)}, fidelity
 
 
 def _collect(
@@ -126,6 +142,7 @@ def measure_token_fidelity(
     on_case: Callable[[FidelityRecord], None] | None = None,
     progress: bool = False,
     rows_per_batch: int = DEFAULT_ROWS_PER_BATCH,
+    tags: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, TokenFidelitySummary]:
     """Teacher-force every variant on the reference's outputs and compare next-token predictions.
 
@@ -148,9 +165,12 @@ def measure_token_fidelity(
         on_case: Called with each (variant, case) record as soon as it is measured.
         progress: Show a progress bar over cases.
         rows_per_batch: See `forced_logits`.
+        tags: Case id to its tags, for the per-slice figures (a case not in it has none).
 
     Returns:
-        Variant name to its fidelity summary pooled over all positions of all measured cases.
+        Variant name to its fidelity summary pooled over all positions of all measured cases,
+        and per slice. Each position's answer token is classed as structural or value
+        (`evaluators.json_tokens`) from its text in the reference's tokenizer.
 
     Raises:
         ValueError: A case has an output but no prompt, a variant's vocabulary differs from
@@ -170,6 +190,7 @@ def measure_token_fidelity(
                 case_id=case_id,
                 prompt_tokens=tokenize(prompts[case_id].encode("utf-8")),
                 target_tokens=tokenize(output.encode("utf-8"), add_bos=False),
+                tags=(tags or {}).get(case_id, ()),
                 reference=reference,
                 variants=variants,
                 rows_per_batch=rows_per_batch,
@@ -179,26 +200,37 @@ def measure_token_fidelity(
 
 
 def _compare_walks(reference: ForcedPositions, variant: ForcedPositions) -> tuple[TokenFidelity, int]:
-    """Fidelity over the positions both walks observed, and how many positions were left out."""
-    pairs = [
-        (r, v) for r, v in zip(reference.top, variant.top, strict=False) if r is not None and v is not None
+    """Fidelity over the positions both walks observed, and how many positions were left out.
+
+    Each position's kind comes from the reference's tokens (the whole output is scanned, so a
+    left-out position does not shift the others' kinds).
+    """
+    kinds = token_kinds([token.encode("utf-8") for token in reference.tokens])
+    observed = [
+        (r, v, kind)
+        for r, v, kind in zip(reference.top, variant.top, kinds, strict=False)
+        if r is not None and v is not None
     ]
-    unobserved = len(reference.tokens) - len(pairs)
-    fidelity = top_logprob_fidelity(reference=[r for r, _ in pairs], variant=[v for _, v in pairs])
-    return fidelity, unobserved
+    unobserved = len(reference.tokens) - len(observed)
+    fidelity = top_logprob_fidelity(
+        reference=[r for r, _, _ in observed], variant=[v for _, v, _ in observed]
+    )
+    return replace(fidelity, kinds=tuple(kind for _, _, kind in observed)), unobserved
 
 
 def _variant_record(
-    name: str, case_id: str, reference: ForcedPositions, followed: ForcedPositions | BackendError
+    name: str,
+    case_id: str,
+    reference: ForcedPositions,
+    followed: ForcedPositions | BackendError,
+    tags: Sequence[str],
 ) -> tuple[FidelityRecord, TokenFidelity | None]:
     record: FidelityRecord = {"variant": name, "case_id": case_id}
     if isinstance(followed, BackendError):
         return record | {"positions": None, "kld": None, "top1": None, "error": str(followed)}, None
     fidelity, unobserved = _compare_walks(reference, followed)
-    return record | {
-        "positions": fidelity.positions,
-        "kld": list(fidelity.kld),
-        "top1": list(fidelity.top1),
+    fidelity = replace(fidelity, tags=tuple(tags))
+    return record | _measured(fidelity) | {
         "requests": followed.requests,
         "unobserved": unobserved,
         "error": None,
@@ -213,6 +245,7 @@ def measure_ollama_token_fidelity(
     reference_outputs: Mapping[str, str],
     on_case: Callable[[FidelityRecord], None] | None = None,
     progress: bool = False,
+    tags: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, TokenFidelitySummary]:
     """Follow the reference's outputs with every Ollama variant and compare top-k lists.
 
@@ -227,9 +260,10 @@ def measure_ollama_token_fidelity(
         reference_outputs: Case id to the reference's output for those messages.
         on_case: Called with each (variant, case) record as soon as it is measured.
         progress: Show progress bars.
+        tags: Case id to its tags, for the per-slice figures.
 
     Returns:
-        Variant name to its summary, pooled over the positions both walks observed.
+        Variant name to its summary, pooled over the positions both walks observed, and per slice.
     """
     walks = {
         case_id: _walk(partial(reference.follow_text, messages[case_id], output))
@@ -245,7 +279,8 @@ def measure_ollama_token_fidelity(
                                       "top1": None, "error": f"reference: {walk}"}  # fmt: skip
             else:
                 followed = _walk(partial(forcing.follow_tokens, messages[case_id], walk.tokens))
-                record, fidelity = _variant_record(name, case_id, walk, followed)
+                case_tags = (tags or {}).get(case_id, ())
+                record, fidelity = _variant_record(name, case_id, walk, followed, case_tags)
                 if fidelity is not None:
                     measured[name].append(fidelity)
             if on_case is not None:

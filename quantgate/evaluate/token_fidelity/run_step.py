@@ -103,6 +103,10 @@ class FidelityJob:
     max_repairs: int
     progress: bool
 
+    def tags(self) -> dict[str, tuple[str, ...]]:
+        """Each case's tags (its slices), by case id."""
+        return {case.id: tuple(case.tags) for case in self.cases}
+
 
 def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
     """Teacher-force every variant on the reference's outputs; the reference is loaded once.
@@ -129,6 +133,7 @@ def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
             engine_options=engine_options,
             on_case=lambda line: sink.append(FidelityLine.model_validate(line)),
             progress=job.progress,
+            tags=job.tags(),
         )
     return {
         name: TokenFidelityEntry.of(summary, method=METHOD, records=FIDELITY_FILE)
@@ -174,6 +179,7 @@ def measure_ollama(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
             reference_outputs=job.outputs,
             on_case=lambda line: sink.append(FidelityLine.model_validate(line)),
             progress=job.progress,
+            tags=job.tags(),
         )
     method = {
         v.name: OLLAMA_METHOD.replace("{k}", str(v.options.get("top_logprobs", DEFAULT_TOP_LOGPROBS)))

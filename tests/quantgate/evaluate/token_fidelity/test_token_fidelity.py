@@ -181,8 +181,9 @@ def test_reference_against_itself_and_against_q4(ladder):
     from quantgate.backends.llamacpp import EmbeddedEngine
     from quantgate.evaluate.token_fidelity.measurement import measure_token_fidelity
 
-    prompts = {"a": PROMPT, "b": PROMPT.replace("John Smith", "Ada Lovelace"), "long": PROMPT * 60}
-    outputs = {"a": TARGET, "b": TARGET.replace("John Smith", "Ada Lovelace"), "long": TARGET}
+    prompt, target = PROMPT.removesuffix('{"name": '), '{"name": ' + TARGET  # the whole JSON answer
+    prompts = {"a": prompt, "b": prompt.replace("John Smith", "Ada Lovelace"), "long": prompt * 60}
+    outputs = {"a": target, "b": target.replace("John Smith", "Ada Lovelace"), "long": target}
     records: list[dict[str, Any]] = []
     reference = EmbeddedEngine(path_of(ladder, "F16"), n_ctx=1024)
     summaries = measure_token_fidelity(
@@ -192,6 +193,7 @@ def test_reference_against_itself_and_against_q4(ladder):
         reference_outputs=outputs,
         engine_options={"n_ctx": 1024},
         on_case=records.append,
+        tags={"a": ("lang:en",), "b": ("lang:en", "ada")},
     )
     reference.close()
     assert [(r["variant"], r["case_id"]) for r in records] == [
@@ -213,6 +215,31 @@ def test_reference_against_itself_and_against_q4(ladder):
     assert q4.kld_mean > 0
     assert q4.top1_agreement is not None
     assert 0.5 < q4.top1_agreement <= 1.0
+    assert_tail(itself, q4, records)
+
+
+def assert_tail(itself, q4, records):
+    """The tail figures of the two measured cases: present, ordered, within their bounds."""
+    for record in records[:4]:
+        assert len(record["delta_p"]) == len(record["kinds"]) == record["positions"]
+    assert itself.delta_p_min is not None
+    assert itself.delta_p_min > -1e-3
+    assert itself.structural_top1_agreement == itself.value_top1_agreement == 1.0
+    assert q4.positions < 1000
+    assert q4.kld_p999 is None
+    tail = (q4.delta_p_min, q4.delta_p_p1, q4.delta_p_p5, q4.delta_p_p95, q4.delta_p_p99)
+    assert None not in tail
+    assert tail == tuple(sorted(tail))
+    assert -1.0 <= q4.delta_p_min <= 0.0 <= q4.delta_p_p99 <= 1.0
+    structural, value = q4.structural_positions, q4.value_positions
+    assert structural > 0
+    assert value > 0
+    assert structural + value == q4.positions  # every token is in the JSON answer
+    agreeing = structural * q4.structural_top1_agreement + value * q4.value_top1_agreement
+    assert agreeing == pytest.approx(q4.positions * q4.top1_agreement)
+    assert sorted(q4.slices) == ["ada", "lang:en"]
+    assert q4.slices["lang:en"].positions == q4.positions
+    assert q4.slices["ada"].positions == records[2]["positions"]
 
 
 def test_reference_outputs_are_those_of_the_measured_cases_answered_at_the_first_attempt():
