@@ -295,6 +295,7 @@ def _record(decision: Decision) -> list[str]:
                 str(meta.quantization or MISSING),
                 str(meta.method or MISSING),
                 str(meta.calibration or MISSING),
+                meta.kv_cache_note(),
                 f"{runtime.get('name', MISSING)} {runtime.get('version', '')}".strip(),
                 str(meta.sha256 or runtime.get("model_digest") or MISSING),
             ]
@@ -304,7 +305,8 @@ def _record(decision: Decision) -> list[str]:
         "## Record",
         "",
         *markdown_table(
-            ["variant", "precision", "method", "calibration", "runtime", "model sha256 / digest"], rows
+            ["variant", "precision", "method", "calibration", "KV cache", "runtime", "model sha256 / digest"],
+            rows,
         ),
         "- Hardware: " + ", ".join(f"{text(k)}: {text(v)}" for k, v in record.hardware.items()),
         f"- Run {text(record.run_id)} with quantgate {text(record.run_quantgate_version)}; decided with "

@@ -239,8 +239,8 @@ class DecisionRecord(RunFileModel):
 class Decision(RunFileModel):
     """decision.json."""
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (2, 3, 4)
-    format_version: Literal[5] = DECISION_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (2, 3, 4, 5)
+    format_version: Literal[6] = DECISION_FORMAT_VERSION
     recommended: str | None = Field(description="The variant to deploy; None when none passed.")
     recommended_is_reference: bool
     outcome: Outcome = Field(

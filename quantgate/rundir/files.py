@@ -34,10 +34,11 @@ REPORT_DIR = "report"
 
 RUN_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of fidelity.jsonl."""
-VARIANTS_FORMAT_VERSION: Final[Literal[2]] = 2
+VARIANTS_FORMAT_VERSION: Final[Literal[3]] = 3
 """Of variants.json. 2: where each variant was evaluated (`placement`: this machine, or a Ray
-node), and the machine's host name in its `hardware`. Files of version 1 are still read (as
-version 2, the placement unknown)."""
+node), and the machine's host name in its `hardware`. 3: each variant's KV-cache type
+(`kv_cache`: `{k, v}`, null when the variant did not set it). Files of versions 1 and 2 are still
+read (as version 3, the placement and the cache type unknown)."""
 RECORDS_FORMAT_VERSION: Final[Literal[3]] = 3
 """Of records.jsonl. 2: each record counts the calls repeated after retryable errors
 (`retries`), so a resumed run summarizes read-back cases exactly as it did when they ran.
@@ -64,8 +65,9 @@ LOAD_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of load.jsonl and the summary's `load` section."""
 EMBEDDINGS_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of embeddings.json and a summary variant's `embeddings` entry."""
-DECISION_FORMAT_VERSION: Final[Literal[5]] = 5
+DECISION_FORMAT_VERSION: Final[Literal[6]] = 6
 """Of decision.json. 3: whether the run was complete when decided, and what it lacked
 (`run_complete`, `run_problems`). 4: each variant's embedding figures (`embeddings`). 5: the
 forecast of each variant still open (`open`), and each delta's descriptive bootstrap interval
-beside the interval it is judged by. Decisions of versions 2 to 4 are still read (as version 5)."""
+beside the interval it is judged by. 6: each variant's KV-cache type in the record (`kv_cache`, as
+in variants.json 3). Decisions of versions 2 to 5 are still read (as version 6)."""

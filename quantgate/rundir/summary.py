@@ -370,8 +370,8 @@ class VariantMetadata(VariantSpec):
 class VariantsFile(RunFileModel):
     """variants.json."""
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (1,)
-    format_version: Literal[2] = VARIANTS_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2)
+    format_version: Literal[3] = VARIANTS_FORMAT_VERSION
     variants: list[VariantMetadata] = Field(default_factory=list)
 
     def by_name(self) -> dict[str, VariantMetadata]:
