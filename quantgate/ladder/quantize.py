@@ -29,6 +29,7 @@ from quantgate.hardware import package_version
 from quantgate.inputs.file_hashes import file_sha256
 from quantgate.inputs.variants import Variant, VariantSet, write_variants_file
 from quantgate.ladder.dequantize import dequantize_to_f16
+from quantgate.ladder.kv_cache import check_kv_caches, with_kv_cache_variants
 
 REFERENCE = "F16"
 DEFAULT_QUANTS = ("Q8_0", "Q4_K_M", "Q2_K")
@@ -148,6 +149,8 @@ def build_ladder(
     quants: Sequence[str] = DEFAULT_QUANTS,
     out: Path | None = None,
     progress: bool = True,
+    kv_caches: Sequence[str] = (),
+    kv_cache_of: Sequence[str] | None = None,
 ) -> tuple[VariantSet, Path]:
     """Build the F16 reference and each quantization, and write the variants file.
 
@@ -156,6 +159,10 @@ def build_ladder(
         quants: Quantization types to make from the F16 reference.
         out: Output directory; default: `default_ladder_dir()`.
         progress: Show progress bars.
+        kv_caches: Quantized KV-cache types (`q8_0`, `q4_0`): each weight type in `kv_cache_of`
+            (default: every quantization built) also gets a variant with that cache
+            (`quantgate.ladder.kv_cache`).
+        kv_cache_of: The weight types the `kv_caches` variants are made of.
 
     Returns:
         The variant set (reference `F16`) and the path of the variants file written.
@@ -163,6 +170,7 @@ def build_ladder(
     unknown = [q for q in quants if q not in _FTYPE_NAMES]
     if unknown:
         raise LadderError(f"unknown quantization(s) {unknown}; supported: {', '.join(SUPPORTED_QUANTS)}")
+    check_kv_caches(kv_caches, kv_cache_of, [REFERENCE, *quants])
     directory = (out or default_ladder_dir()).expanduser()
     directory.mkdir(parents=True, exist_ok=True)
     source_path = source.expanduser() if source else default_source(directory)
@@ -184,6 +192,7 @@ def build_ladder(
         steps.append(step)
     _write_manifest(directory, source_path, source_sha, steps, manifest)
     variant_set = _variant_set(steps, source_path, source_sha, is_default=source is None)
+    variant_set = with_kv_cache_variants(variant_set, kv_caches, kv_cache_of)
     variants_file = directory / VARIANTS_FILE
     write_variants_file(variants_file, variant_set)
     return variant_set, variants_file
