@@ -19,6 +19,7 @@ from pathlib import Path
 from evaluators.baselines import BaselineScores, baseline_scores
 from evaluators.errors import QuantgateError, UsageError
 from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
+from quantgate.evaluate.label_confidence import add_gold_probability_shifts
 from quantgate.evaluate.options import RunOptions, run_cases, select_cases
 from quantgate.evaluate.rescore import prior_outcomes
 from quantgate.evaluate.resume import read_back
@@ -186,6 +187,7 @@ def _execute_here(session: RunSession, executor: VariantExecutor) -> Path:
             evaluate_in_rounds(session)
         else:
             evaluate_all(session, executor)
+        add_gold_probability_shifts(session)
         _token_fidelity(session, executor)
         summary.status = "complete"
     except KeyboardInterrupt as interruption:  # Ctrl-C, or SIGTERM under signals.stop_on_signals
