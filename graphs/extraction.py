@@ -23,7 +23,7 @@ from functools import cached_property
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
@@ -33,7 +33,7 @@ from evaluators.format import FormatEvaluator, parse_json_output
 from evaluators.normalize import normalize_record
 from evaluators.schema import FieldSpec
 from evaluators.tasks import ExtractionTask, Task, field_spec
-from graphs.prompting import build_messages, repair_message
+from graphs.prompting import build_messages, native_tools_text, prompt_text, repair_turn
 
 _SAFETY_TOKENS = 16
 
@@ -73,6 +73,7 @@ class ExtractionContext:
         retry_backoff_s: Wait before the first retry; doubled each time.
         task: What the model is asked (`evaluators.tasks`): the prompt's instruction, and the
             fields of `schema` (for the kinds other than extraction, derived from the task).
+        native_tools: A tool-calling task's tools go as the model API's own `tools`: prompt for a call.
     """
 
     model: BaseChatModel
@@ -85,6 +86,7 @@ class ExtractionContext:
     max_retries: int = 2
     retry_backoff_s: float = 0.5
     task: Task = field(default_factory=ExtractionTask)
+    native_tools: bool = False
 
     @cached_property
     def spec(self) -> FieldSpec:
@@ -103,14 +105,17 @@ class ExtractionContext:
     @cached_property
     def prompt_prefix(self) -> list[BaseMessage]:
         """Instructions and few-shot examples: the same for every case, so built once."""
-        return build_messages(schema=self.schema, examples=self.examples, text="", task=self.task)[:-1]
+        tools, task, shots = self.native_tools, self.task, self.examples
+        return build_messages(schema=self.schema, examples=shots, text="", task=task, native_tools=tools)[:-1]
 
     @cached_property
     def input_budget(self) -> int | None:
         """Tokens left for a case's text in the context window; None when the window is unknown."""
         if not self.context_window:
             return None
-        overhead = sum(self.tokens(str(m.content)) + 4 for m in self.prompt_prefix) + 4
+        tools = native_tools_text(self.task, self.native_tools)  # "" unless the tools go natively
+        overhead = sum(self.tokens(prompt_text(m)) + 4 for m in self.prompt_prefix) + 4
+        overhead += self.tokens(tools) if tools else 0
         return max(self.context_window - overhead - self.max_output_tokens - _SAFETY_TOKENS, 0)
 
 
@@ -332,10 +337,15 @@ def output_limit_message(output_tokens: int | None, max_tokens: int) -> str:
     )
 
 
-def repair(state: ExtractionState) -> dict[str, Any]:
-    """Feed the validation errors back and ask again."""
-    feedback = repair_message(state.get("validation_errors", []))
-    return {"messages": [*state["messages"], AIMessage(content=state.get("raw") or ""), feedback]}
+def repair(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:
+    """Feed the validation errors back and ask again (`graphs.prompting.repair_turn`)."""
+    turn = repair_turn(
+        raw=state.get("raw") or "",
+        record=state.get("record"),
+        errors=state.get("validation_errors", []),
+        native_tools=runtime.context.native_tools,
+    )
+    return {"messages": [*state["messages"], *turn]}
 
 
 def normalize(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:

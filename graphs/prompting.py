@@ -2,8 +2,13 @@
 
 Each task kind (`evaluators.tasks.TASK_KINDS`) has its instruction in `TASK_INSTRUCTIONS`:
 extraction lists the schema's fields with their descriptions, classification the labels,
-tool calling the tools, generation asks for the text. The answer is always one JSON object
-of the kind's record schema.
+tool calling the tools, generation asks for the text. The answer is one JSON object of the
+kind's record schema, with one exception: a tool-calling task whose backend sends the tools through
+its API's own `tools` (`native_tools`, as Ollama's `/api/chat` does) is asked, as Ollama's and
+OpenAI's tool-calling conventions expect, to call one of the tools or to answer without a call when
+none fits; its few-shot examples are then assistant messages with `tool_calls` (and plain answers
+for the examples without a call), and its repairs answer the call with a tool message. The tools
+themselves are not listed in that prompt: the model's chat template renders the `tools` it is sent.
 
 The prompt is built as chat messages; each backend renders them its own way (the embedded
 base model as a plain completion, Ollama through the model's chat template). Everything
@@ -17,7 +22,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages.tool import ToolCall, tool_call
 
 from evaluators.schema import FieldSpec, parse_schema
 from evaluators.tasks import ClassificationTask, ExtractionTask, GenerationTask, Task, ToolCallingTask
@@ -94,6 +100,57 @@ def _tool_calling(task: ToolCallingTask, schema: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+NATIVE_TOOL_INSTRUCTION = (
+    "Call the tool that does what the text asks, with its arguments. When none of the tools fits, "
+    "answer without calling a tool."
+)
+"""The system text of a tool-calling task whose tools go natively (the tools come as `tools`)."""
+NO_TOOL_ANSWER = "None of the tools fits this request."
+"""The assistant's answer, without a tool call, in a native few-shot example whose gold is no call."""
+
+
+def _native_calls(call: Any, prefix: str) -> list[ToolCall] | None:
+    """A record's `call` as LangChain tool calls (ids `prefix-N`); None for no call, or for a call
+    that is not a named tool with an object of arguments (it cannot be sent as a tool call)."""
+    calls = call if isinstance(call, list) else [call]
+    if call is None or not all(
+        isinstance(c, Mapping) and isinstance(c.get("name"), str) and isinstance(c.get("arguments"), Mapping)
+        for c in calls
+    ):
+        return None
+    return [
+        tool_call(name=c["name"], args=dict(c["arguments"]), id=f"{prefix}-{i}") for i, c in enumerate(calls)
+    ]
+
+
+def _native_answer(record: Mapping[str, Any], prefix: str) -> AIMessage:
+    """An example's gold record as the assistant's turn: its call as `tool_calls`, or no call."""
+    calls = _native_calls(record.get("call"), prefix)
+    return AIMessage(content="", tool_calls=calls) if calls else AIMessage(content=NO_TOOL_ANSWER)
+
+
+def native_tool_prompt(task: Task | None, native_tools: bool) -> bool:
+    """Whether the prompt is the native tool-calling one: a tool-calling task whose backend sends
+    its tools through its API's `tools`."""
+    return native_tools and isinstance(task, ToolCallingTask)
+
+
+def native_tools_text(task: Task | None, native_tools: bool) -> str:
+    """The tools as JSON text when they go natively, to count the tokens the chat template adds
+    for them (near enough: templates wrap them in a few words of their own); "" otherwise."""
+    if not native_tools or not isinstance(task, ToolCallingTask):
+        return ""
+    return json.dumps([tool.model_dump() for tool in task.tools], ensure_ascii=False)
+
+
+def prompt_text(message: BaseMessage) -> str:
+    """A message's text as a prompt holds it, to count its tokens: its content, and its tool calls
+    as JSON (a chat template renders them)."""
+    calls = getattr(message, "tool_calls", None) or []
+    shown = json.dumps([{"name": c["name"], "arguments": c["args"]} for c in calls], ensure_ascii=False)
+    return str(message.content) + (shown if calls else "")
+
+
 def _generation(task: GenerationTask, schema: Mapping[str, Any]) -> str:
     instruction = task.instruction or "Write the text that the input asks for."
     return f'{instruction} Answer with one JSON object: {{"text": "the text"}}.'
@@ -126,19 +183,54 @@ def repair_message(errors: Sequence[str]) -> HumanMessage:
     )
 
 
+def repair_turn(
+    *, raw: str, record: Mapping[str, Any] | None, errors: Sequence[str], native_tools: bool = False
+) -> list[BaseMessage]:
+    """The messages a repair appends: the model's answer, then what was wrong with it.
+
+    With tools sent natively (`native_tools`), an answer that was a tool call goes back as that
+    call, answered by one tool message per call naming the errors, as a tool's result would be;
+    any other answer (a call the server could not read) by a user message. Otherwise the answer's
+    JSON text and `repair_message`.
+    """
+    if not native_tools:
+        return [AIMessage(content=raw), repair_message(errors)]
+    listed = "; ".join(errors[:5]) or "unknown error"
+    again = "Call one of the tools again, corrected, or answer without a tool call when none fits."
+    calls = _native_calls((record or {}).get("call"), "repair")
+    if calls is None:
+        feedback = HumanMessage(content=f"The answer is invalid: {listed}. {again}", name=REPAIR_NAME)
+        return [AIMessage(content=raw), feedback]
+    answer = f"The tool call is invalid: {listed}. {again}"
+    return [
+        AIMessage(content="", tool_calls=calls),
+        *(ToolMessage(content=answer, tool_call_id=str(c["id"])) for c in calls),
+    ]
+
+
 def build_messages(
     *,
     schema: Mapping[str, Any],
     examples: Sequence[tuple[str, Mapping[str, Any]]],
     text: str,
     task: Task | None = None,
+    native_tools: bool = False,
 ) -> list[BaseMessage]:
     """System instructions (the task's; extraction without one), then each example as a
-    human/AI pair, then the case text."""
-    system = task_instructions(task or ExtractionTask(), schema)
+    human/AI pair, then the case text.
+
+    `native_tools`: the backend sends a tool-calling task's tools through its API's `tools`; the
+    prompt then asks for a tool call (`NATIVE_TOOL_INSTRUCTION`) and shows each example's call as
+    the assistant's `tool_calls` (see the module docstring). Other kinds ignore it.
+    """
+    native = native_tool_prompt(task, native_tools)
+    system = NATIVE_TOOL_INSTRUCTION if native else task_instructions(task or ExtractionTask(), schema)
     messages: list[BaseMessage] = [SystemMessage(content=system)]
-    for example_text, record in examples:
+    for number, (example_text, record) in enumerate(examples, start=1):
         messages.append(HumanMessage(content=example_text))
-        messages.append(AIMessage(content=json.dumps(record, ensure_ascii=False)))
+        if native:
+            messages.append(_native_answer(record, f"example-{number}"))
+        else:
+            messages.append(AIMessage(content=json.dumps(record, ensure_ascii=False)))
     messages.append(HumanMessage(content=text))
     return messages

@@ -111,6 +111,9 @@ class OpenedVariant:
         reported_vram_bytes: The part of it in GPU memory, as the server reports it.
         max_retries: Calls repeated after a retryable failure (a busy server, a timeout).
         retry_backoff_s: Wait before the first retry, doubled each time.
+        native_tools: A tool-calling task's tools go through the model API's own `tools` (Ollama's
+            `/api/chat`), not as JSON constrained by a grammar: the prompt then asks for a tool
+            call and shows its examples as tool calls (`graphs.prompting.build_messages`).
     """
 
     chat_model: BaseChatModel
@@ -124,6 +127,7 @@ class OpenedVariant:
     reported_vram_bytes: int | None = None
     max_retries: int = 2
     retry_backoff_s: float = 0.5
+    native_tools: bool = False
 
 
 class Backend(Protocol):

@@ -10,7 +10,8 @@ then reads `/api/ps` (size in memory, size in VRAM, context length). Chat calls 
 rewritten for llama.cpp's JSON-schema converter, which the server runs (`grammar_schema`), and
 what that converter cannot enforce is recorded as `runtime.unenforced_schema_keywords`.
 For a tool-calling task the task's tools are sent as Ollama's `tools` instead, with no `format`
-(`quantgate.backends.ollama_tools`); `runtime.decoding` says which way a variant's calls went.
+(`quantgate.backends.ollama_tools`), and the variant says so (`native_tools`), so that the prompt
+asks for a tool call rather than JSON; `runtime.decoding` says which way a variant's calls went.
 """
 
 from __future__ import annotations
@@ -277,5 +278,6 @@ def open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
         reported_vram_bytes=running.get("size_vram"),
         max_retries=int(variant.options.get("max_retries", 2)),
         retry_backoff_s=float(variant.options.get("retry_backoff_s", 0.5)),
+        native_tools=task_tools(schema) is not None,
     )
     server.client.close()

@@ -139,4 +139,5 @@ def extraction_context(dataset: Dataset, opened: OpenedVariant, options: RunOpti
         max_retries=opened.max_retries,
         retry_backoff_s=opened.retry_backoff_s,
         task=dataset.task,
+        native_tools=opened.native_tools,
     )

@@ -2,11 +2,20 @@
 keys on the prompt prefix)."""
 
 import json
+from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from evaluators.tasks import ClassificationTask, ExtractionTask, GenerationTask, ToolCallingTask, parse_task
-from graphs.prompting import build_messages
+from graphs.prompting import (
+    NATIVE_TOOL_INSTRUCTION,
+    NO_TOOL_ANSWER,
+    build_messages,
+    native_tools_text,
+    prompt_text,
+    repair_message,
+    repair_turn,
+)
 from tests.fakes import GOOD, SCHEMA
 
 EXTRACTION_PROMPT = (
@@ -98,3 +107,85 @@ def test_the_generation_prompt_takes_the_task_instruction():
     assert told[0].content == (
         'Describe the restaurant in one sentence. Answer with one JSON object: {"text": "the text"}.'
     )
+
+
+def _weather_task() -> ToolCallingTask:
+    parameters = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    function = {"name": "get_weather", "description": "Weather", "parameters": parameters}
+    task = parse_task({"kind": "tool_calling", "tools": [{"type": "function", "function": function}]})
+    assert isinstance(task, ToolCallingTask)
+    return task
+
+
+def test_with_native_tools_the_prompt_asks_for_a_tool_call_and_shows_calls_as_tool_calls():
+    task = _weather_task()
+    examples: list[tuple[str, dict[str, Any]]] = [
+        ("Weather in Rome?", {"call": {"name": "get_weather", "arguments": {"city": "Rome"}}}),
+        ("Tell me a joke.", {"call": None}),
+    ]
+    messages = build_messages(
+        schema=task.record_schema(), examples=examples, text="case", task=task, native_tools=True
+    )
+    assert messages[0] == SystemMessage(content=NATIVE_TOOL_INSTRUCTION)
+    assert "JSON" not in NATIVE_TOOL_INSTRUCTION
+    assert "get_weather" not in NATIVE_TOOL_INSTRUCTION
+    call = messages[2]
+    assert isinstance(call, AIMessage)
+    assert (call.content, call.tool_calls) == (
+        "",
+        [{"name": "get_weather", "args": {"city": "Rome"}, "id": "example-1-0", "type": "tool_call"}],
+    )
+    no_call = messages[4]
+    assert isinstance(no_call, AIMessage)
+    assert (no_call.content, no_call.tool_calls) == (NO_TOOL_ANSWER, [])
+    assert [m.content for m in messages[1::2]] == ["Weather in Rome?", "Tell me a joke.", "case"]
+    assert len(messages) == 6
+
+
+def test_native_tools_change_nothing_but_a_tool_calling_prompt():
+    task = _weather_task()
+    schema = task.record_schema()
+    example = [("Weather in Rome?", {"call": {"name": "get_weather", "arguments": {"city": "Rome"}}})]
+    assert build_messages(schema=schema, examples=example, text="t", task=task, native_tools=False) == (
+        build_messages(schema=schema, examples=example, text="t", task=task)
+    )
+    assert build_messages(schema=SCHEMA, examples=[("e", GOOD)], text="t", native_tools=True) == (
+        build_messages(schema=SCHEMA, examples=[("e", GOOD)], text="t")
+    )
+
+
+def test_a_native_repair_answers_the_call_with_a_tool_message():
+    record = {"call": {"name": "get_forecast", "arguments": {"city": "Paris"}}}
+    turn = repair_turn(raw=json.dumps(record), record=record, errors=["call: not valid"], native_tools=True)
+    call, answer = turn
+    assert isinstance(call, AIMessage)
+    assert isinstance(answer, ToolMessage)
+    assert call.tool_calls == [
+        {"name": "get_forecast", "args": {"city": "Paris"}, "id": "repair-0", "type": "tool_call"}
+    ]
+    assert answer.tool_call_id == "repair-0"
+    assert answer.content == (
+        "The tool call is invalid: call: not valid. Call one of the tools again, corrected, "
+        "or answer without a tool call when none fits."
+    )
+    raw = "the server's tool call is not readable"
+    unread = repair_turn(raw=raw, record=None, errors=["x"], native_tools=True)
+    assert [type(m) for m in unread] == [AIMessage, HumanMessage]
+    assert unread[0].content == "the server's tool call is not readable"
+    assert str(unread[1].content).startswith("The answer is invalid: x. Call one of the tools again")
+
+
+def test_without_native_tools_a_repair_is_the_json_and_the_validator_message():
+    turn = repair_turn(raw='{"call": 1}', record=None, errors=["call: 1 is not valid"])
+    assert turn == [AIMessage(content='{"call": 1}'), repair_message(["call: 1 is not valid"])]
+
+
+def test_a_tool_call_counts_in_the_prompt_as_its_json():
+    task = _weather_task()
+    example = [("Weather in Rome?", {"call": {"name": "get_weather", "arguments": {"city": "Rome"}}})]
+    schema = task.record_schema()
+    call = build_messages(schema=schema, examples=example, text="", task=task, native_tools=True)[2]
+    assert prompt_text(call) == '[{"name": "get_weather", "arguments": {"city": "Rome"}}]'
+    assert prompt_text(HumanMessage(content="plain")) == "plain"
+    assert native_tools_text(task, True) == json.dumps([tool.model_dump() for tool in task.tools])
+    assert native_tools_text(task, False) == ""
