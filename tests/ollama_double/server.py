@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage
 
 from quantgate.backends.greedy import Generation
 from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
@@ -30,7 +30,7 @@ from tests.ollama_double.embed import embed
 from tests.ollama_double.logprobs import logprob_entry as _logprobs
 from tests.ollama_double.models import DEFAULT_CONTEXT_LENGTH, DEFAULT_NUM_KEEP, Models, keep_alive_s
 from tests.ollama_double.queue import BUSY, Admission, QueueFullError
-from tests.ollama_double.tools import ToolAnswers, final_fields
+from tests.ollama_double.tools import ToolAnswers, chat_problem, final_fields, prompt_messages
 
 VERSION = "0.0.0-quantgate-test-double"
 STREAM_ERROR = "an error was encountered while running the model"
@@ -65,10 +65,7 @@ class Faults:
 
 def _prompt(raw: list[dict[str, Any]]) -> str:
     """The completion prompt; a final assistant message is left open for the model to continue."""
-    kinds = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
-    messages: list[BaseMessage] = [
-        kinds[m["role"]](content=m.get("content", "")) for m in raw if m.get("role") in kinds
-    ]
+    messages = prompt_messages(raw)
     if messages and isinstance(messages[-1], AIMessage):
         return render_prompt(messages[:-1]) + messages[-1].text
     return render_prompt(messages)
@@ -179,6 +176,8 @@ class Handler(BaseHTTPRequestHandler):
             self._show(tag)
         elif self.path == "/api/generate":
             self._generate(tag, body, keep_alive)
+        elif self.path == "/api/chat" and (problem := chat_problem(body)):
+            self._json(400, {"error": problem})  # Ollama refuses a body it cannot decode
         elif self.path == "/api/chat":
             spared = self.server.faults.take("spare")
             if spared or not self._html_instead("html_chat"):

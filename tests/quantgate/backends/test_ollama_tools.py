@@ -6,8 +6,15 @@ import json
 import httpx
 import pytest
 
+from graphs.extraction import graph
+from graphs.prompting import NATIVE_TOOL_INSTRUCTION, NO_TOOL_ANSWER
+from quantgate.backends.ollama import open_ollama
 from quantgate.backends.ollama_tools import MALFORMED_CALL, TOOLS_DECODING
 from quantgate.cli.main import main
+from quantgate.evaluate.options import RunOptions, extraction_context
+from quantgate.evaluate.warm_up import WARM_UP_TEXT
+from quantgate.inputs.dataset import load_dataset
+from quantgate.inputs.variants import Variant
 from quantgate.rundir.store import read_records
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -26,11 +33,11 @@ CASES = [
     ("eur", "How much is 10 EUR in dollars?",
      {"call": {"name": "convert_currency", "arguments": {"amount": 10, "to": "USD"}}}),
 ]  # fmt: skip
-EXAMPLE = {
-    "id": "ex",
-    "text": "Weather in Rome?",
-    "expected": {"call": {"name": "get_weather", "arguments": {"city": "Rome"}}},
-}
+EXAMPLES = [
+    {"id": "ex", "text": "Weather in Rome?",
+     "expected": {"call": {"name": "get_weather", "arguments": {"city": "Rome"}}}},
+    {"id": "ex-none", "text": "Sing me a song.", "expected": {"call": None}},
+]  # fmt: skip
 
 
 def _call(name, arguments):
@@ -71,7 +78,7 @@ def tool_dataset(tmp_path):
     (root / "task.json").write_text(json.dumps({"kind": "tool_calling", "tools": TOOLS}))
     lines = [{"id": i, "text": t, "expected": e} for i, t, e in CASES]
     (root / "cases.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    (root / "examples.jsonl").write_text(json.dumps(EXAMPLE) + "\n")
+    (root / "examples.jsonl").write_text("".join(json.dumps(example) + "\n" for example in EXAMPLES))
     return root
 
 
@@ -142,3 +149,62 @@ def test_tool_calling_run_over_two_ollama_variants(tool_double, tool_dataset, tm
         assert body["tools"] == TOOLS  # the task's tools, as task.json holds them
         assert body.get("format") is None  # no grammar with tools
         assert body["options"]["temperature"] == 0.0
+        _assert_tool_prompt(body["messages"])
+
+
+def _assert_tool_prompt(messages):
+    """The prompt of a chat sent with tools: asks for a tool call (no JSON), and shows the examples'
+    calls as the assistant's `tool_calls` (and the example without a call as a plain answer), as the
+    `ollama` client sends them: empty content left out, a call's id and type dropped."""
+    system, rome, rome_call, song, song_answer = messages[:5]
+    assert system == {"role": "system", "content": NATIVE_TOOL_INSTRUCTION}
+    assert "JSON" not in system["content"]
+    assert rome == {"role": "user", "content": "Weather in Rome?"}
+    assert song == {"role": "user", "content": "Sing me a song."}
+    assert rome_call == {"role": "assistant", "tool_calls": _call("get_weather", {"city": "Rome"})}
+    assert song_answer == {"role": "assistant", "content": NO_TOOL_ANSWER}
+    assert messages[5]["role"] == "user"
+    assert messages[5]["content"] in [WARM_UP_TEXT, *(text for _, text, _ in CASES)]  # the warm-up, or a case
+
+
+def test_the_double_refuses_a_chat_whose_tool_call_arguments_are_not_an_object(tool_double):
+    messages = [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {"role": "assistant", "tool_calls": _call("get_weather", "Oslo")},  # Ollama decodes an object only
+    ]
+    body = {"model": "gemma3:270m-f16", "messages": messages, "tools": TOOLS, "stream": False}
+    response = httpx.post(f"{tool_double.url}/api/chat", json=body, timeout=120)
+    assert response.status_code == 400
+    assert response.json()["error"] == (
+        "messages[1].tool_calls[0].function.arguments: cannot unmarshal str into an object of arguments"
+    )
+    called = {"role": "assistant", "tool_calls": _call("get_weather", {"city": "Oslo"})}
+    fine = {**body, "messages": [messages[0], called]}
+    assert httpx.post(f"{tool_double.url}/api/chat", json=fine, timeout=120).status_code == 200
+
+
+def test_a_native_repair_sends_the_call_back_as_a_tool_call(tool_double, tool_dataset):
+    """A repair over native tools: the invalid call goes back as the assistant's call, answered by a
+    tool message naming the error (Paris: an undeclared tool); an unreadable call (EUR) as its text,
+    with a user turn."""
+    dataset = load_dataset(tool_dataset)
+    host = {"host": tool_double.url}
+    variant = Variant(name="f16", backend="ollama", model="gemma3:270m-f16", options=host)
+    with open_ollama(variant, dataset.schema) as opened:
+        assert opened.native_tools
+        context = extraction_context(dataset, opened, RunOptions(max_repairs=1))
+        paris = graph.invoke({"text": "Will it rain in Paris?"}, context=context)
+        eur = graph.invoke({"text": "How much is 10 EUR in dollars?"}, context=context)
+    assert (len(paris["attempts"]), paris["valid"]) == (2, False)  # the same undeclared tool again
+    assert (len(eur["attempts"]), eur["valid"]) == (2, True)  # the double answers the repair without a call
+    requests = httpx.get(f"{tool_double.url}/_double/tool_requests").json()["requests"]
+    first, repaired, _, eur_repaired = (body["messages"] for body in requests[-4:])
+    called, told = repaired[len(first) :]
+    assert called == {"role": "assistant", "tool_calls": _call("get_forecast", {"city": "Paris"})}
+    assert told["role"] == "tool"
+    assert told["content"].startswith("The tool call is invalid: call: ")
+    unread, said = eur_repaired[len(first) :]
+    assert unread["role"] == "assistant"
+    assert unread["content"].startswith(MALFORMED_CALL)
+    assert said == {"role": "user", "content": said["content"]}
+    assert said["content"].startswith("The answer is invalid: ")
