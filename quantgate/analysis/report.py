@@ -29,6 +29,7 @@ from quantgate.formatting import MISSING, interval_points, number, percent, poin
 from quantgate.hardware import package_version
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
+from quantgate.render.fidelity_tail import fidelity_tail
 from quantgate.render.load_table import load_rows
 from quantgate.render.summary_table import BASELINE_NOTE, below_baseline, summary_rows
 from quantgate.rundir.decision import Decision, VariantDecision
@@ -231,6 +232,7 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
             baseline_note=BASELINE_NOTE if any(below) else None,
             load_rows=load_rows(load) if load else None,
             embedding_rows=embeddings if embedded else None,
+            fidelity=fidelity_tail([(v.name, v.token_fidelity) for v in view.run.summary.variants]),
             decision=_decision_context(view.decision),
             task=task_context(view),
             charts=_chart_context(charts),

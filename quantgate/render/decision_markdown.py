@@ -13,6 +13,7 @@ from evaluators.comparison import PairedDelta
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
+from quantgate.render.fidelity_tail import fidelity_tail
 from quantgate.render.task_figures import task_figures
 from quantgate.rundir.decision import Decision, VariantDecision
 from quantgate.rundir.summary import RunSummary, SequentialEntry
@@ -129,6 +130,15 @@ _OVERVIEW_NOTE = (
 def _overview(decision: Decision) -> list[str]:
     rows = [_overview_row(name, v) for name, v in decision.variants.items()]
     return ["## Variants", "", *markdown_table(_OVERVIEW, rows), _OVERVIEW_NOTE, ""]
+
+
+def _fidelity(decision: Decision) -> list[str]:
+    """Token fidelity's tail per variant, and per slice when cases have tags."""
+    tail = fidelity_tail([(name, v.token_fidelity) for name, v in decision.variants.items()])
+    if tail is None:
+        return []
+    slices = [*markdown_table(tail.slice_header, tail.slice_rows)] if tail.slice_rows else []
+    return ["## Token fidelity", "", *markdown_table(tail.header, tail.rows), *slices, tail.note, ""]
 
 
 def task_figures_section(summary: RunSummary | None, *, level: str = "##") -> list[str]:
@@ -325,6 +335,7 @@ def render_decision(decision: Decision, *, summary: RunSummary | None = None) ->
         _headline(decision),
         _overview(decision),
         task_figures_section(summary),
+        _fidelity(decision),
         _gates(decision),
         _deltas(decision),
         _embeddings(decision),

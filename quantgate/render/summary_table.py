@@ -6,6 +6,7 @@ import textwrap
 
 from evaluators.baselines import above_baseline
 from quantgate.formatting import MISSING, number, text_table
+from quantgate.render.fidelity_tail import fidelity_tail
 from quantgate.render.task_figures import task_figures
 from quantgate.rundir.summary import RunSummary, VariantEntry
 
@@ -91,7 +92,7 @@ def render_summary(summary: RunSummary) -> str:
         f"run {summary.run_id}   {MISSING} = not measured"
     )
     notes = [BASELINE_NOTE] if flagged else []
-    return "\n".join([*lines, footer, *notes, *task_section(summary)])
+    return "\n".join([*lines, footer, *notes, *task_section(summary), *fidelity_section(summary)])
 
 
 def task_section(summary: RunSummary) -> list[str]:
@@ -102,3 +103,19 @@ def task_section(summary: RunSummary) -> list[str]:
         return []
     table = text_table([figures.header, *figures.rows])
     return ["", f"{figures.kind} figures:", *table, *textwrap.wrap(figures.note, width=100)]
+
+
+def fidelity_section(summary: RunSummary) -> list[str]:
+    """The lines of the token-fidelity tail under the table (none when no variant has it): the
+    variants' table, the per-slice table when cases have tags, and what the columns mean."""
+    tail = fidelity_tail([(entry.name, entry.token_fidelity) for entry in summary.variants])
+    if tail is None:
+        return []
+    slices = ["", "token fidelity per slice:", *text_table([tail.slice_header, *tail.slice_rows])]
+    return [
+        "",
+        "token fidelity:",
+        *text_table([tail.header, *tail.rows]),
+        *(slices if tail.slice_rows else []),
+        *textwrap.wrap(tail.note, width=100),
+    ]
