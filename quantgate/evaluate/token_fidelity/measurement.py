@@ -132,6 +132,14 @@ def _collect(
             on_case(record)
 
 
+def _check_inputs(prompts: Mapping[str, str], outputs: Mapping[str, str], rows_per_batch: int) -> None:
+    missing = [case_id for case_id in outputs if case_id not in prompts]
+    if missing:
+        raise ValueError(f"no prompt for cases with a reference output: {', '.join(missing[:5])}")
+    if rows_per_batch < 1:
+        raise ValueError(f"rows_per_batch must be at least 1, got {rows_per_batch}")
+
+
 def measure_token_fidelity(
     *,
     reference: EmbeddedEngine,
@@ -150,13 +158,14 @@ def measure_token_fidelity(
     `GreedyDecoder` does), so every model reads the same tokens. An output should be the
     reference's answer to exactly that prompt (its first attempt, without repairs); being
     re-tokenized, it may differ from the generated tokens where the reference produced a
-    non-canonical split (seen once in 685 tokens). A case whose prompt and
-    output do not fit in the context is skipped, with an `error` in its records. Listing the
-    reference's file among the variants loads it again and should give a KLD of about 0.
+    non-canonical split (seen once in 685 tokens). A case whose prompt and output do not fit
+    in the context is skipped, with an `error` in its records. Each position's answer token
+    is classed as structural or value (`evaluators.json_tokens`) by its bytes in the
+    reference's tokenizer. Listing the reference's file among the variants loads it again and
+    should give a KLD of about 0.
 
     Args:
-        reference: The reference, already loaded (the caller built the prompts with it and
-            frees it).
+        reference: The reference, already loaded (the caller built the prompts with it, frees it).
         variant_paths: Variant name to GGUF file; loaded here and freed on return.
         prompts: Case id to the first-attempt prompt (`case_prompt`).
         reference_outputs: Case id to the reference's output text for that prompt; the
@@ -168,19 +177,13 @@ def measure_token_fidelity(
         tags: Case id to its tags, for the per-slice figures (a case not in it has none).
 
     Returns:
-        Variant name to its fidelity summary pooled over all positions of all measured cases,
-        and per slice. Each position's answer token is classed as structural or value
-        (`evaluators.json_tokens`) from its text in the reference's tokenizer.
+        Variant name to its summary pooled over all positions of all measured cases, and per slice.
 
     Raises:
         ValueError: A case has an output but no prompt, a variant's vocabulary differs from
             the reference's, or `rows_per_batch` is below 1.
     """
-    missing = [case_id for case_id in reference_outputs if case_id not in prompts]
-    if missing:
-        raise ValueError(f"no prompt for cases with a reference output: {', '.join(missing[:5])}")
-    if rows_per_batch < 1:
-        raise ValueError(f"rows_per_batch must be at least 1, got {rows_per_batch}")
+    _check_inputs(prompts, reference_outputs, rows_per_batch)
     measured: dict[str, list[TokenFidelity]] = {name: [] for name in variant_paths}
     with ExitStack() as stack:
         variants = _load_variants(stack, reference, variant_paths, dict(engine_options or {}))
