@@ -3,9 +3,9 @@
 For a single-label classification (a record schema of one string field with an `enum`), the
 grammar lets the model write only `{"<field>": "<one of the labels>"}`. After a case's answer,
 each label is scored as the continuation the grammar would allow: the model's own answer text
-with its label replaced (`label_continuations`), teacher-forced after the prompt
-(`teacher_forcing.forced_logits`, which keeps the prompt's KV cache between labels), its token
-log-probabilities summed (`sequence_logprob`) and normalized over the labels
+with its label replaced (`label_continuations`), teacher-forced after the prompt, all labels
+in one decode (`label_context.ContinuationScorer`, which keeps the prompt's KV cache between
+cases), its token log-probabilities summed and normalized over the labels
 (`normalize_logprobs`). The tokens all labels share at the start cancel out in the
 normalization and are evaluated once, as part of the prompt.
 
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from evaluators.classification import LABEL_PROBABILITY_KEY as PROBABILITY_KEY
-from quantgate.backends.teacher_forcing import forced_logits
+from quantgate.backends.label_context import ContinuationScorer
 
 LABEL_SCORING_KEY = "label_scoring_s"
 """Seconds the label probabilities took (part of the attempt's `total_s`)."""
@@ -115,12 +115,15 @@ def common_token_prefix(sequences: Sequence[Sequence[int]]) -> int:
     return shortest
 
 
-def label_probabilities(llama: Any, prompt: str, continuations: Mapping[str, str]) -> dict[str, float]:
-    """P(label | prompt) over the labels of `continuations`, from `llama`'s logits.
+def label_probabilities(
+    llama: Any, scorer: ContinuationScorer, prompt: str, continuations: Mapping[str, str]
+) -> dict[str, float]:
+    """P(label | prompt) over the labels of `continuations`, from the logits of `scorer`, a
+    context over `llama`'s model (`llama` tokenizes).
 
     The tokens every continuation shares at its start are evaluated with the prompt (the same
     for every label, they cancel in the normalization); each label's remaining tokens are
-    teacher-forced after them, the prompt's KV cache kept between labels.
+    teacher-forced after them, all labels in one batch.
     """
     prompt_tokens = llama.tokenize(prompt.encode("utf-8"))
     tokens = {
@@ -129,18 +132,19 @@ def label_probabilities(llama: Any, prompt: str, continuations: Mapping[str, str
     shared = common_token_prefix(list(tokens.values()))
     shared = min(shared, *(len(t) - 1 for t in tokens.values()))  # each label keeps one token to score
     head = [*prompt_tokens, *next(iter(tokens.values()))[:shared]]
-    logprobs = {}
-    for label, label_tokens in tokens.items():
-        targets = label_tokens[shared:]
-        logprobs[label] = sequence_logprob(forced_logits(llama, head, targets), targets)
-    return normalize_logprobs(logprobs)
+    values = scorer.logprobs(head, [label_tokens[shared:] for label_tokens in tokens.values()])
+    return normalize_logprobs(dict(zip(tokens, values, strict=True)))
 
 
-def label_metadata(llama: Any, prompt: str, raw: str, labels: LabelSet) -> dict[str, float]:
+def label_metadata(
+    llama: Any, scorer: ContinuationScorer, prompt: str, raw: str, labels: LabelSet
+) -> dict[str, float]:
     """The response metadata of a classification answer: the chosen label's probability
     (`PROBABILITY_KEY`) and each label's (`label_key`); empty when the answer chose no label."""
     chosen = chosen_label(raw, labels)
     if chosen is None:
         return {}
-    probabilities = label_probabilities(llama, prompt, label_continuations(raw, chosen, labels.labels))
+    probabilities = label_probabilities(
+        llama, scorer, prompt, label_continuations(raw, chosen, labels.labels)
+    )
     return {PROBABILITY_KEY: probabilities[chosen], **{label_key(k): p for k, p in probabilities.items()}}

@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
@@ -30,6 +30,7 @@ from quantgate.backends import BackendError, OpenedVariant
 from quantgate.backends.grammar import GrammarChecker, GrammarEngine, LlguidanceChecker, lark_of_schema
 from quantgate.backends.greedy import Generation, GreedyDecoder
 from quantgate.backends.kv_cache import kv_cache_params
+from quantgate.backends.label_context import ContinuationScorer
 from quantgate.backends.label_scores import LABEL_SCORING_KEY, closed_label_set, label_metadata
 from quantgate.backends.schema_grammar import (
     GRAMMAR_ENGINES,
@@ -41,6 +42,9 @@ from quantgate.backends.schema_grammar import (
 from quantgate.backends.streaming import StreamingChatModel
 from quantgate.hardware import package_version
 from quantgate.inputs.variants import KVCache, Variant
+
+if TYPE_CHECKING:
+    from quantgate.backends.slots import SlotScheduler
 
 
 def render_prompt(messages: Sequence[BaseMessage]) -> str:
@@ -150,9 +154,6 @@ class EmbeddedEngine:
         from llama_cpp import Llama
         from llama_cpp._utils import suppress_stdout_stderr
 
-        from quantgate.backends.batch import LlamaBatchContext
-        from quantgate.backends.slots import SlotScheduler
-
         _check_options(slots=slots, grammar_engine=grammar_engine, fast_forward=fast_forward)
         self.grammar_engine = grammar_engine
         self.fast_forward = fast_forward and slots is not None
@@ -166,13 +167,15 @@ class EmbeddedEngine:
         self.max_array_items = max_array_items
         self.score_labels = score_labels
         self.lock = threading.Lock()
+        self._scoring_lock = threading.Lock()
         self._grammars: dict[str, str] = {}
         self.scheduler: SlotScheduler | None = None
         self._decoder: GreedyDecoder | None = None
+        self._scorer: ContinuationScorer | None = None
         with suppress_stdout_stderr(disable=False):  # llama.cpp prints KV-cache notes even when not verbose
             self.llama = Llama(
                 model_path=str(self.model_path),
-                n_ctx=n_ctx if slots is None or score_labels else _TOKENIZER_CTX,
+                n_ctx=n_ctx if slots is None else _TOKENIZER_CTX,
                 n_threads=self.n_threads,
                 n_threads_batch=self.n_threads,
                 flash_attn=self.flash_attn,
@@ -184,16 +187,19 @@ class EmbeddedEngine:
             )
             self._checker = self._grammar_checker()
             if slots is not None:
-                self._batch_context = LlamaBatchContext(
-                    self.llama,
-                    sequences=slots + 1,
-                    n_ctx=n_ctx,
-                    n_threads=self.n_threads,
-                    grammars=self._checker,
-                )
-                self.scheduler = SlotScheduler(self._batch_context, slots, fast_forward=fast_forward)
+                self._start_slots(slots, fast_forward)
         if slots is None:
             self._decoder = GreedyDecoder(self.llama, self._checker)
+
+    def _start_slots(self, slots: int, fast_forward: bool) -> None:
+        from quantgate.backends.batch import LlamaBatchContext
+        from quantgate.backends.slots import SlotScheduler
+
+        checker, n_threads = self._checker, self.n_threads
+        self._batch_context = LlamaBatchContext(
+            self.llama, sequences=slots + 1, n_ctx=self.n_ctx, n_threads=n_threads, grammars=checker
+        )
+        self.scheduler = SlotScheduler(self._batch_context, slots, fast_forward=fast_forward)
 
     def _grammar_checker(self) -> GrammarEngine:
         vocab, n_vocab = self.llama._model.vocab, self.llama.n_vocab()
@@ -246,14 +252,20 @@ class EmbeddedEngine:
 
     def label_metadata(self, prompt: str, raw: str, schema: Mapping[str, Any] | None) -> dict[str, float]:
         """With `score_labels`, a single-label classification answer's label probabilities and the
-        seconds they took (`label_scores.label_metadata`, on the `Llama`'s own context, under
-        `lock`: with slots that context serves only this); empty otherwise."""
+        seconds they took (`label_scores.label_metadata`, in a context of one sequence per label
+        plus the prompt's, made at the first answer, one case at a time); empty otherwise."""
         labels = closed_label_set(schema) if self.score_labels else None
         if labels is None:
             return {}
         started = time.perf_counter()
-        with self.lock:
-            scores = label_metadata(self.llama, prompt, raw, labels)
+        with self._scoring_lock:
+            if self._scorer is None or self._scorer.sequences < len(labels.labels) + 1:
+                if self._scorer is not None:
+                    self._scorer.close()
+                self._scorer = ContinuationScorer(
+                    self.llama, sequences=len(labels.labels) + 1, n_ctx=self.n_ctx, n_threads=self.n_threads
+                )
+            scores = label_metadata(self.llama, self._scorer, prompt, raw, labels)
         return {**scores, LABEL_SCORING_KEY: time.perf_counter() - started} if scores else {}
 
     def unenforced(self, schema: Mapping[str, Any]) -> tuple[UnenforcedKeyword, ...]:
@@ -269,6 +281,8 @@ class EmbeddedEngine:
         if self.scheduler is not None:
             self.scheduler.close()
             self._batch_context.close()
+        if self._scorer is not None:
+            self._scorer.close()
         self.llama.close()
 
 

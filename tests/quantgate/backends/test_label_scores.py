@@ -69,3 +69,54 @@ def test_common_token_prefix() -> None:
     assert common_token_prefix([[1, 2, 3], [1, 2, 4], [1, 2]]) == 2
     assert common_token_prefix([[5], [6]]) == 0
     assert common_token_prefix([]) == 0
+
+
+def test_the_batch_holds_the_prompt_tail_in_every_sequence_and_each_label_in_its_own() -> None:
+    from quantgate.backends.label_context import _entries
+
+    # prompt [1, 2, 3, 4], [1, 2] cached; labels [7, 8, 9] and [5]
+    entries = _entries([1, 2, 3, 4], 2, [[7, 8, 9], [5]])
+    assert [(e.token, e.pos, e.seqs, e.targets) for e in entries] == [
+        (3, 2, (0, 1, 2), ()),  # the uncached tail, no logits
+        (4, 3, (0, 1, 2), ((0, 7), (1, 5))),  # the last prompt token predicts each first token
+        (7, 4, (1,), ((0, 8),)),
+        (8, 5, (1,), ((0, 9),)),  # a label's last token is only predicted, never decoded
+    ]
+
+
+def test_the_log_normalizer_is_the_log_sum_exp_of_the_row() -> None:
+    from quantgate.backends.label_context import log_normalizer
+
+    # exp(0) + exp(ln 3) = 4; shifted far past exp's float range, still exact
+    row = np.array([0.0, math.log(3)], dtype=np.float32)
+    assert log_normalizer(row) == pytest.approx(math.log(4), abs=1e-6)
+    assert log_normalizer(np.array([1000.0, 1000.0])) == pytest.approx(1000 + math.log(2))
+
+
+class _Tokens:
+    """A tokenizer of one token per character (its code), BOS 0."""
+
+    def tokenize(self, text: bytes, add_bos: bool = True) -> list[int]:
+        return ([0] if add_bos else []) + list(text)
+
+
+class _Scorer:
+    """Log-probabilities given by hand, and the calls seen."""
+
+    def __init__(self, values: list[float]) -> None:
+        self.values = values
+        self.calls: list[tuple[list[int], list[list[int]]]] = []
+
+    def logprobs(self, prompt: list[int], continuations: list[list[int]]) -> list[float]:
+        self.calls.append((list(prompt), [list(c) for c in continuations]))
+        return self.values
+
+
+def test_label_probabilities_score_the_labels_after_their_shared_start() -> None:
+    from quantgate.backends.label_scores import label_probabilities
+
+    scorer = _Scorer([math.log(0.03), math.log(0.01)])
+    probabilities = label_probabilities(_Tokens(), scorer, "P", {"ab": "xab", "ac": "xac"})  # type: ignore[arg-type]
+    assert probabilities == pytest.approx({"ab": 0.75, "ac": 0.25})
+    # "xa" shared by both: evaluated with the prompt; each label keeps its own last token
+    assert scorer.calls == [([0, ord("P"), ord("x"), ord("a")], [[ord("b")], [ord("c")]])]

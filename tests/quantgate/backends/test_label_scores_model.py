@@ -4,6 +4,7 @@ decoded one sequence at a time with label scoring on."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -45,3 +46,53 @@ def json_label(text: str) -> str:
 
     label: str = json.loads(text)["label"]
     return label
+
+
+def test_all_labels_in_one_batch_give_the_log_probabilities_of_teacher_forcing_each(
+    ladder: VariantSet,
+) -> None:
+    import llama_cpp
+
+    from quantgate.backends.label_context import ContinuationScorer
+    from quantgate.backends.label_scores import sequence_logprob
+    from quantgate.backends.llamacpp import EmbeddedEngine
+    from quantgate.backends.teacher_forcing import forced_logits
+
+    f16 = next(v for v in ladder.variants if v.name == "F16")
+    engine = EmbeddedEngine(f16.model, n_ctx=1024)  # one sequence, its own context: teacher forcing
+    llama = engine.llama
+    prompt = llama.tokenize(b"Card payments are declined when the")
+    other = llama.tokenize(b"Card payments are accepted when the")
+    labels = [llama.tokenize(text, add_bos=False) for text in (b" card expired", b" PIN is wrong", b" bank")]
+    scorer = ContinuationScorer(llama, sequences=4, n_ctx=1024, n_threads=engine.n_threads)
+    try:
+        expected = [sequence_logprob(forced_logits(llama, prompt, label), label) for label in labels]
+        first = scorer.logprobs(prompt, labels)
+        scorer.logprobs(other, labels)  # then the prompt again, its shared start cached
+        decoded: list[int] = []
+        original = scorer._decode
+
+        def counting(entries: Any, totals: Any) -> None:
+            decoded.append(len(entries))
+            original(entries, totals)
+
+        scorer._decode = counting  # type: ignore[method-assign]
+        again = scorer.logprobs(prompt, labels)
+        shared = next(i for i, (a, b) in enumerate(zip(prompt, other, strict=False)) if a != b)
+        # the tail after the shared start, then each label but its last token
+        assert decoded == [len(prompt) - shared + sum(len(label) - 1 for label in labels)]
+        memory = llama_cpp.llama_get_memory(scorer._context.ctx)
+        assert [llama_cpp.llama_memory_seq_pos_max(memory, k) for k in range(4)] == [
+            len(prompt) - 1,
+            -1,
+            -1,
+            -1,
+        ]
+    finally:
+        scorer.close()
+        engine.close()
+    # the same sums, up to batch-size effects in llama.cpp's float arithmetic (~1e-3 nats)
+    assert first == pytest.approx(expected, abs=0.01)
+    assert again == pytest.approx(expected, abs=0.01)
+    assert all(value < 0 for value in first)
+    assert len({round(v, 1) for v in expected}) == 3  # three different labels: a mix-up would show
