@@ -70,4 +70,5 @@ DECISION_FORMAT_VERSION: Final[Literal[6]] = 6
 (`run_complete`, `run_problems`). 4: each variant's embedding figures (`embeddings`). 5: the
 forecast of each variant still open (`open`), and each delta's descriptive bootstrap interval
 beside the interval it is judged by. 6: each variant's KV-cache type in the record (`kv_cache`, as
-in variants.json 3). Decisions of versions 2 to 5 are still read (as version 6)."""
+in variants.json 3), and the tail of each variant's token fidelity (as in summary.json 9).
+Decisions of versions 2 to 5 are still read (as version 6)."""
