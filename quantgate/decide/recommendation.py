@@ -106,14 +106,7 @@ def _section(
         verdict=variant_verdict("ok", list(results)),
         footprint_mb=measured.footprint_mb,
         footprint_source=measured.footprint_source,
-        measured=MeasuredFigures(
-            cases=measured.cases,
-            format_validity=measured.format_validity,
-            error_rate=measured.error_rate,
-            latency_s_p95=measured.latency_s_p95,
-            memory_mb=measured.memory_mb,
-            memory_source=measured.memory_source,
-        ),
+        measured=MeasuredFigures.model_validate(measured, from_attributes=True),  # its fields, by name
         gates=list(results),
         comparison=comparison,
         agreement=agreement,
