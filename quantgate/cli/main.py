@@ -12,6 +12,7 @@ from pathlib import Path
 
 from evaluators.errors import QuantgateError, UsageError
 from quantgate.cli import (
+    capacity,
     compare,
     datasets,
     decide,
@@ -44,6 +45,7 @@ _COMMANDS = (
     ladder,
     run,
     load,
+    capacity,
     embed,
     decide,
     report,

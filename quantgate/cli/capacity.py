@@ -1,0 +1,118 @@
+"""`quantgate capacity`: the parallel sequences each variant fits in a memory budget (the memory model)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import TYPE_CHECKING
+
+from evaluators.errors import MissingInputError, UsageError
+
+if TYPE_CHECKING:
+    from quantgate.cli.common import Commands
+    from quantgate.inputs.variants import VariantSet
+    from quantgate.loadtest.capacity import VariantCapacity
+
+BASELINE_HELP = 215.0
+"""The default of --baseline-mib as `--help` shows it, without importing the model at start-up
+(`quantgate.loadtest.capacity.DEFAULT_BASELINE_MIB` is the one definition; a test keeps them equal)."""
+
+
+def _variants(specs: list[str] | None) -> VariantSet:
+    """The variants named, else the ladder's variants.toml in the user cache (not built here)."""
+    from quantgate.inputs.variants import resolve_variants
+    from quantgate.ladder.quantize import default_ladder_dir
+
+    if specs:
+        return resolve_variants(specs)
+    ladder = default_ladder_dir() / "variants.toml"
+    if not ladder.is_file():
+        raise MissingInputError(
+            f"no ladder at {ladder}: build it with `quantgate ladder`, or name variants with --variants"
+        )
+    return resolve_variants([str(ladder)])
+
+
+def _positive(args: argparse.Namespace) -> None:
+    if not args.memory_gib > 0:
+        raise UsageError(f"--memory-gib must be above 0, got {args.memory_gib}")
+    if args.context < 1:
+        raise UsageError(f"--context must be at least 1 token, got {args.context}")
+    if args.baseline_mib < 0:
+        raise UsageError(f"--baseline-mib must be 0 or more, got {args.baseline_mib}")
+
+
+def _table(found: list[VariantCapacity], args: argparse.Namespace) -> str:
+    from quantgate.formatting import MISSING, text_table
+
+    def mib(value: float | None) -> str:
+        return MISSING if value is None else f"{value / 2**20:,.0f}"
+
+    rows = [["variant", "sequences", "KV B/token", "weights MiB", "1 seq MiB", "at capacity MiB", "note"]]
+    for item in found:
+        rows.append([
+            item.variant,
+            MISSING if item.sequences is None else str(item.sequences),
+            MISSING if item.kv_bytes_per_token is None else f"{item.kv_bytes_per_token:,.0f}",
+            mib(item.weights_bytes), mib(item.one_sequence_bytes), mib(item.at_capacity_bytes),
+            item.note or "",
+        ])  # fmt: skip
+    title = (
+        f"parallel sequences of {args.context:,} tokens in {args.memory_gib:g} GiB "
+        f"(KV cache K {args.type_k}, V {args.type_v}; process baseline {args.baseline_mib:g} MiB; predicted)"
+    )
+    return "\n".join([title, *text_table(rows)])
+
+
+def _capacity(args: argparse.Namespace) -> int:
+    from quantgate.backends import capabilities
+    from quantgate.evaluate.predictions import dump_json
+    from quantgate.formatting import terminal_text
+    from quantgate.loadtest.capacity import capacities
+
+    _positive(args)
+    args.type_k = args.type_k or args.kv_cache
+    args.type_v = args.type_v or args.kv_cache
+    variant_set = _variants(args.variants)
+    variants = variant_set.variants
+    found = capacities(
+        variants,
+        [capabilities(variant).model_file for variant in variants],
+        budget_bytes=round(args.memory_gib * 2**30),
+        context=args.context,
+        baseline_bytes=round(args.baseline_mib * 2**20),
+        type_k=args.type_k,
+        type_v=args.type_v,
+    )
+    if args.json:
+        print(dump_json([dataclasses.asdict(item) for item in found]))
+    else:
+        print(terminal_text(_table(found, args), lines=True))
+    return 0
+
+
+def add_parser(commands: Commands) -> None:
+    """Add `quantgate capacity`."""
+    parser = commands.add_parser(
+        "capacity",
+        help="the parallel sequences each embedded variant fits in a memory budget (the memory model)",
+    )
+    parser.add_argument(
+        "--memory-gib", type=float, required=True, help="the memory budget, in GiB (2^30 bytes)"
+    )
+    parser.add_argument("--context", type=int, required=True, help="tokens of context of each sequence")
+    parser.add_argument(
+        "--variants", nargs="+", metavar="FILE.toml|llamacpp:PATH.gguf",
+        help="variants files or shorthands (default: the ladder's variants.toml in the user cache)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--kv-cache", default="f16", help="KV-cache type of K and V: f16 (default), q8_0, q4_0, ..."
+    )
+    parser.add_argument("--type-k", help="K cache type, if not --kv-cache")
+    parser.add_argument("--type-v", help="V cache type, if not --kv-cache")
+    parser.add_argument(
+        "--baseline-mib", type=float, default=BASELINE_HELP,
+        help=f"RSS of the process before the model loads (default {BASELINE_HELP:g}, measured)",
+    )  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    parser.set_defaults(handler=_capacity)

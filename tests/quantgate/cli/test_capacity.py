@@ -1,0 +1,106 @@
+"""`quantgate capacity`: the sequences a budget fits, counted by hand on a small GGUF, as a table
+and as JSON, and its errors (a missing file, not a GGUF, no ladder, bad flags)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from quantgate.cli import main
+from tests.quantgate.inputs.test_gguf_metadata import write_gemma3_like
+
+GIB = 2**30
+
+
+def _fixed_and_per_sequence(weights: int, context: int) -> tuple[int, int]:
+    """The small model's RSS by hand (baseline 0): per KV cell 6 layers x 2 heads x (16 + 16) x 2 = 768 B."""
+    vocabulary = 160 * 2000
+    tokenizer_kv = 768 * 512
+    outputs = 4 * 2000 * 2  # the tokenizer's sequence and the prefix sequence
+    activations = 4 * 512 * (8 * 32 + 4 * 4 * 16 + 3 * 64)
+    per_sequence = 768 * context + 4 * 2000 + 4 * 2000  # KV, an output row, a logits row
+    return weights + vocabulary + tokenizer_kv + outputs + activations, per_sequence
+
+
+def test_capacity_by_hand_as_json(tmp_path, capsys):
+    model = write_gemma3_like(tmp_path / "small.gguf")
+    fixed, per_sequence = _fixed_and_per_sequence(model.stat().st_size, 4096)
+    budget = 0.01 * GIB
+    expected = int((round(budget) - fixed) // per_sequence)
+    assert expected == 2
+    argv = ["capacity", "--memory-gib", "0.01", "--context", "4096", "--baseline-mib", "0", "--json"]
+    assert main([*argv, "--variants", f"llamacpp:{model}"]) == 0
+    [found] = json.loads(capsys.readouterr().out)
+    assert found["sequences"] == expected
+    assert found["kv_bytes_per_token"] == 768
+    assert found["one_sequence_bytes"] == fixed + per_sequence
+    assert found["at_capacity_bytes"] == fixed + 2 * per_sequence
+    assert found["note"] == "the model was trained for 1,024 tokens of context"  # 4,096 asked
+
+
+def test_capacity_table_and_a_budget_too_small(tmp_path, capsys):
+    model = write_gemma3_like(tmp_path / "small.gguf")
+    argv = ["capacity", "--memory-gib", "0.001", "--context", "4096", "--variants", f"llamacpp:{model}"]
+    assert main([*argv, "--baseline-mib", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "parallel sequences of 4,096 tokens in 0.001 GiB" in out
+    row = next(line for line in out.splitlines() if line.startswith("small"))
+    assert row.split()[1] == "0"
+    assert "one sequence needs" in row
+    assert "more than the budget" in row
+
+
+def test_a_quantized_cache_fits_more(tmp_path, capsys):
+    model = write_gemma3_like(tmp_path / "small.gguf")
+    argv = ["capacity", "--memory-gib", "0.05", "--context", "4096", "--baseline-mib", "0", "--json"]
+    argv += ["--variants", f"llamacpp:{model}"]
+    assert main(argv) == 0
+    f16 = json.loads(capsys.readouterr().out)[0]
+    assert main([*argv, "--kv-cache", "q4_0"]) == 0
+    q4 = json.loads(capsys.readouterr().out)[0]
+    assert q4["kv_bytes_per_token"] == 6 * 2 * 32 * 18 / 32  # 216
+    assert q4["sequences"] > f16["sequences"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--kv-cache", "q3_k"], "unknown KV-cache type 'q3_k'"),
+        (["--memory-gib", "0"], "--memory-gib must be above 0"),
+        (["--context", "0"], "--context must be at least 1"),
+    ],
+)
+def test_bad_flags_exit_2(tmp_path, capsys, extra, message):
+    model = write_gemma3_like(tmp_path / "small.gguf")
+    argv = ["capacity", "--memory-gib", "2", "--context", "4096", "--variants", f"llamacpp:{model}", *extra]
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_missing_file_and_not_a_gguf_exit_2(tmp_path, capsys):
+    argv = ["capacity", "--memory-gib", "2", "--context", "4096", "--variants"]
+    assert main([*argv, f"llamacpp:{tmp_path / 'absent.gguf'}"]) == 2
+    assert f"no GGUF file at {tmp_path / 'absent.gguf'}" in capsys.readouterr().err
+    text = tmp_path / "notes.gguf"
+    text.write_text("hello", encoding="utf-8")
+    assert main([*argv, f"llamacpp:{text}"]) == 2
+    assert "variant notes: " in (err := capsys.readouterr().err)
+    assert "is not a GGUF file" in err
+
+
+def test_no_ladder_says_how_to_build_it(tmp_path, monkeypatch, capsys):
+    import quantgate.ladder.quantize
+
+    monkeypatch.setattr(quantgate.ladder.quantize, "default_ladder_dir", lambda: tmp_path / "ladder")
+    assert main(["capacity", "--memory-gib", "2", "--context", "4096"]) == 2
+    err = capsys.readouterr().err
+    assert f"no ladder at {tmp_path / 'ladder' / 'variants.toml'}" in err
+    assert "quantgate ladder" in err
+
+
+def test_the_baseline_help_is_the_default():
+    from quantgate.cli.capacity import BASELINE_HELP
+    from quantgate.loadtest.capacity import DEFAULT_BASELINE_MIB
+
+    assert BASELINE_HELP == DEFAULT_BASELINE_MIB
