@@ -11,7 +11,7 @@ from graphs.prompting import build_messages
 from quantgate.backends.llamacpp import open_llamacpp
 from quantgate.evaluate.options import select_cases
 from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant
+from quantgate.inputs.variants import KVCache, Variant
 
 pytestmark = pytest.mark.model
 
@@ -21,7 +21,11 @@ def test_a_q8_0_cache_variant_answers_two_cases_within_the_schema(ladder):
 
     q4 = next(v for v in ladder.variants if v.name == "Q4_K_M")
     variant = Variant(
-        name="Q4_K_M-kv-q8_0", backend="llamacpp", model=q4.model, kv_cache="q8_0", options={"n_ctx": 2048}
+        name="Q4_K_M-kv-q8_0",
+        backend="llamacpp",
+        model=q4.model,
+        kv_cache=KVCache(k="q8_0", v="q8_0"),
+        options={"n_ctx": 2048},
     )
     dataset = load_dataset("restaurants")
     examples = [(e.text, e.expected) for e in dataset.examples[:1] if e.expected is not None]

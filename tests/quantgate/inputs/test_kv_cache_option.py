@@ -83,8 +83,8 @@ def test_ollama_declares_one_type(tmp_path: Path) -> None:
 
 def test_the_variants_file_writes_one_type_as_a_name_and_two_as_a_table(tmp_path: Path) -> None:
     variants = [
-        Variant(name="a", backend="llamacpp", model="m", kv_cache="q4_0"),
-        Variant(name="b", backend="llamacpp", model="m", kv_cache={"k": "q8_0", "v": "f16"}),
+        Variant.model_validate({"name": "a", "backend": "llamacpp", "model": "m", "kv_cache": "q4_0"}),
+        Variant(name="b", backend="llamacpp", model="m", kv_cache=KVCache(k="q8_0", v="f16")),
     ]
     path = tmp_path / "v.toml"
     write_variants_file(path, VariantSet(variants=variants))

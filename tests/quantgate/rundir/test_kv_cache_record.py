@@ -17,9 +17,9 @@ from tests.quantgate.run_factory import make_run
 def test_variants_json_round_trips_the_kv_cache(tmp_path: Path) -> None:
     path = tmp_path / VARIANTS_FILE
     variants = [
-        VariantMetadata(name="a", backend="llamacpp", kv_cache="q8_0"),
-        VariantMetadata(name="b", backend="llamacpp", kv_cache={"k": "q8_0", "v": "f16"}),
-        VariantMetadata(name="c", backend="ollama", kv_cache="q4_0"),
+        VariantMetadata.model_validate({"name": "a", "backend": "llamacpp", "kv_cache": "q8_0"}),
+        VariantMetadata(name="b", backend="llamacpp", kv_cache=KVCache(k="q8_0", v="f16")),
+        VariantMetadata.model_validate({"name": "c", "backend": "ollama", "kv_cache": "q4_0"}),
         VariantMetadata(name="d", backend="llamacpp"),
     ]
     write_model(path, VariantsFile(variants=variants))
@@ -58,7 +58,9 @@ def test_the_decision_records_each_variants_cache_type(tmp_path: Path) -> None:
     )
     variants = [
         VariantMetadata(name="R", backend="llamacpp", quantization="F16"),
-        VariantMetadata(name="Q", backend="llamacpp", quantization="Q4_K_M", kv_cache="q4_0"),
+        VariantMetadata(
+            name="Q", backend="llamacpp", quantization="Q4_K_M", kv_cache=KVCache(k="q4_0", v="q4_0")
+        ),
     ]
     write_model(run_dir / VARIANTS_FILE, VariantsFile(variants=variants))
     decide(run_dir)
