@@ -13,6 +13,8 @@ client's real code therefore runs end to end.
   Ollama returns them);
 - `tools.py`: a chat with `tools` answered by rules a test sets per model (`POST
   /_double/tool_answers`), and the chats received with `tools` (`GET /_double/tool_requests`);
+  a chat's messages decoded as Ollama's `api.Message` (assistant `tool_calls`, `tool` messages),
+  refused with 400 when Ollama could not decode them;
 - `logprobs.py`: the log-probabilities returned with each generated token;
 - `models.py`: the served models: names with `:latest` assumed, loading, `keep_alive`, the
   context window (`num_ctx`, its default, prompts cut to fit);
