@@ -43,11 +43,14 @@ def modelfile(gguf: Path, *, num_ctx: int = 8192, num_predict: int = 512, seed: 
 
 
 def write_modelfiles(variant_set: VariantSet, directory: Path) -> list[tuple[Path, str]]:
-    """Write one Modelfile per file-backed variant; return (path, `ollama create` command) pairs."""
+    """Write one Modelfile per file-backed variant; return (path, `ollama create` command) pairs.
+
+    A variant with a `kv_cache` gets none: it shares its weight file with another, and Ollama
+    sets the cache type for the whole server (`OLLAMA_KV_CACHE_TYPE`), not per model."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for variant in variant_set.variants:
-        if not capabilities(variant).model_file:
+        if not capabilities(variant).model_file or variant.kv_cache is not None:
             continue
         path = directory / f"{variant.name}.Modelfile"
         path.write_text(modelfile(Path(variant.model)), encoding="utf-8")

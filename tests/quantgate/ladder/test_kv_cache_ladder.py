@@ -14,6 +14,7 @@ from quantgate.cli.main import main
 from quantgate.inputs.variants import KVCache, Variant, VariantSet, load_variants_file
 from quantgate.ladder import quantize
 from quantgate.ladder.kv_cache import KVCacheLadderError, with_kv_cache_variants
+from quantgate.ladder.ollama_modelfiles import write_modelfiles
 
 
 def _weights() -> VariantSet:
@@ -86,3 +87,8 @@ def test_cli_refuses_a_bad_cache_type_before_building(tmp_path: Path, monkeypatc
     assert main(["ladder", "--source", str(source), "--out", str(out), "--kv-cache", "q4_1"]) != 0
     assert "--kv-cache q4_1: use q8_0 or q4_0" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_kv_cache_variants_get_no_modelfile_of_their_own(tmp_path: Path) -> None:
+    written = write_modelfiles(with_kv_cache_variants(_weights(), ["q8_0"]), tmp_path)
+    assert [path.name for path, _ in written] == ["F16.Modelfile", "Q8_0.Modelfile", "Q4_K_M.Modelfile"]
