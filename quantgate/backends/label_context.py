@@ -33,9 +33,9 @@ class _Entry(NamedTuple):
 
 
 def log_normalizer(row: np.ndarray[Any, Any]) -> float:
-    """log Σ_v exp(row[v]) in float64 (log softmax(row)[t] = row[t] - this), as
-    `label_scores.sequence_logprob` computes it. Row by row: a row of Gemma 3's vocabulary in
-    float64 is 2 MB; all of a case's rows at once (~70 MB) are several times slower."""
+    """log Σ_v exp(row[v]) in float64 (log softmax(row)[t] = row[t] - this). Row by row: a row
+    of Gemma 3's vocabulary in float64 is 2 MB; all of a case's rows at once (~70 MB) took
+    several times longer in a profile."""
     values = row.astype(np.float64)
     top = float(values.max())
     return top + math.log(float(np.exp(values - top).sum()))

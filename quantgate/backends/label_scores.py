@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from evaluators.classification import LABEL_PROBABILITY_KEY as PROBABILITY_KEY
-from quantgate.backends.label_context import ContinuationScorer
+from quantgate.backends.label_context import ContinuationScorer, log_normalizer
 
 LABEL_SCORING_KEY = "label_scoring_s"
 """Seconds the label probabilities took (part of the attempt's `total_s`)."""
@@ -86,12 +86,7 @@ def sequence_logprob(logits: np.ndarray[Any, Any], targets: Sequence[int]) -> fl
     `logits` being the raw logits that predict targets[i]."""
     if len(targets) != len(logits):
         raise ValueError(f"{len(logits)} rows of logits for {len(targets)} target tokens")
-    total = 0.0
-    for row, target in zip(logits, targets, strict=True):
-        values = row.astype(np.float64)
-        top = float(values.max())
-        total += float(values[target]) - top - math.log(float(np.exp(values - top).sum()))
-    return total
+    return sum(float(row[target]) - log_normalizer(row) for row, target in zip(logits, targets, strict=True))
 
 
 def normalize_logprobs(logprobs: Mapping[str, float]) -> dict[str, float]:
