@@ -2,15 +2,15 @@
 only that variant.
 
 A run whose reference is a model file keeps every case the reference answered in the cache
-under a key made of everything that decides the answer: the model file's sha256, the
-dataset's content (its sha256), the prompt prefix (instructions and few-shot examples, as
-the model reads them), the decoding settings (the variant's backend and options, slots,
+under a key made of everything that decides the answer: the model file's sha256, the dataset's
+content (its sha256), the prompt prefix (instructions and few-shot examples, as the model reads
+them), the decoding settings (the variant's backend, options and KV-cache type when set, slots,
 repairs), the quantgate and llama-cpp-python versions, and the machine's CPU (outputs differ
-between instruction sets). A later run with the same key takes the reference's record of a
-case from the cache instead of evaluating it: the record is copied into the new run's
-records.jsonl, rescored with today's scorer and marked `cached_from` (the run that
-evaluated it). A changed input changes the key, so it never hits; `--no-cache` (a
-`RunOptions.reference_cache` of None) turns the cache off.
+between instruction sets). A later run with the same key takes the reference's record of a case
+from the cache instead of evaluating it: the record is copied into the new run's records.jsonl,
+rescored with today's scorer and marked `cached_from` (the run that evaluated it). A changed
+input changes the key, so it never hits; `--no-cache` (a `RunOptions.reference_cache` of None)
+turns the cache off.
 
     <cache>/<key>/key.json        what the key was made of
     <cache>/<key>/records.jsonl   the reference's records, one per case (CaseRecord)
@@ -106,6 +106,7 @@ def key_inputs(session: RunSession) -> dict[str, Any] | None:
         "llama_cpp_python": package_version("llama-cpp-python"),
         "cpu_model": machine.get("cpu_model"),
         "machine": machine.get("machine"),
+        **({"kv_cache": variant.kv_cache.model_dump()} if variant.kv_cache is not None else {}),
     }
 
 

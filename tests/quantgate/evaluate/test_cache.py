@@ -18,7 +18,7 @@ from quantgate.backends import BackendCapabilities, OpenedVariant
 from quantgate.evaluate.cache import cache_key, key_inputs
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
-from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.inputs.variants import KVCache, Variant, VariantSet
 from quantgate.rundir.store import load_run, read_records
 from quantgate.rundir.summary import RunSummary
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel, write_classification_dataset
@@ -198,6 +198,23 @@ def test_the_key_names_what_decides_the_answers(tmp_path):
     assert len(cache_key(inputs)) == 32
     session.variants = [Variant.from_chat_model("ref", QueuedChatModel(outputs=["{}"]))]
     assert key_inputs(session) is None  # a chat model given from Python has no file to key on
+
+
+def test_a_reference_with_a_kv_cache_type_has_a_key_of_its_own(tmp_path):
+    from quantgate.evaluate.session import RunSession
+
+    session = RunSession.__new__(RunSession)  # only what key_inputs reads
+    session.variants, session.reference = _variants(tmp_path).variants, "ref"
+    session.dataset, session.options = _dataset(tmp_path / "d", 2), _options(tmp_path, tmp_path / "cache")
+    plain = key_inputs(session)
+    reference = session.variants[0].model_copy(update={"kv_cache": KVCache(k="q8_0", v="q8_0")})
+    session.variants = [reference, *session.variants[1:]]
+    cached = key_inputs(session)
+    assert plain is not None
+    assert cached is not None
+    assert "kv_cache" not in plain  # keys of references without one are unchanged
+    assert cached == {**plain, "kv_cache": {"k": "q8_0", "v": "q8_0"}}
+    assert cache_key(cached) != cache_key(plain)
 
 
 GOLDS = ["card_lost", "card_arrival", "top_up_failed", "card_lost"]
