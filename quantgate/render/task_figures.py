@@ -1,5 +1,7 @@
 """A run's task-kind figures per variant (classification, multi-label, generation, tool calling):
-the section the terminal table, decision.md and suite_decision.md show under a run of that kind.
+the section the terminal table, decision.md and suite_decision.md show under a run of that kind,
+and the HTML report too (`quantgate.analysis.task_report`). `KIND_FIGURES` is the one table of
+which figures each kind shows, their titles and formats; the notebook's frame takes its keys.
 
 An extraction run has none (its figures are the summary table's own columns). Every cell comes
 from the variant's entry in summary.json; a figure not measured shows as `—`, never 0.
