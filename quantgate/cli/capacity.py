@@ -48,18 +48,20 @@ def _table(found: list[VariantCapacity], args: argparse.Namespace) -> str:
     def mib(value: float | None) -> str:
         return MISSING if value is None else f"{value / 2**20:,.0f}"
 
-    rows = [["variant", "sequences", "KV B/token", "weights MiB", "1 seq MiB", "at capacity MiB", "note"]]
+    header = ["variant", "sequences", "KV cache", "KV B/token", "weights MiB", "1 seq MiB", "at capacity MiB"]
+    rows = [[*header, "note"]]
     for item in found:
         rows.append([
             item.variant,
             MISSING if item.sequences is None else str(item.sequences),
+            item.kv_cache or MISSING,
             MISSING if item.kv_bytes_per_token is None else f"{item.kv_bytes_per_token:,.0f}",
             mib(item.weights_bytes), mib(item.one_sequence_bytes), mib(item.at_capacity_bytes),
             item.note or "",
         ])  # fmt: skip
     title = (
         f"parallel sequences of {args.context:,} tokens in {args.memory_gib:g} GiB "
-        f"(KV cache K {args.type_k}, V {args.type_v}; process baseline {args.baseline_mib:g} MiB; predicted)"
+        f"(process baseline {args.baseline_mib:g} MiB; predicted by the memory model)"
     )
     return "\n".join([title, *text_table(rows)])
 
@@ -106,7 +108,8 @@ def add_parser(commands: Commands) -> None:
         help="variants files or shorthands (default: the ladder's variants.toml in the user cache)",
     )  # fmt: skip
     parser.add_argument(
-        "--kv-cache", default="f16", help="KV-cache type of K and V: f16 (default), q8_0, q4_0, ..."
+        "--kv-cache",
+        help="KV-cache type of K and V: f16, q8_0, q4_0 (default: each variant's kv_cache, else f16)",
     )
     parser.add_argument("--type-k", help="K cache type, if not --kv-cache")
     parser.add_argument("--type-v", help="V cache type, if not --kv-cache")

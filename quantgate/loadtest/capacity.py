@@ -31,7 +31,8 @@ class VariantCapacity:
     Attributes:
         variant: The variant's name.
         sequences: The most parallel sequences that fit; None when not computed (see `note`).
-        kv_bytes_per_token: KV bytes of one token at the cache types asked for.
+        kv_cache: The KV-cache types the figure is for (`f16`, or `K q8_0, V f16`).
+        kv_bytes_per_token: KV bytes of one token at those types.
         weights_bytes: The model file's size.
         one_sequence_bytes: Predicted RSS with one sequence.
         at_capacity_bytes: Predicted RSS at `sequences` (None when 0 or not computed).
@@ -40,6 +41,7 @@ class VariantCapacity:
 
     variant: str
     sequences: int | None
+    kv_cache: str | None = None
     kv_bytes_per_token: float | None = None
     weights_bytes: int | None = None
     one_sequence_bytes: int | None = None
@@ -90,12 +92,19 @@ def variant_capacity(
     return VariantCapacity(
         variant=variant.name,
         sequences=fits,
+        kv_cache=type_k if type_k == type_v else f"K {type_k}, V {type_v}",
         kv_bytes_per_token=sum(shape.kv_bytes_per_cell(type_k=type_k, type_v=type_v)),
         weights_bytes=weights,
         one_sequence_bytes=one,
         at_capacity_bytes=predicted(fits) if fits else None,
         note=note,
     )
+
+
+def _cache_types(variant: Variant, type_k: str | None, type_v: str | None) -> tuple[str, str]:
+    """The K and V types: the ones asked for, else the variant's `kv_cache`, else f16."""
+    own = variant.kv_cache
+    return type_k or (own.k if own else "f16"), type_v or (own.v if own else "f16")
 
 
 def capacities(
@@ -105,23 +114,23 @@ def capacities(
     budget_bytes: int,
     context: int,
     baseline_bytes: int,
-    type_k: str = "f16",
-    type_v: str = "f16",
+    type_k: str | None = None,
+    type_v: str | None = None,
 ) -> list[VariantCapacity]:
-    """Each variant's capacity; `embedded[i]` says whether variant i loads its GGUF in process."""
+    """Each variant's capacity; `embedded[i]` says whether variant i loads its GGUF in process.
+    A cache type not given is the variant's own (`kv_cache`), else f16."""
     found = []
     for variant, in_process in zip(variants, embedded, strict=True):
         if not in_process:
             found.append(
-                VariantCapacity(
-                    variant=variant.name, sequences=None, note="not an embedded GGUF: not modelled"
-                )
+                VariantCapacity(variant=variant.name, sequences=None, note="not an embedded GGUF: no model")
             )
             continue
+        k, v = _cache_types(variant, type_k, type_v)
         found.append(
             variant_capacity(
                 variant, budget_bytes=budget_bytes, context=context, baseline_bytes=baseline_bytes,
-                type_k=type_k, type_v=type_v,
+                type_k=k, type_v=v,
             )
         )  # fmt: skip
     return found

@@ -104,3 +104,22 @@ def test_the_baseline_help_is_the_default():
     from quantgate.loadtest.capacity import DEFAULT_BASELINE_MIB
 
     assert BASELINE_HELP == DEFAULT_BASELINE_MIB
+
+
+def test_a_variants_own_kv_cache_unless_the_flag_says(tmp_path, capsys):
+    model = write_gemma3_like(tmp_path / "small.gguf")
+    variants = tmp_path / "variants.toml"
+    variants.write_text(
+        f'[[variants]]\nname = "own"\nbackend = "llamacpp"\nmodel = "{model}"\nkv_cache = "q8_0"\n\n'
+        f'[[variants]]\nname = "plain"\nbackend = "llamacpp"\nmodel = "{model}"\n',
+        encoding="utf-8",
+    )
+    argv = ["capacity", "--memory-gib", "2", "--context", "512", "--json", "--variants", str(variants)]
+    assert main(argv) == 0
+    own, plain = json.loads(capsys.readouterr().out)
+    assert (own["kv_cache"], own["kv_bytes_per_token"]) == ("q8_0", 6 * 2 * 32 * 34 / 32)  # 408
+    assert (plain["kv_cache"], plain["kv_bytes_per_token"]) == ("f16", 768)
+    assert main([*argv, "--type-k", "q4_0"]) == 0
+    own, plain = json.loads(capsys.readouterr().out)
+    assert own["kv_cache"] == "K q4_0, V q8_0"
+    assert plain["kv_bytes_per_token"] == 6 * 2 * (16 * 18 / 32 + 16 * 2)  # 492
