@@ -52,6 +52,10 @@ an estimate, checked in benchmarks/memory_model.py."""
 TOKENIZER_CONTEXT_CELLS = 512
 """The cells of the `Llama`'s own context when the embedded backend decodes in slots."""
 
+MAX_SEQUENCES = 255
+"""The most parallel sequences one context of the embedded backend holds: llama.cpp's limit of
+256 sequences per context (`llama_max_parallel_sequences`), one of which keeps the shared prefix."""
+
 SWA_PAD = 256
 """llama.cpp pads a sliding-window cache to a multiple of this."""
 
@@ -284,10 +288,11 @@ def max_sequences(
     type_k: str = "f16",
     type_v: str = "f16",
     swa_full: bool = True,
-    limit: int = 4096,
+    limit: int = MAX_SEQUENCES,
 ) -> int:
-    """The most parallel sequences of `context` tokens whose predicted RSS fits in `budget_bytes`;
-    0 when not even one does. The prediction grows with the sequences, so a bisection finds it."""
+    """The most parallel sequences of `context` tokens whose predicted RSS fits in `budget_bytes`,
+    up to `limit`; 0 when not even one does. The prediction grows with the sequences, so a
+    bisection finds it."""
 
     def fits(sequences: int) -> bool:
         predicted = predict_memory(

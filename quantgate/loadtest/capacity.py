@@ -11,7 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluators.memory_model import MemoryModelError, max_sequences, model_shape, predict_memory
+from evaluators.memory_model import (
+    MAX_SEQUENCES,
+    MemoryModelError,
+    max_sequences,
+    model_shape,
+    predict_memory,
+)
 from quantgate.inputs.gguf_files import ModelFileError
 from quantgate.inputs.gguf_metadata import read_gguf_metadata
 from quantgate.inputs.variants import Variant
@@ -87,6 +93,8 @@ def variant_capacity(
     note = None
     if fits == 0:
         note = f"one sequence needs {one / MIB:,.0f} MiB, more than the budget"
+    elif fits == MAX_SEQUENCES:
+        note = f"more may fit: {fits} is llama.cpp's limit per context (256 sequences, one the prefix)"
     elif context > shape.context_length:
         note = f"the model was trained for {shape.context_length:,} tokens of context"
     return VariantCapacity(

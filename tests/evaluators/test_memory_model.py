@@ -92,15 +92,15 @@ def test_prediction_parts_by_hand():
 
 def test_max_sequences_in_two_gib_by_hand():
     shape = model_shape(SMALL)
-    baseline, weights, context = 200 * 2**20, 2**30, 100_000
+    baseline, weights, context = 200 * 2**20, 2**30, 200_000
     # fixed: vocabulary 16,000 + tokenizer KV 32 x 512 + outputs 4 x 100 x 2 + activations 294,912
     fixed = baseline + weights + 16_000 + 16_384 + 800 + 294_912
     per_sequence = 32 * context + 400 + 400  # KV, one output row, one logits row
-    assert (2**31 - fixed) // per_sequence == 269
+    assert (2**31 - fixed) // per_sequence == 134
     found = max_sequences(
         shape, budget_bytes=2**31, weights_bytes=weights, baseline_bytes=baseline, context=context
     )
-    assert found == 269
+    assert found == 134
     one = fixed + per_sequence
     assert (
         max_sequences(
@@ -130,3 +130,10 @@ def test_unknown_cache_type_is_named():
 def test_context_below_one_is_refused():
     with pytest.raises(MemoryModelError, match="at least 1"):
         predict_memory(model_shape(SMALL), weights_bytes=1, baseline_bytes=1, context=0, sequences=1)
+
+
+def test_max_sequences_stops_at_llama_cpps_limit():
+    shape = model_shape(SMALL)
+    # 255 sequences of 10 tokens: far below 2 GiB; llama.cpp holds 256 per context, one the prefix
+    found = max_sequences(shape, budget_bytes=2**31, weights_bytes=1, baseline_bytes=1, context=10)
+    assert found == 255

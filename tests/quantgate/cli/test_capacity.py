@@ -123,3 +123,12 @@ def test_a_variants_own_kv_cache_unless_the_flag_says(tmp_path, capsys):
     own, plain = json.loads(capsys.readouterr().out)
     assert own["kv_cache"] == "K q4_0, V q8_0"
     assert plain["kv_bytes_per_token"] == 6 * 2 * (16 * 18 / 32 + 16 * 2)  # 492
+
+
+def test_a_budget_beyond_llama_cpps_limit_says_so(tmp_path, capsys):
+    model = write_gemma3_like(tmp_path / "small.gguf")
+    argv = ["capacity", "--memory-gib", "64", "--context", "16", "--json", "--variants", f"llamacpp:{model}"]
+    assert main(argv) == 0
+    [found] = json.loads(capsys.readouterr().out)
+    assert found["sequences"] == 255
+    assert found["note"].startswith("more may fit: 255 is llama.cpp's limit per context")
