@@ -131,7 +131,9 @@ def capacities(
     for variant, in_process in zip(variants, embedded, strict=True):
         if not in_process:
             found.append(
-                VariantCapacity(variant=variant.name, sequences=None, note="not an embedded GGUF: no model")
+                VariantCapacity(
+                    variant=variant.name, sequences=None, note="not an embedded GGUF: not modelled"
+                )
             )
             continue
         k, v = _cache_types(variant, type_k, type_v)

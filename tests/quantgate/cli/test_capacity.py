@@ -132,3 +132,13 @@ def test_a_budget_beyond_llama_cpps_limit_says_so(tmp_path, capsys):
     [found] = json.loads(capsys.readouterr().out)
     assert found["sequences"] == 255
     assert found["note"].startswith("more may fit: 255 is llama.cpp's limit per context")
+
+
+def test_a_server_variant_gets_no_figure(tmp_path, capsys):
+    model = write_gemma3_like(tmp_path / "small.gguf")
+    argv = ["capacity", "--memory-gib", "2", "--context", "512", "--json"]
+    assert main([*argv, "--variants", f"llamacpp:{model}", "ollama:gemma3:270m"]) == 0
+    embedded, served = json.loads(capsys.readouterr().out)
+    assert embedded["sequences"] > 0
+    assert (served["sequences"], served["kv_bytes_per_token"]) == (None, None)
+    assert served["note"] == "not an embedded GGUF: not modelled"
