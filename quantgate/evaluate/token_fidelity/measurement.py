@@ -42,6 +42,7 @@ from quantgate.backends import BackendError
 from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
 from quantgate.backends.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
 from quantgate.evaluate.token_fidelity.ollama_forcing import ForcedPositions, OllamaForcing
+from quantgate.inputs.variants import KVCache
 
 FidelityRecord = dict[str, Any]
 """One JSON-ready line per (variant, case): `variant`, `case_id`, `positions`, `kld`, `top1`,
@@ -62,17 +63,24 @@ def case_prompt(context: ExtractionContext, text: str) -> str:
     return render_prompt(messages)
 
 
-def _load(stack: ExitStack, path: Path, options: Mapping[str, Any]) -> EmbeddedEngine:
-    engine = EmbeddedEngine(path, **options)
+def _load(
+    stack: ExitStack, path: Path, options: Mapping[str, Any], kv_cache: KVCache | None = None
+) -> EmbeddedEngine:
+    engine = EmbeddedEngine(path, kv_cache=kv_cache, **options)
     stack.callback(engine.close)
     return engine
 
 
 def _load_variants(
-    stack: ExitStack, reference: EmbeddedEngine, paths: Mapping[str, Path], options: Mapping[str, Any]
+    stack: ExitStack,
+    reference: EmbeddedEngine,
+    paths: Mapping[str, Path],
+    options: Mapping[str, Any],
+    kv_caches: Mapping[str, KVCache | None],
 ) -> dict[str, EmbeddedEngine]:
-    """Load every variant (freed when `stack` closes); each must share the reference's vocabulary."""
-    variants = {name: _load(stack, path, options) for name, path in paths.items()}
+    """Load every variant, each with its own KV-cache type (freed when `stack` closes); each must
+    share the reference's vocabulary."""
+    variants = {name: _load(stack, path, options, kv_caches.get(name)) for name, path in paths.items()}
     for name, engine in variants.items():
         if engine.llama.n_vocab() != reference.llama.n_vocab():
             raise ValueError(f"variant {name}: its vocabulary differs from the reference's")
@@ -151,6 +159,7 @@ def measure_token_fidelity(
     progress: bool = False,
     rows_per_batch: int = DEFAULT_ROWS_PER_BATCH,
     tags: Mapping[str, Sequence[str]] | None = None,
+    kv_caches: Mapping[str, KVCache | None] | None = None,
 ) -> dict[str, TokenFidelitySummary]:
     """Teacher-force every variant on the reference's outputs and compare next-token predictions.
 
@@ -161,8 +170,7 @@ def measure_token_fidelity(
     non-canonical split (seen once in 685 tokens). A case whose prompt and output do not fit
     in the context is skipped, with an `error` in its records. Each position's answer token
     is classed as structural or value (`evaluators.json_tokens`) by its bytes in the
-    reference's tokenizer. Listing the reference's file among the variants loads it again and
-    should give a KLD of about 0.
+    reference's tokenizer. The reference's file listed as a variant should give a KLD of ~0.
 
     Args:
         reference: The reference, already loaded (the caller built the prompts with it, frees it).
@@ -175,6 +183,7 @@ def measure_token_fidelity(
         progress: Show a progress bar over cases.
         rows_per_batch: See `forced_logits`.
         tags: Case id to its tags, for the per-slice figures (a case not in it has none).
+        kv_caches: Variant name to its KV-cache type (f16 for a variant not in it).
 
     Returns:
         Variant name to its summary pooled over all positions of all measured cases, and per slice.
@@ -186,13 +195,12 @@ def measure_token_fidelity(
     _check_inputs(prompts, reference_outputs, rows_per_batch)
     measured: dict[str, list[TokenFidelity]] = {name: [] for name in variant_paths}
     with ExitStack() as stack:
-        variants = _load_variants(stack, reference, variant_paths, dict(engine_options or {}))
-        tokenize = reference.llama.tokenize
+        variants = _load_variants(stack, reference, variant_paths, engine_options or {}, kv_caches or {})
         for case_id, output in tqdm(reference_outputs.items(), desc="token fidelity", disable=not progress):
             records = _case_records(
                 case_id=case_id,
-                prompt_tokens=tokenize(prompts[case_id].encode("utf-8")),
-                target_tokens=tokenize(output.encode("utf-8"), add_bos=False),
+                prompt_tokens=reference.llama.tokenize(prompts[case_id].encode("utf-8")),
+                target_tokens=reference.llama.tokenize(output.encode("utf-8"), add_bos=False),
                 tags=(tags or {}).get(case_id, ()),
                 reference=reference,
                 variants=variants,
@@ -249,6 +257,7 @@ def measure_ollama_token_fidelity(
     on_case: Callable[[FidelityRecord], None] | None = None,
     progress: bool = False,
     tags: Mapping[str, Sequence[str]] | None = None,
+    kv_caches: Mapping[str, KVCache | None] | None = None,
 ) -> dict[str, TokenFidelitySummary]:
     """Follow the reference's outputs with every Ollama variant and compare top-k lists.
 

@@ -134,6 +134,7 @@ def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
             on_case=lambda line: sink.append(FidelityLine.model_validate(line)),
             progress=job.progress,
             tags=job.tags(),
+            kv_caches={v.name: v.kv_cache for v in job.variants},
         )
     return {
         name: TokenFidelityEntry.of(summary, method=METHOD, records=FIDELITY_FILE)
@@ -180,6 +181,7 @@ def measure_ollama(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
             on_case=lambda line: sink.append(FidelityLine.model_validate(line)),
             progress=job.progress,
             tags=job.tags(),
+            kv_caches={v.name: v.kv_cache for v in job.variants},
         )
     method = {
         v.name: OLLAMA_METHOD.replace("{k}", str(v.options.get("top_logprobs", DEFAULT_TOP_LOGPROBS)))
