@@ -94,7 +94,7 @@ def resume_suite_command(args: argparse.Namespace) -> int:
     if args.variants:
         variant_set = cli_variants(args.variants)
     elif started:
-        variant_set = planned_variants(started[0])
+        variant_set = planned_variants(started[0], finished=True)  # the first task may be complete
         check_variant_files(variant_set)
     else:
         raise UsageError(f"{suite_dir}: no task has started; give the variants again with --variants")

@@ -88,13 +88,17 @@ class ReadBack:
     kept_fidelity: dict[str, tuple[TokenFidelityEntry | None, str | None]]
 
 
-def _summary(run_dir: Path) -> RunSummary:
+def _readable_summary(run_dir: Path) -> RunSummary:
     if not run_dir.is_dir():
         raise ResumeError(f"--resume {run_dir}: no such run directory")
     try:
-        summary = read_summary(run_dir)
+        return read_summary(run_dir)
     except RunFileError as exc:
         raise ResumeError(f"--resume {run_dir}: {exc}; it cannot be resumed: start a new run") from None
+
+
+def _summary(run_dir: Path) -> RunSummary:
+    summary = _readable_summary(run_dir)
     if summary.kind != "evaluation":
         raise ResumeError(f"--resume {run_dir}: a load-test run, not an evaluation: nothing to resume")
     if summary.status == "complete" and not open_candidates(summary):
@@ -305,14 +309,20 @@ def _plan(run_dir: Path) -> VariantsFile:
         raise ResumeError(f"--resume {run_dir}: {exc}") from None
 
 
-def planned_variants(run_dir: str | Path) -> VariantSet:
+def planned_variants(run_dir: str | Path, *, finished: bool = False) -> VariantSet:
     """The variants an interrupted run was started with (variants.json), to check and resume with.
 
+    Args:
+        run_dir: The run directory.
+        finished: The run may be complete (a suite's finished task, whose variants the suite's
+            other tasks go on with); else it must be one that can be resumed.
+
     Raises:
-        ResumeError: The directory cannot be resumed, or a variant is a chat model given from Python.
+        ResumeError: The directory cannot be resumed (or, `finished`, read), or a variant is a
+            chat model given from Python.
     """
     directory = Path(run_dir)
-    summary = _summary(directory)
+    summary = _readable_summary(directory) if finished else _summary(directory)
     return VariantSet(reference=summary.reference, variants=_variants(directory, _plan(directory), None))
 
 

@@ -146,6 +146,18 @@ def test_the_run_variants_are_read_back_and_chat_models_must_be_given_again(tmp_
         planned_variants(run_dir)
 
 
+def test_a_suites_finished_task_gives_its_variants_back(tmp_path):
+    """`run --resume SUITE_DIR` reads the variants of the first task, which may be complete: it
+    gets past the completeness check to the variants (here chat models, refused as such)."""
+    run_dir = run_evaluation(
+        resume_dataset(tmp_path / "d"), resume_variants(), options=resume_options(tmp_path)
+    )
+    with pytest.raises(ResumeError, match="variant ref is a chat model given from Python"):
+        planned_variants(run_dir, finished=True)
+    with pytest.raises(ResumeError, match="the run is complete; nothing to resume"):
+        planned_variants(run_dir)
+
+
 # what stops a resume, before anything is written
 
 
