@@ -28,7 +28,7 @@ from langchain_core.language_models import BaseChatModel
 
 from evaluators.errors import QuantgateError
 from quantgate.hardware import package_version
-from quantgate.inputs.variants import Variant
+from quantgate.inputs.variants import KVCache, Variant
 
 
 class BackendError(QuantgateError, RuntimeError):
@@ -65,6 +65,10 @@ class BackendCapabilities:
             given it in a Modelfile.
         from_python: The variant is a chat model object given from Python: a spec alone cannot
             rebuild it, so production must be given the same object again.
+        kv_cache: What the backend does with a variant's `kv_cache`: `"applied"` (given to the
+            engine, K and V each; a quantized V cache needs flash attention: llama.cpp),
+            `"declared"` (set server-wide, one type for K and V, recorded as declared: Ollama's
+            `OLLAMA_KV_CACHE_TYPE`), None (the backend takes none).
     """
 
     token_fidelity: Literal["logits", "logprobs"] | None = None
@@ -75,6 +79,7 @@ class BackendCapabilities:
     embeddings: bool = False
     model_file: bool = False
     from_python: bool = False
+    kv_cache: Literal["applied", "declared"] | None = None
 
 
 EMBEDDED_SLOTS = 4
@@ -84,11 +89,12 @@ at 8, so 4 is where the aggregate peaks."""
 
 LLAMACPP_CAPABILITIES = BackendCapabilities(
     token_fidelity="logits", process_isolation=True, parallel="slots", memory="process", model_file=True,
-    default_concurrency=EMBEDDED_SLOTS, embeddings=True,
+    default_concurrency=EMBEDDED_SLOTS, embeddings=True, kv_cache="applied",
 )  # fmt: skip
 OLLAMA_CAPABILITIES = BackendCapabilities(
-    token_fidelity="logprobs", process_isolation=True, parallel="server", memory="server", embeddings=True
-)
+    token_fidelity="logprobs", process_isolation=True, parallel="server", memory="server", embeddings=True,
+    kv_cache="declared",
+)  # fmt: skip
 LANGCHAIN_CAPABILITIES = BackendCapabilities(
     token_fidelity=None, process_isolation=False, parallel="none", memory="process", from_python=True
 )
@@ -313,6 +319,39 @@ def capabilities(variant: Variant) -> BackendCapabilities:
     return declared
 
 
+def kv_cache_problem(variant: Variant) -> str | None:
+    """Why the variant's backend cannot take its `kv_cache` (see `BackendCapabilities.kv_cache`),
+    or None when it can (or the variant sets none)."""
+    cache = variant.kv_cache
+    takes = capabilities(variant).kv_cache
+    if cache is None:
+        return None
+    if takes is None:
+        return f"variant {variant.name!r}: kv_cache {cache.label()}: backend {variant.backend!r} takes none"
+    if takes == "declared" and cache.k != cache.v:
+        return (
+            f"variant {variant.name!r}: kv_cache {cache.label()}: the {variant.backend} server sets one type "
+            'for K and V (Ollama: OLLAMA_KV_CACHE_TYPE); declare one, e.g. kv_cache = "q8_0"'
+        )
+    if takes == "applied" and cache.v != "f16" and variant.options.get("flash_attn") is False:
+        return (
+            f"variant {variant.name!r}: kv_cache {cache.label()}: llama.cpp needs flash attention for a "
+            "quantized V cache; remove options.flash_attn = false"
+        )
+    return None
+
+
+def kv_cache_note(backend: str, cache: KVCache | None) -> str:
+    """The cache type as the decision's record shows it: what an applying backend used (`f16
+    (default)` when unset), what a declaring one declares (`q8_0 (declared)`), else `not declared`."""
+    takes = backend_capabilities(backend).kv_cache
+    if takes == "applied":
+        return cache.label() if cache else "f16 (default)"
+    if cache is not None:
+        return f"{cache.label()} (declared)"
+    return "not declared"
+
+
 def open_variant(
     variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
 ) -> AbstractContextManager[OpenedVariant]:
@@ -331,6 +370,9 @@ def open_variant(
     if record is None:
         known = ", ".join(backend_names())
         raise BackendError(f"variant {variant.name}: unknown backend {variant.backend!r}; known: {known}")
+    problem = kv_cache_problem(variant)
+    if problem:
+        raise BackendError(problem)
     takes_slots = capabilities(variant).parallel == "slots"
     return record.open(variant, schema, slots=slots if takes_slots else None)
 
@@ -350,6 +392,8 @@ __all__ = [
     "backend_module",
     "backend_names",
     "capabilities",
+    "kv_cache_note",
+    "kv_cache_problem",
     "open_variant",
     "register_backend",
     "registered_backend",

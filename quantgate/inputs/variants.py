@@ -153,32 +153,6 @@ class VariantSpec(BaseModel):
         except ValueError as exc:
             raise ValueError(f"variant {info.data.get('name')!r}: {exc}") from None
 
-    @model_validator(mode="after")
-    def _kv_cache_fits_the_backend(self) -> VariantSpec:
-        """Ollama's server sets one type for K and V; llama.cpp needs flash attention for a quantized V."""
-        cache = self.kv_cache
-        if self.backend == "ollama" and cache is not None and cache.k != cache.v:
-            raise ValueError(
-                f"variant {self.name!r}: kv_cache {cache.label()}: Ollama sets one type for K and V "
-                '(OLLAMA_KV_CACHE_TYPE); declare one, e.g. kv_cache = "q8_0"'
-            )
-        flash_off = self.options.get("flash_attn") is False
-        if self.backend == "llamacpp" and cache is not None and cache.v != "f16" and flash_off:
-            raise ValueError(
-                f"variant {self.name!r}: kv_cache {cache.label()}: llama.cpp needs flash attention for a "
-                "quantized V cache; remove options.flash_attn = false"
-            )
-        return self
-
-    def kv_cache_note(self) -> str:
-        """The cache type as the decision's record shows it: what a `llamacpp` variant used
-        (`f16 (default)` when unset), what an Ollama variant declares (`q8_0 (declared)`)."""
-        if self.backend == "llamacpp":
-            return self.kv_cache.label() if self.kv_cache else "f16 (default)"
-        if self.kv_cache is not None:
-            return f"{self.kv_cache.label()} (declared)"
-        return "not declared"
-
 
 class Variant(VariantSpec):
     """One model variant as a run uses it: its spec and, for the `langchain` backend only,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluators.comparison import PairedDelta
+from quantgate.backends import kv_cache_note
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
@@ -305,7 +306,7 @@ def _record(decision: Decision) -> list[str]:
                 str(meta.quantization or MISSING),
                 str(meta.method or MISSING),
                 str(meta.calibration or MISSING),
-                meta.kv_cache_note(),
+                kv_cache_note(meta.backend, meta.kv_cache),
                 f"{runtime.get('name', MISSING)} {runtime.get('version', '')}".strip(),
                 str(meta.sha256 or runtime.get("model_digest") or MISSING),
             ]

@@ -60,15 +60,15 @@ def fake_backend(register_backend: Any) -> Any:
 def test_built_in_backends_declare_their_capabilities():
     assert backend_capabilities("llamacpp") == BackendCapabilities(
         token_fidelity="logits", process_isolation=True, parallel="slots", default_concurrency=4,
-        memory="process", embeddings=True, model_file=True, from_python=False,
+        memory="process", embeddings=True, model_file=True, from_python=False, kv_cache="applied",
     )  # fmt: skip
     assert backend_capabilities("ollama") == BackendCapabilities(
         token_fidelity="logprobs", process_isolation=True, parallel="server", memory="server",
-        embeddings=True, model_file=False, from_python=False, default_concurrency=1,
+        embeddings=True, model_file=False, from_python=False, default_concurrency=1, kv_cache="declared",
     )  # fmt: skip
     assert backend_capabilities("langchain") == BackendCapabilities(
         token_fidelity=None, process_isolation=False, parallel="none", memory="process", embeddings=False,
-        model_file=False, from_python=True,
+        model_file=False, from_python=True, kv_cache=None,
     )  # fmt: skip
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
+from evaluators.errors import UsageError
+from quantgate.backends import BackendError, kv_cache_note, kv_cache_problem, open_variant
 from quantgate.backends.kv_cache import kv_cache_params
+from quantgate.cli.common import check_variant_files
 from quantgate.inputs.variants import (
     KVCache,
     Variant,
@@ -57,12 +61,6 @@ def test_a_type_name_sets_k_and_v_and_a_table_sets_each(tmp_path: Path, line: st
             r"variant 'q4': kv_cache v = 'q2': must be one of",
         ),
         ("kv_cache = 8", "llamacpp", "variant 'q4': kv_cache must be one of"),
-        ('kv_cache = { k = "q8_0", v = "f16" }', "ollama", "Ollama sets one type for K and V"),
-        (
-            'kv_cache = "q4_0"\noptions = { flash_attn = false }',
-            "llamacpp",
-            "needs flash attention for a quantized V cache; remove options.flash_attn = false",
-        ),
     ],
 )
 def test_bad_values_name_the_file_the_variant_and_the_field(tmp_path: Path, line, backend, message) -> None:
@@ -75,10 +73,42 @@ def test_a_k_quantized_cache_keeps_flash_attention_off_as_requested(tmp_path: Pa
     assert load_variants_file(path).variants[0].kv_cache == KVCache(k="q8_0", v="f16")
 
 
+@pytest.mark.parametrize(
+    ("line", "backend", "message"),
+    [
+        (
+            'kv_cache = { k = "q8_0", v = "f16" }',
+            "ollama",
+            "variant 'q4': kv_cache K q8_0, V f16: the ollama server sets one type for K and V "
+            '(Ollama: OLLAMA_KV_CACHE_TYPE); declare one, e.g. kv_cache = "q8_0"',
+        ),
+        (
+            'kv_cache = "q4_0"\noptions = { flash_attn = false }',
+            "llamacpp",
+            "variant 'q4': kv_cache q4_0: llama.cpp needs flash attention for a quantized V cache; "
+            "remove options.flash_attn = false",
+        ),
+    ],
+)
+def test_a_cache_the_backend_cannot_take_is_refused_before_any_model_loads(
+    tmp_path: Path, line, backend, message
+) -> None:
+    """The backend's `kv_cache` capability says what it takes: the command line checks it with the
+    model files, and opening the variant from Python checks it again."""
+    variants = load_variants_file(_file(tmp_path, line, backend))
+    assert kv_cache_problem(variants.variants[0]) == message
+    with pytest.raises(UsageError, match=re.escape(message)):
+        check_variant_files(variants)
+    with pytest.raises(BackendError, match=re.escape(message)):
+        open_variant(variants.variants[0], {})
+
+
 def test_ollama_declares_one_type(tmp_path: Path) -> None:
     variant = load_variants_file(_file(tmp_path, 'kv_cache = "q8_0"', "ollama")).variants[0]
-    assert variant.kv_cache_note() == "q8_0 (declared)"
-    assert Variant(name="o", backend="ollama", model="m").kv_cache_note() == "not declared"
+    assert kv_cache_problem(variant) is None
+    assert kv_cache_note(variant.backend, variant.kv_cache) == "q8_0 (declared)"
+    assert kv_cache_note("ollama", None) == "not declared"
+    assert kv_cache_note("llamacpp", None) == "f16 (default)"
 
 
 def test_the_variants_file_writes_one_type_as_a_name_and_two_as_a_table(tmp_path: Path) -> None:

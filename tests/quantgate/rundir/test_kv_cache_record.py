@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from quantgate.backends import kv_cache_note
 from quantgate.decide.recommendation import decide
 from quantgate.inputs.variants import KVCache
 from quantgate.rundir.decision import Decision
@@ -33,7 +34,7 @@ def test_variants_json_round_trips_the_kv_cache(tmp_path: Path) -> None:
     ]
     read = read_model(path, VariantsFile).by_name()
     assert read["b"].kv_cache == KVCache(k="q8_0", v="f16")
-    assert [read[n].kv_cache_note() for n in "abcd"] == [
+    assert [kv_cache_note(read[n].backend, read[n].kv_cache) for n in "abcd"] == [
         "q8_0",
         "K q8_0, V f16",
         "q4_0 (declared)",
