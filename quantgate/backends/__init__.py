@@ -22,82 +22,24 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
 
 from evaluators.errors import QuantgateError
+from quantgate.backends.declared_capabilities import (
+    EMBEDDED_SLOTS,
+    LANGCHAIN_CAPABILITIES,
+    LLAMACPP_CAPABILITIES,
+    OLLAMA_CAPABILITIES,
+    BackendCapabilities,
+)
 from quantgate.hardware import package_version
 from quantgate.inputs.variants import KVCache, Variant
 
 
 class BackendError(QuantgateError, RuntimeError):
     """A variant that cannot be opened (missing file, unknown backend, load failure)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class BackendCapabilities:
-    """What a backend can do, declared when it is registered; the defaults declare nothing.
-
-    Attributes:
-        token_fidelity: How token fidelity is measured against a reference of the same
-            backend: `"logits"` teacher-forces full next-token distributions (embedded
-            llama.cpp, in a worker process), `"logprobs"` compares the top-k log-probabilities
-            a server API returns (Ollama); None when it cannot be measured.
-        process_isolation: The variant is opened in a spawned worker process for its
-            evaluation (clean memory figures, a crash fails the variant, not the run). The
-            variant must pickle and the backend must be registered in the worker too (at import
-            of its module); a chat model object given from Python cannot cross processes.
-        parallel: How k concurrent requests (a run's `--concurrency`, a load level) are
-            served: `"slots"` opens one model copy decoding k sequences at once in one context
-            (the backend takes a `slots=k` keyword; embedded llama.cpp), `"instances"` opens k
-            copies of the model in process (within a memory bound), `"server"` sends them to
-            one server that schedules its own slots (Ollama's `OLLAMA_NUM_PARALLEL`), `"none"`
-            shares the one opened object.
-        default_concurrency: Cases in flight per variant when the run does not say: for the
-            embedded backend the slot count `benchmarks/throughput.py` found best.
-        memory: Where the model's memory lives: `"process"` (the process that opened it; the
-            load test then runs it in a worker of its own, when `process_isolation` allows) or
-            `"server"` (the server's process tree when local, else not measured).
-        embeddings: The backend can produce embeddings (`quantgate.backends.embedders`).
-        model_file: The variant's `model` is a local file the backend loads (a GGUF): production
-            checks that it is there and is the file the run evaluated (sha256), and Ollama can be
-            given it in a Modelfile.
-        from_python: The variant is a chat model object given from Python: a spec alone cannot
-            rebuild it, so production must be given the same object again.
-        kv_cache: What the backend does with a variant's `kv_cache`: `"applied"` (given to the
-            engine, K and V each; a quantized V cache needs flash attention: llama.cpp),
-            `"declared"` (set server-wide, one type for K and V, recorded as declared: Ollama's
-            `OLLAMA_KV_CACHE_TYPE`), None (the backend takes none).
-    """
-
-    token_fidelity: Literal["logits", "logprobs"] | None = None
-    process_isolation: bool = False
-    parallel: Literal["slots", "instances", "server", "none"] = "none"
-    default_concurrency: int = 1
-    memory: Literal["process", "server"] = "process"
-    embeddings: bool = False
-    model_file: bool = False
-    from_python: bool = False
-    kv_cache: Literal["applied", "declared"] | None = None
-
-
-EMBEDDED_SLOTS = 4
-"""Default slots of an embedded variant. `benchmarks/throughput.py` on 2 cores (Gemma 3 270M
-Q4_K_M, depth 1,800): raw decode gives 44 tokens/s at 1 sequence, 68 at 2, 101 at 4 and 87
-at 8, so 4 is where the aggregate peaks."""
-
-LLAMACPP_CAPABILITIES = BackendCapabilities(
-    token_fidelity="logits", process_isolation=True, parallel="slots", memory="process", model_file=True,
-    default_concurrency=EMBEDDED_SLOTS, embeddings=True, kv_cache="applied",
-)  # fmt: skip
-OLLAMA_CAPABILITIES = BackendCapabilities(
-    token_fidelity="logprobs", process_isolation=True, parallel="server", memory="server", embeddings=True,
-    kv_cache="declared",
-)  # fmt: skip
-LANGCHAIN_CAPABILITIES = BackendCapabilities(
-    token_fidelity=None, process_isolation=False, parallel="none", memory="process", from_python=True
-)
 
 
 @dataclass(kw_only=True)
@@ -165,7 +107,7 @@ class RegisteredBackend:
 
     name: str
     open: Backend
-    capabilities: BackendCapabilities = BackendCapabilities()
+    capabilities: BackendCapabilities = field(default_factory=BackendCapabilities)
 
 
 ENTRY_POINT_GROUP = "quantgate.backends"
