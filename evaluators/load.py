@@ -21,9 +21,13 @@ class LoadRequest(EvaluatorResult):
         level: Name of the concurrency level it was sent at.
         slot: The sending worker (0 .. concurrency - 1).
         case_id: The dataset case whose prompt was sent.
-        started_s: Start time, seconds after the level began.
-        ttft_s: Time to the first streamed token; None when no token came.
-        total_s: Time until the answer ended or the call failed.
+        started_s: Start time, seconds after the level began: for a Poisson level, the
+            scheduled arrival time.
+        ttft_s: Time to the first streamed token; None when no token came. For a Poisson level,
+            from the scheduled arrival, so the wait in the client's queue counts, as a user sees it.
+        total_s: Time until the answer ended or the call failed (from the arrival, as `ttft_s`).
+        queued_s: Poisson levels: how long the request waited in the client for a free place
+            among the requests in flight before it was sent; None for a closed level.
         output_tokens: Generated tokens (the backend's count, else streamed chunks).
         inter_token_s: Mean gap between streamed tokens after the first; None under two tokens.
         valid: Whether the output parsed as JSON and matched the schema; None on an error.
@@ -43,6 +47,7 @@ class LoadRequest(EvaluatorResult):
     valid: bool | None = Field(description="The output matched the schema; None on an error.")
     error_kind: str | None = None
     error: str | None = None
+    queued_s: float | None = Field(default=None, description="Wait in the client before sending (Poisson).")
 
 
 class LoadStats(EvaluatorResult):
@@ -60,6 +65,12 @@ class LoadStats(EvaluatorResult):
         request_tokens_per_s_p50: Median over answers of output tokens / the answer's total time.
         aggregate_tokens_per_s: Output tokens of all answers / wall time.
         requests_per_s: Answered requests / wall time.
+        within_targets: Requests that were valid and met both latency targets (a target not
+            given constrains nothing); None when no target was given or nothing was sent.
+        goodput_rps: `within_targets` / wall time, as `vllm bench serve --goodput`; None when no
+            target was given or nothing was measured (never 0 for unmeasured).
+        goodput_rps_low, goodput_rps_high: Its exact (Garwood) 95% Poisson interval; None for a
+            closed level (see `goodput_interval`).
     """
 
     requests: int
@@ -75,6 +86,10 @@ class LoadStats(EvaluatorResult):
     request_tokens_per_s_p50: float | None
     aggregate_tokens_per_s: float | None
     requests_per_s: float | None
+    within_targets: int | None = None
+    goodput_rps: float | None = None
+    goodput_rps_low: float | None = None
+    goodput_rps_high: float | None = None
 
 
 def _rate(amount: float, seconds: float | None) -> float | None:

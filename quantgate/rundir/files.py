@@ -61,8 +61,11 @@ other kinds). 8: a generation run's figures in each variant (`chrf`, `chrf_refer
 of each variant's token fidelity (`kld_p999`, the `delta_p_*` figures, top-1 agreement on
 structural and value tokens, and the same per slice: `evaluators.fidelity.TokenFidelitySummary`).
 Summaries of versions 1 to 8 are still read (as version 9, the keys added since unknown)."""
-LOAD_FORMAT_VERSION: Final[Literal[1]] = 1
-"""Of load.jsonl and the summary's `load` section."""
+LOAD_FORMAT_VERSION: Final[Literal[2]] = 2
+"""Of load.jsonl and the summary's `load` section. 2: open-loop Poisson levels and goodput: the
+section's arrivals, seed and latency targets, each level's arrivals, rate and seed and its goodput
+(`within_targets`, `goodput_rps` and its interval), and each request's client-side queueing
+(`queued_s`). Version 1 is still read (as version 2, closed levels, the keys added since unknown)."""
 EMBEDDINGS_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of embeddings.json and a summary variant's `embeddings` entry."""
 DECISION_FORMAT_VERSION: Final[Literal[6]] = 6

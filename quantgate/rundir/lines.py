@@ -139,7 +139,8 @@ class FidelityLine(RunFileModel):
 class _LoadLineVariant(RunFileModel):
     """The keys of a load.jsonl line before the request's own."""
 
-    format_version: Literal[1] = LOAD_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (1,)
+    format_version: Literal[2] = LOAD_FORMAT_VERSION
     variant: str
 
 

@@ -6,15 +6,19 @@ level are `evaluators.load.LoadStats`, and the requests themselves are in load.j
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from evaluators.load import LoadStats
 from quantgate.rundir.files import LOAD_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel, VariantStatus
 
-__all__ = ["LoadLevelEntry", "LoadLevelSpec", "LoadSection", "LoadVariantEntry"]
+__all__ = ["Arrivals", "LoadLevelEntry", "LoadLevelSpec", "LoadSection", "LoadVariantEntry"]
+
+Arrivals = Literal["closed", "poisson"]
+"""How a level's requests arrive: closed (k threads, each sending when its last answer ended)
+or poisson (open loop, at exponential gaps whatever the answers do)."""
 
 
 class _LevelRun(RunFileModel):
@@ -24,6 +28,9 @@ class _LevelRun(RunFileModel):
     concurrency: int
     instances: int
     rss_peak_mb: float | None
+    arrivals: Arrivals = "closed"
+    rate_per_s: float | None = Field(default=None, description="Offered rate of a Poisson level.")
+    seed: int | None = Field(default=None, description="Seed of a Poisson level's arrival times.")
 
 
 class LoadLevelEntry(LoadStats, _LevelRun):
@@ -56,19 +63,36 @@ class LoadVariantEntry(RunFileModel):
 
 
 class LoadLevelSpec(RunFileModel):
-    """A named concurrency level."""
+    """A named level: closed (`concurrency` threads) or Poisson (`rate_per_s`, at most
+    `concurrency` requests in flight)."""
 
     name: str
     concurrency: int
+    arrivals: Arrivals = "closed"
+    rate_per_s: float | None = None
 
 
 class LoadSection(RunFileModel):
     """The summary's `load` section, written by `quantgate load` and `run --load`."""
 
-    format_version: Literal[1] = LOAD_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (1,)
+    format_version: Literal[2] = LOAD_FORMAT_VERSION
     levels: list[LoadLevelSpec]
     requests_per_level: int | None
     duration_s_per_level: float | None
     max_tokens: int | None
     cases: int
+    arrivals: Arrivals = "closed"
+    seed: int | None = Field(default=None, description="Seed of the Poisson arrival times (None: closed).")
+    ttft_target_s: float | None = Field(default=None, description="Time-to-first-token target of goodput.")
+    itl_target_s: float | None = Field(default=None, description="Mean inter-token gap target of goodput.")
     variants: list[LoadVariantEntry] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_older(cls, value: Any) -> Any:
+        """An older section inside a summary (which the file reader does not see) is read as this
+        version: it is this version without the keys added since, which all have defaults."""
+        if isinstance(value, dict) and value.get("format_version") in cls.older_format_versions:
+            return {**value, "format_version": LOAD_FORMAT_VERSION}
+        return value

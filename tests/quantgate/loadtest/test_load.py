@@ -122,7 +122,9 @@ def test_quantgate_load_without_a_server_reports_the_variant_skipped(tmp_path, c
     assert main(args) == 0
     section = json.loads(capsys.readouterr().out)
     assert section["requests_per_level"] == 1
-    assert section["levels"] == [{"name": "normal", "concurrency": 1}]
+    assert section["levels"] == [
+        {"name": "normal", "concurrency": 1, "arrivals": "closed", "rate_per_s": None}
+    ]
     (variant,) = section["variants"]
     assert variant["status"] == "skipped"
     assert "not reachable" in variant["error"]
