@@ -17,7 +17,7 @@ from quantgate.inputs.variants import VariantSet
 from tests.fakes import write_tiny_dataset
 
 if TYPE_CHECKING:
-    from tests.model_fixtures import OllamaDoubleProcess
+    from tests.model_fixtures import LlamaCppServerProcess, OllamaDoubleProcess
 
 settings.register_profile("quantgate", database=None)  # no example database written into the checkout
 settings.load_profile("quantgate")
@@ -151,3 +151,16 @@ def ollama_double(_ollama_double_process: OllamaDoubleProcess) -> Iterator[Ollam
     process for the session; the faults a test injected are cleared after it)."""
     yield _ollama_double_process
     _ollama_double_process.clear_faults()
+
+
+@pytest.fixture(scope="session")
+def llama_server(ladder: VariantSet) -> Iterator[LlamaCppServerProcess]:
+    """llama-cpp-python's real OpenAI-compatible server with the session ladder's Q4_K_M, one
+    process for the session (model alias `q4_k_m`, base URL `llama_server.url`, ending in /v1).
+    A test that kills or hangs a server starts its own `LlamaCppServerProcess`."""
+    from tests.model_fixtures import LlamaCppServerProcess
+
+    q4 = next(v for v in ladder.variants if v.name == "Q4_K_M")
+    server = LlamaCppServerProcess(q4.model)
+    yield server
+    server.stop()

@@ -53,3 +53,56 @@ class OllamaDoubleProcess:
     def stop(self) -> None:
         self.process.kill()
         self.process.wait()
+
+
+class LlamaCppServerProcess:
+    """llama-cpp-python's real OpenAI-compatible server (`python -m llama_cpp.server`), not a
+    double, serving one GGUF on a free loopback port; `options` are its own flags."""
+
+    def __init__(self, model: str, *options: str, alias: str = "q4_k_m", api_key: str | None = None) -> None:
+        import socket
+        import subprocess
+        import sys
+
+        pytest.importorskip("sse_starlette", reason="llama-cpp-python[server] is not installed")
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.model = alias
+        args = [sys.executable, "-m", "llama_cpp.server", "--model", model, "--model_alias", alias]
+        args += ["--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", "2048", *options]
+        if api_key is not None:
+            args += ["--api_key", api_key]
+        import tempfile
+
+        # The server logs much to stderr: a file, not a pipe nobody reads (a full pipe stalls it).
+        self.log = tempfile.TemporaryFile(mode="w+", prefix="llama-server-")  # noqa: SIM115 (closed in stop)
+        self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.log, text=True)
+        self._wait_until_up(api_key)
+
+    def _wait_until_up(self, api_key: str | None, timeout_s: float = 120.0) -> None:
+        import time
+
+        import httpx
+
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self.log.seek(0)
+                error = self.log.read()
+                raise RuntimeError(f"llama_cpp.server exited with {self.process.returncode}: {error[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/models", headers=headers, timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+        self.stop()
+        raise RuntimeError(f"llama_cpp.server did not answer on {self.url} within {timeout_s:.0f} s")
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+        self.log.close()
