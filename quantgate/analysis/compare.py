@@ -5,7 +5,10 @@ model. Variants are matched by name and cases by id; run A plays the reference's
 so a delta is B minus A, with the betting confidence interval (valid at any number of cases; the
 paired bootstrap beside it, descriptive), McNemar's test and an equivalence verdict, overall, per
 field and per slice. Operational figures (validity, errors, latency, memory, agreement with each
-run's reference, token KLD) are shown side by side from the two summaries.
+run's reference) are shown side by side from the two summaries, and so is token fidelity's
+headline (`quantgate.render.fidelity_tail.HEADLINE`: KLD mean and p99, the largest drop of the
+reference's top-token probability, top-1 agreement on structural and value tokens), titled and
+formatted as the fidelity tables are; a figure a run did not measure is None (shown as missing).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 from evaluators.comparison import ComparisonOptions, compare_paired
 from quantgate.formatting import figure, interval_points, number, points
 from quantgate.inputs.gates import Gates, comparison_options
+from quantgate.render.fidelity_tail import HEADLINE, TAIL_COLUMNS
 from quantgate.rundir.completeness import Completeness, completeness_of
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.pairing import paired_cases
@@ -35,20 +39,30 @@ _FIGURES = (
 )
 
 
+def _side_by_side(va: Any, vb: Any) -> dict[str, Any]:
+    return {"a": va, "b": vb, "change": vb - va if va is not None and vb is not None else None}
+
+
 def _figures(a: VariantEntry, b: VariantEntry) -> dict[str, dict[str, Any]]:
-    figures = {}
-    for key in _FIGURES:
-        va, vb = getattr(a, key), getattr(b, key)
-        change = vb - va if va is not None and vb is not None else None
-        figures[key] = {"a": va, "b": vb, "change": change}
-    kld_a = a.token_fidelity.kld_mean if a.token_fidelity else None
-    kld_b = b.token_fidelity.kld_mean if b.token_fidelity else None
-    figures["kld_mean"] = {
-        "a": kld_a,
-        "b": kld_b,
-        "change": kld_b - kld_a if kld_a is not None and kld_b is not None else None,
-    }
+    """The summaries' figures, then token fidelity's headline (None where a run has no token
+    fidelity, or a run written before a figure was measured)."""
+    figures = {key: _side_by_side(getattr(a, key), getattr(b, key)) for key in _FIGURES}
+    for key in HEADLINE:
+        va = getattr(a.token_fidelity, key) if a.token_fidelity is not None else None
+        vb = getattr(b.token_fidelity, key) if b.token_fidelity is not None else None
+        figures[key] = _side_by_side(va, vb)
     return figures
+
+
+def _fidelity_line(figures: Mapping[str, Mapping[str, Any]]) -> str:
+    """Token fidelity's headline, A -> B, each figure as the fidelity tables title and format it"""
+    if all(figures[key]["a"] is None and figures[key]["b"] is None for key in HEADLINE):
+        return "  token fidelity: not measured in either run"
+    cells = []
+    for key in HEADLINE:
+        column, side = TAIL_COLUMNS[key], figures[key]
+        cells.append(f"{column.title} {column.format(side['a'])} -> {column.format(side['b'])}")
+    return "  token fidelity: " + "  ".join(cells)
 
 
 def _read(run: Run) -> tuple[dict[str, dict[str, CaseRecord]], Completeness]:
@@ -132,9 +146,9 @@ def render_comparison(result: Mapping[str, Any]) -> str:
         figures = "  ".join(
             f"{k} {figure(f['a'])} -> {figure(f['b'])}"
             for k, f in v["figures"].items()
-            if f["a"] is not None or f["b"] is not None
+            if k not in HEADLINE and (f["a"] is not None or f["b"] is not None)
         )
-        lines.append(f"  {figures}")
+        lines += [f"  {figures}", _fidelity_line(v["figures"])]
         comparison = v["comparison"]
         if comparison is None:
             lines.append("  no labeled cases in common: accuracy not compared")

@@ -3,28 +3,97 @@
 One row per measured variant (the tail of KLD, the change in the reference's top-token probability,
 top-1 agreement on structural and value tokens), and one per (variant, slice). The figures are those
 of `evaluators.fidelity.TokenFidelitySummary`; a figure not measured shows as `MISSING`.
+`TAIL_COLUMNS` is the one definition of each figure's title and format: `quantgate compare`, a
+suite's decision and the notebooks show `HEADLINE`'s figures through it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from evaluators.fidelity import TokenFidelitySummary
 from quantgate.formatting import number, percent, points
 
-__all__ = ["FidelityTail", "fidelity_tail"]
+__all__ = [
+    "HEADLINE",
+    "TAIL_COLUMNS",
+    "FidelityTail",
+    "TailColumn",
+    "fidelity_tail",
+    "tail_cells",
+    "tail_titles",
+]
 
-_HEADER = ["variant", "positions", "KLD mean", "KLD p99", "KLD p99.9", "KLD max", "Δp mean", "Δp p1",
-           "Δp p5", "largest drop", "top-1", "top-1 structural", "top-1 value"]  # fmt: skip
-_SLICE_HEADER = ["variant", "slice", "positions", "KLD mean", "KLD p99", "KLD max", "Δp p1", "largest drop",
-                 "top-1 structural", "top-1 value"]  # fmt: skip
+
+@dataclass(frozen=True)
+class TailColumn:
+    """One figure of token fidelity as a column: its title and how its value shows.
+
+    Attributes:
+        figure: The `TokenFidelitySummary` attribute it shows.
+        title: The column's title.
+        format: The value as a cell; `MISSING` for None.
+    """
+
+    figure: str
+    title: str
+    format: Callable[[float | None], str]
+
+    def cell(self, summary: TokenFidelitySummary | None) -> str:
+        """This figure of `summary` as a cell; `MISSING` when there is no summary or no figure."""
+        return self.format(getattr(summary, self.figure) if summary is not None else None)
+
+
+def _kld(value: float | None) -> str:
+    return number(value, "{:.4f}")
+
+
+def _count(value: float | None) -> str:
+    return number(value, "{:d}")
+
+
+_COLUMNS = (
+    TailColumn("positions", "positions", _count),
+    TailColumn("kld_mean", "KLD mean", _kld),
+    TailColumn("kld_p99", "KLD p99", _kld),
+    TailColumn("kld_p999", "KLD p99.9", _kld),
+    TailColumn("kld_max", "KLD max", _kld),
+    TailColumn("delta_p_mean", "Δp mean", points),
+    TailColumn("delta_p_p1", "Δp p1", points),
+    TailColumn("delta_p_p5", "Δp p5", points),
+    TailColumn("delta_p_min", "largest drop", points),
+    TailColumn("top1_agreement", "top-1", percent),
+    TailColumn("structural_top1_agreement", "top-1 structural", percent),
+    TailColumn("value_top1_agreement", "top-1 value", percent),
+)
+TAIL_COLUMNS: dict[str, TailColumn] = {column.figure: column for column in _COLUMNS}
+"""Every figure of the tail by its `TokenFidelitySummary` attribute: the one definition of its title
+and format, for every table that shows it."""
+
+HEADLINE = ("kld_mean", "kld_p99", "delta_p_min", "structural_top1_agreement", "value_top1_agreement")
+"""The figures shown where there is room for a few only (`quantgate compare`, a suite's decision,
+the notebooks): the mean and the tail of KLD, the largest drop of the reference's top-token
+probability, top-1 agreement on structural and on value tokens."""
+
+_SLICE_FIGURES = ("positions", "kld_mean", "kld_p99", "kld_max", "delta_p_p1", "delta_p_min",
+                  "structural_top1_agreement", "value_top1_agreement")  # fmt: skip
 _NOTE = (
     "KLD: KL(reference || variant) per output position, nats; p99.9 needs 1,000 positions. Δp: the "
     "variant's probability of the reference's top token minus the reference's, in points (p1, p5: the "
     "worst drops; largest drop: the smallest Δp). Top-1 structural / value: top-1 agreement at the JSON "
     "answer's punctuation, keys and quotes / at its values (see docs/token-fidelity.md)."
 )
+
+
+def tail_titles(figures: Sequence[str] = HEADLINE) -> list[str]:
+    """The column titles of `figures` (keys of `TAIL_COLUMNS`)."""
+    return [TAIL_COLUMNS[figure].title for figure in figures]
+
+
+def tail_cells(summary: TokenFidelitySummary | None, figures: Sequence[str] = HEADLINE) -> list[str]:
+    """The cells of `figures` for one variant; each `MISSING` when `summary` is None (not measured)."""
+    return [TAIL_COLUMNS[figure].cell(summary) for figure in figures]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,23 +115,6 @@ class FidelityTail:
     note: str
 
 
-def _kld(value: float | None) -> str:
-    return number(value, "{:.4f}")
-
-
-def _row(name: str, s: TokenFidelitySummary) -> list[str]:
-    return [name, str(s.positions), _kld(s.kld_mean), _kld(s.kld_p99), _kld(s.kld_p999), _kld(s.kld_max),
-            points(s.delta_p_mean), points(s.delta_p_p1), points(s.delta_p_p5), points(s.delta_p_min),
-            percent(s.top1_agreement), percent(s.structural_top1_agreement),
-            percent(s.value_top1_agreement)]  # fmt: skip
-
-
-def _slice_row(name: str, tag: str, s: TokenFidelitySummary) -> list[str]:
-    return [name, tag, str(s.positions), _kld(s.kld_mean), _kld(s.kld_p99), _kld(s.kld_max),
-            points(s.delta_p_p1), points(s.delta_p_min), percent(s.structural_top1_agreement),
-            percent(s.value_top1_agreement)]  # fmt: skip
-
-
 def fidelity_tail(variants: Sequence[tuple[str, TokenFidelitySummary | None]]) -> FidelityTail | None:
     """The tail tables of the variants whose token fidelity was measured.
 
@@ -75,12 +127,13 @@ def fidelity_tail(variants: Sequence[tuple[str, TokenFidelitySummary | None]]) -
     measured = [(name, summary) for name, summary in variants if summary is not None]
     if not measured:
         return None
+    every = list(TAIL_COLUMNS)
     return FidelityTail(
-        header=list(_HEADER),
-        rows=[_row(name, summary) for name, summary in measured],
-        slice_header=list(_SLICE_HEADER),
+        header=["variant", *tail_titles(every)],
+        rows=[[name, *tail_cells(summary, every)] for name, summary in measured],
+        slice_header=["variant", "slice", *tail_titles(_SLICE_FIGURES)],
         slice_rows=[
-            _slice_row(name, tag, figures)
+            [name, tag, *tail_cells(figures, _SLICE_FIGURES)]
             for name, summary in measured
             for tag, figures in summary.slices.items()
         ],

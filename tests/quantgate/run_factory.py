@@ -1,6 +1,7 @@
 """Synthetic run directories: records and summaries written by hand (`make_run`), or a real
 run of the evaluation pipeline over fake chat models with hostile text (`make_fake_run`), or
-over a reference and a quantized fake answering by text (`ref_and_quant`, `run_ref_and_quant`)."""
+over a reference and a quantized fake answering by text (`ref_and_quant`, `run_ref_and_quant`);
+`with_token_fidelity` gives a run's variants token fidelity of known figures."""
 
 from __future__ import annotations
 
@@ -10,16 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.betting import DEFAULT_TRUNCATION
+from evaluators.fidelity import TokenFidelity, summarize_token_fidelity
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import Case, load_dataset, write_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.files import DATASET_DIR, RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
 from quantgate.rundir.lines import CaseRecord
-from quantgate.rundir.store import write_model
+from quantgate.rundir.store import read_summary, write_model
 from quantgate.rundir.summary import (
     DatasetInfo,
     RunOptionsInfo,
     RunSummary,
+    TokenFidelityEntry,
     VariantEntry,
     VariantMetadata,
     VariantsFile,
@@ -197,4 +200,55 @@ def run_ref_and_quant(
     run_dir = run_evaluation(load_dataset(dataset_dir), ref_and_quant(right, quant), options=options)
     if decide:
         decide_run(run_dir)
+    return run_dir
+
+
+_TAIL_KEYS = ("kld_p999", "delta_p", "structural", "value")
+
+TAIL_CASE_A = TokenFidelity(
+    kld=(0.4, 0.02, 0.03, 0.0),
+    top1=(False, True, True, True),
+    delta_p=(-0.3, -0.1, 0.1, 0.0),
+    kinds=("structural", "structural", "structural", "value"),
+    tags=("lang:en",),
+)
+"""KLD sorted 0, 0.02, 0.03, 0.4: mean 0.1125, p99 at rank 2.97 0.03 + 0.97 * 0.37 = 0.3889; largest
+drop -0.3; top-1 2 of 3 structural (66.7%), 1 of 1 value (100.0%)."""
+TAIL_CASE_B = TokenFidelity(
+    kld=(0.1, 0.0),
+    top1=(True, False),
+    delta_p=(0.0, -0.5),
+    kinds=("structural", "value"),
+    tags=("lang:en",),
+)
+"""KLD mean 0.05, p99 at rank 0.99: 0.099; largest drop -0.5; top-1 1 of 1 structural (100.0%),
+0 of 1 value (0.0%, measured: not missing)."""
+
+
+def with_token_fidelity(
+    run_dir: Path,
+    cases: Mapping[str, Sequence[TokenFidelity]],
+    *,
+    older_format: bool = False,
+) -> Path:
+    """`run_dir`'s summary.json with each named variant's token fidelity pooled from `cases`
+    (`summarize_token_fidelity`), as a run measuring it writes it.
+
+    `older_format`: written as a run of summary.json format 8 wrote it, before the tail: no Δp,
+    no structural or value top-1, no KLD p99.9 (its KLD mean, p95, p99, max and top-1 stay).
+    """
+    summary = read_summary(run_dir)
+    for entry in summary.variants:
+        if entry.name in cases:
+            pooled = summarize_token_fidelity(cases=cases[entry.name])
+            entry.token_fidelity = TokenFidelityEntry.of(pooled, method="test", records="fidelity.jsonl")
+    data = summary.model_dump(mode="json")
+    if older_format:
+        data["format_version"] = 8
+        for entry_data in data["variants"]:
+            fidelity = entry_data.get("token_fidelity") or {}
+            for figures in [fidelity, *fidelity.get("slices", {}).values()]:
+                for key in [k for k in figures if k.startswith(_TAIL_KEYS)]:
+                    del figures[key]
+    (run_dir / SUMMARY_FILE).write_text(json.dumps(data), encoding="utf-8")
     return run_dir
