@@ -1,6 +1,6 @@
 """A suite's decision as a task x variant grid: each cell passes, or names the gate that fails it;
-as text for the terminal and as suite_decision.md (with a section per task: each variant's gates
-and the task kind's figures)."""
+as text for the terminal and as suite_decision.md (with a section per task: each variant's gates,
+the task kind's figures and token fidelity's headline, `fidelity_tail.HEADLINE`)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,19 @@ from dataclasses import dataclass
 
 from quantgate.formatting import text_table
 from quantgate.render.decision_markdown import escape_markdown, markdown_table, task_figures_section
+from quantgate.render.fidelity_tail import tail_cells, tail_titles
 from quantgate.rundir.decision import Decision
 from quantgate.rundir.suite_files import SuiteDecision, TaskVerdict
 from quantgate.rundir.summary import RunSummary
 
-__all__ = ["TaskDecided", "grid_rows", "render_grid", "render_suite_markdown", "suite_decision_line"]
+__all__ = [
+    "TaskDecided",
+    "fidelity_section",
+    "grid_rows",
+    "render_grid",
+    "render_suite_markdown",
+    "suite_decision_line",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,9 +84,28 @@ def suite_decision_line(decision: SuiteDecision) -> str:
     return _decision_line(decision) + (f" ({'; '.join(failing)})" if failing else "")
 
 
+_FIDELITY_NOTE = (
+    "Token fidelity against the reference, teacher-forced on its answers (docs/token-fidelity.md); "
+    "the task's decision.md has the whole tail and its slices. —: not measured."
+)
+
+
+def fidelity_section(summary: RunSummary | None, *, level: str = "###") -> list[str]:
+    """Each variant's token fidelity headline (KLD mean and p99, the largest drop, top-1 on structural
+    and value tokens) as a Markdown section; none when no variant of the run has token fidelity."""
+    if summary is None or all(v.token_fidelity is None for v in summary.variants):
+        return []
+    rows = [
+        [v.name + (" (reference)" if v.is_reference else ""), *tail_cells(v.token_fidelity)]
+        for v in summary.variants
+    ]
+    table = markdown_table(["variant", *tail_titles()], rows)
+    return [f"{level} Token fidelity", "", *table, _FIDELITY_NOTE, ""]
+
+
 def _task_section(name: str, task: TaskDecided) -> list[str]:
     """A task's section: each variant's verdict and gates (their evidence gives each interval), then
-    the task kind's figures per variant."""
+    the task kind's figures and token fidelity per variant."""
     lines = [f"## Task {escape_markdown(name)} ({escape_markdown(task.kind)})", ""]
     if task.decision is None:
         return [*lines, "Not run: no decision.", ""]
@@ -89,7 +116,7 @@ def _task_section(name: str, task: TaskDecided) -> list[str]:
         ]
         rows += [[variant, section.verdict, *gate] for gate in gates]
     lines += markdown_table(["variant", "verdict", "gate", "status", "evidence"], rows)
-    return [*lines, *task_figures_section(task.summary, level="###")]
+    return [*lines, *task_figures_section(task.summary, level="###"), *fidelity_section(task.summary)]
 
 
 def render_suite_markdown(decision: SuiteDecision, tasks: Mapping[str, TaskDecided] | None = None) -> str:
