@@ -283,7 +283,7 @@ def extract(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict
     attempt = Attempt(
         ttft_s=ttft,
         total_s=total,
-        input_tokens=usage.get("input_tokens"),
+        input_tokens=usage.get("input_tokens") or None,  # 0: not reported (a prompt has tokens)
         output_tokens=usage.get("output_tokens"),
         finish_reason=metadata.get("finish_reason") or metadata.get("done_reason"),
         reported={

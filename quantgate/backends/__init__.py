@@ -32,6 +32,7 @@ from quantgate.backends.declared_capabilities import (
     LANGCHAIN_CAPABILITIES,
     LLAMACPP_CAPABILITIES,
     OLLAMA_CAPABILITIES,
+    OPENAI_CAPABILITIES,
     BackendCapabilities,
 )
 from quantgate.hardware import package_version
@@ -146,12 +147,23 @@ def _open_ollama(
         yield opened
 
 
+@contextmanager
+def _open_openai(
+    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
+) -> Iterator[OpenedVariant]:
+    from quantgate.backends.openai import open_openai
+
+    with open_openai(variant, schema) as opened:
+        yield opened
+
+
 _REGISTRY: dict[str, RegisteredBackend] = {
     record.name: record
     for record in (
         RegisteredBackend(name="llamacpp", open=_open_llamacpp, capabilities=LLAMACPP_CAPABILITIES),
         RegisteredBackend(name="langchain", open=_open_chat_model, capabilities=LANGCHAIN_CAPABILITIES),
         RegisteredBackend(name="ollama", open=_open_ollama, capabilities=OLLAMA_CAPABILITIES),
+        RegisteredBackend(name="openai", open=_open_openai, capabilities=OPENAI_CAPABILITIES),
     )
 }
 
@@ -325,6 +337,7 @@ __all__ = [
     "LANGCHAIN_CAPABILITIES",
     "LLAMACPP_CAPABILITIES",
     "OLLAMA_CAPABILITIES",
+    "OPENAI_CAPABILITIES",
     "Backend",
     "BackendCapabilities",
     "BackendError",

@@ -41,6 +41,9 @@ class BackendCapabilities:
             engine, K and V each; a quantized V cache needs flash attention: llama.cpp),
             `"declared"` (set server-wide, one type for K and V, recorded as declared: Ollama's
             `OLLAMA_KV_CACHE_TYPE`), None (the backend takes none).
+        json_schema: The backend constrains answers to the dataset's JSON schema (a grammar, a
+            server's `format` or `response_format`); without it an answer is only validated and
+            repaired. What a variant's calls did is its `runtime.decoding`.
     """
 
     token_fidelity: Literal["logits", "logprobs"] | None = None
@@ -52,6 +55,7 @@ class BackendCapabilities:
     model_file: bool = False
     from_python: bool = False
     kv_cache: Literal["applied", "declared"] | None = None
+    json_schema: bool = False
 
 
 EMBEDDED_SLOTS = 4
@@ -61,12 +65,18 @@ at 8, so 4 is where the aggregate peaks."""
 
 LLAMACPP_CAPABILITIES = BackendCapabilities(
     token_fidelity="logits", process_isolation=True, parallel="slots", memory="process", model_file=True,
-    default_concurrency=EMBEDDED_SLOTS, embeddings=True, kv_cache="applied",
+    default_concurrency=EMBEDDED_SLOTS, embeddings=True, kv_cache="applied", json_schema=True,
 )  # fmt: skip
 OLLAMA_CAPABILITIES = BackendCapabilities(
     token_fidelity="logprobs", process_isolation=True, parallel="server", memory="server", embeddings=True,
-    kv_cache="declared",
+    kv_cache="declared", json_schema=True,
 )  # fmt: skip
+OPENAI_CAPABILITIES = BackendCapabilities(
+    token_fidelity=None, process_isolation=True, parallel="server", memory="server", json_schema=True
+)
+"""An OpenAI-compatible server (`quantgate.backends.openai`): it schedules concurrent requests
+itself; JSON schema through `response_format` where the server takes it (the variant's
+`runtime.decoding` says when it took none)."""
 LANGCHAIN_CAPABILITIES = BackendCapabilities(
     token_fidelity=None, process_isolation=False, parallel="none", memory="process", from_python=True
 )

@@ -10,11 +10,33 @@ read when the variant is opened and never written to `variants.json` or a log.
 from __future__ import annotations
 
 import os
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
 
-from quantgate.backends import BackendError
+import psutil
+from langchain_core.messages import HumanMessage
+
+from graphs.extraction import ModelCallError
+from quantgate.backends import BackendError, OpenedVariant
+from quantgate.backends.openai_chat import (
+    DEFAULT_FIRST_TOKEN_TIMEOUT_S,
+    DEFAULT_TIMEOUT_S,
+    OpenAIServerChatModel,
+    classify,
+)
+from quantgate.backends.schema_grammar import grammar_schema, unenforced_keywords
+from quantgate.hardware import package_version
 from quantgate.inputs.variants import Variant
 
-__all__ = ["openai_endpoint"]
+__all__ = ["NO_SCHEMA_DECODING", "RESPONSE_FORMATS", "open_openai", "openai_endpoint"]
+
+NO_SCHEMA_DECODING = "no response_format: validation and repairs only"
+"""`runtime.decoding` of a variant whose server takes no JSON schema."""
 
 
 def openai_endpoint(variant: Variant) -> tuple[str, str, str | None]:
@@ -51,3 +73,195 @@ def openai_endpoint(variant: Variant) -> tuple[str, str, str | None]:
             f"export {key_env}=<the server's API key>"
         )
     return base_url.rstrip("/"), variant.model, key
+
+
+RESPONSE_FORMATS = ("auto", "json_schema", "json_object", "none")
+"""The `response_format` option: how the dataset's JSON schema is sent (see `_response_format`)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Settings:
+    """A variant's options for the OpenAI-compatible backend, with their defaults."""
+
+    max_tokens: int
+    seed: int
+    timeout_s: float
+    first_token_s: float
+    response_format: str
+
+    @classmethod
+    def of(cls, variant: Variant) -> _Settings:
+        options = variant.options
+        response_format = str(options.get("response_format", "auto"))
+        if response_format not in RESPONSE_FORMATS:
+            raise BackendError(
+                f"variant {variant.name}: response_format {response_format!r} is not one of "
+                f"{', '.join(RESPONSE_FORMATS)}"
+            )
+        try:
+            return cls(
+                max_tokens=int(options.get("max_tokens", 512)),
+                seed=int(options.get("seed", 0)),
+                timeout_s=float(options.get("timeout_s", DEFAULT_TIMEOUT_S)),
+                first_token_s=float(options.get("first_token_timeout_s", DEFAULT_FIRST_TOKEN_TIMEOUT_S)),
+                response_format=response_format,
+            )
+        except (TypeError, ValueError) as exc:
+            raise BackendError(f"variant {variant.name}: an option is not a number: {exc}") from exc
+
+    @property
+    def silence_s(self) -> float:
+        """The client's read timeout: no byte for this long ends the call."""
+        return min(self.first_token_s, self.timeout_s)
+
+
+def _response_format(kind: str, schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The request's `response_format` for the schema: OpenAI's `json_schema` (vLLM, llama.cpp's
+    `llama-server`, LM Studio), or `json_object` carrying the schema rewritten for llama.cpp's
+    converter (llama-cpp-python's `llama_cpp.server`, which refuses `json_schema`), or none."""
+    if kind == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "record", "schema": dict(schema), "strict": True},
+        }
+    if kind == "json_object":
+        return {"type": "json_object", "schema": grammar_schema(schema, None, "gbnf")}
+    return None
+
+
+def _chat(
+    endpoint: tuple[str, str, str | None], settings: _Settings, response_format: Any, max_tokens: int
+) -> Any:
+    """`ChatOpenAI` streaming greedy answers (temperature 0, a fixed seed), usage asked for, no
+    retries of its own (the graph retries), a read timeout of the variant's silence limit. The
+    limit goes as `max_completion_tokens` and as `max_tokens`, which llama-cpp-python reads."""
+    from langchain_openai import ChatOpenAI
+    from pydantic import SecretStr
+
+    base_url, model, key = endpoint
+    body: dict[str, Any] = {"max_tokens": max_tokens}
+    if response_format:  # in the body, not as ChatOpenAI's own response_format (it would parse the answer)
+        body["response_format"] = response_format
+    return ChatOpenAI(
+        model=model,
+        base_url=base_url,
+        api_key=SecretStr(key or "no-key"),  # the client insists on one; a server without keys ignores it
+        temperature=0.0,
+        seed=settings.seed,
+        max_completion_tokens=max_tokens,
+        extra_body=body,
+        timeout=settings.silence_s,
+        max_retries=0,
+        streaming=True,
+        stream_usage=True,
+    )
+
+
+def _local_pid(base_url: str) -> int | None:
+    """PID of the process listening on the server's port, when it runs on this machine."""
+    parts = urlsplit(base_url)
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+                return conn.pid
+    except psutil.AccessDenied:
+        return None
+    return None
+
+
+_PROBE = [HumanMessage("Answer with an empty JSON object.")]
+
+
+def _refusal(chat: Any) -> ModelCallError | None:
+    """The server's answer to a one-token call: None when it took it, or when the call could not
+    tell (a transport failure is the cases' to meet, with their retries); else why it refused."""
+    try:
+        for _ in chat.stream(_PROBE):
+            pass
+    except Exception as exc:
+        error = classify(exc)
+        return None if error.kind in ("connection", "timeout", "stream_cut") else error
+    return None
+
+
+def _choose_format(
+    variant: Variant, endpoint: tuple[str, str, str | None], settings: _Settings, schema: Mapping[str, Any]
+) -> tuple[str, Any]:
+    """The response format the server takes, asked with one-token calls: the variant's, or under
+    `auto` `json_schema`, else `json_object` with the schema, else none (validation and repairs
+    only, said on stderr). A refused key or an unknown model fails the variant here."""
+    kinds = (
+        ("json_schema", "json_object", "none")
+        if settings.response_format == "auto"
+        else (settings.response_format,)
+    )
+    refusals: list[str] = []
+    for kind in kinds:
+        refused = _refusal(_chat(endpoint, settings, _response_format(kind, schema), 1))
+        if refused is None:
+            if refusals:
+                print(
+                    f"quantgate: variant {variant.name}: the server refused response_format "
+                    f"{', '.join(refusals)}; using {kind}",
+                    file=sys.stderr,
+                )
+            return kind, _chat(endpoint, settings, _response_format(kind, schema), settings.max_tokens)
+        if refused.kind in ("unauthorized", "not_found") or kind == "none":
+            raise BackendError(f"variant {variant.name}: {endpoint[0]}: {refused}")
+        refusals.append(f"{kind} ({refused})")
+    raise BackendError(f"variant {variant.name}: the server refused response_format {'; '.join(refusals)}")
+
+
+def _decoding(kind: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """How the calls are decoded (`runtime.decoding`) and the schema keywords llama.cpp's converter
+    leaves unenforced (`json_object` only; for `json_schema` the server's engine is unknown: None)."""
+    if kind == "none":
+        return {"decoding": NO_SCHEMA_DECODING, "unenforced_schema_keywords": None}
+    if kind == "json_object":
+        return {
+            "decoding": "response_format json_object with the JSON schema (llama-cpp-python): a grammar",
+            "unenforced_schema_keywords": [str(k) for k in unenforced_keywords(schema, engine="gbnf")],
+        }
+    return {
+        "decoding": "response_format json_schema, enforced by the server",
+        "unenforced_schema_keywords": None,
+    }
+
+
+@contextmanager
+def open_openai(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
+    """Open an `openai:` variant: its endpoint, its options, the response format the server takes."""
+    endpoint = openai_endpoint(variant)
+    settings = _Settings.of(variant)
+    started = time.perf_counter()
+    kind, chat = _choose_format(variant, endpoint, settings, schema)
+    probe_s = time.perf_counter() - started
+    yield OpenedVariant(
+        chat_model=OpenAIServerChatModel(
+            inner=chat,
+            base_url=endpoint[0],
+            first_token_timeout_s=settings.first_token_s,
+            timeout_s=settings.timeout_s,
+        ),
+        runtime={
+            "name": "openai-compatible",
+            "client": f"langchain-openai {package_version('langchain-openai')}",
+            "base_url": endpoint[0],
+            "model": endpoint[1],
+            "api_key_env": variant.options.get("api_key_env"),
+            "response_format": kind,
+            "first_token_timeout_s": settings.first_token_s,
+            "timeout_s": settings.timeout_s,
+            "seed": settings.seed,
+            "temperature": 0.0,
+            "probe_s": probe_s,
+            **_decoding(kind, schema),
+        },
+        max_output_tokens=settings.max_tokens,
+        memory_pid=_local_pid(endpoint[0]),
+        max_retries=int(variant.options.get("max_retries", 2)),
+        retry_backoff_s=float(variant.options.get("retry_backoff_s", 0.5)),
+    )

@@ -13,7 +13,8 @@ A variant set lives in a TOML file (written by `quantgate ladder`, or by hand):
     method = "..."
     kv_cache = "q8_0"  # optional: K and V cache type; or { k = "q8_0", v = "f16" }
 
-On the command line, shorthands `llamacpp:PATH.gguf` and `ollama:TAG` name one variant each.
+On the command line, shorthands `llamacpp:PATH.gguf`, `ollama:TAG` and `openai:MODEL@BASE_URL` (a
+model on an OpenAI-compatible server) name one variant each.
 From Python, any LangChain chat model becomes a variant through `Variant.from_chat_model`.
 """
 
@@ -247,7 +248,22 @@ def parse_spec(spec: str) -> Variant:
         return Variant(name=stem, backend="llamacpp", model=str(path.resolve()))
     if backend == "ollama":
         return Variant(name=re.sub(r"[^A-Za-z0-9_.:+\-]", "_", model), backend="ollama", model=model)
-    raise VariantSpecError(f"variant {spec!r}: unknown backend {backend!r} (known: llamacpp, ollama)")
+    if backend == "openai":
+        return _openai_spec(spec, model)
+    raise VariantSpecError(f"variant {spec!r}: unknown backend {backend!r} (known: llamacpp, ollama, openai)")
+
+
+def _openai_spec(spec: str, rest: str) -> Variant:
+    """`openai:MODEL@BASE_URL`: the server's model name and its API root (`http://host:8000/v1`)."""
+    found = re.fullmatch(r"(.+)@(https?://\S+)", rest)
+    if found is None:
+        raise VariantSpecError(
+            f"variant {spec!r}: expected openai:MODEL@BASE_URL, e.g. openai:q4_k_m@http://127.0.0.1:8000/v1 "
+            "(an API key: a variants file's options.api_key_env)"
+        )
+    model, base_url = found.groups()
+    name = re.sub(r"[^A-Za-z0-9_.:+\-]", "_", model)
+    return Variant(name=name, backend="openai", model=model, options={"base_url": base_url})
 
 
 def load_variants_file(path: Path) -> VariantSet:

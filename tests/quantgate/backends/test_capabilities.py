@@ -61,14 +61,20 @@ def test_built_in_backends_declare_their_capabilities():
     assert backend_capabilities("llamacpp") == BackendCapabilities(
         token_fidelity="logits", process_isolation=True, parallel="slots", default_concurrency=4,
         memory="process", embeddings=True, model_file=True, from_python=False, kv_cache="applied",
+        json_schema=True,
     )  # fmt: skip
     assert backend_capabilities("ollama") == BackendCapabilities(
         token_fidelity="logprobs", process_isolation=True, parallel="server", memory="server",
         embeddings=True, model_file=False, from_python=False, default_concurrency=1, kv_cache="declared",
+        json_schema=True,
+    )  # fmt: skip
+    assert backend_capabilities("openai") == BackendCapabilities(
+        token_fidelity=None, process_isolation=True, parallel="server", memory="server", embeddings=False,
+        model_file=False, from_python=False, default_concurrency=1, kv_cache=None, json_schema=True,
     )  # fmt: skip
     assert backend_capabilities("langchain") == BackendCapabilities(
         token_fidelity=None, process_isolation=False, parallel="none", memory="process", embeddings=False,
-        model_file=False, from_python=True, kv_cache=None,
+        model_file=False, from_python=True, kv_cache=None, json_schema=False,
     )  # fmt: skip
 
 
@@ -287,6 +293,7 @@ _NAME_CHECK = re.compile(
 _KNOWN = {
     ("inputs/variants.py", 'if backend == "llamacpp":'),
     ("inputs/variants.py", 'if backend == "ollama":'),
+    ("inputs/variants.py", 'if backend == "openai":'),
 }
 
 

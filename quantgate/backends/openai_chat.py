@@ -1,0 +1,169 @@
+"""One streamed chat call to an OpenAI-compatible server: named failures, time limits, and the
+output tokens counted when the server does not report them.
+
+`OpenAIServerChatModel` wraps LangChain's `ChatOpenAI` (whose real client makes the call) and turns
+what can go wrong into `ModelCallError`s with a kind (`classify`), which the extraction graph
+retries when a retry can help and otherwise records on the case:
+
+- `connection`: nothing listens at the base URL, or the connection dropped before an answer;
+- `timeout`: no byte for `min(first_token_timeout_s, timeout_s)` seconds (the client's read
+  timeout), or an answer still streaming after `timeout_s`;
+- `unauthorized` (401/403: the API key), `not_found` (404: the model or the path), `busy` (429,
+  503), `server_error` (other 5xx), `bad_request` (other 4xx), each with the body's message;
+- `bad_response`: a 200 whose body is not the API's JSON or event stream (an HTML page: a base URL
+  that is not the API's root); a 4xx/5xx answered with an HTML page says so in its message;
+- `stream_cut`: the stream broke (the server died mid-answer, or closed it without a
+  `finish_reason`); `stream_error`: an error event inside a 200 stream.
+
+llama.cpp's servers send no usage in a stream (`stream_options.include_usage` is ignored), so when
+the server reports none the output tokens are the streamed content chunks, one token each there.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
+
+from graphs.extraction import ModelCallError
+from quantgate.backends.streaming import StreamingChatModel
+
+DEFAULT_FIRST_TOKEN_TIMEOUT_S = 120.0
+DEFAULT_TIMEOUT_S = 600.0
+
+__all__ = ["DEFAULT_FIRST_TOKEN_TIMEOUT_S", "DEFAULT_TIMEOUT_S", "OpenAIServerChatModel", "classify"]
+
+
+def _named(exc: BaseException, *names: str) -> bool:
+    """`exc` is one of httpx's exceptions `names` (the openai client uses `httpx` or its fork
+    `httpx2`, whose classes are not httpx's), by the class names in its ancestry."""
+    return any(cls.__name__ in names and cls.__module__.startswith("httpx") for cls in type(exc).__mro__)
+
+
+def _body_message(exc: Any) -> str:
+    """The error message of a 4xx/5xx answer: the JSON body's `error.message` (or `detail`), else
+    a note that the body was an HTML page, else its first characters."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        message = error.get("message") if isinstance(error, dict) else error
+        return " ".join(str(message or body.get("detail") or body).split())[:300]
+    response = getattr(exc, "response", None)
+    text = getattr(response, "text", "") or str(body or exc)
+    content_type = getattr(response, "headers", {}).get("content-type", "") if response is not None else ""
+    if "html" in content_type or text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
+        return f"an HTML page, not the API's JSON ({text.strip()[:120]!r}): a proxy, or not an OpenAI API?"
+    return " ".join(text.split())[:300]
+
+
+def _status_error(status: int, message: str) -> ModelCallError:
+    if status in (401, 403):
+        what = f"the server refused the API key ({status}): {message}; check the variable api_key_env names"
+        return ModelCallError("unauthorized", what, retryable=False)
+    if status == 404:
+        return ModelCallError("not_found", f"model or path not found (404): {message}", retryable=False)
+    if status in (429, 503):
+        return ModelCallError("busy", f"server busy ({status}): {message}", retryable=True)
+    if status >= 500:
+        return ModelCallError("server_error", f"server error {status}: {message}", retryable=True)
+    return ModelCallError("bad_request", f"request refused ({status}): {message}", retryable=False)
+
+
+def classify(exc: BaseException) -> ModelCallError:
+    """Name a failed call to an OpenAI-compatible server and say whether a retry can help."""
+    import openai
+
+    if isinstance(exc, ModelCallError):
+        return exc
+    if isinstance(exc, openai.APIStatusError):
+        return _status_error(exc.status_code, _body_message(exc))
+    if isinstance(exc, openai.APITimeoutError) or _named(exc, "TimeoutException"):
+        return ModelCallError("timeout", f"timed out: {exc}", retryable=True)
+    if isinstance(exc, openai.APIConnectionError) or _named(exc, "ConnectError") or isinstance(exc, OSError):
+        cause = exc.__cause__ or exc
+        return ModelCallError("connection", f"server not reachable: {cause}", retryable=True)
+    if _named(exc, "RemoteProtocolError", "ReadError", "StreamError"):
+        return ModelCallError("stream_cut", f"the answer stream was cut: {exc}", retryable=True)
+    if isinstance(exc, openai.APIError):  # an error event inside a 200 stream
+        what = f"the server reported an error in the middle of its answer: {exc.message}"
+        return ModelCallError("stream_error", what, retryable=True)
+    if isinstance(exc, json.JSONDecodeError | openai.APIResponseValidationError):
+        what = f"the server's answer is not the OpenAI API's JSON ({exc}); is base_url the API's root (/v1)?"
+        return ModelCallError("bad_response", what, retryable=False)
+    return ModelCallError("backend_error", f"{type(exc).__name__}: {exc}", retryable=False)
+
+
+class OpenAIServerChatModel(StreamingChatModel):
+    """`ChatOpenAI` whose failures and slowness are raised as `ModelCallError`s (see the module).
+
+    Attributes:
+        inner: The `ChatOpenAI` that makes the call (streaming; no retries of its own; its read
+            timeout `min(first_token_timeout_s, timeout_s)`).
+        base_url: The server, for messages.
+        first_token_timeout_s: Longest wait for the first token (and longest silence).
+        timeout_s: Longest a whole answer may take.
+    """
+
+    inner: BaseChatModel
+    base_url: str = ""
+    first_token_timeout_s: float = DEFAULT_FIRST_TOKEN_TIMEOUT_S
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    @property
+    def _llm_type(self) -> str:
+        return "quantgate-openai"
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        started = time.monotonic()
+        chunks, usage, finished = 0, False, False
+        try:
+            for chunk in self.inner.stream(messages, stop=stop, **kwargs):
+                if time.monotonic() - started > self.timeout_s:
+                    what = f"the answer took longer than {self.timeout_s:g} s (timeout_s)"
+                    raise ModelCallError("timeout", what, retryable=True)
+                chunks += 1 if chunk.content else 0
+                usage = usage or bool(chunk.usage_metadata)
+                finished = finished or bool(chunk.response_metadata.get("finish_reason"))
+                yield ChatGenerationChunk(message=chunk)
+        except ModelCallError:
+            raise
+        except Exception as exc:
+            if _named(exc, "TimeoutException") or isinstance(exc, TimeoutError):
+                raise self._silence(started) from exc
+            raise classify(exc) from exc
+        if not finished:
+            raise self._unfinished(chunks)
+        if not usage:
+            counted = {"input_tokens": 0, "output_tokens": chunks, "total_tokens": chunks}
+            yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=counted))  # type: ignore[arg-type]
+
+    def _unfinished(self, chunks: int) -> ModelCallError:
+        if chunks == 0:
+            what = (
+                f"{self.base_url} answered no chat completion events (an HTML page or other body?): is "
+                "base_url the OpenAI API's root, e.g. http://host:8000/v1?"
+            )
+            return ModelCallError("bad_response", what, retryable=False)
+        what = f"the answer stream from {self.base_url} ended after {chunks} chunks without a finish_reason"
+        return ModelCallError("stream_cut", what, retryable=True)
+
+    def _silence(self, started: float) -> ModelCallError:
+        silent = min(self.first_token_timeout_s, self.timeout_s)
+        return ModelCallError(
+            "timeout",
+            f"no answer from {self.base_url} for {silent:g} s (first_token_timeout_s / timeout_s; waited "
+            f"{time.monotonic() - started:.0f} s in all): the server is hung, or busy with other requests",
+            retryable=True,
+        )
