@@ -96,11 +96,69 @@ def _rate(amount: float, seconds: float | None) -> float | None:
     return amount / seconds if seconds and amount else None
 
 
-def summarize_load(*, requests: Sequence[LoadRequest], wall_s: float | None) -> LoadStats:
+def meets_targets(request: LoadRequest, *, ttft_target_s: float | None, itl_target_s: float | None) -> bool:
+    """Whether a request counts toward goodput: its answer was valid, its first token came within
+    `ttft_target_s` and its mean inter-token gap was within `itl_target_s` (a target of None
+    constrains nothing). An answer of fewer than two tokens has no gap, so meets any gap target,
+    as in `vllm bench serve --goodput`; a request without a first token meets no TTFT target."""
+    if request.valid is not True or request.error_kind is not None:
+        return False
+    if ttft_target_s is not None and (request.ttft_s is None or request.ttft_s > ttft_target_s):
+        return False
+    return itl_target_s is None or request.inter_token_s is None or request.inter_token_s <= itl_target_s
+
+
+def goodput_interval(count: int, wall_s: float, *, confidence: float = 0.95) -> tuple[float, float]:
+    """The exact (Garwood) Poisson interval of `count` events, divided by `wall_s`: a rate interval.
+
+    Why a Poisson count: a Poisson level's requests arrive as a Poisson process, and each meets the
+    targets or not; thinning a Poisson process by a pass/fail independent of the arrivals leaves a
+    Poisson process, so the count within targets over the level is Poisson with mean
+    goodput x time. The interval is exact for that model (coverage at least `confidence` at every
+    count, zero included). It assumes what the model does: a pass independent of the arrival
+    times, which queueing weakens at rates near capacity (a burst makes several requests late at
+    once), and the wall time taken as fixed (with a `--requests` bound it ends with the last
+    answer). A closed level's count is not Poisson (its requests are a fixed number, sent as
+    answers end), so `summarize_load` gives it no interval.
+    """
+    from scipy.stats import chi2  # scipy.stats takes a while to import; only goodput needs it
+
+    alpha = 1.0 - confidence
+    low = float(chi2.ppf(alpha / 2, 2 * count)) / 2 if count > 0 else 0.0
+    high = float(chi2.ppf(1 - alpha / 2, 2 * count + 2)) / 2
+    return low / wall_s, high / wall_s
+
+
+def _goodput(
+    requests: Sequence[LoadRequest],
+    wall_s: float | None,
+    *,
+    ttft_target_s: float | None,
+    itl_target_s: float | None,
+    poisson: bool,
+) -> tuple[int | None, float | None, float | None, float | None]:
+    """Within targets, goodput and its interval: all None without a target or a measured level."""
+    if (ttft_target_s is None and itl_target_s is None) or not requests or not wall_s:
+        return None, None, None, None
+    count = sum(meets_targets(r, ttft_target_s=ttft_target_s, itl_target_s=itl_target_s) for r in requests)
+    low, high = goodput_interval(count, wall_s) if poisson else (None, None)
+    return count, count / wall_s, low, high
+
+
+def summarize_load(
+    *,
+    requests: Sequence[LoadRequest],
+    wall_s: float | None,
+    ttft_target_s: float | None = None,
+    itl_target_s: float | None = None,
+    poisson: bool = False,
+) -> LoadStats:
     """Summarize the requests of one level sent over `wall_s` seconds.
 
     An answer is a request without a transport error (`error_kind` None or `invalid_output`);
-    invalid answers count in the latency and throughput figures and as errors.
+    invalid answers count in the latency and throughput figures and as errors. With a latency
+    target, goodput is the requests that `meets_targets` per second of wall time, with its
+    `goodput_interval` when the level's arrivals were Poisson (`poisson`).
     """
     answers = [r for r in requests if r.error_kind in (None, INVALID_OUTPUT)]
     kinds = Counter(r.error_kind for r in requests if r.error_kind is not None)
@@ -113,6 +171,9 @@ def summarize_load(*, requests: Sequence[LoadRequest], wall_s: float | None) -> 
     gap_count = sum(n for _, n in gaps)
     per_request = [r.output_tokens / r.total_s for r in answers if r.output_tokens and r.total_s > 0]
     tokens = sum(r.output_tokens or 0 for r in answers)
+    within, goodput, low, high = _goodput(
+        requests, wall_s, ttft_target_s=ttft_target_s, itl_target_s=itl_target_s, poisson=poisson
+    )
     return LoadStats(
         requests=len(requests),
         answered=len(answers),
@@ -127,4 +188,8 @@ def summarize_load(*, requests: Sequence[LoadRequest], wall_s: float | None) -> 
         request_tokens_per_s_p50=percentile(per_request, 50),
         aggregate_tokens_per_s=_rate(tokens, wall_s),
         requests_per_s=_rate(len(answers), wall_s),
+        within_targets=within,
+        goodput_rps=goodput,
+        goodput_rps_low=low,
+        goodput_rps_high=high,
     )

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evaluators.errors import UsageError
 from quantgate.cli.common import (
     DEFAULT_DATASET,
     DEFAULT_LIMIT,
@@ -25,21 +26,50 @@ if TYPE_CHECKING:
     from quantgate.cli.common import Commands
     from quantgate.evaluate.executor import VariantExecutor
     from quantgate.inputs.variants import VariantSet
-    from quantgate.loadtest.levels import LoadOptions
+    from quantgate.loadtest.levels import LoadLevel, LoadOptions
+
+
+def _levels(args: argparse.Namespace) -> tuple[LoadLevel, ...]:
+    """Closed levels from the concurrency flag, or Poisson levels from `--rate`; a flag of the
+    other kind of level is refused, not ignored."""
+    from quantgate.loadtest.levels import DEFAULT_LEVELS, parse_levels, poisson_levels
+
+    if args.arrivals == "closed":
+        poisson_only = {"--rate": args.rate, "--max-in-flight": args.max_in_flight, "--seed": args.seed}
+        for flag, value in poisson_only.items():
+            if value is not None:
+                raise UsageError(f"{flag} applies to --arrivals poisson only")
+        return parse_levels(args.load_concurrency or DEFAULT_LEVELS)
+    if args.rate is None:
+        raise UsageError("--arrivals poisson needs --rate R[,R2,...] (requests per second)")
+    if args.load_concurrency is not None:
+        raise UsageError(
+            "--arrivals poisson takes no concurrency levels; bound requests in flight with --max-in-flight"
+        )
+    if args.seed is not None and args.seed < 0:
+        raise UsageError(f"--seed {args.seed}: must be 0 or more")
+    return poisson_levels(args.rate, in_flight=args.max_in_flight)
+
+
+def _seconds(milliseconds: float | None) -> float | None:
+    return milliseconds / 1000 if milliseconds is not None else None
 
 
 def load_options(args: argparse.Namespace) -> LoadOptions:
-    """The load options of `load` and `run --load`; bad levels or bounds fail before any work."""
-    from quantgate.loadtest.levels import DEFAULT_LEVELS, LoadOptions, parse_levels
+    """The load options of `load` and `run --load`; bad levels, bounds or targets fail before any work."""
+    from quantgate.loadtest.levels import LoadOptions
 
     cases = args.limit if args.limit is not None or args.dataset else DEFAULT_LIMIT
     return LoadOptions(
-        levels=parse_levels(args.load_concurrency or DEFAULT_LEVELS),
+        levels=_levels(args),
         requests=args.requests,
         duration_s=args.duration,
         max_tokens=args.max_tokens,
         cases=cases,
         examples=args.examples,
+        **({"seed": args.seed} if args.seed is not None else {}),  # else LoadOptions' default
+        ttft_target_s=_seconds(args.ttft_target_ms),
+        itl_target_s=_seconds(args.itl_target_ms),
     )
 
 
@@ -101,6 +131,28 @@ def add_load_flags(parser: argparse.ArgumentParser, *, prefix: str) -> None:
         "--duration", type=float, metavar="S", help="seconds per level after which no request starts"
     )
     group.add_argument("--max-tokens", type=int, metavar="N", help="generation limit per request")
+    group.add_argument(
+        "--arrivals",
+        choices=("closed", "poisson"),
+        default="closed",
+        help="closed: concurrency levels of threads (default); poisson: open-loop arrivals at --rate",
+    )
+    group.add_argument(
+        "--rate", metavar="R[,R2,...]", help="poisson: offered rates in requests/s, a level each (0.5,2)"
+    )
+    group.add_argument(
+        "--max-in-flight",
+        type=int,
+        metavar="N",
+        help="poisson: requests in flight at most; later arrivals wait in the client (default 4)",
+    )
+    group.add_argument("--seed", type=int, help="poisson: seed of the arrival times (default 35)")
+    group.add_argument(
+        "--ttft-target-ms", type=float, metavar="MS", help="goodput: time-to-first-token target per request"
+    )
+    group.add_argument(
+        "--itl-target-ms", type=float, metavar="MS", help="goodput: mean inter-token gap target per request"
+    )
 
 
 def add_parser(commands: Commands) -> None:

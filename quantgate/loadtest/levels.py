@@ -1,5 +1,8 @@
 """`quantgate load`: the dataset's real prompts sent at several concurrency levels per variant.
 
+A level is closed (below) or, with `--arrivals poisson`, open-loop: requests arriving as a
+Poisson process at a rate, at most a bound in flight (`quantgate.loadtest.arrivals`).
+
 Each level runs `concurrency` threads that take the cases' prompts round-robin and stream
 them through the variant's chat model, with no retry (a retry would hide the error), until
 `requests` have been sent or `duration_s` has passed, whichever comes first; requests in
@@ -21,7 +24,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, closing, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,20 +32,28 @@ from typing import Any
 
 import psutil
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
 
 from evaluators.errors import UsageError
 from evaluators.format import FormatEvaluator
-from evaluators.load import INVALID_OUTPUT, LoadRequest, summarize_load
-from graphs.extraction import ModelCallError, prompt_messages
+from evaluators.load import LoadRequest, summarize_load
+from graphs.extraction import prompt_messages
 from quantgate.backends import OpenedVariant, capabilities, open_variant
 from quantgate.evaluate.memory_sampler import RssSampler, rss_mb
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.examples import DEFAULT_EXAMPLES
 from quantgate.inputs.variants import Variant
+from quantgate.loadtest.arrivals import (
+    DEFAULT_IN_FLIGHT,
+    DEFAULT_SEED,
+    parse_rates,
+    poisson_schedule,
+    rate_name,
+    send_arrivals,
+)
+from quantgate.loadtest.one_request import Prompt, stream_request
 from quantgate.rundir.lines import LoadLine
-from quantgate.rundir.load import LoadLevelEntry, LoadVariantEntry
+from quantgate.rundir.load import Arrivals, LoadLevelEntry, LoadVariantEntry
 from quantgate.rundir.store import JsonLines
 
 DEFAULT_LEVELS = "normal=1,peak=4"
@@ -51,10 +62,16 @@ DEFAULT_REQUESTS = 8
 
 @dataclass(frozen=True, kw_only=True)
 class LoadLevel:
-    """A named concurrency level (`normal`, `peak`, or the number itself)."""
+    """A named level: closed, `concurrency` threads (`normal`, `peak`, or the number itself), or
+    open-loop Poisson arrivals at `rate_per_s` (named `0.5/s`) with at most `concurrency` in flight."""
 
     name: str
     concurrency: int
+    rate_per_s: float | None = None
+
+    @property
+    def arrivals(self) -> Arrivals:
+        return "closed" if self.rate_per_s is None else "poisson"
 
 
 def parse_levels(text: str) -> tuple[LoadLevel, ...]:
@@ -79,6 +96,21 @@ def parse_levels(text: str) -> tuple[LoadLevel, ...]:
     return tuple(levels)
 
 
+def poisson_levels(text: str, *, in_flight: int | None = None) -> tuple[LoadLevel, ...]:
+    """Poisson levels from rates in requests per second (`0.5,2`), each with at most `in_flight`
+    requests in flight (None: `DEFAULT_IN_FLIGHT`; `quantgate.loadtest.arrivals`).
+
+    Raises:
+        UsageError: A rate is not a positive number or repeats, or `in_flight` is below 1.
+    """
+    in_flight = DEFAULT_IN_FLIGHT if in_flight is None else in_flight
+    if in_flight < 1:
+        raise UsageError(f"--max-in-flight {in_flight}: must be at least 1")
+    return tuple(
+        LoadLevel(name=rate_name(rate), concurrency=in_flight, rate_per_s=rate) for rate in parse_rates(text)
+    )
+
+
 @dataclass(frozen=True, kw_only=True)
 class LoadOptions:
     """How much load to send.
@@ -94,6 +126,9 @@ class LoadOptions:
         cases: Cases whose prompts are sent (None: all of the dataset's).
         examples: Few-shot examples taken from the cases when the dataset has none, as
             `quantgate run` takes them (`quantgate.inputs.examples.choose_examples`).
+        seed: Seed of the Poisson levels' arrival times (every level uses it).
+        ttft_target_s, itl_target_s: Goodput's targets: time to first token and mean gap
+            between tokens (None: not constrained; goodput needs at least one).
     """
 
     levels: tuple[LoadLevel, ...] = field(default_factory=lambda: parse_levels(DEFAULT_LEVELS))
@@ -103,6 +138,14 @@ class LoadOptions:
     memory_fraction: float = 0.8
     cases: int | None = 10
     examples: int | None = DEFAULT_EXAMPLES
+    seed: int = DEFAULT_SEED
+    ttft_target_s: float | None = None
+    itl_target_s: float | None = None
+
+    @property
+    def arrivals(self) -> Arrivals:
+        """`poisson` when the levels are Poisson levels (they are all of one kind), else `closed`."""
+        return "poisson" if any(level.rate_per_s is not None for level in self.levels) else "closed"
 
     def __post_init__(self) -> None:
         if self.requests is None and self.duration_s is None:
@@ -111,52 +154,10 @@ class LoadOptions:
             self.duration_s is not None and self.duration_s <= 0
         ):
             raise UsageError("load: --requests must be at least 1 and --duration positive")
-
-
-Prompt = tuple[str, list[BaseMessage]]
-
-
-def _one_request(
-    model: BaseChatModel, prompt: Prompt, check: Callable[[str], bool], *, level: str, slot: int, t0: float
-) -> LoadRequest:
-    """Stream one prompt and time it; a failure is recorded with its kind, never raised."""
-    started = time.perf_counter()
-    first: float | None = None
-    last = started
-    chunks = 0
-    message = None
-    error: tuple[str, str] | None = None
-    try:
-        for chunk in model.stream(prompt[1]):
-            if chunk.content:
-                last = time.perf_counter()
-                first = last if first is None else first
-                chunks += 1
-            message = chunk if message is None else message + chunk
-    except ModelCallError as exc:
-        error = (exc.kind, str(exc))
-    except Exception as exc:  # any backend failure is counted, never raised
-        kind = "timeout" if "timeout" in type(exc).__name__.lower() else "backend_error"
-        error = (kind, f"{type(exc).__name__}: {exc}")
-    total = time.perf_counter() - started
-    usage: Mapping[str, Any] = (message.usage_metadata if message is not None else None) or {}
-    tokens = usage.get("output_tokens") or (chunks or None)
-    valid = None if error else check(message.text if message is not None else "")
-    if error is None and not valid:
-        error = (INVALID_OUTPUT, "the answer does not parse as JSON matching the schema")
-    return LoadRequest(
-        level=level,
-        slot=slot,
-        case_id=prompt[0],
-        started_s=started - t0,
-        ttft_s=first - started if first is not None else None,
-        total_s=total,
-        output_tokens=tokens if not error or error[0] == INVALID_OUTPUT else None,
-        inter_token_s=(last - first) / (chunks - 1) if first is not None and chunks > 1 else None,
-        valid=valid,
-        error_kind=error[0] if error else None,
-        error=error[1] if error else None,
-    )
+        targets = {"--ttft-target-ms": self.ttft_target_s, "--itl-target-ms": self.itl_target_s}
+        for flag, target in targets.items():
+            if target is not None and not target > 0:
+                raise UsageError(f"load: {flag} must be a positive number of milliseconds")
 
 
 def send_requests(
@@ -204,7 +205,7 @@ def send_requests(
     def work(slot: int) -> None:
         model = models[slot % len(models)]
         while (index := next_index()) is not None:
-            request = _one_request(
+            request = stream_request(
                 model, prompts[index % len(prompts)], check, level=level.name, slot=slot, t0=t0
             )
             with lock:
@@ -291,6 +292,30 @@ def _sampler(opened: OpenedVariant, process: str | None) -> AbstractContextManag
     return RssSampler(pid=opened.memory_pid, include_children=True)
 
 
+def _send_level(
+    models: Sequence[BaseChatModel],
+    prompts: Sequence[Prompt],
+    *,
+    level: LoadLevel,
+    options: LoadOptions,
+    check: Callable[[str], bool],
+    on_request: Callable[[LoadRequest], None],
+) -> tuple[list[LoadRequest], float]:
+    """One level's requests: closed threads, or Poisson arrivals from the options' seed."""
+    if level.rate_per_s is None:
+        return send_requests(
+            models, prompts, level=level, check=check, requests=options.requests,
+            duration_s=options.duration_s, on_request=on_request,
+        )  # fmt: skip
+    schedule = poisson_schedule(
+        level.rate_per_s, seed=options.seed, requests=options.requests, duration_s=options.duration_s
+    )
+    return send_arrivals(
+        models, prompts, level=level.name, schedule=schedule, check=check,
+        in_flight=level.concurrency, on_request=on_request,
+    )  # fmt: skip
+
+
 def load_variant(job: LoadJob) -> LoadVariantEntry:
     """Run every level of the load against one variant; append its requests to `records_path`.
 
@@ -315,20 +340,27 @@ def load_variant(job: LoadJob) -> LoadVariantEntry:
         for level in options.levels:
             shared = models[: level.concurrency]
             with _sampler(opened[0], process) as sampler:
-                requests, wall = send_requests(
+                requests, wall = _send_level(
                     shared,
                     prompts,
                     level=level,
+                    options=options,
                     check=lambda raw: evaluator(outputs=raw).valid,
-                    requests=options.requests,
-                    duration_s=options.duration_s,
                     on_request=lambda r: sink.append(LoadLine.extending(r, variant=variant.name)),
                 )
-            stats = summarize_load(requests=requests, wall_s=wall)
+            stats = summarize_load(
+                requests=requests,
+                wall_s=wall,
+                ttft_target_s=options.ttft_target_s,
+                itl_target_s=options.itl_target_s,
+                poisson=level.rate_per_s is not None,
+            )
             levels.append(
                 LoadLevelEntry.extending(
                     stats, name=level.name, concurrency=level.concurrency, instances=len(shared),
-                    rss_peak_mb=sampler.peak_mb if sampler else None,
+                    rss_peak_mb=sampler.peak_mb if sampler else None, arrivals=level.arrivals,
+                    rate_per_s=level.rate_per_s,
+                    seed=options.seed if level.rate_per_s is not None else None,
                 )
             )  # fmt: skip
     first = opened[0]

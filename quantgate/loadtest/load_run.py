@@ -68,6 +68,29 @@ def _merge_summary(run_dir: Path, section: LoadSection) -> None:
     write_model(run_dir / SUMMARY_FILE, summary)
 
 
+def _section(options: LoadOptions, cases: int) -> LoadSection:
+    """The summary's `load` section before any variant: the levels, bounds, seed and targets."""
+    return LoadSection(
+        levels=[
+            LoadLevelSpec(
+                name=level.name,
+                concurrency=level.concurrency,
+                arrivals=level.arrivals,
+                rate_per_s=level.rate_per_s,
+            )
+            for level in options.levels
+        ],
+        requests_per_level=options.requests,
+        duration_s_per_level=options.duration_s,
+        max_tokens=options.max_tokens,
+        cases=cases,
+        arrivals=options.arrivals,
+        seed=options.seed if options.arrivals == "poisson" else None,
+        ttft_target_s=options.ttft_target_s,
+        itl_target_s=options.itl_target_s,
+    )
+
+
 def run_load(
     dataset: Dataset,
     variant_set: VariantSet | list[Variant],
@@ -98,13 +121,7 @@ def run_load(
     run_dir = run_dir or _new_run(dataset, out, len(cases))
     records_path = run_dir / LOAD_FILE
     records_path.write_text("", encoding="utf-8")  # a new load replaces an earlier one of the run
-    section = LoadSection(
-        levels=[LoadLevelSpec(name=level.name, concurrency=level.concurrency) for level in options.levels],
-        requests_per_level=options.requests,
-        duration_s_per_level=options.duration_s,
-        max_tokens=options.max_tokens,
-        cases=len(cases),
-    )
+    section = _section(options, len(cases))
     executor = executor or LocalExecutor()
     jobs = [
         LoadJob(variant=variant, dataset=dataset, cases=cases, options=options, records_path=records_path)
