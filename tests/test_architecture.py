@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("quantgate.embeddings",),
     ("quantgate.decide", "quantgate.loadtest"),
     ("quantgate.cluster",),
-    ("quantgate.analysis", "quantgate.production", "quantgate.serve"),
+    ("quantgate.analysis", "quantgate.export", "quantgate.production", "quantgate.serve"),
     ("quantgate.explore",),
     ("quantgate.cli",),
     ("quantgate",),

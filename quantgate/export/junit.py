@@ -1,0 +1,133 @@
+"""A decision as JUnit XML, the test-report format CI systems read (`--junit FILE`).
+
+One `<testsuite>` per decided run (per task for a suite), one `<testcase>` per variant and gate
+(`classname` the variant, `name` the gate):
+
+- a gate that passed is a plain test case;
+- a gate that failed is a `<failure>` whose message carries the evidence: the value, the
+  threshold, the interval and its method, and the decision's sentence;
+- a gate that is inconclusive (the data cannot tell) or not_measured is `<skipped>`, its
+  message starting with that status and giving the reason: the gate was not judged either way,
+  which is what JUnit's skipped means; CI shows it apart from passes and failures;
+- a variant that did not run is one test case named `evaluation` with an `<error>` carrying why.
+
+The suite's properties record the run id, the dataset, the reference, the outcome and each
+variant's verdict (`verdict:<variant>`). Written with the standard library's `xml.etree`; the
+tests validate it against Jenkins' junit-10.xsd.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+
+from quantgate.export.decided_runs import DecidedRun
+from quantgate.rundir.decision import GateResult, VariantDecision
+
+SKIPPED_STATUSES = ("inconclusive", "not_measured")
+"""Gate statuses written as `<skipped>`: judged neither pass nor fail."""
+
+
+def _number(value: float | None) -> str:
+    return "not measured" if value is None else f"{value:.6g}"
+
+
+def gate_message(gate: GateResult) -> str:
+    """One line of a gate's evidence: status, value, threshold, interval and method, sentence."""
+    parts = [f"{gate.gate} {gate.status}: value {_number(gate.value)}, threshold {_number(gate.threshold)}"]
+    if gate.interval is not None:
+        interval = gate.interval
+        parts.append(
+            f"{interval.confidence:.0%} interval [{_number(interval.low)}, {_number(interval.high)}] "
+            f"({interval.method})"
+        )
+    parts.append(gate.evidence)
+    return "; ".join(parts)
+
+
+def _gate_case(suite: ET.Element, variant: str, gate: GateResult) -> str:
+    """Add one gate's test case; return its JUnit result (passed, failure, skipped)."""
+    case = ET.SubElement(suite, "testcase", classname=variant, name=gate.gate)
+    if gate.status == "pass":
+        return "passed"
+    message = gate_message(gate)
+    if gate.status in SKIPPED_STATUSES:
+        ET.SubElement(case, "skipped", message=message, type=gate.status).text = message
+        return "skipped"
+    ET.SubElement(case, "failure", message=message, type=gate.status).text = message
+    return "failure"
+
+
+def _variant_cases(suite: ET.Element, name: str, variant: VariantDecision) -> list[str]:
+    """Add a variant's test cases; return each one's result."""
+    if variant.status != "ok":
+        case = ET.SubElement(suite, "testcase", classname=name, name="evaluation")
+        reason = variant.error or "the variant was not evaluated"
+        ET.SubElement(case, "error", message=reason, type="not_evaluated").text = reason
+        return ["error"]
+    if not variant.gates:
+        case = ET.SubElement(suite, "testcase", classname=name, name="gates")
+        reason = "no gate was judged for this variant"
+        ET.SubElement(case, "skipped", message=reason, type="not_measured").text = reason
+        return ["skipped"]
+    return [_gate_case(suite, name, gate) for gate in variant.gates]
+
+
+def _properties(suite: ET.Element, run: DecidedRun) -> None:
+    decision, record = run.decision, run.decision.record
+    values = {
+        "run_id": record.run_id,
+        "run_dir": str(run.run_dir),
+        "task": run.task,
+        "dataset": record.dataset.name,
+        "dataset_sha256": record.dataset.sha256,
+        "reference": decision.reference,
+        "recommended": decision.recommended if decision.recommended is not None else "none",
+        "outcome": decision.outcome,
+        "exit_status": str(decision.exit_status),
+        "decided_at": record.decided_at,
+        **{f"verdict:{name}": variant.verdict for name, variant in decision.variants.items()},
+    }
+    properties = ET.SubElement(suite, "properties")
+    for key, value in values.items():
+        if value is not None:
+            ET.SubElement(properties, "property", name=key, value=str(value))
+
+
+def junit_testsuite(run: DecidedRun) -> ET.Element:
+    """One decided run as a `<testsuite>` (see the module's docstring)."""
+    suite = ET.Element("testsuite", name=f"quantgate {run.name}", id=run.decision.record.run_id)
+    suite.set("timestamp", run.decision.record.decided_at)
+    _properties(suite, run)
+    results = [r for name, v in run.decision.variants.items() for r in _variant_cases(suite, name, v)]
+    for attribute, result in (("failures", "failure"), ("errors", "error"), ("skipped", "skipped")):
+        suite.set(attribute, str(results.count(result)))
+    suite.set("tests", str(len(results)))
+    return suite
+
+
+def junit_document(runs: Sequence[DecidedRun]) -> ET.ElementTree:
+    """`<testsuites>` holding one `<testsuite>` per decided run, with the totals."""
+    root = ET.Element("testsuites", name="quantgate")
+    suites = [junit_testsuite(run) for run in runs]
+    root.extend(suites)
+    for attribute in ("tests", "failures", "errors"):
+        root.set(attribute, str(sum(int(s.get(attribute, "0")) for s in suites)))
+    ET.indent(root)
+    return ET.ElementTree(root)
+
+
+def write_junit(path: Path, runs: Sequence[DecidedRun]) -> None:
+    """Write the runs' JUnit XML to `path` atomically (a reader never sees half a file)."""
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            junit_document(runs).write(stream, encoding="utf-8", xml_declaration=True)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
