@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from quantgate.cli.common import add_cost_flags, add_gate_flags, cli_costs, cli_gates, report_decision
+from quantgate.cli.exports import add_export_flags, check_export_flags, write_exports
 from quantgate.formatting import terminal_text
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ def _decide(args: argparse.Namespace) -> int:
     from quantgate.rundir.decision import EXIT_STATUS
     from quantgate.rundir.suite_files import is_suite_dir
 
+    check_export_flags(args)  # a --junit path that cannot be written fails before deciding
     if is_suite_dir(Path(args.run_dir)):  # a suite's directory: every task, then the suite
         from quantgate.cli.suite import decide_suite_command
 
@@ -43,7 +45,9 @@ def _decide(args: argparse.Namespace) -> int:
             )
             return status
     _print_task_figures(run_dir)
-    return report_decision(run_dir, gates, prices=prices, recommend_by=recommend_by)
+    status = report_decision(run_dir, gates, prices=prices, recommend_by=recommend_by)
+    write_exports(run_dir, args)
+    return status
 
 
 def _print_task_figures(run_dir: Path) -> None:
@@ -80,4 +84,5 @@ def add_parser(commands: Commands) -> None:
     )
     add_gate_flags(decide)
     add_cost_flags(decide)
+    add_export_flags(decide)
     decide.set_defaults(handler=_decide)

@@ -29,6 +29,7 @@ from quantgate.cli.common import (
     positive_int,
     report_decision,
 )
+from quantgate.cli.exports import EXPORT_FLAGS, add_export_flags, check_export_flags, write_exports
 from quantgate.cli.load import add_load_flags, load_into, load_options
 from quantgate.cli.run_shared import cli_run_options, write_report_after_run
 from quantgate.evaluate.options import DEFAULT_TOKEN_FIDELITY_CASES
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 
 def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
+    check_export_flags(args)  # a --junit path that cannot be written fails before the run
     if args.resume is not None:
         return _resume(args, defaults)
     if args.suite is not None:
@@ -73,6 +75,7 @@ def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
             )
     if not args.no_report:
         write_report_after_run(run_dir, quiet=args.json)
+    write_exports(run_dir, args, quiet=args.json)
     return status
 
 
@@ -125,11 +128,12 @@ def _conclude(run_dir: Path, gates: Gates, args: argparse.Namespace) -> int:
 
 
 _RESUME_KEEPS = (
-    "dataset", "variants", "budget", "json", "no_report", "resume", "costs", "recommend", *EXECUTOR_FLAGS
+    "dataset", "variants", "budget", "json", "no_report", "resume", "costs", "recommend", *EXECUTOR_FLAGS,
+    *EXPORT_FLAGS,
 )  # fmt: skip
 """The flags `--resume` takes: the inputs (checked to be the run's), a budget for the rest, how
-to print, where the rest runs, and the prices its decision weighs. Every other flag would change
-how the run was started, so it is refused."""
+to print, where the rest runs, the prices its decision weighs, and where its results also go
+(JUnit, MLflow). Every other flag would change how the run was started, so it is refused."""
 
 
 def _resume(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
@@ -175,6 +179,7 @@ def _resume(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
     status = _conclude(run_dir, gates, args)
     if not args.no_report:
         write_report_after_run(run_dir, quiet=args.json)
+    write_exports(run_dir, args, quiet=args.json)
     return status
 
 
@@ -313,6 +318,7 @@ def add_parser(commands: Commands) -> None:
     add_gate_flags(run)
     add_cost_flags(run)
     add_executor_flags(run)
+    add_export_flags(run)
     run.add_argument(
         "--resume",
         metavar="RUN_DIR",

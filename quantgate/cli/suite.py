@@ -18,6 +18,7 @@ from quantgate.cli.common import (
     cli_variants,
     report_decision,
 )
+from quantgate.cli.exports import write_exports
 from quantgate.cli.run_shared import cli_run_options, write_report_after_run
 from quantgate.formatting import terminal_text
 from quantgate.inputs.gates import GATE_KEYS
@@ -137,6 +138,7 @@ def conclude_suite(suite_dir: Path, args: argparse.Namespace, *, prices: Prices 
     status = _print_suite_decision(suite_dir, decision, quiet=args.json)
     if not args.no_report:
         write_report_after_run(suite_dir, quiet=args.json)
+    write_exports(suite_dir, args, quiet=args.json)  # each task's decision: JUnit, MLflow
     return status
 
 
@@ -198,4 +200,6 @@ def decide_suite_command(args: argparse.Namespace) -> int:
         prices=prices,
         decide_task=_task_decider(args, prices, quiet=False),
     )
-    return _print_suite_decision(suite_dir, decision, quiet=False)
+    status = _print_suite_decision(suite_dir, decision, quiet=False)
+    write_exports(suite_dir, args)  # each task's decision: JUnit, MLflow
+    return status

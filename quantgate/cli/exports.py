@@ -1,0 +1,81 @@
+"""`--junit FILE` and `--mlflow [TRACKING_URI]` of `run` and `decide`: the decision, once written,
+also as JUnit XML and as MLflow runs (`quantgate.export`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from evaluators.errors import UsageError
+from quantgate.formatting import terminal_text
+
+EXPORT_FLAGS = ("junit", "mlflow")
+"""The destinations of the flags, which say where a decided run's results also go."""
+
+
+def add_export_flags(parser: argparse.ArgumentParser) -> None:
+    """Add `--junit` and `--mlflow` to a command's parser."""
+    group = parser.add_argument_group("results where teams already look (docs/automation.md)")
+    group.add_argument(
+        "--junit",
+        metavar="FILE",
+        help="also write the decision as JUnit XML: a test case per variant and gate, a failed gate a "
+        "<failure> with its evidence, an inconclusive or not measured gate <skipped> (for CI test reports)",
+    )
+    group.add_argument(
+        "--mlflow",
+        nargs="?",
+        const="",  # given without a value: MLFLOW_TRACKING_URI, else ./mlruns
+        metavar="TRACKING_URI",
+        help="also log the decided run to MLflow: a run per variant (spec as parameters, measured figures "
+        "as metrics, verdict as tags) under a parent run with the decision and report as artifacts "
+        "(default URI: MLFLOW_TRACKING_URI, else a file store in ./mlruns; needs: pip install "
+        "'quantgate[mlflow]')",
+    )
+
+
+def check_export_flags(args: argparse.Namespace) -> None:
+    """Refuse a `--junit` path that cannot be written, and `--mlflow` without MLflow, before any work.
+
+    Raises:
+        UsageError: The path is a directory, its directory is missing or not writable, the file is
+            not writable, or MLflow is not installed.
+    """
+    if args.junit is not None:
+        _check_writable(Path(args.junit))
+    if args.mlflow is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("mlflow") is None:
+            raise UsageError("--mlflow needs MLflow, an optional extra: pip install 'quantgate[mlflow]'")
+
+
+def _check_writable(path: Path) -> None:
+    if path.is_dir():
+        raise UsageError(f"--junit {path}: is a directory; give a file name (e.g. {path / 'quantgate.xml'})")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(f"--junit {path}: the directory {parent} does not exist; create it first")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"--junit {path}: the directory {parent} is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UsageError(f"--junit {path}: the file is not writable")
+
+
+def write_exports(run_dir: Path, args: argparse.Namespace, *, quiet: bool = False) -> None:
+    """Write the decided run at `run_dir` (a run, or a suite: each task) where the flags ask."""
+    if args.junit is None and args.mlflow is None:
+        return
+    from quantgate.export import decided_runs, log_to_mlflow, write_junit
+
+    runs = decided_runs(run_dir)
+    if args.junit is not None:
+        write_junit(Path(args.junit), runs)
+        if not quiet:
+            print(terminal_text(f"JUnit XML: {args.junit}"))
+    if args.mlflow is not None:
+        parents = log_to_mlflow(runs, args.mlflow or None)
+        if not quiet:
+            logged = f"MLflow: {len(parents)} run(s) logged, parent run id(s) {', '.join(parents)}"
+            print(terminal_text(logged))
