@@ -177,13 +177,24 @@ _PROBE = [HumanMessage("Answer with an empty JSON object.")]
 
 def _refusal(chat: Any) -> ModelCallError | None:
     """The server's answer to a one-token call: None when it took it, or when the call could not
-    tell (a transport failure is the cases' to meet, with their retries); else why it refused."""
+    tell (a silent server, a busy one or a gateway's page are the cases' to meet, with their
+    retries and their error kinds); else why the call failed: nothing listening, or a refusal (a
+    4xx, or a 500 with the API's JSON body, as llama-cpp-python answers a `response_format` it
+    does not know)."""
+    import openai
+
     try:
         for _ in chat.stream(_PROBE):
             pass
-    except Exception as exc:
-        error = classify(exc)
-        return None if error.kind in ("connection", "timeout", "stream_cut") else error
+    except openai.APITimeoutError:
+        return None
+    except openai.APIConnectionError as exc:  # nothing listens there: the variant cannot be served
+        return classify(exc)
+    except openai.APIStatusError as exc:
+        refused = (400 <= exc.status_code < 500 and exc.status_code != 429) or exc.status_code == 500
+        return classify(exc) if refused and isinstance(exc.body, dict) else None
+    except Exception:
+        return None
     return None
 
 
@@ -192,7 +203,8 @@ def _choose_format(
 ) -> tuple[str, Any]:
     """The response format the server takes, asked with one-token calls: the variant's, or under
     `auto` `json_schema`, else `json_object` with the schema, else none (validation and repairs
-    only, said on stderr). A refused key or an unknown model fails the variant here."""
+    only, said on stderr). A server not listening, a refused key or an unknown model fails the
+    variant here."""
     kinds = (
         ("json_schema", "json_object", "none")
         if settings.response_format == "auto"
@@ -209,7 +221,7 @@ def _choose_format(
                     file=sys.stderr,
                 )
             return kind, _chat(endpoint, settings, _response_format(kind, schema), settings.max_tokens)
-        if refused.kind in ("unauthorized", "not_found") or kind == "none":
+        if refused.kind in ("connection", "unauthorized", "not_found") or kind == "none":
             raise BackendError(f"variant {variant.name}: {endpoint[0]}: {refused}")
         refusals.append(f"{kind} ({refused})")
     raise BackendError(f"variant {variant.name}: the server refused response_format {'; '.join(refusals)}")

@@ -1,0 +1,116 @@
+"""The OpenAI-compatible backend without a model: a variant's options and shorthand, and how a
+failed call is named (the openai client's own exceptions, built as it builds them)."""
+
+import json
+
+import httpx
+import openai
+import pytest
+
+from graphs.extraction import ModelCallError
+from quantgate.backends import BackendError, capabilities, open_variant
+from quantgate.backends.openai import openai_endpoint
+from quantgate.backends.openai_chat import classify
+from quantgate.inputs.variants import Variant, VariantSpecError, parse_spec
+
+URL = "http://127.0.0.1:8000/v1"
+
+
+def variant(**options):
+    return Variant(name="q4", backend="openai", model="q4_k_m", options=options)
+
+
+def test_the_endpoint_is_the_base_url_the_model_and_no_key():
+    assert openai_endpoint(variant(base_url=URL + "/")) == (URL, "q4_k_m", None)
+
+
+def test_the_key_is_read_from_the_variable_the_variant_names(monkeypatch):
+    monkeypatch.setenv("QG_TEST_KEY", "s3cret")
+    assert openai_endpoint(variant(base_url=URL, api_key_env="QG_TEST_KEY")) == (URL, "q4_k_m", "s3cret")
+
+
+def test_a_missing_key_variable_is_named(monkeypatch):
+    monkeypatch.delenv("QG_TEST_KEY", raising=False)
+    with pytest.raises(BackendError, match=r"variable QG_TEST_KEY \(its api_key_env option\) is not"):
+        openai_endpoint(variant(base_url=URL, api_key_env="QG_TEST_KEY"))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({}, "needs the option base_url"),
+        ({"base_url": "127.0.0.1:8000/v1"}, "is not an http:// or https:// URL"),
+        ({"base_url": URL, "api_key_env": ""}, "must be the NAME of an environment variable"),
+    ],
+)
+def test_bad_options_are_refused_with_what_to_do(options, message):
+    with pytest.raises(BackendError, match=message):
+        openai_endpoint(variant(**options))
+
+
+def test_an_unknown_response_format_is_refused_before_any_call():
+    refused = pytest.raises(BackendError, match="response_format 'xml' is not one of auto, json_schema")
+    with refused, open_variant(variant(base_url=URL, response_format="xml"), {"type": "object"}):
+        pass
+
+
+def test_the_shorthand_names_model_and_base_url():
+    parsed = parse_spec("openai:qwen2.5-7b-instruct@http://gpu-box:8000/v1")
+    assert (parsed.name, parsed.backend, parsed.model) == (
+        "qwen2.5-7b-instruct",
+        "openai",
+        "qwen2.5-7b-instruct",
+    )
+    assert parsed.options == {"base_url": "http://gpu-box:8000/v1"}
+    assert parse_spec("openai:org/model:q4@https://h/v1").name == "org_model:q4"
+
+
+def test_a_shorthand_without_base_url_says_the_form():
+    with pytest.raises(VariantSpecError, match="expected openai:MODEL@BASE_URL"):
+        parse_spec("openai:q4_k_m")
+
+
+def test_the_backend_declares_a_server_with_json_schema():
+    declared = capabilities(variant(base_url=URL))
+    assert (declared.parallel, declared.memory, declared.json_schema) == ("server", "server", True)
+    assert declared.token_fidelity is None
+
+
+REQUEST = httpx.Request("POST", URL + "/chat/completions")
+
+
+def status_error(status, body, content_type="application/json"):
+    content = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    response = httpx.Response(
+        status, request=REQUEST, content=content, headers={"content-type": content_type}
+    )
+    parsed = body if isinstance(body, dict) else None
+    return openai.APIStatusError(f"Error code: {status}", response=response, body=parsed)
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "retryable", "said"),
+    [
+        (status_error(401, {"detail": "Invalid API key"}), "unauthorized", False, "Invalid API key"),
+        (status_error(404, {"error": {"message": "model 'x' not found"}}), "not_found", False, "model 'x'"),
+        (status_error(429, {"error": {"message": "slow down"}}), "busy", True, "slow down"),
+        (status_error(503, {"error": "loading"}), "busy", True, "loading"),
+        (status_error(500, {"error": {"message": "boom"}}), "server_error", True, "server error 500: boom"),
+        (status_error(400, {"error": {"message": "too long"}}), "bad_request", False, "too long"),
+        (
+            status_error(502, "<html><body>Bad Gateway</body></html>", "text/html"),
+            "server_error", True, "an HTML page, not the API's JSON",
+        ),
+        (openai.APIConnectionError(request=REQUEST), "connection", True, "not reachable"),
+        (openai.APITimeoutError(request=REQUEST), "timeout", True, "timed out"),
+        (httpx.ReadTimeout("read"), "timeout", True, "timed out"),
+        (httpx.RemoteProtocolError("peer closed connection"), "stream_cut", True, "peer closed"),
+        (openai.APIError("model crashed", REQUEST, body=None), "stream_error", True, "model crashed"),
+        (KeyError("choices"), "backend_error", False, "KeyError"),
+    ],
+)  # fmt: skip
+def test_failures_are_named_by_kind(error, kind, retryable, said):
+    named = classify(error)
+    assert isinstance(named, ModelCallError)
+    assert (named.kind, named.retryable) == (kind, retryable)
+    assert said in str(named)
