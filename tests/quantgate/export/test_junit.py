@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import xmlschema
@@ -20,7 +21,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return decided_run(tmp_path_factory.mktemp("junit") / "run")
 
 
-def _cases(path: Path) -> dict[tuple[str, str], list[object]]:
+def _cases(path: Path) -> dict[tuple[str, str], list[Any]]:
     xml = JUnitXml.fromfile(str(path))
     return {(case.classname, case.name): case.result for suite in xml for case in suite}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,11 +31,9 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return (tmp_path / "mlruns").as_uri()
 
 
-def _variant_runs(client: object, parent: str) -> dict[str, object]:
-    experiment = client.get_run(parent).info.experiment_id  # type: ignore[attr-defined]
-    runs = client.search_runs(  # type: ignore[attr-defined]
-        [experiment], filter_string=f"tags.mlflow.parentRunId = '{parent}'"
-    )
+def _variant_runs(client: Any, parent: str) -> dict[str, Any]:
+    experiment = client.get_run(parent).info.experiment_id
+    runs = client.search_runs([experiment], filter_string=f"tags.mlflow.parentRunId = '{parent}'")
     return {run.info.run_name: run for run in runs}
 
 
