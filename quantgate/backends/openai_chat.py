@@ -99,6 +99,14 @@ def classify(exc: BaseException) -> ModelCallError:
     return ModelCallError("backend_error", f"{type(exc).__name__}: {exc}", retryable=False)
 
 
+def _is_timeout(exc: BaseException) -> bool:
+    """The client's read timeout: before the answer began (the openai client's `APITimeoutError`)
+    or while it streamed (httpx's)."""
+    import openai
+
+    return isinstance(exc, openai.APITimeoutError | TimeoutError) or _named(exc, "TimeoutException")
+
+
 class OpenAIServerChatModel(StreamingChatModel):
     """`ChatOpenAI` whose failures and slowness are raised as `ModelCallError`s (see the module).
 
@@ -140,8 +148,10 @@ class OpenAIServerChatModel(StreamingChatModel):
         except ModelCallError:
             raise
         except Exception as exc:
-            if _named(exc, "TimeoutException") or isinstance(exc, TimeoutError):
+            if _is_timeout(exc):
                 raise self._silence(started) from exc
+            if chunks == 0 and "No generation chunks" in str(exc):  # LangChain's word for an empty stream
+                raise self._unfinished(0) from exc
             raise classify(exc) from exc
         if not finished:
             raise self._unfinished(chunks)
