@@ -59,6 +59,10 @@ MAX_SEQUENCES = 255
 SWA_PAD = 256
 """llama.cpp pads a sliding-window cache to a multiple of this."""
 
+PROCESS_BASELINE_MIB = 215.0
+"""RSS of a Python process with llama-cpp-python and `quantgate.backends` imported, before any model
+loads: 213 MiB measured by benchmarks/memory_model.py (docs/performance.md)."""
+
 
 class MemoryModelError(UsageError):
     """Metadata the memory model cannot use, or an unknown cache type; the message says which."""

@@ -27,6 +27,7 @@ from quantgate.analysis.run_view import RunView, failing_cases, load_run_view, o
 from quantgate.analysis.task_report import task_context
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.hardware import package_version
+from quantgate.render.capacity_rows import capacity_section
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
 from quantgate.render.fidelity_tail import fidelity_tail
@@ -234,6 +235,7 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
             embedding_rows=embeddings if embedded else None,
             fidelity=fidelity_tail([(v.name, v.token_fidelity) for v in view.run.summary.variants]),
             decision=_decision_context(view.decision),
+            capacity=capacity_section(view.decision, load) if view.decision else None,
             task=task_context(view),
             charts=_chart_context(charts),
             failures=items,

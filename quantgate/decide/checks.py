@@ -9,7 +9,7 @@ gate's check, keyed by its field of `Gates`; `judge_variant` runs those whose th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from evaluators.comparison import Comparison, IntervalMethod, PairedDelta
@@ -17,6 +17,7 @@ from evaluators.latency import latency_p95
 from evaluators.rates import proportion
 from evaluators.sequential import drop_status
 from evaluators.statistics import Interval, proportion_interval
+from quantgate.decide.capacity_checks import CapacityInputs, goodput_result, parallel_sequences_result
 from quantgate.formatting import points
 from quantgate.inputs.gates import Gates
 from quantgate.rundir.decision import GateResult, GateStatus
@@ -173,6 +174,7 @@ class GateEvidence:
         is_reference: The reference passes the accuracy-drop gates by definition.
         method: How the comparison's intervals were computed (see `judge_drop`).
         embeddings: The variant's embedding figures (`run --embeddings`), for the embedding gates.
+        capacity: Its memory-model record, KV-cache type and goodput level, for the capacity gates.
     """
 
     measured: Measured
@@ -181,6 +183,7 @@ class GateEvidence:
     is_reference: bool
     method: IntervalMethod = "betting"
     embeddings: EmbeddingEntry | None = None
+    capacity: CapacityInputs = field(default_factory=CapacityInputs)
 
 
 GateCheck = Callable[[str, float, GateEvidence], list[GateResult]]
@@ -302,6 +305,12 @@ GATE_CHECKS: Mapping[str, GateCheck] = MappingProxyType(
             lambda e: e.embeddings.cosine_p5 if e.embeddings else None, upper=False, reference_passes=True
         ),
         "max_recall_drop": _recall_drop,
+        "min_parallel_sequences": lambda gate, threshold, e: [
+            parallel_sequences_result(gate, threshold, e.capacity.memory_model, e.capacity.kv_cache, e.gates)
+        ],
+        "min_goodput_rps": lambda gate, threshold, e: [
+            goodput_result(gate, threshold, e.capacity.goodput_level)
+        ],
     }
 )
 """Every gate's check, keyed by its `Gates` field (`THRESHOLD_KEYS`), in the order its results are listed."""

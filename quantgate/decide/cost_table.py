@@ -18,11 +18,12 @@ from evaluators.costs import (
     break_even_wrong_case_rate,
     variant_costs,
 )
+from quantgate.decide.machine_table import machine_table
 from quantgate.inputs.prices import Prices
 from quantgate.rundir.decision import CostTable, RollbackSignal
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.load import LoadLevelEntry, LoadSection
-from quantgate.rundir.summary import VariantEntry
+from quantgate.rundir.summary import VariantEntry, VariantMetadata
 
 __all__ = [
     "METHOD",
@@ -88,6 +89,8 @@ def cost_table(
     prices: Prices,
     confidence: float,
     load: LoadSection | None = None,
+    lines: Mapping[str, VariantMetadata] | None = None,
+    capacity_context: int = 4096,
 ) -> CostTable:
     """Every evaluated variant's costs, each against the reference.
 
@@ -95,10 +98,10 @@ def cost_table(
         entries: The evaluated variants' summary entries (their `concurrency`), by name.
         records: Their records by name, then case id.
         footprints_mb: Their resident model memory (MiB; None: not measured).
-        reference: The reference's name.
-        prices: The team's prices.
+        reference, prices: The reference's name; the team's prices.
         confidence: Coverage of the paired intervals.
-        load: The run's load test, if any: its levels' throughput sets the node time.
+        load: The run's load test, if any: its throughput sets the node time, its goodput the machines.
+        lines, capacity_context: variants.json's lines and the gates' context, for `machine_table`.
     """
 
     def figures(name: str) -> dict[str, CaseFigures]:
@@ -106,16 +109,16 @@ def cost_table(
         return {c: case_figures(r, concurrency=concurrency) for c, r in records.get(name, {}).items()}
 
     def gib(name: str) -> float | None:
-        footprint = footprints_mb.get(name)
-        return None if footprint is None else footprint / 1024
+        return None if (footprint := footprints_mb.get(name)) is None else footprint / 1024
 
     levels = {name: load_level(load, name, prices.extractions_per_hour) for name in entries}
 
     def busy_s(name: str) -> float | None:
         level = levels.get(name)
-        return None if level is None or not level.requests_per_s else 1.0 / level.requests_per_s
+        return 1.0 / level.requests_per_s if level is not None and level.requests_per_s else None
 
     base = figures(reference)
+    machines = machine_table(entries, prices=prices, load=load, lines=lines or {}, context=capacity_context)
     table = {
         name: variant_costs(
             cases=figures(name),
@@ -135,6 +138,7 @@ def cost_table(
         method=METHOD,
         node_time={name: _node_time(levels.get(name)) for name in entries},
         variants=table,
+        machines=machines,
     )
 
 

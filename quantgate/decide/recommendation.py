@@ -32,6 +32,7 @@ from evaluators.comparison import (
     summarize_agreement,
 )
 from evaluators.errors import QuantgateError, UsageError
+from quantgate.decide.capacity_checks import capacity_inputs
 from quantgate.decide.checks import GateEvidence, Measured, judge_variant, measure, passes
 from quantgate.decide.cost_table import break_even_signal, cost_table
 from quantgate.decide.forecast import open_forecasts
@@ -157,6 +158,7 @@ def _judge(judging: _Judging, entry: VariantEntry) -> _Judged:
     comparison = compare_paired(paired, options=options) if paired else None
     agreement = None if is_reference else agreement_of(_in_order(own.values(), order), options)
     measured = measure(list(own.values()), entry)
+    capacity = capacity_inputs(judging.run, entry.name)
     evidence = GateEvidence(
         measured=measured,
         comparison=comparison,
@@ -164,10 +166,12 @@ def _judge(judging: _Judging, entry: VariantEntry) -> _Judged:
         is_reference=is_reference,
         method=method.name,
         embeddings=entry.embeddings,
+        capacity=capacity,
     )
     results = judge_variant(evidence)
     found = regressions(paired)
     section = _section(entry, measured, results, comparison, agreement, found)
+    section.capacity = capacity.figure(gates)
     return _Judged(
         name=entry.name, measured=measured, agreement=agreement, section=section, regressions=found
     )
@@ -348,6 +352,8 @@ def _costs(judging: _Judging, judged: list[_Judged], prices: Prices) -> CostTabl
         prices=prices,
         confidence=judging.gates.confidence,
         load=summary.load,
+        lines=judging.run.variants.by_name(),
+        capacity_context=judging.gates.capacity_context,
     )
 
 

@@ -20,6 +20,7 @@ from evaluators.baselines import BaselineScores, baseline_scores
 from evaluators.errors import QuantgateError, UsageError
 from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
 from quantgate.evaluate.label_confidence import add_gold_probability_shifts
+from quantgate.evaluate.model_shapes import memory_model_entry
 from quantgate.evaluate.options import RunOptions, run_cases, select_cases
 from quantgate.evaluate.rescore import prior_outcomes
 from quantgate.evaluate.resume import read_back
@@ -292,7 +293,12 @@ def run_evaluation(
         return RunSession(
             store=store,
             summary=summary,
-            metadata=VariantsFile(variants=[planned_metadata(v) for v in variants]),
+            metadata=VariantsFile(
+                variants=[
+                    planned_metadata(v).model_copy(update={"memory_model": memory_model_entry(v)})
+                    for v in variants
+                ]
+            ),
             dataset=dataset,
             cases=cases,
             variants=variants,

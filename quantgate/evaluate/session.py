@@ -72,7 +72,11 @@ class RunSession:
         self.place_metadata(metadata)
 
     def place_metadata(self, metadata: VariantMetadata) -> None:
-        """Put a variant's variants.json line in its place."""
+        """Put a variant's variants.json line in its place (keeping the memory-model record read
+        when the run started, which the line built after evaluating it does not carry)."""
+        before = next((m for m in self.metadata.variants if m.name == metadata.name), None)
+        if metadata.memory_model is None and before is not None and before.memory_model is not None:
+            metadata = metadata.model_copy(update={"memory_model": before.memory_model})
         self.metadata.variants = [metadata if m.name == metadata.name else m for m in self.metadata.variants]
 
 

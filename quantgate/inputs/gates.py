@@ -6,9 +6,9 @@ and `compare` (`--max-accuracy-drop`), whose help is the field's docstring.
 
 Values are typed strictly: a number must be a TOML number (`"0.05"` and `true` are refused, an
 integer is taken as a float) and finite (no `inf` or `nan`). Accuracy, validity and rates are
-fractions in [0, 1]. A gate is switched off by leaving
-its threshold unset (the memory, latency and embedding gates are off by default) or, for a default
-gate, by setting it to its loosest value (1.0 for a drop or a rate, 0.0 for validity).
+fractions in [0, 1]. A gate is switched off by leaving its threshold unset (the memory, latency,
+embedding and capacity gates are off by default) or, for a default gate, by setting it to its
+loosest value (1.0 for a drop or a rate, 0.0 for validity).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evaluators.betting import DEFAULT_TRUNCATION
 from evaluators.comparison import ComparisonOptions, IntervalMethod
@@ -67,6 +67,13 @@ class Gates(BaseModel):
     max_recall_drop: Fraction | None = None
     """Largest tolerated drop of recall@k against relevance labels (run --embeddings); passes only when
     the lower bound of the paired interval is at or above minus this value."""
+    min_parallel_sequences: Annotated[int, Field(ge=1)] | None = None
+    """Fewest parallel sequences of capacity_context tokens that the memory model must fit in
+    capacity_memory_gib (embedded variants, from the model shape the run recorded; needs
+    capacity_memory_gib)."""
+    min_goodput_rps: Annotated[float, Field(gt=0)] | None = None
+    """Lowest goodput (requests per second within the load test's latency targets) at the variant's
+    highest-rate Poisson load level; passes when the lower bound of its interval is at or above it."""
     equivalence_margin: Fraction = 0.02
     """Margin of the equivalence verdicts."""
     min_cases: Annotated[int, Field(ge=1)] = 30
@@ -75,11 +82,30 @@ class Gates(BaseModel):
     """Slices with fewer paired cases are not gated."""
     confidence: Annotated[float, Field(gt=0.5, lt=1.0)] = 0.95
     """Coverage of every confidence interval."""
+    capacity_context: Annotated[int, Field(ge=1)] = 4096
+    """Tokens of context of each sequence that min_parallel_sequences is judged at."""
+    capacity_memory_gib: Annotated[float, Field(gt=0)] | None = None
+    """Memory budget (GiB) that min_parallel_sequences is judged in; required with that gate."""
+
+    @model_validator(mode="after")
+    def _capacity_budget(self) -> Gates:
+        if self.min_parallel_sequences is not None and self.capacity_memory_gib is None:
+            raise ValueError(
+                "min_parallel_sequences needs capacity_memory_gib, the memory budget in GiB it is judged in"
+            )
+        return self
 
 
 GATE_KEYS = tuple(k for k in Gates.model_fields if k != "format_version")
 """Every key of a gates file (and flag), thresholds and settings, in the model's order."""
-SETTING_KEYS = ("equivalence_margin", "min_cases", "min_slice_cases", "confidence")
+SETTING_KEYS = (
+    "equivalence_margin",
+    "min_cases",
+    "min_slice_cases",
+    "confidence",
+    "capacity_context",
+    "capacity_memory_gib",
+)
 """The keys that set how the gates are judged (margin, case minimums, coverage), not gates themselves."""
 THRESHOLD_KEYS = tuple(k for k in GATE_KEYS if k not in SETTING_KEYS)
 """The gates: each a threshold judged by its check in `quantgate.decide.checks.GATE_CHECKS`."""

@@ -12,8 +12,13 @@ not counted, never as 0):
     memory_per_gib_hour = 0.01         # or/and: resident model memory, per GiB-hour
     energy_per_1k_tokens = 0.0004      # energy of 1,000 generated tokens, if known
     extractions_per_hour = 500         # the traffic the node serves (none: it is always busy)
+    request_rate_rps = 10              # machines: the request rate to serve (requests per second)
+    machine_price_per_hour = 2.50      # machines: one machine serving the model, per hour
+    machine_memory_gib = 8             # machines: its memory, for the memory model's sequences
 
 `review_per_case` and `review_per_field` are two ways of pricing the same review: give one.
+With `request_rate_rps` and `machine_price_per_hour`, each variant is also priced by the machines its
+measured goodput needs for that rate (`quantgate.decide.machine_table`), beside the per-case costs.
 Values are typed strictly (a price is a TOML number, never a string or a boolean; an integer is
 taken as a float), finite, and at most `MAX_PRICE`; `extractions_per_hour` is at least
 `MIN_TRAFFIC`, so that no cost per 1,000 extractions can overflow to infinity.
@@ -60,6 +65,9 @@ class Prices(BaseModel):
     memory_per_gib_hour: Price | None = None
     energy_per_1k_tokens: Price | None = None
     extractions_per_hour: Annotated[float, Field(ge=MIN_TRAFFIC, le=MAX_PRICE)] | None = None
+    request_rate_rps: Annotated[float, Field(ge=MIN_TRAFFIC, le=MAX_PRICE)] | None = None
+    machine_price_per_hour: Price | None = None
+    machine_memory_gib: Annotated[float, Field(gt=0, le=MAX_PRICE)] | None = None
 
     @model_validator(mode="after")
     def _one_review_price(self) -> Prices:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from evaluators.memory_model import (
     MAX_SEQUENCES,
+    PROCESS_BASELINE_MIB,
     MemoryModelError,
     max_sequences,
     model_shape,
@@ -24,10 +25,9 @@ from quantgate.inputs.variants import Variant
 
 MIB = 2**20
 
-DEFAULT_BASELINE_MIB = 215.0
+DEFAULT_BASELINE_MIB = PROCESS_BASELINE_MIB
 """RSS of a Python process with llama-cpp-python and `quantgate.backends` imported, before any model
-loads: 213 MiB measured by benchmarks/memory_model.py (docs/performance.md). Override with
-`--baseline-mib`."""
+loads (`evaluators.memory_model.PROCESS_BASELINE_MIB`, measured). Override with `--baseline-mib`."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from evaluators.comparison import PairedDelta
 from quantgate.backends import kv_cache_note
 from quantgate.formatting import MISSING, interval_points, number, percent, points
+from quantgate.render.capacity_rows import capacity_section
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
 from quantgate.render.fidelity_tail import fidelity_tail
@@ -257,6 +258,21 @@ def _costs(decision: Decision) -> list[str]:
     ]
 
 
+def _capacity(decision: Decision, summary: RunSummary | None) -> list[str]:
+    """Parallel sequences per variant (the memory model), goodput per load level, and machines."""
+    section = capacity_section(decision, summary.load if summary else None)
+    if section is None:
+        return []
+    lines = ["## Capacity", "", escape_markdown(section.title) + ":", ""]
+    lines += markdown_table(section.rows[0], section.rows[1:])
+    lines += [escape_markdown(section.note), ""]
+    machines = section.machine_rows
+    if machines:
+        lines += [f"### {section.machine_title}", "", *markdown_table(machines[0], machines[1:])]
+        lines += [escape_markdown(section.machine_note), ""]
+    return lines
+
+
 def _regressions(decision: Decision) -> list[str]:
     lines = ["## Regression cases (reference right, variant wrong)", ""]
     for name, v in decision.variants.items():
@@ -341,6 +357,7 @@ def render_decision(decision: Decision, *, summary: RunSummary | None = None) ->
         _deltas(decision),
         _embeddings(decision),
         _costs(decision),
+        _capacity(decision, summary),
         _regressions(decision),
         _rollback(decision),
         _record(decision),

@@ -13,12 +13,14 @@ from pydantic import Field
 
 from evaluators.comparison import AgreementSummary, Comparison, Regression
 from evaluators.costs import VariantCosts
+from evaluators.machines import MachineCost
 from evaluators.sequential import Forecast
 from evaluators.statistics import Interval
 from quantgate.inputs.gates import Gates
 from quantgate.rundir.embeddings import EmbeddingEntry
 from quantgate.rundir.files import DECISION_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel
+from quantgate.rundir.model_shape import CapacityFigure
 from quantgate.rundir.summary import (
     DatasetInfo,
     RunOptionsInfo,
@@ -172,6 +174,11 @@ class VariantDecision(RunFileModel):
         "of what settling them needs.",
     )
     regressions: list[Regression] = Field(default_factory=list)
+    capacity: CapacityFigure | None = Field(
+        default=None,
+        description="Parallel sequences the memory model fits at the gates' capacity_context and "
+        "capacity_memory_gib (2 GiB when unset), from variants.json's record; None: no record.",
+    )
 
 
 class Rollback(RunFileModel):
@@ -219,6 +226,12 @@ class CostTable(RunFileModel):
         description="Per variant: each ingredient (review, retries, node, memory, energy) with its "
         "paired delta and interval against the reference, and the total."
     )
+    machines: dict[str, MachineCost] = Field(
+        default_factory=dict,
+        description="Per variant, with `request_rate_rps` and `machine_price_per_hour`: the machines its "
+        "goodput needs for that rate and their cost, with the interval from the goodput's (not in the "
+        "total). Empty: the prices name no machine key, or a decision before format 7.",
+    )
 
 
 class DecisionRecord(RunFileModel):
@@ -239,8 +252,8 @@ class DecisionRecord(RunFileModel):
 class Decision(RunFileModel):
     """decision.json."""
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (2, 3, 4, 5)
-    format_version: Literal[6] = DECISION_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (2, 3, 4, 5, 6)
+    format_version: Literal[7] = DECISION_FORMAT_VERSION
     recommended: str | None = Field(description="The variant to deploy; None when none passed.")
     recommended_is_reference: bool
     outcome: Outcome = Field(

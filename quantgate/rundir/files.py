@@ -34,17 +34,18 @@ REPORT_DIR = "report"
 
 RUN_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of fidelity.jsonl."""
-VARIANTS_FORMAT_VERSION: Final[Literal[3]] = 3
+VARIANTS_FORMAT_VERSION: Final[Literal[4]] = 4
 """Of variants.json. 2: where each variant was evaluated (`placement`: this machine, or a Ray
 node), and the machine's host name in its `hardware`. 3: each variant's KV-cache type
-(`kv_cache`: `{k, v}`, null when the variant did not set it). Files of versions 1 and 2 are still
-read (as version 3, the placement and the cache type unknown)."""
+(`kv_cache`: `{k, v}`, null when the variant did not set it). 4: an embedded variant's model shape
+and weights (`memory_model`, from its GGUF header), which the capacity gate and figures read.
+Files of versions 1 to 3 are still read (as version 4, the keys added since unknown)."""
 RECORDS_FORMAT_VERSION: Final[Literal[3]] = 3
 """Of records.jsonl. 2: each record counts the calls repeated after retryable errors
 (`retries`), so a resumed run summarizes read-back cases exactly as it did when they ran.
 3: a record copied from the reference cache names the run that evaluated it (`cached_from`).
 Records of versions 1 and 2 are still read (as version 3, the keys added since unknown)."""
-SUMMARY_FORMAT_VERSION: Final[Literal[9]] = 9
+SUMMARY_FORMAT_VERSION: Final[Literal[10]] = 10
 """Of summary.json. 2: each variant says whether it is complete and which cases it lacks
 (`complete`, `missing_cases`). 3: the options record the gates and the token-fidelity
 settings a resumed run goes on with, and each variant how many of its cases a resumed run
@@ -60,7 +61,9 @@ other kinds). 8: a generation run's figures in each variant (`chrf`, `chrf_refer
 `length_ratio`, ...: `evaluators.generation.GenerationSummary`; null for other kinds). 9: the tail
 of each variant's token fidelity (`kld_p999`, the `delta_p_*` figures, top-1 agreement on
 structural and value tokens, and the same per slice: `evaluators.fidelity.TokenFidelitySummary`).
-Summaries of versions 1 to 8 are still read (as version 9, the keys added since unknown)."""
+10: the capacity gates in the options' gates (`min_parallel_sequences`, `min_goodput_rps`, and the
+settings `capacity_context`, `capacity_memory_gib`). Summaries of versions 1 to 9 are still read
+(as version 10, the keys added since unknown, the gates off)."""
 LOAD_FORMAT_VERSION: Final[Literal[2]] = 2
 """Of load.jsonl and the summary's `load` section. 2: open-loop Poisson levels and goodput: the
 section's arrivals, seed and latency targets, each level's arrivals, rate and seed and its goodput
@@ -68,10 +71,13 @@ section's arrivals, seed and latency targets, each level's arrivals, rate and se
 (`queued_s`). Version 1 is still read (as version 2, closed levels, the keys added since unknown)."""
 EMBEDDINGS_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of embeddings.json and a summary variant's `embeddings` entry."""
-DECISION_FORMAT_VERSION: Final[Literal[6]] = 6
+DECISION_FORMAT_VERSION: Final[Literal[7]] = 7
 """Of decision.json. 3: whether the run was complete when decided, and what it lacked
 (`run_complete`, `run_problems`). 4: each variant's embedding figures (`embeddings`). 5: the
 forecast of each variant still open (`open`), and each delta's descriptive bootstrap interval
 beside the interval it is judged by. 6: each variant's KV-cache type in the record (`kv_cache`, as
 in variants.json 3), and the tail of each variant's token fidelity (as in summary.json 9).
-Decisions of versions 2 to 5 are still read (as version 6)."""
+7: the capacity gates and their settings (as in summary.json 10), each variant's capacity
+(`capacity`: parallel sequences at the gates' context and budget, from the memory-model record of
+variants.json 4) and, with prices for machines, the machines each variant needs (`costs.machines`).
+Decisions of versions 2 to 6 are still read (as version 7)."""

@@ -23,6 +23,7 @@ from quantgate.rundir.embeddings import EmbeddingEntry
 from quantgate.rundir.files import SUMMARY_FORMAT_VERSION, VARIANTS_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel, VariantStatus
 from quantgate.rundir.load import LoadSection
+from quantgate.rundir.model_shape import MemoryModelEntry
 
 RunMethod = Literal["fixed", "sequential", "bootstrap"]
 """How a run chose its cases: a fixed sample, or rounds with early stopping (`bootstrap`: a fixed
@@ -280,8 +281,8 @@ class RunSummary(RunFileModel):
     that died (or is still going).
     """
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2, 3, 4, 5, 6, 7, 8)
-    format_version: Literal[9] = SUMMARY_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2, 3, 4, 5, 6, 7, 8, 9)
+    format_version: Literal[10] = SUMMARY_FORMAT_VERSION
     run_id: str
     quantgate_version: str | None
     status: Literal["running", "complete", "interrupted"]
@@ -365,13 +366,18 @@ class VariantMetadata(VariantSpec):
         default=None, description="Where it was evaluated; None in runs written before it was recorded."
     )
     error: str | None = Field(default=None, description="Why the variant could not be evaluated.")
+    memory_model: MemoryModelEntry | None = Field(
+        default=None,
+        description="Its model file's shape and size, read when the run started, for the capacity gate "
+        "and figures; None: not an embedded GGUF, or a run written before variants.json 4.",
+    )
 
 
 class VariantsFile(RunFileModel):
     """variants.json."""
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2)
-    format_version: Literal[3] = VARIANTS_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2, 3)
+    format_version: Literal[4] = VARIANTS_FORMAT_VERSION
     variants: list[VariantMetadata] = Field(default_factory=list)
 
     def by_name(self) -> dict[str, VariantMetadata]:

@@ -86,6 +86,8 @@ def test_every_gate_is_judged_and_reported_by_decide(tmp_path: Path) -> None:
         "min_neighbour_recall": "not_measured",  # no run --embeddings
         "min_cosine_p5": "not_measured",
         "max_recall_drop": "not_measured",
+        "min_parallel_sequences": "not_measured",  # no memory-model record in variants.json
+        "min_goodput_rps": "not_measured",  # no load test
     }
     on_disk = json.loads((run / "decision.json").read_text())
     assert list(on_disk["gates"]) == ["format_version", *GATE_KEYS]

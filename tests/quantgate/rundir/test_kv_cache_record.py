@@ -25,7 +25,7 @@ def test_variants_json_round_trips_the_kv_cache(tmp_path: Path) -> None:
     ]
     write_model(path, VariantsFile(variants=variants))
     written = json.loads(path.read_text())
-    assert written["format_version"] == 3
+    assert written["format_version"] == 4
     assert [v["kv_cache"] for v in written["variants"]] == [
         {"k": "q8_0", "v": "q8_0"},
         {"k": "q8_0", "v": "f16"},
@@ -47,7 +47,7 @@ def test_variants_json_of_format_2_is_read_without_a_cache_type(tmp_path: Path) 
     older = {"format_version": 2, "variants": [{"name": "a", "backend": "llamacpp", "placement": None}]}
     path.write_text(json.dumps(older))
     read = read_model(path, VariantsFile)
-    assert read.format_version == 3
+    assert read.format_version == 4
     assert read.variants[0].kv_cache is None
 
 
@@ -66,7 +66,7 @@ def test_the_decision_records_each_variants_cache_type(tmp_path: Path) -> None:
     write_model(run_dir / VARIANTS_FILE, VariantsFile(variants=variants))
     decide(run_dir)
     decision = read_model(run_dir / DECISION_JSON, Decision)
-    assert decision.format_version == 6
+    assert decision.format_version == 7
     assert decision.record.variants["Q"].kv_cache == KVCache(k="q4_0", v="q4_0")
     markdown = (run_dir / DECISION_MD).read_text()
     assert "| variant | precision | method | calibration | KV cache | runtime |" in markdown
