@@ -17,6 +17,7 @@ from quantgate.analysis.run_view import (
     pareto_frontier,
     slice_accuracy,
     slice_sizes,
+    token_fidelity,
     variant_table,
 )
 from quantgate.analysis.suite_report import is_suite_dir, open_task, suite_tasks
@@ -45,5 +46,6 @@ __all__ = [
     "task_failures",
     "task_figures",
     "task_kind",
+    "token_fidelity",
     "variant_table",
 ]

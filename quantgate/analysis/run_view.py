@@ -28,6 +28,7 @@ from quantgate.decide.checks import measure
 from quantgate.decide.recommendation import run_dataset
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.gates import Gates, comparison_options
+from quantgate.render.fidelity_tail import HEADLINE, tail_cells, tail_titles
 from quantgate.rundir.completeness import Completeness, completeness_of
 from quantgate.rundir.decision import Decision
 from quantgate.rundir.files import DECISION_JSON, SUMMARY_FILE
@@ -224,6 +225,29 @@ def variant_table(view: RunView) -> pd.DataFrame:
     numbers = ["field_accuracy", "accuracy_delta", "footprint_mb", "format_validity", "error_rate"]
     table = pd.DataFrame(rows, columns=_VARIANT_COLUMNS).set_index("variant")
     return table.astype(dict.fromkeys([*numbers, "ttft_s_p50", "latency_s_p95"], float))
+
+
+def token_fidelity(view: RunView, *, formatted: bool = False) -> pd.DataFrame:
+    """One row per variant: its token fidelity against the reference (`fidelity_tail.HEADLINE`: KLD
+    mean and p99, the largest drop of the reference's top-token probability, top-1 agreement on
+    structural and value tokens), the columns titled as the fidelity tables title them.
+
+    Args:
+        view: The run.
+        formatted: The cells as the fidelity tables show them (`"0.3889"`, `"-30.0"`, `"66.7%"`,
+            `MISSING`); otherwise the figures (fractions, nats), NaN where not measured.
+    """
+    summaries = {entry.name: entry.token_fidelity for entry in view.run.summary.variants}
+    titles = tail_titles()
+    if formatted:
+        rows = [tail_cells(summary) for summary in summaries.values()]
+        return pd.DataFrame(rows, index=pd.Index(list(summaries), name="variant"), columns=titles)
+    values = [
+        [getattr(summary, key) if summary is not None else None for key in HEADLINE]
+        for summary in summaries.values()
+    ]
+    table = pd.DataFrame(values, index=pd.Index(list(summaries), name="variant"), columns=titles)
+    return table.astype(float)
 
 
 def case_order(view: RunView) -> dict[str, int]:

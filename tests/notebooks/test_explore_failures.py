@@ -7,7 +7,13 @@ import pytest
 
 from tests.quantgate.analysis import kind_runs
 from tests.quantgate.analysis.test_suite_report import make_suite
-from tests.quantgate.run_factory import HOSTILE_OUTPUT, make_fake_run
+from tests.quantgate.run_factory import (
+    HOSTILE_OUTPUT,
+    TAIL_CASE_A,
+    make_fake_run,
+    make_run,
+    with_token_fidelity,
+)
 
 nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (pip install -e '.[test]')")
 nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (pip install -e '.[test]')")
@@ -96,3 +102,13 @@ def test_notebook_opens_the_task_of_a_suite_it_is_given(tmp_path, monkeypatch):
     assert "task kind: generation" in text
     assert "chrF" in text  # the failures' score column, named as the kind scores it
     assert kind_runs.TEXTS["name[B]"] in text  # the gold text of g1, which quant did not answer
+
+
+def test_notebook_shows_token_fidelitys_tail(tmp_path, monkeypatch):
+    scores = [{"a": 1.0}] * 4
+    run_dir = make_run(tmp_path / "run", {"R": scores, "Q4": scores}, footprints={"R": 2, "Q4": 1})
+    with_token_fidelity(run_dir, {"Q4": [TAIL_CASE_A]})
+    text = re.sub(r"\s+", " ", output_text(execute(run_dir, monkeypatch)))
+    assert "KLD mean KLD p99 largest drop top-1 structural top-1 value" in text  # the fidelity tables' titles
+    assert "Q4 0.1125 0.3889 -30.0 66.7% 100.0%" in text  # KLD p99 0.3889, largest drop -30 points
+    assert "R — — — — —" in text  # the reference: not measured
