@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from evaluators.errors import UsageError
-from quantgate.export import decided_runs, log_to_mlflow
+from quantgate.export import MlflowExportError, decided_runs, log_to_mlflow
 from quantgate.export.mlflow_runs import is_file_store, metric_key, tracking_uri
 from tests.quantgate.export.decided import decided_run
 
@@ -114,3 +114,12 @@ def test_without_mlflow_the_message_names_the_extra(run_dir: Path, monkeypatch: 
     monkeypatch.setitem(sys.modules, "mlflow.exceptions", None)  # importing it raises ImportError
     with pytest.raises(UsageError, match=r"pip install 'quantgate\[mlflow\]'"):
         log_to_mlflow(decided_runs(run_dir), "file:///nowhere")
+
+
+def test_a_server_that_is_down_is_an_export_error_naming_how_to_log_again(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # fail at once, not after the retries
+    monkeypatch.delenv("MLFLOW_HTTP_REQUEST_TIMEOUT", raising=False)  # what quantgate sets is undone after
+    with pytest.raises(MlflowExportError, match=r"quantgate decide RUN_DIR --mlflow http://127\.0\.0\.1:9"):
+        log_to_mlflow(decided_runs(run_dir), "http://127.0.0.1:9")  # the discard port: nothing listens
