@@ -1,0 +1,253 @@
+"""Teacher forcing through an OpenAI-compatible server, from the top-k log-probabilities it returns.
+
+Three ways, the first the server offers:
+
+1. **Echo** (`/v1/completions` with `echo: true, logprobs: k`, as llama-cpp-python's
+   `llama_cpp.server` and vLLM answer it): the prompt and the whole target are sent as one text,
+   and the server returns the top-k list at every token of it, the target's included. One request
+   per case scores the target directly, as embedded teacher forcing does; the server tokenizes
+   the target itself (canonically, which may differ from the tokens a model generated).
+2. **Resumed greedy completion** (`/v1/completions`, `logprobs: k`), when the server does not
+   echo: as `OllamaForcing` does over Ollama's chat, but resuming is exact, the target so far is
+   appended to the prompt text.
+3. **Resumed greedy chat** (`/v1/chat/completions`, `logprobs: true, top_logprobs: k`), when the
+   prompt text is unknown: after a disagreement the target so far is sent as a final assistant
+   message, which llama.cpp's `llama-server` continues; a server that closes that message and
+   opens a new one instead gives lists that do not follow the target (not checked here).
+
+The two completion ways need the prompt text the server's chat template makes of the messages:
+a `render` callable given by the caller, else llama.cpp's `POST /apply-template` when the server
+has it (`llama_cpp.server` has not: it answers 404).
+
+Positions and their lists are `ForcedPositions`, as `OllamaForcing` gives them (see
+`ollama_forcing` for how a walk follows a target); `measure_ollama_token_fidelity` compares them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import httpx
+from langchain_core.messages import BaseMessage
+
+from quantgate.backends import BackendError
+from quantgate.evaluate.token_fidelity.ollama_forcing import (
+    DEFAULT_TOP_LOGPROBS,
+    ForcedPositions,
+    TopLogprobs,
+    _Walk,
+    ollama_messages,
+)
+
+CHUNK_TOKENS = 32
+"""Tokens asked for per greedy request: a divergence wastes at most this many generated tokens."""
+
+Step = tuple[str, TopLogprobs]
+"""One generated token and its top-k list."""
+
+
+def completion_steps(response: dict[str, Any], top_k: int) -> list[Step]:
+    """The tokens and top-k lists of a `/v1/completions` answer (`logprobs: k`), in order.
+
+    llama-cpp-python adds the chosen token to each list even when it is not among the k most
+    likely; lists are cut back to the k most likely so every way gives top-k lists. A token
+    with no list (the first token of an echo) gets an empty one.
+    """
+    logprobs = _first_choice(response).get("logprobs") or {}
+    tokens = logprobs.get("tokens") or []
+    tops = logprobs.get("top_logprobs") or [None] * len(tokens)
+    return [(token, _cut(top or {}, top_k)) for token, top in zip(tokens, tops, strict=True)]
+
+
+def chat_steps(response: dict[str, Any], top_k: int) -> list[Step]:
+    """The tokens and top-k lists of a `/v1/chat/completions` answer (`logprobs: true`)."""
+    content = (_first_choice(response).get("logprobs") or {}).get("content") or []
+    steps = []
+    for entry in content:
+        top: TopLogprobs = {}
+        for item in entry.get("top_logprobs") or [{"token": entry["token"], "logprob": entry["logprob"]}]:
+            top[item["token"]] = max(float(item["logprob"]), top.get(item["token"], float("-inf")))
+        steps.append((str(entry["token"]), _cut(top, top_k)))
+    return steps
+
+
+def echoed_target(response: dict[str, Any], prompt: str, target: str, top_k: int) -> list[Step] | None:
+    """The target's tokens and lists from an echo of `prompt + target`; None when the server did
+    not echo, or no run of its last tokens spells the target (then the caller walks instead).
+
+    The target's tokens are found from the end: the tokens generated after it (`usage`'s
+    `completion_tokens`) are dropped, then tokens are taken back until they spell the target.
+    Offsets cannot find it: llama-cpp-python counts them in the text without special tokens.
+    """
+    choice = _first_choice(response)
+    if not str(choice.get("text", "")).startswith(prompt + target):
+        return None
+    generated = (response.get("usage") or {}).get("completion_tokens")
+    steps = completion_steps(response, top_k)
+    if not isinstance(generated, int) or generated > len(steps):
+        return None
+    steps = steps[: len(steps) - generated]
+    spelled = ""
+    for start in range(len(steps) - 1, -1, -1):
+        spelled = steps[start][0] + spelled
+        if len(spelled) >= len(target):
+            return steps[start:] if spelled == target else None
+    return None
+
+
+def _first_choice(response: dict[str, Any]) -> dict[str, Any]:
+    choices = response.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise BackendError(f"the server's answer has no choices: {str(response)[:200]}")
+    return choices[0]
+
+
+def _cut(top: dict[str, float], k: int) -> TopLogprobs:
+    return dict(sorted(((str(t), float(p)) for t, p in top.items()), key=lambda item: -item[1])[:k])
+
+
+class OpenAIForcing:
+    """Teacher forcing against one model of an OpenAI-compatible server (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        top_logprobs: int = DEFAULT_TOP_LOGPROBS,
+        timeout_s: float = 300.0,
+        seed: int = 0,
+        render: Callable[[Sequence[BaseMessage]], str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        """Connect to a server.
+
+        Args:
+            base_url: The server's OpenAI API root, ending in /v1.
+            model: The server's model name.
+            api_key: Sent as a bearer token when given.
+            top_logprobs: How many most likely tokens to ask for at each position.
+            timeout_s: Per-request timeout.
+            seed: Sent with every request (temperature is 0).
+            render: The prompt text the server's chat template makes of messages; None to ask
+                the server (`/apply-template`) and, where it cannot, to use the chat API.
+            transport: An httpx transport (tests).
+        """
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.top_logprobs = top_logprobs
+        self.seed = seed
+        self.render = render
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
+        self.echo: bool | None = None
+        """Whether the server echoes the prompt's log-probabilities: None until asked once."""
+        self.template: bool | None = None
+        """Whether the server has `/apply-template`: None until asked once."""
+        self.way = ""
+        """The way the last walk took: `echo`, `completions` or `chat`."""
+
+    def follow_text(self, messages: Sequence[BaseMessage], target: str) -> ForcedPositions:
+        """The model's top-k lists along `target` (the reference's own output)."""
+        return self._follow(messages, _Walk(target=target, tokens=None))
+
+    def follow_tokens(self, messages: Sequence[BaseMessage], tokens: Sequence[str]) -> ForcedPositions:
+        """The model's top-k lists along the reference's token sequence."""
+        return self._follow(messages, _Walk(target="".join(tokens), tokens=tokens))
+
+    def prompt(self, messages: Sequence[BaseMessage]) -> str | None:
+        """The prompt text of `messages`, or None when neither `render` nor the server gives it."""
+        if self.render is not None:
+            return self.render(messages)
+        if self.template is False:
+            return None
+        root = self.base_url.removesuffix("/v1")
+        answer = self._post(f"{root}/apply-template", {"messages": ollama_messages(messages)}, absent_ok=True)
+        self.template = answer is not None and isinstance(answer.get("prompt"), str)
+        return str(answer["prompt"]) if answer is not None and self.template else None
+
+    def _follow(self, messages: Sequence[BaseMessage], walk: _Walk) -> ForcedPositions:
+        prompt = self.prompt(messages)
+        if prompt is not None and self.echo is not False:
+            scored = self._echoed(prompt, walk)
+            if scored is not None:
+                self.way = "echo"
+                return scored
+        self.way = "chat" if prompt is None else "completions"
+        base = ollama_messages(messages)
+        while not walk.finished():
+            walk.requests += 1
+            budget = len(walk.tokens) - len(walk.chosen) if walk.tokens is not None else len(walk.target)
+            budget = max(1, min(budget, CHUNK_TOKENS))
+            if prompt is None:
+                prefill = [{"role": "assistant", "content": walk.prefix}] if walk.prefix else []
+                steps = chat_steps(self._chat([*base, *prefill], budget), self.top_logprobs)
+            else:
+                steps = completion_steps(self._complete(prompt + walk.prefix, budget), self.top_logprobs)
+            if _resume(steps, walk, budget) == "ended":
+                walk.skip()
+        return walk.result()
+
+    def _echoed(self, prompt: str, walk: _Walk) -> ForcedPositions | None:
+        """The walk scored in one echo request; None when the server does not echo or its tokens
+        are not the walk's (then the caller walks)."""
+        response = self._complete(prompt + walk.target, 1, echo=True)
+        steps = echoed_target(response, prompt, walk.target, self.top_logprobs)
+        self.echo = str(_first_choice(response).get("text", "")).startswith(prompt)
+        tokens = tuple(token for token, _ in steps or [])
+        if steps is None or (walk.tokens is not None and tokens != tuple(walk.tokens)):
+            return None
+        return ForcedPositions(tokens=tokens, top=tuple(top or None for _, top in steps), requests=1)
+
+    def _complete(self, prompt: str, max_tokens: int, *, echo: bool = False) -> dict[str, Any]:
+        body = {"model": self.model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0,
+                "seed": self.seed, "logprobs": self.top_logprobs, "echo": echo}  # fmt: skip
+        answer = self._post(f"{self.base_url}/completions", body)
+        assert answer is not None
+        return answer
+
+    def _chat(self, messages: list[dict[str, str]], max_tokens: int) -> dict[str, Any]:
+        body = {"model": self.model, "messages": messages, "max_tokens": max_tokens, "temperature": 0.0,
+                "seed": self.seed, "logprobs": True, "top_logprobs": self.top_logprobs}  # fmt: skip
+        answer = self._post(f"{self.base_url}/chat/completions", body)
+        assert answer is not None
+        return answer
+
+    def _post(self, url: str, body: dict[str, Any], *, absent_ok: bool = False) -> dict[str, Any] | None:
+        """The JSON answer; None for a 404 when `absent_ok` (an endpoint the server does not have)."""
+        try:
+            response = self.client.post(url, json=body)
+        except httpx.HTTPError as exc:
+            raise BackendError(f"OpenAI-compatible server at {self.base_url} ({self.model}): {exc}") from exc
+        if absent_ok and response.status_code in (404, 405, 501):
+            return None
+        if response.status_code != 200:
+            raise BackendError(
+                f"OpenAI-compatible server at {self.base_url} ({self.model}) answered {response.status_code} "
+                f"to {url.rsplit('/', 1)[-1]}: {response.text[:300]}"
+            )
+        try:
+            answer = response.json()
+        except ValueError as exc:
+            raise BackendError(f"{url} answered with no JSON: {response.text[:200]}") from exc
+        if not isinstance(answer, dict):
+            raise BackendError(f"{url} answered {str(answer)[:200]}, not a JSON object")
+        return answer
+
+
+def _resume(steps: Sequence[Step], walk: _Walk, budget: int) -> str:
+    """Follow one answer: `done` (target covered), `diverged`, `more` (the answer used its whole
+    budget along the target: ask again) or `ended` (the model ended before the target did)."""
+    if budget and not steps:
+        return "ended"
+    for token, top in steps:
+        expected = walk.expected(token, top)
+        walk.chosen.append(expected)
+        walk.top.append(top or None)
+        if token != expected:
+            return "diverged"
+        if walk.finished():
+            return "done"
+    return "more" if len(steps) >= budget else "ended"
