@@ -3,16 +3,21 @@ written after the decision, and a path that cannot be written refused before any
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from junitparser import JUnitXml
 
+from quantgate.backends import BackendCapabilities, OpenedVariant
 from quantgate.cli.main import main
 from quantgate.rundir.files import DECISION_JSON
+from tests.fakes import GOOD, QueuedChatModel, write_tiny_dataset
 from tests.quantgate.export.decided import HALF, RIGHT, decided_run
 from tests.quantgate.run_factory import make_run
 
@@ -115,3 +120,37 @@ def test_run_refuses_a_junit_directory_before_the_run(
     assert main(argv) == 2
     assert "is a directory" in capsys.readouterr().err
     assert not out.exists()  # no run started
+
+
+def test_run_writes_both_after_the_report(
+    tmp_path: Path, register_backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tracking = pytest.importorskip("mlflow.tracking")
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
+
+    @contextmanager
+    def open_fake(variant: Any, schema: dict[str, Any], *, slots: int | None = None) -> Any:
+        yield OpenedVariant(chat_model=QueuedChatModel(outputs=[json.dumps(GOOD)]))
+
+    register_backend("fake-export", open_fake, capabilities=BackendCapabilities())
+    variants = tmp_path / "variants.toml"
+    variants.write_text(
+        'reference = "ref"\n'
+        '[[variants]]\nname = "ref"\nbackend = "fake-export"\nmodel = "r"\n'
+        '[[variants]]\nname = "quant"\nbackend = "fake-export"\nmodel = "q"\nquantization = "Q4_K_M"\n'
+    )
+    dataset = write_tiny_dataset(tmp_path / "tiny")
+    junit, store = tmp_path / "quantgate.xml", (tmp_path / "mlruns").as_uri()
+    argv = ["run", "--dataset", str(dataset), "--variants", str(variants), "--all", "--out", str(tmp_path)]
+    status = main([*argv, "--no-token-fidelity", "--junit", str(junit), "--mlflow", store])
+    assert status == 4  # five cases cannot show the candidate safe: keep the reference
+    (suite,) = list(JUnitXml.fromfile(str(junit)))
+    properties = {p.name: p.value for p in suite.properties()}
+    assert (properties["verdict:ref"], properties["verdict:quant"]) == ("pass", "inconclusive")
+    client = tracking.MlflowClient(tracking_uri=store)
+    (parent,) = client.search_runs(
+        [client.get_experiment_by_name(f"quantgate-{dataset.name}").experiment_id],
+        filter_string="tags.outcome = 'keep_reference'",
+    )
+    assert "report.html" in {a.path for a in client.list_artifacts(parent.info.run_id)}
