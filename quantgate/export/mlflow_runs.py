@@ -127,7 +127,7 @@ def variant_tags(name: str, variant: VariantDecision, run: DecidedRun) -> dict[s
         "recommended": str(run.decision.recommended == name).lower(),
     }
     if variant.error:
-        tags["error"] = variant.error
+        tags["error"] = variant.error[:5000]  # MLflow caps a tag value at 8,000 characters
     return tags | {metric_key(f"gate.{gate.gate}"): gate.status for gate in variant.gates}
 
 
