@@ -161,6 +161,7 @@ def llama_server(ladder: VariantSet) -> Iterator[LlamaCppServerProcess]:
     from tests.model_fixtures import LlamaCppServerProcess
 
     q4 = next(v for v in ladder.variants if v.name == "Q4_K_M")
-    server = LlamaCppServerProcess(q4.model)
+    # without it the server ends a streaming answer early as soon as another request arrives
+    server = LlamaCppServerProcess(q4.model, "--interrupt_requests", "False")
     yield server
     server.stop()

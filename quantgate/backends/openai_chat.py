@@ -135,12 +135,13 @@ class OpenAIServerChatModel(StreamingChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         started = time.monotonic()
-        chunks, usage, finished = 0, False, False
+        events, chunks, usage, finished = 0, 0, False, False
         try:
             for chunk in self.inner.stream(messages, stop=stop, **kwargs):
                 if time.monotonic() - started > self.timeout_s:
                     what = f"the answer took longer than {self.timeout_s:g} s (timeout_s)"
                     raise ModelCallError("timeout", what, retryable=True)
+                events += 1
                 chunks += 1 if chunk.content else 0
                 usage = usage or bool(chunk.usage_metadata)
                 finished = finished or bool(chunk.response_metadata.get("finish_reason"))
@@ -150,23 +151,29 @@ class OpenAIServerChatModel(StreamingChatModel):
         except Exception as exc:
             if _is_timeout(exc):
                 raise self._silence(started) from exc
-            if chunks == 0 and "No generation chunks" in str(exc):  # LangChain's word for an empty stream
-                raise self._unfinished(0) from exc
+            if events == 0 and "No generation chunks" in str(exc):  # LangChain's word for an empty stream
+                raise self._unfinished(0, 0) from exc
             raise classify(exc) from exc
         if not finished:
-            raise self._unfinished(chunks)
+            raise self._unfinished(events, chunks)
         if not usage:
             counted = {"input_tokens": 0, "output_tokens": chunks, "total_tokens": chunks}
             yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=counted))  # type: ignore[arg-type]
 
-    def _unfinished(self, chunks: int) -> ModelCallError:
-        if chunks == 0:
+    def _unfinished(self, events: int, chunks: int) -> ModelCallError:
+        """No event at all: not the API's stream; some, then an end without a `finish_reason`: cut
+        (llama-cpp-python ends a stream so when another request arrives, unless started with
+        `--interrupt_requests False`)."""
+        if events == 0:
             what = (
                 f"{self.base_url} answered no chat completion events (an HTML page or other body?): is "
                 "base_url the OpenAI API's root, e.g. http://host:8000/v1?"
             )
             return ModelCallError("bad_response", what, retryable=False)
-        what = f"the answer stream from {self.base_url} ended after {chunks} chunks without a finish_reason"
+        what = (
+            f"the answer stream from {self.base_url} ended after {chunks} tokens without a finish_reason "
+            "(llama-cpp-python's server does so when another request arrives: --interrupt_requests False)"
+        )
         return ModelCallError("stream_cut", what, retryable=True)
 
     def _silence(self, started: float) -> ModelCallError:
