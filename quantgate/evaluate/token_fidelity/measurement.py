@@ -41,7 +41,7 @@ from graphs.extraction import ExtractionContext, prompt_messages
 from quantgate.backends import BackendError
 from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
 from quantgate.backends.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
-from quantgate.evaluate.token_fidelity.ollama_forcing import ForcedPositions, OllamaForcing
+from quantgate.evaluate.token_fidelity.ollama_forcing import ForcedPositions, Forcing
 from quantgate.inputs.variants import KVCache
 
 FidelityRecord = dict[str, Any]
@@ -250,8 +250,8 @@ def _variant_record(
 
 def measure_ollama_token_fidelity(
     *,
-    reference: OllamaForcing,
-    variants: Mapping[str, OllamaForcing],
+    reference: Forcing,
+    variants: Mapping[str, Forcing],
     messages: Mapping[str, Sequence[BaseMessage]],
     reference_outputs: Mapping[str, str],
     on_case: Callable[[FidelityRecord], None] | None = None,
@@ -259,7 +259,8 @@ def measure_ollama_token_fidelity(
     tags: Mapping[str, Sequence[str]] | None = None,
     kv_caches: Mapping[str, KVCache | None] | None = None,
 ) -> dict[str, TokenFidelitySummary]:
-    """Follow the reference's outputs with every Ollama variant and compare top-k lists.
+    """Follow the reference's outputs with every variant of a server (Ollama, OpenAI-compatible)
+    and compare top-k lists.
 
     The reference walks all cases first, then each variant (a server that keeps one model
     loaded switches models once per variant, not per case). A case the server fails on

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -61,6 +61,18 @@ class ForcedPositions:
     tokens: tuple[str, ...]
     top: tuple[TopLogprobs | None, ...]
     requests: int
+
+
+class Forcing(Protocol):
+    """What follows a target on a server and gives its top-k lists (`OllamaForcing`, `OpenAIForcing`)."""
+
+    def follow_text(self, messages: Sequence[BaseMessage], target: str) -> ForcedPositions:
+        """The model's top-k lists along the reference's own output."""
+        ...
+
+    def follow_tokens(self, messages: Sequence[BaseMessage], tokens: Sequence[str]) -> ForcedPositions:
+        """The model's top-k lists along the reference's token sequence."""
+        ...
 
 
 @dataclass(kw_only=True)

@@ -3,14 +3,15 @@
 Which variants can be measured, how, and what goes into the summary; each backend declares
 how (`BackendCapabilities.token_fidelity`). Variants of a `"logits"` backend (embedded
 llama.cpp) with a reference of the same backend are teacher-forced on full logits in a worker
-process. Variants of a `"logprobs"` backend (Ollama) with a reference of the same backend are
-measured from the top-k log-probabilities the server returns (a lower bound of the KLD), over
-HTTP from this process. On a Ray cluster (an executor that is `remote`), each variant is measured
-in a task of its own with its resources, against the reference on the same node (for Ollama:
-the node's own server, which has both models), and its records come back to this process. Any
-other pairing (a LangChain chat model, an embedded reference with
-Ollama variants) is reported as not measured, with the reason. Per (variant, case) records
-stream to `fidelity.jsonl`, so every pooled figure in summary.json can be recomputed from them.
+process. Variants of a `"logprobs"` backend (Ollama, an OpenAI-compatible server) with a reference
+of the same backend are measured from the top-k log-probabilities the server returns (a lower
+bound of the KLD), over HTTP from this process; `_FORCINGS` says how for each such backend.
+On a Ray cluster (an executor that is `remote`), each variant is measured in a task of its own
+with its resources, against the reference on the same node (for Ollama: the node's own server,
+which has both models), and its records come back to this process. Any other pairing (a
+LangChain chat model, an embedded reference with Ollama variants) is reported as not measured,
+with the reason. Per (variant, case) records stream to `fidelity.jsonl`, so every pooled figure
+in summary.json can be recomputed from them.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from quantgate.evaluate.token_fidelity.measurement import (
     measure_ollama_token_fidelity,
     measure_token_fidelity,
 )
-from quantgate.evaluate.token_fidelity.ollama_forcing import DEFAULT_TOP_LOGPROBS, OllamaForcing
+from quantgate.evaluate.token_fidelity.ollama_forcing import DEFAULT_TOP_LOGPROBS, Forcing, OllamaForcing
+from quantgate.evaluate.token_fidelity.openai_forcing import OpenAIForcing
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.variants import Variant
@@ -51,6 +53,14 @@ OLLAMA_METHOD = (
     "each disagreement); per output position a lower bound of KL(reference || variant) from the two "
     "top-{k} lists (tokens outside both merged into one bucket, nats) and top-1 agreement, pooled "
     "over positions"
+)
+OPENAI_METHOD = (
+    "top-{k} log-probabilities from an OpenAI-compatible server: each model scores the reference's "
+    "output after the case's first-attempt prompt in one /v1/completions request with echo where the "
+    "server offers it (else resumed greedy generation with logprobs, prefilling the output so far "
+    "after each disagreement); per output position a lower bound of KL(reference || variant) from "
+    "the two top-{k} lists (tokens outside both merged into one bucket, nats) and top-1 agreement, "
+    "pooled over positions"
 )
 
 
@@ -142,7 +152,7 @@ def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
     }
 
 
-def _forcing(variant: Variant) -> OllamaForcing:
+def _ollama_forcing(variant: Variant) -> OllamaForcing:
     from quantgate.backends.ollama import DEFAULT_NUM_CTX, DEFAULT_TIMEOUT_S, ollama_host
 
     options = variant.options
@@ -158,15 +168,44 @@ def _forcing(variant: Variant) -> OllamaForcing:
     )
 
 
-def measure_ollama(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
-    """Measure Ollama variants against an Ollama reference, from this process (HTTP only).
+def _openai_forcing(variant: Variant) -> OpenAIForcing:
+    from quantgate.backends.openai import openai_endpoint
+
+    base_url, model, api_key = openai_endpoint(variant)
+    options = variant.options
+    return OpenAIForcing(
+        base_url=base_url,
+        model=model,
+        api_key=api_key,
+        top_logprobs=int(options.get("top_logprobs", DEFAULT_TOP_LOGPROBS)),
+        timeout_s=float(options.get("timeout_s", 300.0)),
+        seed=int(options.get("seed", 0)),
+    )
+
+
+_FORCINGS: dict[str, tuple[Callable[[Variant], Forcing], str]] = {
+    "ollama": (_ollama_forcing, OLLAMA_METHOD),
+    "openai": (_openai_forcing, OPENAI_METHOD),
+}
+"""For each backend whose token fidelity is `"logprobs"`: how a variant's forcing is made, and the
+method text (`{k}` for its top-k)."""
+
+
+def measure_logprobs(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
+    """Measure the variants of a `"logprobs"` server backend (Ollama, OpenAI-compatible) against a
+    reference of the same backend, from this process (HTTP only).
 
     The reference is opened as the run opened it, so each case's first-attempt messages are
     built by the same code with the same context window.
 
     Raises:
-        BackendError: The reference's server cannot be reached or does not have the model.
+        BackendError: The reference's server cannot be reached or does not have the model, or
+            the backend has no forcing.
     """
+    found = _FORCINGS.get(job.reference.backend)
+    if found is None:
+        raise BackendError(f"no top-k forcing for the {job.reference.backend} backend")
+    forcing, method_text = found
     options = RunOptions(max_repairs=job.max_repairs, progress=False)
     sink = JsonLines(job.run_dir / FIDELITY_FILE)
     with open_variant(job.reference, job.dataset.schema) as opened, closing(sink):
@@ -174,8 +213,8 @@ def measure_ollama(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
         messages = {c.id: prompt_messages(context, c.text)[0] for c in job.cases if c.id in job.outputs}
 
         summaries = measure_ollama_token_fidelity(
-            reference=_forcing(job.reference),
-            variants={v.name: _forcing(v) for v in job.variants},
+            reference=forcing(job.reference),
+            variants={v.name: forcing(v) for v in job.variants},
             messages=messages,
             reference_outputs=job.outputs,
             on_case=lambda line: sink.append(FidelityLine.model_validate(line)),
@@ -184,13 +223,17 @@ def measure_ollama(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
             kv_caches={v.name: v.kv_cache for v in job.variants},
         )
     method = {
-        v.name: OLLAMA_METHOD.replace("{k}", str(v.options.get("top_logprobs", DEFAULT_TOP_LOGPROBS)))
+        v.name: method_text.replace("{k}", str(v.options.get("top_logprobs", DEFAULT_TOP_LOGPROBS)))
         for v in job.variants
     }
     return {
         name: TokenFidelityEntry.of(summary, method=method[name], records=FIDELITY_FILE)
         for name, summary in summaries.items()
     }
+
+
+measure_ollama = measure_logprobs
+"""The former name."""
 
 
 def measure_in_worker(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
@@ -205,7 +248,7 @@ def measure_in_worker(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
 
 _MEASURES: dict[str, Callable[[FidelityJob], dict[str, TokenFidelityEntry]]] = {
     "logits": measure_in_worker,
-    "logprobs": measure_ollama,
+    "logprobs": measure_logprobs,
 }
 """How each `BackendCapabilities.token_fidelity` kind is measured."""
 
@@ -213,7 +256,7 @@ _MEASURES: dict[str, Callable[[FidelityJob], dict[str, TokenFidelityEntry]]] = {
 def _measured_sent_back(job: FidelityJob) -> tuple[dict[str, TokenFidelityEntry], str]:
     """The job measured on another machine (in the process its task is): the entries, and the
     records it wrote to a fidelity.jsonl there, as text."""
-    measure = _measure if capabilities(job.variants[0]).token_fidelity == "logits" else measure_ollama
+    measure = _measure if capabilities(job.variants[0]).token_fidelity == "logits" else measure_logprobs
     with tempfile.TemporaryDirectory(prefix="quantgate-fidelity-") as directory:
         entries = measure(replace(job, run_dir=Path(directory)))
         records = Path(directory) / FIDELITY_FILE
