@@ -23,6 +23,7 @@ from quantgate.inputs.gates import Gates
 from quantgate.rundir.decision import GateResult, GateStatus
 from quantgate.rundir.embeddings import EmbeddingEntry
 from quantgate.rundir.lines import CaseRecord
+from quantgate.rundir.runtime_comparison import RuntimeComparison
 from quantgate.rundir.summary import VariantEntry
 
 
@@ -175,6 +176,9 @@ class GateEvidence:
         method: How the comparison's intervals were computed (see `judge_drop`).
         embeddings: The variant's embedding figures (`run --embeddings`), for the embedding gates.
         capacity: Its memory-model record, KV-cache type and goodput level, for the capacity gates.
+        runtime: Its comparison with the variant of the same model file on another backend (None:
+            it is no such pair's compared variant; `quantgate.decide.runtimes`).
+        runtime_base: It is the base of a runtime comparison.
     """
 
     measured: Measured
@@ -184,6 +188,8 @@ class GateEvidence:
     method: IntervalMethod = "betting"
     embeddings: EmbeddingEntry | None = None
     capacity: CapacityInputs = field(default_factory=CapacityInputs)
+    runtime: RuntimeComparison | None = None
+    runtime_base: bool = False
 
 
 GateCheck = Callable[[str, float, GateEvidence], list[GateResult]]
@@ -226,6 +232,25 @@ def _slice_accuracy_drops(gate: str, max_drop: float, e: GateEvidence) -> list[G
         for tag, delta in e.comparison.slices.items()
         if delta.cases >= min_cases
     ]
+
+
+def _runtime_accuracy_drop(gate: str, max_drop: float, e: GateEvidence) -> list[GateResult]:
+    """The accuracy drop against the same model file on another backend, judged as `max_accuracy_drop`
+    is; a pair's base passes by definition, as the reference does."""
+    if e.runtime is None:
+        if e.runtime_base or e.is_reference:
+            itself = "the base of its runtime comparison" if e.runtime_base else "the reference itself"
+            return [GateResult(gate=gate, status="pass", value=0.0, threshold=-max_drop, evidence=itself)]
+        why = "no variant of the same model file (sha256) on another backend"
+        return [GateResult(gate=gate, status="not_measured", value=None, threshold=-max_drop, evidence=why)]
+    base = e.runtime.base
+    if e.runtime.accuracy is None:
+        why = f"no labeled paired cases with {base}"
+        return [GateResult(gate=gate, status="not_measured", value=None, threshold=-max_drop, evidence=why)]
+    found = judge_drop(
+        gate, e.runtime.accuracy, max_drop=max_drop, min_cases=e.gates.min_cases, method=e.method
+    )
+    return [found.model_copy(update={"evidence": f"vs {base} ({e.runtime.base_backend}): {found.evidence}"})]
 
 
 def _limit_check(
@@ -286,6 +311,7 @@ GATE_CHECKS: Mapping[str, GateCheck] = MappingProxyType(
     {
         "max_accuracy_drop": _accuracy_drop,
         "max_slice_accuracy_drop": _slice_accuracy_drops,
+        "max_runtime_accuracy_drop": _runtime_accuracy_drop,
         "min_format_validity": _limit_check(
             lambda e: e.measured.format_validity,
             upper=False,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from evaluators.comparison import (
@@ -38,6 +39,7 @@ from quantgate.decide.cost_table import break_even_signal, cost_table
 from quantgate.decide.forecast import open_forecasts
 from quantgate.decide.regressions import export_regression_sets
 from quantgate.decide.rollback import rollback_signals
+from quantgate.decide.runtimes import runtime_comparisons, runtime_evidence
 from quantgate.evaluate.stopping_rule import DEFAULT_ROUND_SIZE
 from quantgate.hardware import package_version
 from quantgate.inputs.dataset import Dataset, DatasetError, load_dataset
@@ -62,6 +64,7 @@ from quantgate.rundir.decision import (
 from quantgate.rundir.files import DATASET_DIR, DECISION_JSON, DECISION_MD
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.pairing import paired_cases
+from quantgate.rundir.runtime_comparison import RuntimeComparison
 from quantgate.rundir.store import LineProblem, Run, latest_records, load_run, read_decision, write_model
 from quantgate.rundir.summary import RunOptionsInfo, VariantEntry
 
@@ -135,14 +138,20 @@ def _in_order(records: Iterable[CaseRecord], order: Mapping[str, int]) -> list[C
 
 @dataclass(frozen=True, kw_only=True)
 class _Judging:
-    """What every variant of a run is judged with: the run, its latest records (variant -> case
-    -> record), its reference, the gates and how its cases were sampled."""
+    """What every variant of a run is judged with: the run, its latest records (variant -> case -> record),
+    its reference, the gates, how its cases were sampled, its cases (for `runtimes`: decide.runtimes)."""
 
     run: Run
     records: Mapping[str, Mapping[str, CaseRecord]]
     reference: str
     gates: Gates
     method: _Method
+    dataset: Dataset | None = None
+
+    @cached_property
+    def runtimes(self) -> list[RuntimeComparison]:
+        options = comparison_options(self.gates, self.method.name, truncation=self.method.truncation)
+        return runtime_comparisons(self.run, self.records, options, self.method.case_order, self.dataset)
 
 
 def _judge(judging: _Judging, entry: VariantEntry) -> _Judged:
@@ -159,6 +168,7 @@ def _judge(judging: _Judging, entry: VariantEntry) -> _Judged:
     agreement = None if is_reference else agreement_of(_in_order(own.values(), order), options)
     measured = measure(list(own.values()), entry)
     capacity = capacity_inputs(judging.run, entry.name)
+    runtime, runtime_base = runtime_evidence(judging.runtimes, entry.name)
     evidence = GateEvidence(
         measured=measured,
         comparison=comparison,
@@ -167,6 +177,8 @@ def _judge(judging: _Judging, entry: VariantEntry) -> _Judged:
         method=method.name,
         embeddings=entry.embeddings,
         capacity=capacity,
+        runtime=runtime,
+        runtime_base=runtime_base,
     )
     results = judge_variant(evidence)
     found = regressions(paired)
@@ -271,7 +283,9 @@ def decide(
     records, completeness, reference = _records_of(run)
     dataset = run_dataset(run)
     method = _method_of(run, dataset)
-    judging = _Judging(run=run, records=records, reference=reference, gates=gates, method=method)
+    judging = _Judging(
+        run=run, records=records, reference=reference, gates=gates, method=method, dataset=dataset
+    )
     judged = [_judge(judging, entry) for entry in run.summary.variants]
     _give_forecasts(judging, judged)
     costs = None if prices is None else _costs(judging, judged, prices)
@@ -293,6 +307,7 @@ def decide(
         ),
         recommended_by=recommend_by,
         costs=costs,
+        runtimes=judging.runtimes,
         record=_record_section(run, gates, method),
     )
     write_model(run.directory / DECISION_JSON, decision)

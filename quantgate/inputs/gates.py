@@ -7,8 +7,8 @@ and `compare` (`--max-accuracy-drop`), whose help is the field's docstring.
 Values are typed strictly: a number must be a TOML number (`"0.05"` and `true` are refused, an
 integer is taken as a float) and finite (no `inf` or `nan`). Accuracy, validity and rates are
 fractions in [0, 1]. A gate is switched off by leaving its threshold unset (the memory, latency,
-embedding and capacity gates are off by default) or, for a default gate, by setting it to its
-loosest value (1.0 for a drop or a rate, 0.0 for validity).
+embedding, capacity and runtime gates are off by default) or, for a default gate, by setting it to
+its loosest value (1.0 for a drop or a rate, 0.0 for validity).
 """
 
 from __future__ import annotations
@@ -49,6 +49,11 @@ class Gates(BaseModel):
     max_slice_accuracy_drop: Fraction | None = 0.10
     """The same per slice (tag), for slices with at least min_slice_cases paired cases; smaller slices
     are reported, not gated."""
+    max_runtime_accuracy_drop: Fraction | None = None
+    """Largest tolerated drop of field accuracy of a variant against the variant of the same model file
+    (same sha256) on another backend, the embedded one when there is one (docs/decision.md, Runtime
+    comparison); passes only when the lower bound of the paired interval is at or above minus this
+    value; a variant with no such partner is not measured. Off by default."""
     min_format_validity: Fraction | None = 0.90
     """Lowest share of outputs that parse and match the schema."""
     max_error_rate: Fraction | None = 0.05

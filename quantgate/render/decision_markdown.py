@@ -16,6 +16,7 @@ from quantgate.render.capacity_rows import capacity_section
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
 from quantgate.render.fidelity_tail import fidelity_tail
+from quantgate.render.runtime_rows import RUNTIME_HEADER, RUNTIME_NOTE, runtime_rows
 from quantgate.render.task_figures import task_figures
 from quantgate.rundir.decision import Decision, VariantDecision
 from quantgate.rundir.summary import RunSummary, SequentialEntry
@@ -224,6 +225,20 @@ def _deltas(decision: Decision) -> list[str]:
     return lines
 
 
+def _runtimes(decision: Decision) -> list[str]:
+    """The same model file on two backends, when the run has such a pair."""
+    if not decision.runtimes:
+        return []
+    verdicts = {
+        name: g.status
+        for name, v in decision.variants.items()
+        for g in v.gates
+        if g.gate == "max_runtime_accuracy_drop"
+    }
+    rows = runtime_rows(decision.runtimes, verdicts)
+    return ["## Runtime comparison", "", *markdown_table(RUNTIME_HEADER, rows), RUNTIME_NOTE, ""]
+
+
 def _embeddings(decision: Decision) -> list[str]:
     """The variants' embedding figures (`run --embeddings`), when measured."""
     measured = [(name, v) for name, v in decision.variants.items() if v.embeddings is not None]
@@ -355,6 +370,7 @@ def render_decision(decision: Decision, *, summary: RunSummary | None = None) ->
         _fidelity(decision),
         _gates(decision),
         _deltas(decision),
+        _runtimes(decision),
         _embeddings(decision),
         _costs(decision),
         _capacity(decision, summary),

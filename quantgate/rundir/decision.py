@@ -21,6 +21,7 @@ from quantgate.rundir.embeddings import EmbeddingEntry
 from quantgate.rundir.files import DECISION_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel
 from quantgate.rundir.model_shape import CapacityFigure
+from quantgate.rundir.runtime_comparison import RuntimeComparison
 from quantgate.rundir.summary import (
     DatasetInfo,
     RunOptionsInfo,
@@ -280,5 +281,10 @@ class Decision(RunFileModel):
     )
     costs: CostTable | None = Field(
         default=None, description="Expected costs, when prices were given (`--costs`)."
+    )
+    runtimes: list[RuntimeComparison] = Field(
+        default_factory=list,
+        description="Each variant against the variant of the same model file (sha256) on another backend "
+        "(`quantgate.rundir.runtime_comparison`); empty: no such pair, or decided before it was recorded.",
     )
     record: DecisionRecord

@@ -79,5 +79,8 @@ beside the interval it is judged by. 6: each variant's KV-cache type in the reco
 in variants.json 3), and the tail of each variant's token fidelity (as in summary.json 9).
 7: the capacity gates and their settings (as in summary.json 10), each variant's capacity
 (`capacity`: parallel sequences at the gates' context and budget, from the memory-model record of
-variants.json 4) and, with prices for machines, the machines each variant needs (`costs.machines`).
-Decisions of versions 2 to 6 are still read (as version 7)."""
+variants.json 4) and, with prices for machines, the machines each variant needs (`costs.machines`),
+and the runtime comparisons (`runtimes`: variants of the same model file on other backends) with
+the gate `max_runtime_accuracy_drop`; both were added on the same day, before any release, so 7
+carries both, and a 7 without `runtimes` reads as none. Decisions of versions 2 to 6 are still read
+(as version 7)."""
