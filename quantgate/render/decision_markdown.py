@@ -16,7 +16,7 @@ from quantgate.render.capacity_rows import capacity_section
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
 from quantgate.render.fidelity_tail import fidelity_tail
-from quantgate.render.runtime_rows import RUNTIME_HEADER, RUNTIME_NOTE, runtime_rows
+from quantgate.render.runtime_rows import RUNTIME_NOTE, runtime_table
 from quantgate.render.task_figures import task_figures
 from quantgate.rundir.decision import Decision, VariantDecision
 from quantgate.rundir.summary import RunSummary, SequentialEntry
@@ -227,16 +227,10 @@ def _deltas(decision: Decision) -> list[str]:
 
 def _runtimes(decision: Decision) -> list[str]:
     """The same model file on two backends, when the run has such a pair."""
-    if not decision.runtimes:
+    table = runtime_table(decision)
+    if table is None:
         return []
-    verdicts = {
-        name: g.status
-        for name, v in decision.variants.items()
-        for g in v.gates
-        if g.gate == "max_runtime_accuracy_drop"
-    }
-    rows = runtime_rows(decision.runtimes, verdicts)
-    return ["## Runtime comparison", "", *markdown_table(RUNTIME_HEADER, rows), RUNTIME_NOTE, ""]
+    return ["## Runtime comparison", "", *markdown_table(table[0], table[1:]), RUNTIME_NOTE, ""]
 
 
 def _embeddings(decision: Decision) -> list[str]:

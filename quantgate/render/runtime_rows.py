@@ -8,7 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from quantgate.formatting import MISSING, interval_points, number, percent, points
+from quantgate.rundir.decision import Decision
 from quantgate.rundir.runtime_comparison import RuntimeComparison
+
+GATE = "max_runtime_accuracy_drop"
 
 RUNTIME_HEADER = (
     "base",
@@ -22,7 +25,7 @@ RUNTIME_HEADER = (
     "Δ (pts)",
     "Δ CI",
     "token fidelity",
-    "max_runtime_accuracy_drop",
+    GATE,
 )
 
 _WHY_BASE = {
@@ -80,3 +83,12 @@ def runtime_rows(comparisons: Sequence[RuntimeComparison], verdicts: Mapping[str
             ]
         )
     return rows
+
+
+def runtime_table(decision: Decision) -> list[list[str]] | None:
+    """The decision's runtime comparison as a header row and a row per pair (each with its
+    `max_runtime_accuracy_drop` verdict, or "off"); None when the run has no such pair."""
+    if not decision.runtimes:
+        return None
+    verdicts = {name: g.status for name, v in decision.variants.items() for g in v.gates if g.gate == GATE}
+    return [list(RUNTIME_HEADER), *runtime_rows(decision.runtimes, verdicts)]

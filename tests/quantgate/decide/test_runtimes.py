@@ -5,6 +5,7 @@ is counted by hand from the constructed records."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +173,25 @@ def test_a_decision_written_before_runtime_comparisons_is_read_with_none(tmp_pat
     old = Decision.model_validate(data)
     assert old.runtimes == []
     assert old.gates.max_runtime_accuracy_drop is None
+
+
+def test_the_report_shows_the_runtime_comparison(tmp_path: Path) -> None:
+    from quantgate.analysis.report import write_report
+
+    run = _make_runtime_run(
+        tmp_path / "run",
+        {"R": [RIGHT] * 4, "E": E_SCORES, "S": S_SCORES},
+        BACKENDS,
+        {"R": [{"a": "x", "b": i} for i in range(4)], "E": E_RECORDS, "S": S_RECORDS},
+    )
+    decide(run, Gates(max_runtime_accuracy_drop=0.05))
+    page = write_report(run).read_text(encoding="utf-8")
+    section = page.split('<h2 id="runtimes">Runtime comparison</h2>', 1)[1].split("</table>", 1)[0]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", section)
+    not_measured = "not measured: token fidelity is measured against the run&#39;s reference, and E is not it"
+    assert cells == [
+        "E (llamacpp; the embedded variant)", "S (openai)", "4", "2/4", "62.5%", cells[5], "62.5%", "50.0%",
+        "-12.5", cells[9], not_measured, "inconclusive",
+    ]  # fmt: skip
+    assert cells[5].startswith("[")
+    assert cells[9].startswith("[")
