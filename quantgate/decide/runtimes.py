@@ -123,9 +123,12 @@ def runtime_comparisons(
     metadata = run.variants.by_name()
     entries = {e.name: e for e in run.summary.variants if e.status == "ok"}
     listed = [(name, metadata[name].backend, metadata[name].sha256) for name in entries if name in metadata]
+    pairs = same_file_pairs(listed, reference)
+    if not pairs:
+        return []
     scorer = CaseScorer(schema=dataset.schema, task=dataset.task) if dataset else None
     found = []
-    for base, name, why in same_file_pairs(listed, reference):
+    for base, name, why in pairs:
         last = len(case_order)
         base_records = sorted(records.get(base, {}).values(), key=lambda r: case_order.get(r.case_id, last))
         own = records.get(name, {})
