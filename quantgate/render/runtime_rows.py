@@ -39,7 +39,8 @@ RUNTIME_NOTE = (
     "variant when there is one, else the reference, else the one listed first. Agreement: the variant's "
     "records scored against the base's, field by field, with its betting interval; identical records: "
     "both valid and equal. Δ: accuracy, variant minus base, on the labeled cases both have, with the "
-    "interval the accuracy gate judges by. Token fidelity is measured against the run's reference only."
+    "interval the accuracy gate judges by. Token fidelity is measured against the run's reference only, "
+    "and only on the reference's own backend."
 )
 
 
