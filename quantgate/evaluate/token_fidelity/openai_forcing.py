@@ -43,6 +43,11 @@ from quantgate.evaluate.token_fidelity.ollama_forcing import (
 CHUNK_TOKENS = 32
 """Tokens asked for per greedy request: a divergence wastes at most this many generated tokens."""
 
+_GREEDY = {"repeat_penalty": 1.0}
+"""Sent with every request: llama.cpp's servers penalize repeats by default (`llama_cpp.server`:
+1.1), which makes their temperature-0 token differ from the top of the distribution they report
+(seen on Gemma 3 270M: ' model' repeated became '-'); other servers ignore the field."""
+
 Step = tuple[str, TopLogprobs]
 """One generated token and its top-k list."""
 
@@ -203,14 +208,15 @@ class OpenAIForcing:
 
     def _complete(self, prompt: str, max_tokens: int, *, echo: bool = False) -> dict[str, Any]:
         body = {"model": self.model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0,
-                "seed": self.seed, "logprobs": self.top_logprobs, "echo": echo}  # fmt: skip
+                "seed": self.seed, "logprobs": self.top_logprobs, "echo": echo, **_GREEDY}  # fmt: skip
         answer = self._post(f"{self.base_url}/completions", body)
         assert answer is not None
         return answer
 
     def _chat(self, messages: list[dict[str, str]], max_tokens: int) -> dict[str, Any]:
         body = {"model": self.model, "messages": messages, "max_tokens": max_tokens, "temperature": 0.0,
-                "seed": self.seed, "logprobs": True, "top_logprobs": self.top_logprobs}  # fmt: skip
+                "seed": self.seed, "logprobs": True, "top_logprobs": self.top_logprobs,
+                **_GREEDY}  # fmt: skip
         answer = self._post(f"{self.base_url}/chat/completions", body)
         assert answer is not None
         return answer
