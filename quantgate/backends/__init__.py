@@ -306,6 +306,16 @@ def kv_cache_note(backend: str, cache: KVCache | None) -> str:
     return "not declared"
 
 
+def structured_output_note(backend: str, runtime: Mapping[str, Any] | None) -> str:
+    """How a variant's answers were held to the schema, as the decision's record says it: what its
+    calls did (`runtime.decoding`), else `validation and repairs only` for a backend that cannot
+    constrain answers (`BackendCapabilities.json_schema`), else not recorded."""
+    decoding = (runtime or {}).get("decoding")
+    if decoding:
+        return str(decoding)
+    return "not recorded" if backend_capabilities(backend).json_schema else "validation and repairs only"
+
+
 def open_variant(
     variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
 ) -> AbstractContextManager[OpenedVariant]:
@@ -352,5 +362,6 @@ __all__ = [
     "open_variant",
     "register_backend",
     "registered_backend",
+    "structured_output_note",
     "unregister_backend",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluators.comparison import PairedDelta
-from quantgate.backends import kv_cache_note
+from quantgate.backends import kv_cache_note, structured_output_note
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.render.capacity_rows import capacity_section
 from quantgate.render.cost_rows import cost_rows
@@ -343,6 +343,11 @@ def _record(decision: Decision) -> list[str]:
         *markdown_table(
             ["variant", "precision", "method", "calibration", "KV cache", "runtime", "model sha256 / digest"],
             rows,
+        ),
+        "- Structured output: "
+        + "; ".join(
+            f"{text(n)}: {text(structured_output_note(m.backend, m.runtime))}"
+            for n, m in record.variants.items()
         ),
         "- Hardware: " + ", ".join(f"{text(k)}: {text(v)}" for k, v in record.hardware.items()),
         f"- Run {text(record.run_id)} with quantgate {text(record.run_quantgate_version)}; decided with "

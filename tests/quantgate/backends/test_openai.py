@@ -114,3 +114,14 @@ def test_failures_are_named_by_kind(error, kind, retryable, said):
     assert isinstance(named, ModelCallError)
     assert (named.kind, named.retryable) == (kind, retryable)
     assert said in str(named)
+
+
+def test_the_record_says_how_answers_were_held_to_the_schema():
+    from quantgate.backends import structured_output_note
+    from quantgate.backends.openai import NO_SCHEMA_DECODING
+
+    assert structured_output_note("openai", {"decoding": NO_SCHEMA_DECODING}) == (
+        "no response_format: validation and repairs only"
+    )
+    assert structured_output_note("langchain", {"name": "FakeChatModel"}) == "validation and repairs only"
+    assert structured_output_note("ollama", None) == "not recorded"

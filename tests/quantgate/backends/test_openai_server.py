@@ -114,7 +114,8 @@ def test_quantgate_run_over_an_openai_variant(llama_server, tmp_path, monkeypatc
     status = main(
         [*args, "--no-report", "--no-cache", "--out", str(tmp_path), "--json", "--variants", str(spec)]
     )
-    assert status in (0, 4)  # one variant: decided, nothing quantized shown safe
+    # decided: 4 (nothing quantized shown safe) or 3 (gates failed on the answers, e.g. cut at 96 tokens)
+    assert status in (0, 3, 4)
     summary = json.loads(capsys.readouterr().out)
     run_dir = tmp_path / summary["run_id"]
     text = (run_dir / "variants.json").read_text()
@@ -126,7 +127,7 @@ def test_quantgate_run_over_an_openai_variant(llama_server, tmp_path, monkeypatc
     records = list(read_records(run_dir))
     assert len(records) == 2
     for record in records:
-        assert record.error_kind is None
+        assert record.error_kind in (None, "output_limit")  # a zero-shot answer may run past 96 tokens
         assert (record.ttft_s or 0) > 0
         assert (record.output_tokens or 0) > 1
         assert (record.generation_tokens_per_s or 0) > 0
@@ -165,11 +166,12 @@ def test_a_server_killed_mid_run_fails_the_later_cases_by_kind_and_keeps_the_ear
         server.stop()
     records = list(read_records(run_dir))
     assert len(records) == 4  # the run went on to its end
-    assert records[0].error_kind is None  # the case answered before the kill is kept
-    assert records[0].record is not None
+    # the case answered before the kill is kept (an answer, perhaps one past its 96 tokens)
+    assert records[0].error_kind in (None, "output_limit")
+    assert records[0].raw
     kinds = [r.error_kind for r in records[1:]]
     assert set(kinds) <= {"connection", "stream_cut"}
     assert kinds[-1] == "connection"  # the server is gone: nothing listens
     entry = load_run(run_dir).summary.variants[0]
     assert entry.status == "ok"
-    assert sum(entry.errors_by_kind.values()) == 3
+    assert entry.errors_by_kind.get("connection", 0) + entry.errors_by_kind.get("stream_cut", 0) == 3
