@@ -13,12 +13,13 @@ _HEADER = (
 
 
 def _goodput(level: LoadLevelEntry) -> str:
-    """Goodput with its interval (`0.50 [0.20, 1.03]`), alone for a closed level, `—` unmeasured."""
+    """Goodput with its interval (`0.500 [0.201, 1.030]`), alone for a closed level, `—` unmeasured."""
     if level.goodput_rps is None:
         return MISSING
     if level.goodput_rps_low is None or level.goodput_rps_high is None:
-        return fixed(level.goodput_rps)
-    return f"{fixed(level.goodput_rps)} [{fixed(level.goodput_rps_low)}, {fixed(level.goodput_rps_high)}]"
+        return fixed(level.goodput_rps, 3)
+    low, high = fixed(level.goodput_rps_low, 3), fixed(level.goodput_rps_high, 3)
+    return f"{fixed(level.goodput_rps, 3)} [{low}, {high}]"
 
 
 def load_rows(section: LoadSection) -> list[tuple[str, ...]]:
