@@ -4,6 +4,7 @@ failed call is named (the openai client's own exceptions, built as it builds the
 import json
 
 import httpx
+import httpx2
 import openai
 import pytest
 
@@ -76,12 +77,12 @@ def test_the_backend_declares_a_server_with_json_schema():
     assert declared.token_fidelity is None
 
 
-REQUEST = httpx.Request("POST", URL + "/chat/completions")
+REQUEST = httpx2.Request("POST", URL + "/chat/completions")
 
 
 def status_error(status, body, content_type="application/json"):
     content = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-    response = httpx.Response(
+    response = httpx2.Response(
         status, request=REQUEST, content=content, headers={"content-type": content_type}
     )
     parsed = body if isinstance(body, dict) else None
@@ -104,7 +105,9 @@ def status_error(status, body, content_type="application/json"):
         (openai.APIConnectionError(request=REQUEST), "connection", True, "not reachable"),
         (openai.APITimeoutError(request=REQUEST), "timeout", True, "timed out"),
         (httpx.ReadTimeout("read"), "timeout", True, "timed out"),
+        (httpx2.ReadTimeout("read"), "timeout", True, "timed out"),  # the openai client's fork of httpx
         (httpx.RemoteProtocolError("peer closed connection"), "stream_cut", True, "peer closed"),
+        (httpx2.RemoteProtocolError("peer closed connection"), "stream_cut", True, "peer closed"),
         (openai.APIError("model crashed", REQUEST, body=None), "stream_error", True, "model crashed"),
         (KeyError("choices"), "backend_error", False, "KeyError"),
     ],
