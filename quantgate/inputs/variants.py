@@ -40,6 +40,7 @@ from pydantic import (
 
 from evaluators.errors import UsageError
 from quantgate.inputs.dataset import validation_problems
+from quantgate.inputs.file_hashes import file_sha256
 
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+\-]*")
 """A variant name, matched whole (`fullmatch`: `$` would let a final newline through)."""
@@ -170,6 +171,21 @@ class Variant(VariantSpec):
         if not _NAME_RE.fullmatch(value):
             raise ValueError(f"{value!r}: use letters, digits and _ . : + - (no spaces or slashes)")
         return value
+
+    @model_validator(mode="after")
+    def _model_file_identity(self) -> Variant:
+        """A served variant's `options.model_file` (the GGUF its server loads, when local) gives its
+        `sha256` and `file_size_bytes` when the variant does not, so that the same file on two
+        runtimes is recognised as such."""
+        file = self.options.get("model_file")
+        if file is None or self.sha256 is not None:
+            return self
+        path = Path(str(file)).expanduser()
+        if not path.is_file():
+            raise ValueError(f"variant {self.name!r}: options.model_file {file}: no such file")
+        self.sha256 = file_sha256(path)
+        self.file_size_bytes = path.stat().st_size
+        return self
 
     @classmethod
     def from_chat_model(cls, name: str, chat_model: BaseChatModel, **metadata: Any) -> Variant:

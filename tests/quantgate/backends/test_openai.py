@@ -128,3 +128,15 @@ def test_the_record_says_how_answers_were_held_to_the_schema():
     )
     assert structured_output_note("langchain", {"name": "FakeChatModel"}) == "validation and repairs only"
     assert structured_output_note("ollama", None) == "not recorded"
+
+
+def test_the_model_file_a_server_serves_gives_the_variant_its_sha256(tmp_path):
+    import hashlib
+
+    gguf = tmp_path / "served.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(range(256)) * 8)
+    served = variant(base_url=URL, model_file=str(gguf))
+    assert served.sha256 == hashlib.sha256(gguf.read_bytes()).hexdigest()
+    assert served.file_size_bytes == 4 + 256 * 8
+    with pytest.raises(ValueError, match=r"options\.model_file .*missing\.gguf: no such file"):
+        variant(base_url=URL, model_file=str(tmp_path / "missing.gguf"))
