@@ -40,6 +40,7 @@ from graphs.extraction import prompt_messages
 from quantgate.backends import OpenedVariant, capabilities, open_variant
 from quantgate.evaluate.memory_sampler import RssSampler, rss_mb
 from quantgate.evaluate.options import RunOptions, extraction_context
+from quantgate.evaluate.warm_up import first_token_s
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.examples import DEFAULT_EXAMPLES
 from quantgate.inputs.variants import Variant
@@ -277,6 +278,12 @@ def _prompts(job: LoadJob, opened: OpenedVariant) -> list[Prompt]:
     return [(case.id, prompt_messages(context, case.text)[0]) for case in job.cases]
 
 
+def _warm_up(job: LoadJob, opened: OpenedVariant) -> float | None:
+    """The warm-up prompt's first token (`quantgate.evaluate.warm_up`), sent to one model copy before
+    the first level and not recorded as a request: a fresh process's first decode is not latency."""
+    return first_token_s(extraction_context(job.dataset, opened, RunOptions(progress=False)))
+
+
 def _memory_process(variant: Variant, opened: OpenedVariant) -> str | None:
     """What holds the model: this process, a local server's process tree, or None (remote)."""
     if opened.memory_pid is not None:
@@ -335,6 +342,7 @@ def load_variant(job: LoadJob) -> LoadVariantEntry:
     levels: list[LoadLevelEntry] = []
     with _instances(job, largest) as (opened, cost), closing(sink):
         prompts = _prompts(job, opened[0])
+        warm_ups = [_warm_up(job, o) for o in opened]
         process = _memory_process(variant, opened[0])
         models = [o.chat_model for o in opened]
         for level in options.levels:
@@ -372,6 +380,7 @@ def load_variant(job: LoadJob) -> LoadVariantEntry:
         memory_process=process,
         num_parallel=first.runtime.get("num_parallel"),
         runtime=first.runtime,
+        warm_up_first_token_s=warm_ups[0],
         levels=levels,
     )
 

@@ -59,6 +59,11 @@ class LoadVariantEntry(RunFileModel):
         default=None, description="OLLAMA_NUM_PARALLEL as set in quantgate's environment, verbatim."
     )
     runtime: dict[str, Any] = Field(default_factory=dict)
+    warm_up_first_token_s: float | None = Field(
+        default=None,
+        description="First token of the warm-up prompt, sent to each model copy before the first "
+        "level and not counted as a request; None when it failed or was not sent (format 1).",
+    )
     levels: list[LoadLevelEntry] = Field(default_factory=list)
 
 

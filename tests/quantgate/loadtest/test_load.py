@@ -97,9 +97,12 @@ def test_run_load_writes_records_and_the_summary_section(dataset, tmp_path, caps
     assert section is not None
     records = [json.loads(line) for line in (run_dir / "load.jsonl").open()]
     assert len(records) == 2 * 2 * 6
-    for variant in section.variants:
+    for variant, delay in zip(section.variants, (0.005, 0.03), strict=True):
         assert variant.status == "ok"
         assert variant.instances == 1
+        # warmed up before the first level (one first token, the fake's delay), not a request
+        assert variant.warm_up_first_token_s is not None
+        assert delay <= variant.warm_up_first_token_s < delay + 1.0
         for level in variant.levels:
             mine = [r for r in records if r["variant"] == variant.name and r["level"] == level.name]
             assert level.requests == len(mine) == 6

@@ -48,7 +48,7 @@ def test_a_load_line_keeps_its_keys_in_order_and_comes_from_the_request() -> Non
     line = LoadLine.extending(REQUEST, variant="Q4")
     assert list(line.model_dump()) == [
         "format_version", "variant", "level", "slot", "case_id", "started_s", "ttft_s", "total_s",
-        "output_tokens", "inter_token_s", "valid", "error_kind", "error",
+        "output_tokens", "inter_token_s", "valid", "error_kind", "error", "queued_s",
     ]  # fmt: skip
     assert line.model_dump(exclude={"format_version", "variant"}) == REQUEST.model_dump()
 
@@ -60,8 +60,10 @@ def test_a_load_level_entry_has_how_it_ran_first_then_the_level_statistics() -> 
         aggregate_tokens_per_s=30.0, requests_per_s=1.0,
     )  # fmt: skip
     entry = LoadLevelEntry.extending(stats, name="x2", concurrency=2, instances=1, rss_peak_mb=None)
-    assert list(entry.model_dump())[:5] == ["name", "concurrency", "instances", "rss_peak_mb", "requests"]
-    assert entry.model_dump(exclude={"name", "concurrency", "instances", "rss_peak_mb"}) == stats.model_dump()
+    how = ["name", "concurrency", "instances", "rss_peak_mb", "arrivals", "rate_per_s", "seed"]
+    assert list(entry.model_dump())[: len(how) + 1] == [*how, "requests"]
+    assert entry.arrivals == "closed"
+    assert entry.model_dump(exclude=set(how)) == stats.model_dump()
 
 
 def test_extending_refuses_a_model_of_another_result_and_a_result_field_given_again() -> None:
