@@ -29,6 +29,7 @@ from quantgate.backends.openai_chat import (
     OpenAIServerChatModel,
     classify,
 )
+from quantgate.backends.openai_metadata import server_metadata
 from quantgate.backends.schema_grammar import grammar_schema, unenforced_keywords
 from quantgate.hardware import package_version
 from quantgate.inputs.variants import Variant
@@ -243,6 +244,15 @@ def _decoding(kind: str, schema: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _metadata(endpoint: tuple[str, str, str | None]) -> dict[str, Any]:
+    """The server's model ids, /props and /metrics (`server_metadata`); an endpoint that fails is
+    recorded as `metadata_error`, not a failed variant: the answers are what is judged."""
+    try:
+        return server_metadata(*endpoint)
+    except BackendError as exc:
+        return {"metadata_error": str(exc)}
+
+
 @contextmanager
 def open_openai(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
     """Open an `openai:` variant: its endpoint, its options, the response format the server takes."""
@@ -271,6 +281,7 @@ def open_openai(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
             "temperature": 0.0,
             "probe_s": probe_s,
             **_decoding(kind, schema),
+            **_metadata(endpoint),
         },
         max_output_tokens=settings.max_tokens,
         memory_pid=_local_pid(endpoint[0]),

@@ -207,7 +207,8 @@ def _add_input_flags(run: argparse.ArgumentParser) -> None:
         "--variants",
         nargs="+",
         metavar="FILE|SPEC",
-        help="variants .toml files and/or llamacpp:PATH.gguf / ollama:TAG (default: the ladder)",
+        help="variants .toml files and/or llamacpp:PATH.gguf / ollama:TAG / openai:MODEL@BASE_URL "
+        "(default: the ladder)",
     )
     run.add_argument(
         "--reference", help="name of the reference variant (default: the file's, else the first)"

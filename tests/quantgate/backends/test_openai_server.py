@@ -52,6 +52,10 @@ def test_a_streamed_answer_is_json_of_the_schema_token_by_token(llama_server):
     assert runtime["response_format"] == "json_object"
     assert runtime["decoding"].startswith("response_format json_object")
     assert runtime["base_url"] == llama_server.url
+    # the server's own record: /v1/models lists the alias; llama-cpp-python has no /props or /metrics
+    assert runtime["server_models"] == [llama_server.model]
+    assert runtime["model_listed"] is True
+    assert runtime["props"] == runtime["metrics"] == "not offered"
     texts = [chunk.content for _, chunk in timed if chunk.content]
     assert len(texts) >= 5  # streamed, not one block
     arrivals = [at for at, chunk in timed if chunk.content]
