@@ -279,9 +279,11 @@ def _prompts(job: LoadJob, opened: OpenedVariant) -> list[Prompt]:
 
 
 def _warm_up(job: LoadJob, opened: OpenedVariant) -> float | None:
-    """The warm-up prompt's first token (`quantgate.evaluate.warm_up`), sent to one model copy before
-    the first level and not recorded as a request: a fresh process's first decode is not latency."""
-    return first_token_s(extraction_context(job.dataset, opened, RunOptions(progress=False)))
+    """The warm-up prompt's first token (`quantgate.evaluate.warm_up`), sent to a model copy before
+    the first level and not recorded as a request: a fresh process's first decode is not latency.
+    Its answer is read to the end, so that the first level meets a server at rest."""
+    context = extraction_context(job.dataset, opened, RunOptions(progress=False))
+    return first_token_s(context, to_the_end=True)
 
 
 def _memory_process(variant: Variant, opened: OpenedVariant) -> str | None:

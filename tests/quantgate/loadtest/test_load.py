@@ -5,6 +5,7 @@ import time
 
 import pytest
 from langchain_core.messages import BaseMessage
+from pydantic import Field
 
 from quantgate.cli.main import main
 from quantgate.inputs.variants import Variant, VariantSet
@@ -247,3 +248,26 @@ def test_embedded_levels_are_slots_of_one_copy(dataset, tmp_path, monkeypatch):
     assert (entry.instances, entry.slots, entry.instance_model_mb) == (1, 4, None)
     assert [lv.instances for lv in entry.levels] == [1, 1]
     assert {line["slot"] for line in map(json.loads, (tmp_path / "load.jsonl").open())} == {0, 1, 2, 3}
+
+
+class CountingChatModel(SleepyChatModel):
+    """A SleepyChatModel that counts the chunks its callers read (4 per whole answer)."""
+
+    read: list[int] = Field(default_factory=list)
+
+    def _answer(self, messages):
+        for chunk in super()._answer(messages):
+            self.read.append(1)
+            yield chunk
+
+
+def test_the_warm_up_answer_is_read_to_its_end_before_the_first_level(dataset, tmp_path):
+    model = CountingChatModel(delay_s=0.001)
+    options = LoadOptions(levels=parse_levels("normal=1,peak=2"), requests=3)
+    run_dir = run_load(dataset, [Variant.from_chat_model("counted", model)], options=options, out=tmp_path)
+    section = load_run(run_dir).summary.load
+    assert section is not None
+    assert sum(level.requests for level in section.variants[0].levels) == 6
+    # 6 requests of 4 chunks each, and the warm-up's 4: a server is at rest when the first level
+    # starts (dropped after its first chunk, the warm-up would have read 1)
+    assert len(model.read) == 6 * 4 + 4
