@@ -15,18 +15,18 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 from pydantic import ConfigDict
 
-from graphs.prompting import REPAIR_NAME
 from quantgate.backends import BackendError, OpenedVariant
+from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.grammar import GrammarChecker, GrammarEngine, LlguidanceChecker, lark_of_schema
 from quantgate.backends.greedy import Generation, GreedyDecoder
 from quantgate.backends.kv_cache import kv_cache_params
@@ -45,28 +45,6 @@ from quantgate.inputs.variants import KVCache, Variant
 
 if TYPE_CHECKING:
     from quantgate.backends.slots import SlotScheduler
-
-
-def render_prompt(messages: Sequence[BaseMessage]) -> str:
-    """Render a chat as a plain few-shot completion prompt for a base model.
-
-    System text first; each human turn as ``Text:`` and each AI turn as ``JSON:``; a repair
-    message (HumanMessage named `validator`) as an error note asking for corrected JSON.
-    The prompt ends with ``JSON:`` and no space, since Gemma's tokenizer has ``' {"'`` as one
-    token; the grammar allows that optional leading space.
-    """
-    parts: list[str] = []
-    for message in messages:
-        content = message.content if isinstance(message.content, str) else str(message.content)
-        if isinstance(message, SystemMessage):
-            parts.append(content.strip() + "\n\n")
-        elif isinstance(message, HumanMessage) and message.name == REPAIR_NAME:
-            parts.append(f"\nError: {content.strip()}\nCorrected JSON:")
-        elif isinstance(message, HumanMessage):
-            parts.append(f"Text:\n{content.strip()}\nJSON:")
-        elif isinstance(message, AIMessage):
-            parts.append(f" {content.strip()}\n\n")
-    return "".join(parts).rstrip(" ")
 
 
 DEFAULT_GRAMMAR_ENGINE: GrammarEngineName = "gbnf"

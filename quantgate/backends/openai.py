@@ -12,17 +12,18 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import psutil
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from graphs.extraction import ModelCallError
 from quantgate.backends import BackendError, OpenedVariant
+from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.openai_chat import (
     DEFAULT_FIRST_TOKEN_TIMEOUT_S,
     DEFAULT_TIMEOUT_S,
@@ -34,7 +35,14 @@ from quantgate.backends.schema_grammar import grammar_schema, unenforced_keyword
 from quantgate.hardware import package_version
 from quantgate.inputs.variants import Variant
 
-__all__ = ["NO_SCHEMA_DECODING", "RESPONSE_FORMATS", "open_openai", "openai_endpoint"]
+__all__ = [
+    "APIS",
+    "NO_SCHEMA_DECODING",
+    "RESPONSE_FORMATS",
+    "completion_prompt",
+    "open_openai",
+    "openai_endpoint",
+]
 
 NO_SCHEMA_DECODING = "no response_format: validation and repairs only"
 """`runtime.decoding` of a variant whose server takes no JSON schema."""
@@ -74,6 +82,25 @@ def openai_endpoint(variant: Variant) -> tuple[str, str, str | None]:
             f"export {key_env}=<the server's API key>"
         )
     return base_url.rstrip("/"), variant.model, key
+
+
+APIS = ("chat", "completions")
+"""The `api` option: `chat` (`/v1/chat/completions`; the server's chat template makes the prompt
+text) or `completions` (`/v1/completions` with the prompt text quantgate renders for a base model,
+`render_prompt`, as the embedded backend reads it)."""
+
+
+def completion_prompt(variant: Variant) -> Callable[[Sequence[BaseMessage]], str] | None:
+    """How the variant's messages become the prompt text its server reads, when quantgate knows it:
+    `render_prompt` under `api = "completions"`; None under the chat API (the server's template).
+
+    Raises:
+        BackendError: An `api` option that is not one of `APIS`.
+    """
+    api = str(variant.options.get("api", "chat"))
+    if api not in APIS:
+        raise BackendError(f"variant {variant.name}: api {api!r} is not one of {', '.join(APIS)}")
+    return render_prompt if api == "completions" else None
 
 
 RESPONSE_FORMATS = ("auto", "json_schema", "json_object", "none")
