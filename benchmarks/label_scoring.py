@@ -30,6 +30,7 @@ from typing import Any
 
 from graphs.extraction import prompt_messages
 from quantgate.backends import OpenedVariant
+from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.greedy import Generation
 from quantgate.backends.label_scores import (
     LABEL_SCORING_KEY,
@@ -41,7 +42,7 @@ from quantgate.backends.label_scores import (
     normalize_logprobs,
     sequence_logprob,
 )
-from quantgate.backends.llamacpp import EmbeddedEngine, LlamaCppChatModel, render_prompt
+from quantgate.backends.llamacpp import EmbeddedEngine, LlamaCppChatModel
 from quantgate.backends.teacher_forcing import forced_logits
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.inputs.dataset import load_dataset

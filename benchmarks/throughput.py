@@ -44,13 +44,13 @@ from langchain_core.messages import BaseMessage
 
 from graphs.extraction import prompt_messages
 from quantgate.backends import EMBEDDED_SLOTS, OpenedVariant
+from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.batch import LlamaBatchContext
 from quantgate.backends.greedy import common_prefix
 from quantgate.backends.llamacpp import (
     EmbeddedEngine,
     LlamaCppChatModel,
     physical_cores,
-    render_prompt,
 )
 from quantgate.backends.schema_grammar import GRAMMAR_ENGINES
 from quantgate.evaluate.options import RunOptions, extraction_context, select_cases

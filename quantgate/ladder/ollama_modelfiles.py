@@ -8,7 +8,7 @@ from pathlib import Path
 from quantgate.backends import capabilities
 from quantgate.inputs.variants import VariantSet
 
-# The embedded backend's prompt (quantgate.backends.llamacpp.render_prompt) as an Ollama
+# The embedded backend's prompt (quantgate.backends.base_prompt.render_prompt) as an Ollama
 # template: system text, then "Text:" / "JSON:" turns, ending with "JSON:" for the answer. A final
 # assistant message is left open, as the test double does and as Ollama's own templates do with
 # `$last`, so token fidelity can prefill the reference's output

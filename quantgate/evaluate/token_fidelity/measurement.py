@@ -39,7 +39,8 @@ from evaluators.fidelity import (
 from evaluators.json_tokens import token_kinds
 from graphs.extraction import ExtractionContext, prompt_messages
 from quantgate.backends import BackendError
-from quantgate.backends.llamacpp import EmbeddedEngine, render_prompt
+from quantgate.backends.base_prompt import render_prompt
+from quantgate.backends.llamacpp import EmbeddedEngine
 from quantgate.backends.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
 from quantgate.evaluate.token_fidelity.ollama_forcing import ForcedPositions, Forcing
 from quantgate.inputs.variants import KVCache

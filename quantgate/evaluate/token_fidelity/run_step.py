@@ -27,13 +27,13 @@ from quantgate.backends import BackendError, capabilities, open_variant
 from quantgate.backends.llamacpp import LlamaCppChatModel
 from quantgate.evaluate.executor import VariantCall, VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context
+from quantgate.evaluate.token_fidelity.forcings import logprobs_forcing
 from quantgate.evaluate.token_fidelity.measurement import (
     case_prompt,
     measure_ollama_token_fidelity,
     measure_token_fidelity,
 )
-from quantgate.evaluate.token_fidelity.ollama_forcing import DEFAULT_TOP_LOGPROBS, Forcing, OllamaForcing
-from quantgate.evaluate.token_fidelity.openai_forcing import OpenAIForcing
+from quantgate.evaluate.token_fidelity.ollama_forcing import DEFAULT_TOP_LOGPROBS
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.variants import Variant
@@ -47,23 +47,6 @@ METHOD = (
     "reference's output; per output position KL(reference || variant) of the full next-token "
     "distributions (nats) and top-1 agreement, pooled over positions"
 )
-OLLAMA_METHOD = (
-    "resumed greedy generation over Ollama's chat API with logprobs: each model follows the "
-    "reference's output from the case's first-attempt messages (prefilling the output so far after "
-    "each disagreement); per output position a lower bound of KL(reference || variant) from the two "
-    "top-{k} lists (tokens outside both merged into one bucket, nats) and top-1 agreement, pooled "
-    "over positions"
-)
-OPENAI_METHOD = (
-    "top-{k} log-probabilities from an OpenAI-compatible server: each model scores the reference's "
-    "output after the case's first-attempt prompt in one /v1/completions request with echo where the "
-    "server offers it (else resumed greedy generation with logprobs, prefilling the output so far "
-    "after each disagreement); per output position a lower bound of KL(reference || variant) from "
-    "the two top-{k} lists (tokens outside both merged into one bucket, nats) and top-1 agreement, "
-    "pooled over positions"
-)
-
-
 _GENERATION_OPTIONS = frozenset({"max_tokens", "grammar_engine", "fast_forward"})
 """Variant options that only concern generation, left out when the models are opened for teacher forcing."""
 
@@ -152,45 +135,6 @@ def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
     }
 
 
-def _ollama_forcing(variant: Variant) -> OllamaForcing:
-    from quantgate.backends.ollama import DEFAULT_NUM_CTX, DEFAULT_TIMEOUT_S, ollama_host
-
-    options = variant.options
-    return OllamaForcing(
-        host=ollama_host(variant),
-        model=variant.model,
-        options={
-            "num_ctx": int(options.get("num_ctx", DEFAULT_NUM_CTX)),
-            "seed": int(options.get("seed", 0)),
-        },
-        top_logprobs=int(options.get("top_logprobs", DEFAULT_TOP_LOGPROBS)),
-        timeout_s=float(options.get("timeout_s", DEFAULT_TIMEOUT_S)),
-    )
-
-
-def _openai_forcing(variant: Variant) -> OpenAIForcing:
-    from quantgate.backends.openai import openai_endpoint
-
-    base_url, model, api_key = openai_endpoint(variant)
-    options = variant.options
-    return OpenAIForcing(
-        base_url=base_url,
-        model=model,
-        api_key=api_key,
-        top_logprobs=int(options.get("top_logprobs", DEFAULT_TOP_LOGPROBS)),
-        timeout_s=float(options.get("timeout_s", 300.0)),
-        seed=int(options.get("seed", 0)),
-    )
-
-
-_FORCINGS: dict[str, tuple[Callable[[Variant], Forcing], str]] = {
-    "ollama": (_ollama_forcing, OLLAMA_METHOD),
-    "openai": (_openai_forcing, OPENAI_METHOD),
-}
-"""For each backend whose token fidelity is `"logprobs"`: how a variant's forcing is made, and the
-method text (`{k}` for its top-k)."""
-
-
 def measure_logprobs(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
     """Measure the variants of a `"logprobs"` server backend (Ollama, OpenAI-compatible) against a
     reference of the same backend, from this process (HTTP only).
@@ -202,10 +146,7 @@ def measure_logprobs(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
         BackendError: The reference's server cannot be reached or does not have the model, or
             the backend has no forcing.
     """
-    found = _FORCINGS.get(job.reference.backend)
-    if found is None:
-        raise BackendError(f"no top-k forcing for the {job.reference.backend} backend")
-    forcing, method_text = found
+    forcing, method_text = logprobs_forcing(job.reference)
     options = RunOptions(max_repairs=job.max_repairs, progress=False)
     sink = JsonLines(job.run_dir / FIDELITY_FILE)
     with open_variant(job.reference, job.dataset.schema) as opened, closing(sink):
@@ -213,8 +154,8 @@ def measure_logprobs(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
         messages = {c.id: prompt_messages(context, c.text)[0] for c in job.cases if c.id in job.outputs}
 
         summaries = measure_ollama_token_fidelity(
-            reference=forcing(job.reference),
-            variants={v.name: forcing(v) for v in job.variants},
+            reference=forcing,
+            variants={v.name: logprobs_forcing(v)[0] for v in job.variants},
             messages=messages,
             reference_outputs=job.outputs,
             on_case=lambda line: sink.append(FidelityLine.model_validate(line)),

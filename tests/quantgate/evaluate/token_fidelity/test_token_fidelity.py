@@ -8,7 +8,7 @@ import pytest
 
 from evaluators.fidelity import token_fidelity
 from graphs.extraction import ExtractionContext, graph
-from quantgate.backends.llamacpp import render_prompt
+from quantgate.backends.base_prompt import render_prompt
 from quantgate.inputs.dataset import load_dataset
 from tests.fakes import QueuedChatModel
 
