@@ -15,7 +15,15 @@ class BackendCapabilities:
         token_fidelity: How token fidelity is measured against a reference of the same
             backend: `"logits"` teacher-forces full next-token distributions (embedded
             llama.cpp, in a worker process), `"logprobs"` compares the top-k log-probabilities
-            a server API returns (Ollama); None when it cannot be measured.
+            a server API returns (Ollama, an OpenAI-compatible server; which API is
+            `logprobs_api`); None when it cannot be measured.
+        logprobs_api: For `"logprobs"` token fidelity, the API a variant's server speaks, which
+            chooses how its model is made to follow the reference's output
+            (`quantgate.evaluate.token_fidelity.forcings`): `"ollama"` (Ollama's chat API, the
+            server from the variant's `host` option) or `"openai"` (an OpenAI-compatible server
+            from its `base_url`, `api_key_env` and `api` options). A backend of its own that
+            speaks one of them gets that forcing by declaring it; None: no forcing (token
+            fidelity is then not measured, and the run says why).
         process_isolation: The variant is opened in a spawned worker process for its
             evaluation (clean memory figures, a crash fails the variant, not the run). The
             variant must pickle and the backend must be registered in the worker too (at import
@@ -47,6 +55,7 @@ class BackendCapabilities:
     """
 
     token_fidelity: Literal["logits", "logprobs"] | None = None
+    logprobs_api: Literal["ollama", "openai"] | None = None
     process_isolation: bool = False
     parallel: Literal["slots", "instances", "server", "none"] = "none"
     default_concurrency: int = 1
@@ -68,15 +77,18 @@ LLAMACPP_CAPABILITIES = BackendCapabilities(
     default_concurrency=EMBEDDED_SLOTS, embeddings=True, kv_cache="applied", json_schema=True,
 )  # fmt: skip
 OLLAMA_CAPABILITIES = BackendCapabilities(
-    token_fidelity="logprobs", process_isolation=True, parallel="server", memory="server", embeddings=True,
-    kv_cache="declared", json_schema=True,
+    token_fidelity="logprobs", logprobs_api="ollama", process_isolation=True, parallel="server",
+    memory="server", embeddings=True, kv_cache="declared", json_schema=True,
 )  # fmt: skip
 OPENAI_CAPABILITIES = BackendCapabilities(
-    token_fidelity=None, process_isolation=True, parallel="server", memory="server", json_schema=True
-)
+    token_fidelity="logprobs", logprobs_api="openai", process_isolation=True, parallel="server",
+    memory="server", json_schema=True,
+)  # fmt: skip
 """An OpenAI-compatible server (`quantgate.backends.openai`): it schedules concurrent requests
 itself; JSON schema through `response_format` where the server takes it (the variant's
-`runtime.decoding` says when it took none)."""
+`runtime.decoding` says when it took none); token fidelity from the log-probabilities it returns,
+where the prompt text it reads is known (`api = "completions"`, or a server with llama.cpp's
+`/apply-template`; else the run says it is not measured)."""
 LANGCHAIN_CAPABILITIES = BackendCapabilities(
     token_fidelity=None, process_isolation=False, parallel="none", memory="process", from_python=True
 )

@@ -1,16 +1,19 @@
 """How a variant of a `"logprobs"` backend is teacher-forced: the forcing that talks to its server,
-and the method text its token fidelity records."""
+and the method text its token fidelity records, chosen by the API its backend declares
+(`BackendCapabilities.logprobs_api`), never by the backend's name."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from quantgate.backends import BackendError
+from langchain_core.messages import BaseMessage
+
+from quantgate.backends import BackendError, capabilities
 from quantgate.evaluate.token_fidelity.ollama_forcing import DEFAULT_TOP_LOGPROBS, Forcing, OllamaForcing
-from quantgate.evaluate.token_fidelity.openai_forcing import OpenAIForcing
+from quantgate.evaluate.token_fidelity.openai_forcing import UNKNOWN_PROMPT, OpenAIForcing
 from quantgate.inputs.variants import Variant
 
-__all__ = ["OLLAMA_METHOD", "OPENAI_METHOD", "logprobs_forcing"]
+__all__ = ["OLLAMA_METHOD", "OPENAI_METHOD", "forcing_problem", "logprobs_forcing"]
 
 OLLAMA_METHOD = (
     "resumed greedy generation over Ollama's chat API with logprobs: each model follows the "
@@ -21,11 +24,11 @@ OLLAMA_METHOD = (
 )
 OPENAI_METHOD = (
     "top-{k} log-probabilities from an OpenAI-compatible server: each model scores the reference's "
-    "output after the case's first-attempt prompt in one /v1/completions request with echo where the "
-    "server offers it (else resumed greedy generation with logprobs, prefilling the output so far "
-    "after each disagreement); per output position a lower bound of KL(reference || variant) from "
-    "the two top-{k} lists (tokens outside both merged into one bucket, nats) and top-1 agreement, "
-    "pooled over positions"
+    "output after the prompt text of the case's first attempt in one /v1/completions request with "
+    "echo where the server offers it (else resumed greedy completion with logprobs, the output so far "
+    "appended to the prompt after each disagreement); per output position a lower bound of "
+    "KL(reference || variant) from the two top-{k} lists (tokens outside both merged into one bucket, "
+    "nats) and top-1 agreement, pooled over positions"
 )
 
 
@@ -46,7 +49,7 @@ def _ollama_forcing(variant: Variant) -> OllamaForcing:
 
 
 def _openai_forcing(variant: Variant) -> OpenAIForcing:
-    from quantgate.backends.openai import openai_endpoint
+    from quantgate.backends.openai import completion_prompt, openai_endpoint
 
     base_url, model, api_key = openai_endpoint(variant)
     options = variant.options
@@ -57,6 +60,7 @@ def _openai_forcing(variant: Variant) -> OpenAIForcing:
         top_logprobs=int(options.get("top_logprobs", DEFAULT_TOP_LOGPROBS)),
         timeout_s=float(options.get("timeout_s", 300.0)),
         seed=int(options.get("seed", 0)),
+        render=completion_prompt(variant),
     )
 
 
@@ -64,18 +68,32 @@ _FORCINGS: dict[str, tuple[Callable[[Variant], Forcing], str]] = {
     "ollama": (_ollama_forcing, OLLAMA_METHOD),
     "openai": (_openai_forcing, OPENAI_METHOD),
 }
-"""For each backend whose token fidelity is `"logprobs"`: how a variant's forcing is made, and the
-method text (`{k}` for its top-k)."""
+"""For each `BackendCapabilities.logprobs_api`: how a variant's forcing is made, and the method
+text (`{k}` for its top-k)."""
 
 
 def logprobs_forcing(variant: Variant) -> tuple[Forcing, str]:
-    """The forcing for one variant of a `"logprobs"` backend, and its method text (`{k}` for its top-k).
+    """The forcing for one variant of a `"logprobs"` backend, by the API its backend declares
+    (`logprobs_api`), and its method text (`{k}` for its top-k).
 
     Raises:
-        BackendError: The variant's backend has no top-k forcing.
+        BackendError: The variant's backend declares no logprobs API, or its options are not
+            valid for it (an openai variant's `base_url`, `api_key_env`, `api`).
     """
-    found = _FORCINGS.get(variant.backend)
+    api = capabilities(variant).logprobs_api
+    found = _FORCINGS.get(api) if api is not None else None
     if found is None:
-        raise BackendError(f"no top-k forcing for the {variant.backend} backend")
+        raise BackendError(
+            f"no top-k forcing for the {variant.backend} backend: it declares no logprobs_api "
+            f"(one of {', '.join(_FORCINGS)})"
+        )
     make, method = found
     return make(variant), method
+
+
+def forcing_problem(forcing: Forcing, messages: Sequence[BaseMessage]) -> str | None:
+    """Why `forcing` cannot follow a target after `messages` (asked once, before measuring): an
+    OpenAI-compatible forcing whose prompt text is unknown; None when it can."""
+    if isinstance(forcing, OpenAIForcing) and forcing.prompt(messages) is None:
+        return UNKNOWN_PROMPT
+    return None

@@ -1,6 +1,6 @@
 """Teacher forcing through an OpenAI-compatible server, from the top-k log-probabilities it returns.
 
-Three ways, the first the server offers:
+Two ways, the first the server offers:
 
 1. **Echo** (`/v1/completions` with `echo: true, logprobs: k`, as llama-cpp-python's
    `llama_cpp.server` and vLLM answer it): the prompt and the whole target are sent as one text,
@@ -10,14 +10,18 @@ Three ways, the first the server offers:
 2. **Resumed greedy completion** (`/v1/completions`, `logprobs: k`), when the server does not
    echo: as `OllamaForcing` does over Ollama's chat, but resuming is exact, the target so far is
    appended to the prompt text.
-3. **Resumed greedy chat** (`/v1/chat/completions`, `logprobs: true, top_logprobs: k`), when the
-   prompt text is unknown: after a disagreement the target so far is sent as a final assistant
-   message, which llama.cpp's `llama-server` continues; a server that closes that message and
-   opens a new one instead gives lists that do not follow the target (not checked here).
 
-The two completion ways need the prompt text the server's chat template makes of the messages:
-a `render` callable given by the caller, else llama.cpp's `POST /apply-template` when the server
-has it (`llama_cpp.server` has not: it answers 404).
+Both need the prompt text the variant's server reads: a `render` callable given by the caller (a
+variant with `api = "completions"`, whose prompt quantgate renders), else llama.cpp's
+`POST /apply-template` when the server has it (`llama_cpp.server` has not: it answers 404). When
+neither gives it, the forcing raises `BackendError` (`UNKNOWN_PROMPT`) and the variant is not
+measured. Resuming over the chat API (the target so far sent as a final assistant message) is no
+way: on `llama_cpp.server` serving a GGUF with no chat template (its fallback llama-2 format) the
+message is closed (`</s>[/INST]`) and a new answer begins, so its lists do not follow the target
+(checked on Gemma 3 270M Q4_K_M: after a final assistant message the chat answer's greedy text and
+its first top-5 tokens were those of the closed llama-2 prompt, log-probabilities within 0.05, and
+not those of the continued one, whose first token differed). llama.cpp's `llama-server` (not
+checked here) has `/apply-template`, so its prompt text is known.
 
 Positions and their lists are `ForcedPositions`, as `OllamaForcing` gives them (see
 `ollama_forcing` for how a walk follows a target); `measure_ollama_token_fidelity` compares them.
@@ -51,6 +55,12 @@ _GREEDY = {"repeat_penalty": 1.0}
 Step = tuple[str, TopLogprobs]
 """One generated token and its top-k list."""
 
+UNKNOWN_PROMPT = (
+    "the server's prompt text is unknown (the chat API applies the server's own template, and the "
+    'server has no /apply-template): use api = "completions" or a server with /apply-template'
+)
+"""Why a forcing with no prompt text cannot follow a target."""
+
 
 def completion_steps(response: dict[str, Any], top_k: int) -> list[Step]:
     """The tokens and top-k lists of a `/v1/completions` answer (`logprobs: k`), in order.
@@ -63,18 +73,6 @@ def completion_steps(response: dict[str, Any], top_k: int) -> list[Step]:
     tokens = logprobs.get("tokens") or []
     tops = logprobs.get("top_logprobs") or [None] * len(tokens)
     return [(token, _cut(top or {}, top_k)) for token, top in zip(tokens, tops, strict=True)]
-
-
-def chat_steps(response: dict[str, Any], top_k: int) -> list[Step]:
-    """The tokens and top-k lists of a `/v1/chat/completions` answer (`logprobs: true`)."""
-    content = (_first_choice(response).get("logprobs") or {}).get("content") or []
-    steps = []
-    for entry in content:
-        top: TopLogprobs = {}
-        for item in entry.get("top_logprobs") or [{"token": entry["token"], "logprob": entry["logprob"]}]:
-            top[item["token"]] = max(float(item["logprob"]), top.get(item["token"], float("-inf")))
-        steps.append((str(entry["token"]), _cut(top, top_k)))
-    return steps
 
 
 def echoed_target(response: dict[str, Any], prompt: str, target: str, top_k: int) -> list[Step] | None:
@@ -136,8 +134,8 @@ class OpenAIForcing:
             top_logprobs: How many most likely tokens to ask for at each position.
             timeout_s: Per-request timeout.
             seed: Sent with every request (temperature is 0).
-            render: The prompt text the server's chat template makes of messages; None to ask
-                the server (`/apply-template`) and, where it cannot, to use the chat API.
+            render: The prompt text the server reads for messages; None to ask the server
+                (`/apply-template`).
             transport: An httpx transport (tests).
         """
         self.base_url = base_url.rstrip("/")
@@ -152,7 +150,7 @@ class OpenAIForcing:
         self.template: bool | None = None
         """Whether the server has `/apply-template`: None until asked once."""
         self.way = ""
-        """The way the last walk took: `echo`, `completions` or `chat`."""
+        """The way the last walk took: `echo` or `completions`."""
 
     def follow_text(self, messages: Sequence[BaseMessage], target: str) -> ForcedPositions:
         """The model's top-k lists along `target` (the reference's own output)."""
@@ -175,22 +173,19 @@ class OpenAIForcing:
 
     def _follow(self, messages: Sequence[BaseMessage], walk: _Walk) -> ForcedPositions:
         prompt = self.prompt(messages)
-        if prompt is not None and self.echo is not False:
+        if prompt is None:
+            raise BackendError(f"{self.model} at {self.base_url}: {UNKNOWN_PROMPT}")
+        if self.echo is not False:
             scored = self._echoed(prompt, walk)
             if scored is not None:
                 self.way = "echo"
                 return scored
-        self.way = "chat" if prompt is None else "completions"
-        base = ollama_messages(messages)
+        self.way = "completions"
         while not walk.finished():
             walk.requests += 1
             budget = len(walk.tokens) - len(walk.chosen) if walk.tokens is not None else len(walk.target)
             budget = max(1, min(budget, CHUNK_TOKENS))
-            if prompt is None:
-                prefill = [{"role": "assistant", "content": walk.prefix}] if walk.prefix else []
-                steps = chat_steps(self._chat([*base, *prefill], budget), self.top_logprobs)
-            else:
-                steps = completion_steps(self._complete(prompt + walk.prefix, budget), self.top_logprobs)
+            steps = completion_steps(self._complete(prompt + walk.prefix, budget), self.top_logprobs)
             if _resume(steps, walk, budget) == "ended":
                 walk.skip()
         return walk.result()
@@ -210,14 +205,6 @@ class OpenAIForcing:
         body = {"model": self.model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0,
                 "seed": self.seed, "logprobs": self.top_logprobs, "echo": echo, **_GREEDY}  # fmt: skip
         answer = self._post(f"{self.base_url}/completions", body)
-        assert answer is not None
-        return answer
-
-    def _chat(self, messages: list[dict[str, str]], max_tokens: int) -> dict[str, Any]:
-        body = {"model": self.model, "messages": messages, "max_tokens": max_tokens, "temperature": 0.0,
-                "seed": self.seed, "logprobs": True, "top_logprobs": self.top_logprobs,
-                **_GREEDY}  # fmt: skip
-        answer = self._post(f"{self.base_url}/chat/completions", body)
         assert answer is not None
         return answer
 

@@ -4,8 +4,11 @@ Which variants can be measured, how, and what goes into the summary; each backen
 how (`BackendCapabilities.token_fidelity`). Variants of a `"logits"` backend (embedded
 llama.cpp) with a reference of the same backend are teacher-forced on full logits in a worker
 process. Variants of a `"logprobs"` backend (Ollama, an OpenAI-compatible server) with a reference
-of the same backend are measured from the top-k log-probabilities the server returns (a lower
-bound of the KLD), over HTTP from this process; `_FORCINGS` says how for each such backend.
+of the same backend (and, for an OpenAI-compatible one, the same `api`) are measured from the
+top-k log-probabilities the server returns (a lower bound of the KLD), over HTTP from this
+process; the API the backend declares (`BackendCapabilities.logprobs_api`) says how
+(`forcings.py`). An OpenAI-compatible variant whose prompt text is unknown (the chat API, on a
+server without `/apply-template`) is reported as not measured.
 On a Ray cluster (an executor that is `remote`), each variant is measured in a task of its own
 with its resources, against the reference on the same node (for Ollama: the node's own server,
 which has both models), and its records come back to this process. Any other pairing (a
@@ -22,18 +25,20 @@ from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from langchain_core.messages import BaseMessage
+
 from graphs.extraction import prompt_messages
 from quantgate.backends import BackendError, capabilities, open_variant
 from quantgate.backends.llamacpp import LlamaCppChatModel
 from quantgate.evaluate.executor import VariantCall, VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context
-from quantgate.evaluate.token_fidelity.forcings import logprobs_forcing
+from quantgate.evaluate.token_fidelity.forcings import forcing_problem, logprobs_forcing
 from quantgate.evaluate.token_fidelity.measurement import (
     case_prompt,
     measure_ollama_token_fidelity,
     measure_token_fidelity,
 )
-from quantgate.evaluate.token_fidelity.ollama_forcing import DEFAULT_TOP_LOGPROBS
+from quantgate.evaluate.token_fidelity.ollama_forcing import DEFAULT_TOP_LOGPROBS, Forcing
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.variants import Variant
@@ -51,8 +56,22 @@ _GENERATION_OPTIONS = frozenset({"max_tokens", "grammar_engine", "fast_forward"}
 """Variant options that only concern generation, left out when the models are opened for teacher forcing."""
 
 
+Measured = Mapping[str, TokenFidelityEntry | str]
+"""What a measurement gives: per variant its token fidelity, or why it was not measured."""
+
+
+def _api(variant: Variant) -> str:
+    """The API an OpenAI-compatible variant's calls go to (its `api` option; `chat` by default)."""
+    return str(variant.options.get("api", "chat"))
+
+
 def unmeasured_reason(variant: Variant, reference: Variant, *, enabled: bool) -> str | None:
-    """Why a variant's token fidelity cannot be measured; None when it can."""
+    """Why a variant's token fidelity cannot be measured; None when it can.
+
+    The reference and the variant must read the same prompt: the same backend and, for one that
+    speaks the OpenAI API, the same `api` (a chat variant reads the server's template, a
+    completions variant the text quantgate renders).
+    """
     if not enabled:
         return "not measured: token fidelity was switched off (--no-token-fidelity)"
     kind = capabilities(variant).token_fidelity
@@ -62,6 +81,11 @@ def unmeasured_reason(variant: Variant, reference: Variant, *, enabled: bool) ->
         return (
             f"not measured: the reference ({reference.backend}) and this variant ({variant.backend}) "
             "must be served by the same backend to read the same prompt"
+        )
+    if capabilities(variant).logprobs_api == "openai" and _api(variant) != _api(reference):
+        return (
+            f'not measured: the reference reads its prompt through api = "{_api(reference)}" and this '
+            f'variant through api = "{_api(variant)}"; both must use the same api to read the same prompt'
         )
     return None
 
@@ -101,7 +125,7 @@ class FidelityJob:
         return {case.id: tuple(case.tags) for case in self.cases}
 
 
-def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
+def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry | str]:
     """Teacher-force every variant on the reference's outputs; the reference is loaded once.
 
     The reference is opened as the run opened it, so each case's first-attempt prompt is
@@ -135,16 +159,34 @@ def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
     }
 
 
-def measure_logprobs(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
+def _prompt_problems(
+    reference: Forcing, variants: Mapping[str, Forcing], sample: Sequence[BaseMessage] | None
+) -> dict[str, str]:
+    """Variant name to why its forcing cannot follow a target after the `sample` messages.
+
+    Raises:
+        BackendError: The reference's forcing cannot (then no variant can be measured).
+    """
+    if sample is None:
+        return {}
+    problem = forcing_problem(reference, sample)
+    if problem is not None:
+        raise BackendError(f"the reference: {problem}")
+    found = {name: forcing_problem(forcing, sample) for name, forcing in variants.items()}
+    return {name: why for name, why in found.items() if why is not None}
+
+
+def measure_logprobs(job: FidelityJob) -> dict[str, TokenFidelityEntry | str]:
     """Measure the variants of a `"logprobs"` server backend (Ollama, OpenAI-compatible) against a
     reference of the same backend, from this process (HTTP only).
 
     The reference is opened as the run opened it, so each case's first-attempt messages are
-    built by the same code with the same context window.
+    built by the same code with the same context window. A variant whose forcing cannot follow
+    a target (an OpenAI-compatible server whose prompt text is unknown) gets why, not a figure.
 
     Raises:
-        BackendError: The reference's server cannot be reached or does not have the model, or
-            the backend has no forcing.
+        BackendError: The reference's server cannot be reached or does not have the model, the
+            backend has no forcing, or the reference's prompt text is unknown.
     """
     forcing, method_text = logprobs_forcing(job.reference)
     options = RunOptions(max_repairs=job.max_repairs, progress=False)
@@ -152,10 +194,12 @@ def measure_logprobs(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
     with open_variant(job.reference, job.dataset.schema) as opened, closing(sink):
         context = extraction_context(job.dataset, opened, options)
         messages = {c.id: prompt_messages(context, c.text)[0] for c in job.cases if c.id in job.outputs}
+        forcings = {v.name: logprobs_forcing(v)[0] for v in job.variants}
+        problems = _prompt_problems(forcing, forcings, next(iter(messages.values()), None))
 
         summaries = measure_ollama_token_fidelity(
             reference=forcing,
-            variants={v.name: logprobs_forcing(v)[0] for v in job.variants},
+            variants={name: f for name, f in forcings.items() if name not in problems},
             messages=messages,
             reference_outputs=job.outputs,
             on_case=lambda line: sink.append(FidelityLine.model_validate(line)),
@@ -167,7 +211,7 @@ def measure_logprobs(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
         v.name: method_text.replace("{k}", str(v.options.get("top_logprobs", DEFAULT_TOP_LOGPROBS)))
         for v in job.variants
     }
-    return {
+    return problems | {
         name: TokenFidelityEntry.of(summary, method=method[name], records=FIDELITY_FILE)
         for name, summary in summaries.items()
     }
@@ -177,7 +221,7 @@ measure_ollama = measure_logprobs
 """The former name."""
 
 
-def measure_in_worker(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
+def measure_in_worker(job: FidelityJob) -> dict[str, TokenFidelityEntry | str]:
     """Run the measurement in a fresh process (all models loaded at once, then freed).
 
     Raises:
@@ -187,14 +231,20 @@ def measure_in_worker(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
     return run_isolated(_measure, job, name="quantgate-token-fidelity", what="the token-fidelity worker")
 
 
-_MEASURES: dict[str, Callable[[FidelityJob], dict[str, TokenFidelityEntry]]] = {
+_MEASURES: dict[str, Callable[[FidelityJob], Measured]] = {
     "logits": measure_in_worker,
     "logprobs": measure_logprobs,
 }
 """How each `BackendCapabilities.token_fidelity` kind is measured."""
 
 
-def _measured_sent_back(job: FidelityJob) -> tuple[dict[str, TokenFidelityEntry], str]:
+def _kept(found: Measured, reasons: dict[str, str]) -> dict[str, TokenFidelityEntry]:
+    """The measured entries of `found`; the reasons of those not measured go into `reasons`."""
+    reasons |= {name: f"not measured: {why}" for name, why in found.items() if isinstance(why, str)}
+    return {name: entry for name, entry in found.items() if not isinstance(entry, str)}
+
+
+def _measured_sent_back(job: FidelityJob) -> tuple[Measured, str]:
     """The job measured on another machine (in the process its task is): the entries, and the
     records it wrote to a fidelity.jsonl there, as text."""
     measure = _measure if capabilities(job.variants[0]).token_fidelity == "logits" else measure_logprobs
@@ -227,7 +277,7 @@ def _measure_remote(
         entries, records = called.result
         with (template.run_dir / FIDELITY_FILE).open("a", encoding="utf-8") as sink:
             sink.write(records)
-        measured |= entries
+        measured |= _kept(entries, reasons)
     return measured
 
 
@@ -269,7 +319,7 @@ def _measure_by_kind(
         if not chosen:
             continue
         try:
-            measured |= measure(replace(template, variants=chosen))
+            measured |= _kept(measure(replace(template, variants=chosen)), reasons)
         except (RuntimeError, BackendError) as exc:
             print(f"quantgate: token fidelity not measured: {exc}")
             reasons |= {v.name: f"not measured: {str(exc).splitlines()[0]}" for v in chosen}

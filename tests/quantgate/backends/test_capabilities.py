@@ -64,13 +64,14 @@ def test_built_in_backends_declare_their_capabilities():
         json_schema=True,
     )  # fmt: skip
     assert backend_capabilities("ollama") == BackendCapabilities(
-        token_fidelity="logprobs", process_isolation=True, parallel="server", memory="server",
-        embeddings=True, model_file=False, from_python=False, default_concurrency=1, kv_cache="declared",
-        json_schema=True,
+        token_fidelity="logprobs", logprobs_api="ollama", process_isolation=True, parallel="server",
+        memory="server", embeddings=True, model_file=False, from_python=False, default_concurrency=1,
+        kv_cache="declared", json_schema=True,
     )  # fmt: skip
     assert backend_capabilities("openai") == BackendCapabilities(
-        token_fidelity=None, process_isolation=True, parallel="server", memory="server", embeddings=False,
-        model_file=False, from_python=False, default_concurrency=1, kv_cache=None, json_schema=True,
+        token_fidelity="logprobs", logprobs_api="openai", process_isolation=True, parallel="server",
+        memory="server", embeddings=False, model_file=False, from_python=False, default_concurrency=1,
+        kv_cache=None, json_schema=True,
     )  # fmt: skip
     assert backend_capabilities("langchain") == BackendCapabilities(
         token_fidelity=None, process_isolation=False, parallel="none", memory="process", embeddings=False,

@@ -74,7 +74,7 @@ def test_a_shorthand_without_base_url_says_the_form():
 def test_the_backend_declares_a_server_with_json_schema():
     declared = capabilities(variant(base_url=URL))
     assert (declared.parallel, declared.memory, declared.json_schema) == ("server", "server", True)
-    assert declared.token_fidelity is None
+    assert (declared.token_fidelity, declared.logprobs_api) == ("logprobs", "openai")
 
 
 REQUEST = httpx2.Request("POST", URL + "/chat/completions")

@@ -11,7 +11,6 @@ from langchain_core.messages import HumanMessage
 from quantgate.backends import BackendError
 from quantgate.evaluate.token_fidelity.openai_forcing import (
     OpenAIForcing,
-    chat_steps,
     completion_steps,
     echoed_target,
 )
@@ -109,18 +108,14 @@ def test_a_divergence_resumes_with_the_target_so_far_appended_to_the_prompt():
     assert requests[1]["max_tokens"] == 1
 
 
-def test_without_a_prompt_text_the_chat_api_is_walked_and_errors_are_backend_errors():
-    top = [{"token": "Paris", "logprob": -0.1}, {"token": "The", "logprob": -2.5}]
-    entry = {"token": "Paris", "logprob": -0.1, "top_logprobs": top}
-    chat = {"choices": [{"logprobs": {"content": [entry]}}]}
-    transport, requests = scripted(chat)
+def test_without_a_prompt_text_the_forcing_refuses_and_errors_are_backend_errors():
+    transport, requests = scripted()
     forcing = OpenAIForcing(base_url="http://s/v1", model="m", top_logprobs=2, transport=transport)
-    followed = forcing.follow_text(MESSAGES, "Paris")
+    # no render and /apply-template answers 404: the chat API would close a prefilled answer
+    with pytest.raises(BackendError, match=r'prompt text is unknown.*use api = "completions"'):
+        forcing.follow_text(MESSAGES, "Paris")
     assert forcing.template is False
-    assert forcing.way == "chat"
-    assert followed.top == ({"Paris": -0.1, "The": -2.5},)
-    assert requests[0]["messages"] == [{"role": "user", "content": "Capital of France?"}]
-    assert chat_steps(chat, 1) == [("Paris", {"Paris": -0.1})]
+    assert requests == []  # nothing sent to a completion or chat endpoint
 
     def refuse(request):
         return httpx.Response(400, json={"error": "logprobs not supported"})

@@ -1,0 +1,137 @@
+"""Token fidelity of OpenAI-compatible variants in a run: which pairs read the same prompt, the
+forcing chosen by the declared logprobs API (not the backend's name), and a variant whose prompt
+text is unknown reported as not measured with the reason."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langchain_core.messages import HumanMessage
+
+import quantgate.evaluate.token_fidelity.run_step as fidelity_step
+from quantgate.backends import BackendCapabilities, BackendError, OpenedVariant
+from quantgate.backends.base_prompt import render_prompt
+from quantgate.evaluate.token_fidelity.forcings import OPENAI_METHOD, forcing_problem, logprobs_forcing
+from quantgate.evaluate.token_fidelity.ollama_forcing import OllamaForcing
+from quantgate.evaluate.token_fidelity.openai_forcing import UNKNOWN_PROMPT, OpenAIForcing
+from quantgate.evaluate.token_fidelity.run_step import token_fidelity_step, unmeasured_reason
+from quantgate.inputs.variants import Variant
+from quantgate.rundir.summary import VariantEntry
+
+URL = "http://127.0.0.1:9/v1"
+
+
+def served(name: str, api: str | None = None, backend: str = "openai") -> Variant:
+    options: dict[str, Any] = {"base_url": URL}
+    if api is not None:
+        options["api"] = api
+    return Variant(name=name, backend=backend, model=name.lower(), options=options)
+
+
+def test_a_chat_variant_and_a_completions_reference_do_not_read_the_same_prompt():
+    chat, completions = served("chat", "chat"), served("comp", "completions")
+    reason = unmeasured_reason(chat, completions, enabled=True)
+    assert reason == (
+        'not measured: the reference reads its prompt through api = "completions" and this variant '
+        'through api = "chat"; both must use the same api to read the same prompt'
+    )
+    assert 'this variant through api = "completions"' in (
+        unmeasured_reason(completions, chat, enabled=True) or ""
+    )
+    assert unmeasured_reason(completions, served("ref", "completions"), enabled=True) is None
+    assert unmeasured_reason(served("v"), chat, enabled=True) is None  # chat is the default api
+    embedded = Variant(name="e", backend="llamacpp", model="e.gguf")
+    assert "must be served by the same backend" in (
+        unmeasured_reason(completions, embedded, enabled=True) or ""
+    )
+
+
+@contextmanager
+def _never_opened(
+    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
+) -> Iterator[OpenedVariant]:
+    raise AssertionError("not opened in these tests")
+    yield
+
+
+def test_the_forcing_follows_the_declared_logprobs_api_not_the_name(register_backend):
+    register_backend(
+        "my-vllm",
+        _never_opened,
+        capabilities=BackendCapabilities(token_fidelity="logprobs", logprobs_api="openai"),
+    )
+    register_backend(
+        "my-ollama",
+        _never_opened,
+        capabilities=BackendCapabilities(token_fidelity="logprobs", logprobs_api="ollama"),
+    )
+    register_backend("silent", _never_opened, capabilities=BackendCapabilities(token_fidelity="logprobs"))
+
+    forcing, method = logprobs_forcing(served("V", "completions", backend="my-vllm"))
+    assert isinstance(forcing, OpenAIForcing)
+    assert (forcing.base_url, forcing.model, method) == (URL, "v", OPENAI_METHOD)
+    assert forcing.render is render_prompt  # api = "completions": the text quantgate renders
+    chat_forcing, _ = logprobs_forcing(served("V", backend="my-vllm"))
+    assert isinstance(chat_forcing, OpenAIForcing)
+    assert chat_forcing.render is None  # the chat API: the server's template
+    ollama = Variant(
+        name="O", backend="my-ollama", model="gemma3:270m", options={"host": "http://127.0.0.1:9"}
+    )
+    assert isinstance(logprobs_forcing(ollama)[0], OllamaForcing)
+    with pytest.raises(
+        BackendError, match="no top-k forcing for the silent backend: it declares no logprobs_api"
+    ):
+        logprobs_forcing(served("S", backend="silent"))
+    with pytest.raises(BackendError, match="api 'prompt' is not one of chat, completions"):
+        logprobs_forcing(served("V", "prompt", backend="my-vllm"))
+
+
+def _no_template(request: httpx.Request) -> httpx.Response:
+    assert request.url.path == "/apply-template"  # nothing else is asked before measuring
+    return httpx.Response(404, json={"detail": "Not Found"})
+
+
+def test_a_forcing_without_prompt_text_is_a_problem_named_before_measuring():
+    transport = httpx.MockTransport(_no_template)
+    messages = [HumanMessage(content="Ana is 30.")]
+    rendered = OpenAIForcing(base_url=URL, model="r", render=render_prompt, transport=transport)
+    unknown = OpenAIForcing(base_url=URL, model="v", transport=transport)
+    assert forcing_problem(rendered, messages) is None
+    assert forcing_problem(unknown, messages) == UNKNOWN_PROMPT
+    assert 'use api = "completions" or a server with /apply-template' in UNKNOWN_PROMPT
+
+    problems = fidelity_step._prompt_problems(rendered, {"v": unknown, "w": rendered}, messages)
+    assert problems == {"v": UNKNOWN_PROMPT}
+    with pytest.raises(BackendError, match="the reference: the server's prompt text is unknown"):
+        fidelity_step._prompt_problems(unknown, {"w": rendered}, messages)
+
+
+def test_a_variant_not_measured_by_its_forcing_gets_the_reason_in_its_entry(
+    register_backend, dataset, tmp_path: Path, monkeypatch
+):
+    register_backend(
+        "srv",
+        _never_opened,
+        capabilities=BackendCapabilities(token_fidelity="logprobs", logprobs_api="openai"),
+    )
+    reference, variant = served("ref", backend="srv"), served("v", backend="srv")
+    record = type("Record", (), {"raw": '{"a": 1}', "attempts": 1, "error": None})()
+    monkeypatch.setattr(fidelity_step, "read_records", lambda run_dir: [])
+    monkeypatch.setattr(
+        fidelity_step, "latest_records", lambda records: {"ref": {dataset.cases[0].id: record}}
+    )
+    monkeypatch.setitem(fidelity_step._MEASURES, "logprobs", lambda job: {"v": UNKNOWN_PROMPT})
+    entries = [
+        VariantEntry(name="ref", backend="srv", is_reference=True),
+        VariantEntry(name="v", backend="srv"),
+    ]
+    token_fidelity_step(dataset=dataset, cases=dataset.cases, variants=[reference, variant],
+                        reference_name="ref", entries=entries, run_dir=tmp_path, enabled=True,
+                        max_repairs=0, progress=False)  # fmt: skip
+    assert entries[1].token_fidelity is None
+    assert entries[1].token_fidelity_missing == f"not measured: {UNKNOWN_PROMPT}"
