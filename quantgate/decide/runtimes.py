@@ -2,9 +2,10 @@
 
 Variants whose model files have the same sha256 (variants.json's `sha256`: given in the variants
 file, written by `quantgate ladder`, or recorded by a backend from the file it serves) and whose
-backends differ form a group. Its base is the embedded (`llamacpp`) variant when there is one (the
-runtime quantgate controls end to end), else the run's reference, else the variant listed first
-in the run; each other member on another backend is compared with the base:
+backends differ form a group. Its base is the embedded variant when there is one (of a backend
+quantgate runs in its own process on the model file, `embedded_backend`: llama.cpp; the runtime
+quantgate controls end to end), else the run's reference, else the variant listed first in the run;
+each other member on another backend is compared with the base:
 
 - agreement: its records scored against the base's records field by field, with the scorer the
   run's agreement with the reference uses (`CaseScorer.fields`), summarized with its betting
@@ -22,6 +23,7 @@ from collections.abc import Mapping, Sequence
 
 from evaluators.case import CaseScorer, case_language
 from evaluators.comparison import AgreementSummary, ComparisonOptions, compare_paired, summarize_agreement
+from quantgate.backends import BackendError, backend_capabilities
 from quantgate.inputs.dataset import Dataset
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.pairing import paired_cases
@@ -29,7 +31,19 @@ from quantgate.rundir.runtime_comparison import BaseReason, RuntimeComparison
 from quantgate.rundir.store import Run
 from quantgate.rundir.summary import TokenFidelityEntry, VariantEntry
 
-EMBEDDED_BACKEND = "llamacpp"
+
+def embedded_backend(backend: str) -> bool:
+    """Whether the backend registered as `backend` runs the model in quantgate's own process from
+    the model file (declared: `model_file` and `memory == "process"`; the built-in llama.cpp).
+
+    An unknown backend (one a script registered in another process, or an installed plugin that
+    cannot be loaded here) declares nothing, so it is not embedded.
+    """
+    try:
+        declared = backend_capabilities(backend)
+    except BackendError:
+        return False
+    return declared.model_file and declared.memory == "process"
 
 
 def same_file_pairs(
@@ -50,7 +64,7 @@ def same_file_pairs(
     for members in groups.values():
         if len({backend for _, backend in members}) < 2:
             continue
-        embedded = [m for m in members if m[1] == EMBEDDED_BACKEND]
+        embedded = [m for m in members if embedded_backend(m[1])]
         with_reference = [m for m in members if m[0] == reference]
         why: BaseReason = "embedded" if embedded else "reference" if with_reference else "listed_first"
         base = (embedded or with_reference or members)[0]

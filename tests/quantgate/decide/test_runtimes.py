@@ -195,3 +195,32 @@ def test_the_report_shows_the_runtime_comparison(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert cells[5].startswith("[")
     assert cells[9].startswith("[")
+
+
+def test_the_embedded_base_is_chosen_by_declared_capabilities_not_by_name(register_backend) -> None:
+    from quantgate.backends import BackendCapabilities
+    from quantgate.decide.runtimes import embedded_backend
+
+    def never_opened(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("not opened")
+
+    # a backend of its own running the file in process (llama.cpp's declaration) is embedded
+    register_backend(
+        "my-gguf", never_opened, capabilities=BackendCapabilities(model_file=True, memory="process")
+    )
+    register_backend(
+        "file-server", never_opened, capabilities=BackendCapabilities(model_file=True, memory="server")
+    )
+    assert [embedded_backend(b) for b in ("llamacpp", "my-gguf", "file-server", "ollama", "openai")] == [
+        True, True, False, False, False,
+    ]  # fmt: skip
+    assert embedded_backend("nowhere") is False  # unknown here: declares nothing
+    listed = [("A", "ollama", "h"), ("B", "my-gguf", "h"), ("C", "file-server", "h"), ("D", "nowhere", "h")]
+    assert same_file_pairs(listed, "A") == [
+        ("B", "A", "embedded"),
+        ("B", "C", "embedded"),
+        ("B", "D", "embedded"),
+    ]
+    assert same_file_pairs([("A", "nowhere", "h"), ("B", "file-server", "h")], "Z") == [
+        ("A", "B", "listed_first")
+    ]
