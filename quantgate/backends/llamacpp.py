@@ -66,6 +66,20 @@ _SHORT_EXPONENT = "([eE] [-+]? [0-9] [0-9]?)?"
 validator can check); two keep every number a double can hold."""
 
 
+def gbnf_grammar(schema: Mapping[str, Any], max_array_items: int = 20) -> str:
+    """The GBNF grammar of a JSON schema (arrays capped at `max_array_items`) that the embedded
+    backend decodes with, and an OpenAI-compatible server's `api = "completions"` variants send as
+    `grammar`: llama.cpp's converter, JSON strings without raw control characters, short exponents,
+    and an optional space first (the prompt ends with `JSON:`)."""
+    import llama_cpp
+
+    prepared = grammar_schema(schema, max_array_items, "gbnf")
+    gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(prepared))
+    gbnf = gbnf.replace(r'char ::= [^"\\] |', _JSON_STRING_CHAR, 1)
+    gbnf = gbnf.replace(_NUMBER_EXPONENT, _SHORT_EXPONENT, 1)
+    return gbnf.replace("root ::= ", 'root ::= " "? ', 1)
+
+
 def physical_cores() -> int:
     """The machine's physical cores (logical ones when psutil cannot tell)."""
     import os
@@ -213,19 +227,14 @@ class EmbeddedEngine:
 
     def grammar(self, schema: Mapping[str, Any]) -> str:
         """The grammar of a JSON schema (arrays capped) for the engine's grammar engine, once per schema."""
-        import llama_cpp
-
         key = json.dumps(schema, sort_keys=True)
         if key in self._grammars:
             return self._grammars[key]
-        prepared = grammar_schema(schema, self.max_array_items, self.grammar_engine)
         if self.grammar_engine == "llguidance":
+            prepared = grammar_schema(schema, self.max_array_items, self.grammar_engine)
             self._grammars[key] = lark_of_schema(prepared)
         else:
-            gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(prepared))
-            gbnf = gbnf.replace(r'char ::= [^"\\] |', _JSON_STRING_CHAR, 1)
-            gbnf = gbnf.replace(_NUMBER_EXPONENT, _SHORT_EXPONENT, 1)
-            self._grammars[key] = gbnf.replace("root ::= ", 'root ::= " "? ', 1)
+            self._grammars[key] = gbnf_grammar(schema, self.max_array_items)
         return self._grammars[key]
 
     def label_metadata(self, prompt: str, raw: str, schema: Mapping[str, Any] | None) -> dict[str, float]:
