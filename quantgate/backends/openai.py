@@ -30,6 +30,15 @@ from quantgate.backends.openai_chat import (
     OpenAIServerChatModel,
     classify,
 )
+from quantgate.backends.openai_completions import (
+    COMPLETION_FORMATS,
+    CompletionChatModel,
+    choose_completion_format,
+    completion_body,
+    completion_client,
+    completion_decoding,
+    extra_body_option,
+)
 from quantgate.backends.openai_metadata import server_metadata
 from quantgate.backends.schema_grammar import grammar_schema, unenforced_keywords
 from quantgate.hardware import package_version
@@ -104,7 +113,8 @@ def completion_prompt(variant: Variant) -> Callable[[Sequence[BaseMessage]], str
 
 
 RESPONSE_FORMATS = ("auto", "json_schema", "json_object", "none")
-"""The `response_format` option: how the dataset's JSON schema is sent (see `_response_format`)."""
+"""The `response_format` option under the chat API: how the dataset's JSON schema is sent (see
+`_response_format`); under `api = "completions"`, `COMPLETION_FORMATS`."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,18 +126,24 @@ class _Settings:
     timeout_s: float
     first_token_s: float
     response_format: str
+    api: str
+    extra_body: dict[str, Any]
 
     @classmethod
     def of(cls, variant: Variant) -> _Settings:
         options = variant.options
+        api = "completions" if completion_prompt(variant) else "chat"
+        formats = COMPLETION_FORMATS if api == "completions" else RESPONSE_FORMATS
         response_format = str(options.get("response_format", "auto"))
-        if response_format not in RESPONSE_FORMATS:
+        if response_format not in formats:
             raise BackendError(
                 f"variant {variant.name}: response_format {response_format!r} is not one of "
-                f"{', '.join(RESPONSE_FORMATS)}"
+                f"{', '.join(formats)} (api = {api!r})"
             )
         try:
             return cls(
+                api=api,
+                extra_body=extra_body_option(variant),
                 max_tokens=int(options.get("max_tokens", 512)),
                 seed=int(options.get("seed", 0)),
                 timeout_s=float(options.get("timeout_s", DEFAULT_TIMEOUT_S)),
@@ -167,7 +183,7 @@ def _chat(
     from pydantic import SecretStr
 
     base_url, model, key = endpoint
-    body: dict[str, Any] = {"max_tokens": max_tokens}
+    body: dict[str, Any] = {**settings.extra_body, "max_tokens": max_tokens}
     if response_format:  # in the body, not as ChatOpenAI's own response_format (it would parse the answer)
         body["response_format"] = response_format
     return ChatOpenAI(
@@ -280,34 +296,79 @@ def _metadata(endpoint: tuple[str, str, str | None]) -> dict[str, Any]:
         return {"metadata_error": str(exc)}
 
 
+def _open_completions(
+    variant: Variant, endpoint: tuple[str, str, str | None], settings: _Settings, schema: Mapping[str, Any]
+) -> tuple[Any, dict[str, Any]]:
+    """`api = "completions"`: the way of sending the schema the server is shown to enforce
+    (`choose_completion_format`, said on stderr when `auto` fell back), the completion client
+    read as a chat model, and what the runtime records of it."""
+    kind, shown = choose_completion_format(
+        variant.name,
+        endpoint,
+        settings.response_format,
+        seed=settings.seed,
+        timeout_s=settings.silence_s,
+        extra_body=settings.extra_body,
+    )
+    if settings.response_format == "auto" and kind != "grammar":
+        print(
+            f"quantgate: variant {variant.name}: the server did not enforce "
+            f"{'; '.join(f'{k} ({v})' for k, v in shown.items())}; using {kind}",
+            file=sys.stderr,
+        )
+    body = completion_body(kind, schema, settings.extra_body)
+    client = completion_client(
+        endpoint, seed=settings.seed, timeout_s=settings.silence_s, body=body, max_tokens=settings.max_tokens
+    )
+    runtime = {
+        "client": f"langchain-openai {package_version('langchain-openai')} (OpenAI, /v1/completions)",
+        "prompt": "render_prompt: the embedded backend's plain few-shot text",
+        "structured_output_probe": shown,
+        **completion_decoding(kind, schema),
+    }
+    return CompletionChatModel(llm=client), {"response_format": kind, **runtime}
+
+
+def _open_chat(
+    variant: Variant, endpoint: tuple[str, str, str | None], settings: _Settings, schema: Mapping[str, Any]
+) -> tuple[Any, dict[str, Any]]:
+    """The chat API: the response format the server takes (`_choose_format`), its client, and what
+    the runtime records of it."""
+    kind, chat = _choose_format(variant, endpoint, settings, schema)
+    runtime = {"client": f"langchain-openai {package_version('langchain-openai')}", **_decoding(kind, schema)}
+    return chat, {"response_format": kind, **runtime}
+
+
 @contextmanager
 def open_openai(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
-    """Open an `openai:` variant: its endpoint, its options, the response format the server takes."""
+    """Open an `openai:` variant: its endpoint, its options, how the server holds answers to the
+    schema (asked with short calls), on the chat API or, with `api = "completions"`, the completions."""
     endpoint = openai_endpoint(variant)
     settings = _Settings.of(variant)
     started = time.perf_counter()
-    kind, chat = _choose_format(variant, endpoint, settings, schema)
+    opening = _open_completions if settings.api == "completions" else _open_chat
+    inner, recorded = opening(variant, endpoint, settings, schema)
     probe_s = time.perf_counter() - started
     yield OpenedVariant(
         chat_model=OpenAIServerChatModel(
-            inner=chat,
+            inner=inner,
             base_url=endpoint[0],
             first_token_timeout_s=settings.first_token_s,
             timeout_s=settings.timeout_s,
         ),
         runtime={
             "name": "openai-compatible",
-            "client": f"langchain-openai {package_version('langchain-openai')}",
+            "api": settings.api,
             "base_url": endpoint[0],
             "model": endpoint[1],
             "api_key_env": variant.options.get("api_key_env"),
-            "response_format": kind,
+            "extra_body": settings.extra_body,
             "first_token_timeout_s": settings.first_token_s,
             "timeout_s": settings.timeout_s,
             "seed": settings.seed,
             "temperature": 0.0,
             "probe_s": probe_s,
-            **_decoding(kind, schema),
+            **recorded,
             **_metadata(endpoint),
         },
         max_output_tokens=settings.max_tokens,
