@@ -74,7 +74,7 @@ def gbnf_grammar(schema: Mapping[str, Any], max_array_items: int = 20) -> str:
     import llama_cpp
 
     prepared = grammar_schema(schema, max_array_items, "gbnf")
-    gbnf = llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(prepared))
+    gbnf = str(llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(prepared)))
     gbnf = gbnf.replace(r'char ::= [^"\\] |', _JSON_STRING_CHAR, 1)
     gbnf = gbnf.replace(_NUMBER_EXPONENT, _SHORT_EXPONENT, 1)
     return gbnf.replace("root ::= ", 'root ::= " "? ', 1)

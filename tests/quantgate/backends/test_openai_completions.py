@@ -7,6 +7,7 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -37,10 +38,10 @@ class Behaviour:
     enforces: tuple[str, ...] = ("grammar",)
     finish: str | None = "stop"
     fail_status: int | None = None
-    bodies: list[dict] = field(default_factory=list)
+    bodies: list[dict[str, Any]] = field(default_factory=list)
 
 
-def probe_text(body: dict, behaviour: Behaviour) -> list[str] | None:
+def probe_text(body: dict[str, Any], behaviour: Behaviour) -> list[str] | None:
     """The answer to a probe: the literal when the probe's field is enforced, else a JSON start."""
     if body.get("grammar") == f'root ::= "{PROBE_LITERAL}"':
         return ["zq", "xv"] if "grammar" in behaviour.enforces else [" {"]
@@ -114,6 +115,7 @@ def test_a_case_goes_to_completions_with_the_rendered_prompt_the_grammar_and_ext
         runtime = opened.runtime
     assert answer.text == "".join(ANSWER)
     assert answer.response_metadata["finish_reason"] == "stop"
+    assert answer.usage_metadata is not None
     assert answer.usage_metadata["output_tokens"] == 3  # no usage sent: the content chunks
     probe, case = behaviour.bodies[0], behaviour.bodies[-1]
     assert probe["path"] == case["path"] == "/v1/completions"

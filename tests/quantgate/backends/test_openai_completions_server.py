@@ -38,6 +38,7 @@ def test_a_restaurants_case_on_completions_answers_as_the_embedded_q4_k_m(llama_
     assert runtime["structured_output_probe"] == {"grammar": "enforced"}
     assert runtime["extra_body"] == {"repeat_penalty": 1.0}
     assert answer.response_metadata["finish_reason"] == "length"
+    assert answer.usage_metadata is not None
     assert answer.usage_metadata["output_tokens"] == TOKENS  # no usage sent: one chunk a token
     assert answer.text.startswith(' {"name": "')  # the grammar's optional space, then the schema's order
     q4 = next(v for v in ladder.variants if v.name == "Q4_K_M")
