@@ -117,9 +117,17 @@ class FidelityLine(RunFileModel):
 
     format_version: Literal[1] = RUN_FORMAT_VERSION
     variant: str
+    base: str | None = Field(
+        default=None,
+        description="The variant this one is compared with: None for the run's reference; else the base of "
+        "the variant's runtime pair (the same model file on the embedded backend, "
+        "`quantgate.evaluate.token_fidelity.runtime_pairs`), and `kld`/`top1` are against it.",
+    )
     case_id: str
     positions: int | None = None
-    kld: list[float] | None = Field(default=None, description="KL(reference || variant) per position, nats.")
+    kld: list[float] | None = Field(
+        default=None, description="KL(reference || variant) per position (against `base` when given), nats."
+    )
     top1: list[bool] | None = Field(default=None, description="Top-1 agreement per position.")
     delta_p: list[float] | None = Field(
         default=None,
@@ -131,8 +139,10 @@ class FidelityLine(RunFileModel):
         description="Per position, the kind of the answer's token there: structural (JSON punctuation, keys, "
         "quotes), value, or null outside the JSON (`evaluators.json_tokens`).",
     )
-    requests: int | None = Field(default=None, description="Ollama: requests the walk took.")
-    unobserved: int | None = Field(default=None, description="Ollama: positions the model never reached.")
+    requests: int | None = Field(default=None, description="A server's variant: requests the walk took.")
+    unobserved: int | None = Field(
+        default=None, description="A server's variant: positions the model never reached."
+    )
     error: str | None = None
 
 

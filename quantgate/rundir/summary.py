@@ -125,6 +125,20 @@ class VariantEntry(VariantSummary, _Throughput, _VariantHead):  # the keys in th
     token_fidelity_missing: str | None = Field(
         default=None, description="Why token fidelity is not measured."
     )
+    runtime_token_fidelity: TokenFidelityEntry | None = Field(
+        default=None,
+        description="Token fidelity against the base of the variant's runtime pair (the same model file, "
+        "same sha256, on the embedded backend: `runtime_token_fidelity_base`): the base's full logits cut "
+        "to their top-k against the server's top-k, along the base's outputs, the prompt rendered by "
+        "quantgate; a top-k lower bound of the KLD. None: the variant is no such pair's other member, "
+        "or see `runtime_token_fidelity_missing`.",
+    )
+    runtime_token_fidelity_base: str | None = Field(
+        default=None, description="The variant `runtime_token_fidelity` is measured against."
+    )
+    runtime_token_fidelity_missing: str | None = Field(
+        default=None, description="Why the variant's runtime pair's token fidelity is not measured."
+    )
     sequential: SequentialEntry | None = Field(
         default=None, description="How a sequential run ended for this variant (None: a fixed sample)."
     )

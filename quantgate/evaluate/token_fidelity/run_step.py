@@ -39,6 +39,7 @@ from quantgate.evaluate.token_fidelity.measurement import (
     measure_token_fidelity,
 )
 from quantgate.evaluate.token_fidelity.ollama_forcing import DEFAULT_TOP_LOGPROBS, Forcing
+from quantgate.evaluate.token_fidelity.runtime_pairs import runtime_pair_fidelity
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.variants import Variant
@@ -376,3 +377,6 @@ def token_fidelity_step(
         progress=progress,
     )
     annotate(entries, _measure_by_kind(template, targets, reasons, executor), reasons)
+    runtime_pair_fidelity(dataset=dataset, cases=cases, variants=variants, reference_name=reference_name,
+                          entries=entries, run_dir=run_dir, enabled=enabled, max_repairs=max_repairs,
+                          progress=progress, outputs_of=reference_outputs, executor=executor)  # fmt: skip
