@@ -13,8 +13,10 @@ each other member on another backend is compared with the base:
 - accuracy: the paired delta, variant minus base, on the labeled cases both have, with the
   interval the accuracy gate judges (`compare_paired`), which the gate `max_runtime_accuracy_drop`
   judges like `max_accuracy_drop`;
-- token fidelity: the variant's own against the reference when the base is the reference (the
-  run measures token fidelity against its reference only); else not measured, and said so.
+- token fidelity: the pair's own, measured by the run against an embedded base
+  (`runtime_token_fidelity`: the base's full logits cut to top-k against the server's top-k, along
+  the base's outputs, `quantgate.evaluate.token_fidelity.runtime_pairs`); else the variant's own
+  against the reference when the base is the reference; else not measured, and said why.
 """
 
 from __future__ import annotations
@@ -105,16 +107,25 @@ def _identical(base: Sequence[CaseRecord], own: Mapping[str, CaseRecord]) -> int
 def _token_fidelity(
     entry: VariantEntry | None, base: str, reference: str
 ) -> tuple[TokenFidelityEntry | None, str | None]:
-    """The variant's token fidelity against the base, or why it is not measured."""
+    """The variant's token fidelity against the base, or why it is not measured: the pair's own
+    measurement (`runtime_token_fidelity`, against an embedded base) when it was made against this
+    base, else the variant's own against the reference when the base is the reference."""
+    if entry is not None and entry.runtime_token_fidelity_base == base and entry.runtime_token_fidelity:
+        return entry.runtime_token_fidelity, None
+    if entry is not None and base == reference and entry.token_fidelity is not None:
+        return entry.token_fidelity, None
+    pair_missing = (
+        entry.runtime_token_fidelity_missing if entry and entry.runtime_token_fidelity_base == base else None
+    )
+    if pair_missing:
+        return None, pair_missing
     if base != reference:
         return (
             None,
             f"not measured: token fidelity is measured against the run's reference, and {base} is not it",
         )
-    if entry is None or entry.token_fidelity is None:
-        why = (entry.token_fidelity_missing if entry else None) or "not measured"
-        return None, why if why.startswith("not measured") else f"not measured: {why}"
-    return entry.token_fidelity, None
+    why = (entry.token_fidelity_missing if entry else None) or "not measured"
+    return None, why if why.startswith("not measured") else f"not measured: {why}"
 
 
 def runtime_comparisons(

@@ -39,8 +39,10 @@ RUNTIME_NOTE = (
     "variant when there is one, else the reference, else the one listed first. Agreement: the variant's "
     "records scored against the base's, field by field, with its betting interval; identical records: "
     "both valid and equal. Δ: accuracy, variant minus base, on the labeled cases both have, with the "
-    "interval the accuracy gate judges by. Token fidelity is measured against the run's reference only, "
-    "and only on the reference's own backend."
+    "interval the accuracy gate judges by. Token fidelity: with an embedded base and a server variant "
+    'whose prompt quantgate renders (api = "completions"), a top-k lower bound of the KLD and top-1 '
+    "agreement, the base's full logits cut to top-k against the server's top-k along the base's output; "
+    "else the variant's own against the reference when the base is the reference (same backend only)."
 )
 
 

@@ -49,8 +49,10 @@ class RuntimeComparison(RunFileModel):
     )
     token_fidelity: TokenFidelityEntry | None = Field(
         default=None,
-        description="The variant's token fidelity against the base, when the base is the run's reference "
-        "(token fidelity is measured against the reference only).",
+        description="The variant's token fidelity against the base: measured against an embedded base "
+        "(summary.json's `runtime_token_fidelity`: a top-k lower bound, the base's full logits cut to top-k "
+        "against the server's top-k along the base's outputs), else the variant's own when the base is the "
+        "run's reference.",
     )
     token_fidelity_missing: str | None = Field(
         default=None, description="Why token fidelity is not measured for this pair."
