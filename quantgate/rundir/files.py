@@ -45,7 +45,7 @@ RECORDS_FORMAT_VERSION: Final[Literal[3]] = 3
 (`retries`), so a resumed run summarizes read-back cases exactly as it did when they ran.
 3: a record copied from the reference cache names the run that evaluated it (`cached_from`).
 Records of versions 1 and 2 are still read (as version 3, the keys added since unknown)."""
-SUMMARY_FORMAT_VERSION: Final[Literal[10]] = 10
+SUMMARY_FORMAT_VERSION: Final[Literal[11]] = 11
 """Of summary.json. 2: each variant says whether it is complete and which cases it lacks
 (`complete`, `missing_cases`). 3: the options record the gates and the token-fidelity
 settings a resumed run goes on with, and each variant how many of its cases a resumed run
@@ -62,8 +62,10 @@ other kinds). 8: a generation run's figures in each variant (`chrf`, `chrf_refer
 of each variant's token fidelity (`kld_p999`, the `delta_p_*` figures, top-1 agreement on
 structural and value tokens, and the same per slice: `evaluators.fidelity.TokenFidelitySummary`).
 10: the capacity gates in the options' gates (`min_parallel_sequences`, `min_goodput_rps`, and the
-settings `capacity_context`, `capacity_memory_gib`). Summaries of versions 1 to 9 are still read
-(as version 10, the keys added since unknown, the gates off)."""
+settings `capacity_context`, `capacity_memory_gib`). 11: a runtime pair's own token fidelity in its
+other member's entry (`runtime_token_fidelity`, `runtime_token_fidelity_base`,
+`runtime_token_fidelity_missing`: against the pair's embedded base). Summaries of versions 1 to 10
+are still read (as version 11, the keys added since unknown, the gates off)."""
 LOAD_FORMAT_VERSION: Final[Literal[2]] = 2
 """Of load.jsonl and the summary's `load` section. 2: open-loop Poisson levels and goodput: the
 section's arrivals, seed and latency targets, each level's arrivals, rate and seed and its goodput
