@@ -211,9 +211,8 @@ def _token_fidelity(session: RunSession, executor: VariantExecutor) -> None:
     options, summary = session.options, session.summary
     if session.kept_fidelity:
         for entry in summary.variants:
-            entry.token_fidelity, entry.token_fidelity_missing = session.kept_fidelity.get(
-                entry.name, (None, None)
-            )
+            for key, value in session.kept_fidelity.get(entry.name, {}).items():
+                setattr(entry, key, value)
         return
     token_fidelity_step(
         dataset=session.dataset,

@@ -49,7 +49,7 @@ from quantgate.rundir.store import (
     read_summary,
     set_aside_torn_tail,
 )
-from quantgate.rundir.summary import RunSummary, TokenFidelityEntry, VariantsFile
+from quantgate.rundir.summary import RunSummary, VariantEntry, VariantsFile
 
 __all__ = ["ReadBack", "ResumeError", "planned_variants", "read_back"]
 
@@ -85,7 +85,7 @@ class ReadBack:
     options: RunOptions
     done: frozenset[str]
     records: dict[str, dict[str, CaseRecord]]
-    kept_fidelity: dict[str, tuple[TokenFidelityEntry | None, str | None]]
+    kept_fidelity: dict[str, dict[str, Any]]
 
 
 def _readable_summary(run_dir: Path) -> RunSummary:
@@ -367,7 +367,7 @@ def read_back(
         raise
     reopened = {*open_candidates(summary), summary.reference} if going_on else set()
     done = frozenset(e.name for e in summary.variants if e.status == "ok" and e.complete) - reopened
-    kept_fidelity = {e.name: (e.token_fidelity, e.token_fidelity_missing) for e in summary.variants}
+    kept_fidelity = {e.name: {k: getattr(e, k) for k in VariantEntry.FIDELITY_KEYS} for e in summary.variants}
     summary.variants = [e for e in summary.variants if e.name in done]
     summary.status = "running"
     _warn_other_machine(summary)

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from evaluators.baselines import BaselineScores, baseline_accuracy
 from evaluators.comparison import accuracy_delta
@@ -28,7 +29,6 @@ from quantgate.rundir.store import RunStore, latest_records, read_records
 from quantgate.rundir.summary import (
     Placement,
     RunSummary,
-    TokenFidelityEntry,
     VariantEntry,
     VariantMetadata,
     VariantsFile,
@@ -60,9 +60,10 @@ class RunSession:
     prior: dict[str, tuple[CaseOutcome, ...]] = field(default_factory=dict)
     unenforced_said: set[tuple[str, ...]] = field(default_factory=set)
     """The lists of unenforced schema keywords already warned of (each is said once per run)."""
-    kept_fidelity: dict[str, tuple[TokenFidelityEntry | None, str | None]] = field(default_factory=dict)
-    """A complete run going on: each variant's token fidelity as measured before (on the run's
-    first cases, which did not change), put back instead of measured again."""
+    kept_fidelity: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """A complete run going on: each variant's token-fidelity keys (`VariantEntry.FIDELITY_KEYS`) as
+    measured before (on the run's first cases, which did not change), put back instead of measured
+    again."""
 
     def place(self, entry: VariantEntry, metadata: VariantMetadata) -> None:
         """Put a variant's summary entry and variants.json line in their place, in run order."""

@@ -139,6 +139,14 @@ class VariantEntry(VariantSummary, _Throughput, _VariantHead):  # the keys in th
     runtime_token_fidelity_missing: str | None = Field(
         default=None, description="Why the variant's runtime pair's token fidelity is not measured."
     )
+    FIDELITY_KEYS: ClassVar[tuple[str, ...]] = (
+        "token_fidelity",
+        "token_fidelity_missing",
+        "runtime_token_fidelity",
+        "runtime_token_fidelity_base",
+        "runtime_token_fidelity_missing",
+    )
+    """The keys the token-fidelity step fills (kept as they are when a complete run goes on)."""
     sequential: SequentialEntry | None = Field(
         default=None, description="How a sequential run ended for this variant (None: a fixed sample)."
     )

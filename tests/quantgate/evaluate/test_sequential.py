@@ -13,6 +13,7 @@ from quantgate.evaluate.resume import ResumeError
 from quantgate.inputs.dataset import Case, load_dataset, write_dataset
 from quantgate.inputs.gates import Gates
 from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.rundir.files import SUMMARY_FILE
 from quantgate.rundir.store import latest_records, load_run, read_records
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel, SleepyChatModel
 
@@ -236,10 +237,17 @@ def test_an_open_candidate_gets_a_forecast_and_goes_on_with_resume_budget(long_d
 
     with pytest.raises(ResumeError, match="give the minutes to go on with: --budget MINUTES"):
         resume_evaluation(run_dir, variant_set=variants, progress=False)
+    # what the token-fidelity step wrote for a runtime pair is kept as it is, like the rest of it
+    measured = json.loads((run_dir / SUMMARY_FILE).read_text())
+    assert measured["variants"][1]["name"] == "same"
+    measured["variants"][1] |= {"runtime_token_fidelity_base": "ref", "runtime_token_fidelity_missing": "why"}
+    (run_dir / SUMMARY_FILE).write_text(json.dumps(measured))
     resume_evaluation(run_dir, variant_set=variants, budget_s=60.0, progress=False)
     summary = load_run(run_dir).summary
     same = summary.entry("same")
     assert same is not None
+    assert (same.runtime_token_fidelity_base, same.runtime_token_fidelity_missing) == ("ref", "why")
+    assert same.token_fidelity_missing is not None and same.token_fidelity_missing.startswith("not measured")
     assert same.sequential is not None
     # the same sequence goes on: settled at the round end after 80 cases, the first 10 read back
     assert (same.sequential.settled, same.sequential.cases, same.resumed_cases) == ("pass", 80, 10)
