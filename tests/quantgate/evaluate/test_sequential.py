@@ -247,7 +247,8 @@ def test_an_open_candidate_gets_a_forecast_and_goes_on_with_resume_budget(long_d
     same = summary.entry("same")
     assert same is not None
     assert (same.runtime_token_fidelity_base, same.runtime_token_fidelity_missing) == ("ref", "why")
-    assert same.token_fidelity_missing is not None and same.token_fidelity_missing.startswith("not measured")
+    assert same.token_fidelity_missing is not None
+    assert same.token_fidelity_missing.startswith("not measured")
     assert same.sequential is not None
     # the same sequence goes on: settled at the round end after 80 cases, the first 10 read back
     assert (same.sequential.settled, same.sequential.cases, same.resumed_cases) == ("pass", 80, 10)
