@@ -218,10 +218,6 @@ def measure_logprobs(job: FidelityJob) -> dict[str, TokenFidelityEntry | str]:
     }
 
 
-measure_ollama = measure_logprobs
-"""The former name."""
-
-
 def measure_in_worker(job: FidelityJob) -> dict[str, TokenFidelityEntry | str]:
     """Run the measurement in a fresh process (all models loaded at once, then freed).
 
@@ -342,14 +338,36 @@ def token_fidelity_step(
 ) -> None:
     """Measure token fidelity where it can be, and say why where it cannot.
 
-    Fills `token_fidelity` / `token_fidelity_missing` in the summary `entries` in place. The
-    measurement runs here (in a worker process for embedded models), or on the cluster of a
-    remote `executor`.
+    Fills `token_fidelity` / `token_fidelity_missing` in the summary `entries` in place (against
+    the reference, when it was evaluated), then the runtime pairs' `runtime_token_fidelity` (against
+    their embedded base, whether or not the reference was). The measurement runs here (in a worker
+    process for embedded models), or on the cluster of a remote `executor`.
     """
+    if any(e.name == reference_name and e.status == "ok" for e in entries):
+        _against_reference(dataset=dataset, cases=cases, variants=variants, reference_name=reference_name,
+                           entries=entries, run_dir=run_dir, enabled=enabled, max_repairs=max_repairs,
+                           progress=progress, executor=executor)  # fmt: skip
+    runtime_pair_fidelity(dataset=dataset, cases=cases, variants=variants, reference_name=reference_name,
+                          entries=entries, run_dir=run_dir, enabled=enabled, max_repairs=max_repairs,
+                          progress=progress, outputs_of=reference_outputs, executor=executor)  # fmt: skip
+
+
+def _against_reference(
+    *,
+    dataset: Dataset,
+    cases: Sequence[Case],
+    variants: Sequence[Variant],
+    reference_name: str,
+    entries: list[VariantEntry],
+    run_dir: Path,
+    enabled: bool,
+    max_repairs: int,
+    progress: bool,
+    executor: VariantExecutor | None,
+) -> None:
+    """Each variant's token fidelity against the (evaluated) reference, or why it is not measured."""
     ok = {e.name for e in entries if e.status == "ok"}
     reference = next(v for v in variants if v.name == reference_name)
-    if reference_name not in ok:
-        return
     reasons: dict[str, str] = {}
     targets = []
     for variant in variants:
@@ -377,6 +395,3 @@ def token_fidelity_step(
         progress=progress,
     )
     annotate(entries, _measure_by_kind(template, targets, reasons, executor), reasons)
-    runtime_pair_fidelity(dataset=dataset, cases=cases, variants=variants, reference_name=reference_name,
-                          entries=entries, run_dir=run_dir, enabled=enabled, max_repairs=max_repairs,
-                          progress=progress, outputs_of=reference_outputs, executor=executor)  # fmt: skip

@@ -17,7 +17,7 @@ import quantgate.evaluate.token_fidelity.runtime_pairs as runtime_pairs
 from quantgate.backends import BackendError
 from quantgate.evaluate.token_fidelity.embedded_forcing import EmbeddedForcing, top_logprobs
 from quantgate.evaluate.token_fidelity.ollama_forcing import ForcedPositions
-from quantgate.evaluate.token_fidelity.run_step import reference_outputs
+from quantgate.evaluate.token_fidelity.run_step import reference_outputs, token_fidelity_step
 from quantgate.evaluate.token_fidelity.runtime_pairs import measure_member, runtime_pair_fidelity
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant
@@ -210,3 +210,23 @@ def test_reasons_when_switched_off_without_base_outputs_or_when_the_worker_fails
     [_, empty] = _step(pair, tmp_path)
     assert empty.runtime_token_fidelity is None
     assert empty.runtime_token_fidelity_missing == runtime_pairs.NO_POSITION
+
+
+def test_a_pair_is_measured_when_the_reference_failed(tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        runtime_pairs, "_measure_in_worker", lambda job: {v.name: _entry(40) for v in job.members}
+    )
+    _write_outputs(tmp_path, "E", 2)
+    variants = [
+        _variant("R", "llamacpp", "f16"),
+        _variant("E", "llamacpp", "q4"),
+        _variant("S", "openai", "q4", api="completions"),
+    ]
+    entries = _entries([v.name for v in variants])
+    entries[0].status = "skipped"
+    token_fidelity_step(
+        dataset=DATASET, cases=CASES, variants=variants, reference_name="R", entries=entries,
+        run_dir=tmp_path, enabled=True, max_repairs=0, progress=False,
+    )  # fmt: skip
+    assert (entries[2].runtime_token_fidelity, entries[2].runtime_token_fidelity_base) == (_entry(40), "E")
+    assert entries[1].token_fidelity is None  # against the skipped reference: nothing
