@@ -23,10 +23,11 @@ OLLAMA_METHOD = (
     "over positions"
 )
 OPENAI_METHOD = (
-    "top-{k} log-probabilities from an OpenAI-compatible server: each model scores the reference's "
-    "output after the prompt text of the case's first attempt in one /v1/completions request with "
-    "echo where the server offers it (else resumed greedy completion with logprobs, the output so far "
-    "appended to the prompt after each disagreement); per output position a lower bound of "
+    "top-{k} log-probabilities from an OpenAI-compatible server: each model follows the reference's "
+    "output after the prompt text of the case's first attempt by resumed greedy completion with "
+    "logprobs on /v1/completions (the output so far appended to the prompt after each disagreement; "
+    "with logprobs_echo, one echo request per case where the server answers it); per output position "
+    "a lower bound of "
     "KL(reference || variant) from the two top-{k} lists (tokens outside both merged into one bucket, "
     "nats) and top-1 agreement, pooled over positions"
 )
@@ -61,6 +62,7 @@ def _openai_forcing(variant: Variant) -> OpenAIForcing:
         timeout_s=float(options.get("timeout_s", 300.0)),
         seed=int(options.get("seed", 0)),
         render=completion_prompt(variant),
+        echo=bool(options.get("logprobs_echo", False)),
     )
 
 

@@ -1,15 +1,20 @@
 """Teacher forcing through an OpenAI-compatible server, from the top-k log-probabilities it returns.
 
-Two ways, the first the server offers:
+Two ways:
 
-1. **Echo** (`/v1/completions` with `echo: true, logprobs: k`, as llama-cpp-python's
-   `llama_cpp.server` and vLLM answer it): the prompt and the whole target are sent as one text,
-   and the server returns the top-k list at every token of it, the target's included. One request
-   per case scores the target directly, as embedded teacher forcing does; the server tokenizes
-   the target itself (canonically, which may differ from the tokens a model generated).
-2. **Resumed greedy completion** (`/v1/completions`, `logprobs: k`), when the server does not
-   echo: as `OllamaForcing` does over Ollama's chat, but resuming is exact, the target so far is
-   appended to the prompt text.
+1. **Resumed greedy completion** (`/v1/completions`, `logprobs: k`), the default: as
+   `OllamaForcing` does over Ollama's chat, but resuming is exact, the target so far is appended
+   to the prompt text.
+2. **Echo** (`/v1/completions` with `echo: true, logprobs: k`), when asked for (`echo=True`) and
+   the server answers it: the prompt and the whole target are sent as one text, and the server
+   returns the top-k list at every token of it, the target's included. One request per case
+   scores the target directly, as embedded teacher forcing does; the server tokenizes the target
+   itself (canonically, which may differ from the tokens a model generated). Not the default:
+   `llama_cpp.server` builds each position's list in Python by sorting the whole vocabulary
+   (262,144 tokens for Gemma 3), prompt positions included, and one echo of an 875-token
+   restaurants prompt had not finished after 10 minutes on 2 cores (its model evaluation took
+   9 s); servers that compute prompt log-probabilities natively (vLLM) may find it faster (not
+   checked here).
 
 Both need the prompt text the variant's server reads: a `render` callable given by the caller (a
 variant with `api = "completions"`, whose prompt quantgate renders), else llama.cpp's
@@ -123,6 +128,7 @@ class OpenAIForcing:
         timeout_s: float = 300.0,
         seed: int = 0,
         render: Callable[[Sequence[BaseMessage]], str] | None = None,
+        echo: bool = False,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         """Connect to a server.
@@ -136,6 +142,7 @@ class OpenAIForcing:
             seed: Sent with every request (temperature is 0).
             render: The prompt text the server reads for messages; None to ask the server
                 (`/apply-template`).
+            echo: Try scoring each target in one echo request first (see the module docstring).
             transport: An httpx transport (tests).
         """
         self.base_url = base_url.rstrip("/")
@@ -145,8 +152,9 @@ class OpenAIForcing:
         self.render = render
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.client = httpx.Client(headers=headers, timeout=timeout_s, transport=transport)
-        self.echo: bool | None = None
-        """Whether the server echoes the prompt's log-probabilities: None until asked once."""
+        self.echo: bool | None = None if echo else False
+        """Whether the server echoes the prompt's log-probabilities: None until asked once; False
+        when not asked for."""
         self.template: bool | None = None
         """Whether the server has `/apply-template`: None until asked once."""
         self.way = ""

@@ -78,7 +78,7 @@ def scripted(*answers, template=404):
 def test_a_server_that_does_not_echo_is_walked_by_resumed_completion():
     transport, requests = scripted(recorded("openai_completion.json"), recorded("openai_completion.json"))
     forcing = OpenAIForcing(
-        base_url="http://s/v1", model="m", render=gemma, top_logprobs=3, transport=transport
+        base_url="http://s/v1", model="m", render=gemma, top_logprobs=3, transport=transport, echo=True
     )
     followed = forcing.follow_tokens(MESSAGES, ["The", " model"])
     assert forcing.echo is False
@@ -94,16 +94,17 @@ def test_a_server_that_does_not_echo_is_walked_by_resumed_completion():
 def test_a_divergence_resumes_with_the_target_so_far_appended_to_the_prompt():
     completion = recorded("openai_completion.json")
     transport, requests = scripted(completion, completion)
-    forcing = OpenAIForcing(
+    forcing = OpenAIForcing(  # no echo unless asked for
         base_url="http://s/v1", model="m", render=gemma, top_logprobs=3, transport=transport
     )
-    forcing.echo = False
     followed = forcing.follow_tokens(MESSAGES, ["The", " capital", " is"])  # the model says " model"
     assert followed.tokens == ("The", " capital", " is")
     assert followed.requests == 2
     # the diverging position keeps its list (its history was the target's); the next request
     # continues after the target's token, and asks for as many tokens as are left
     assert followed.top[1] == completion_steps(completion, 3)[1][1]
+    assert [r["echo"] for r in requests] == [False, False]
+    assert requests[0]["prompt"] == PROMPT
     assert requests[1]["prompt"] == PROMPT + "The capital"
     assert requests[1]["max_tokens"] == 1
 

@@ -44,7 +44,7 @@ def test_echo_scoring_agrees_with_the_same_file_embedded(llama_server, ladder):
     from llama_cpp import Llama
 
     forcing = OpenAIForcing(
-        base_url=llama_server.url, model="q4_k_m", render=gemma, top_logprobs=5, timeout_s=600
+        base_url=llama_server.url, model="q4_k_m", render=gemma, top_logprobs=5, timeout_s=600, echo=True
     )
     q4 = next(v for v in ladder.variants if v.name == "Q4_K_M")
     embedded = Llama(q4.model, n_ctx=512, logits_all=True, verbose=False)
