@@ -30,7 +30,7 @@ def test_completions_variants_on_a_real_server_are_measured_and_chat_ones_are_no
 ):
     # the tiny invoice set: llama_cpp.server takes the log-softmax of every prompt position of a
     # logprobs request in Python, about 30 s per request with a restaurants prompt (875 tokens)
-    cases = tuple(dataset.cases[:2])
+    cases = tuple(dataset.cases[:1])
     # targets: each case's expected first field as a JSON object (any text the reference is forced
     # along will do; short, since llama_cpp.server sorts the whole vocabulary per position)
     outputs = {c.id: json.dumps(dict(list((c.expected or {}).items())[:1])) for c in cases}
@@ -47,7 +47,7 @@ def test_completions_variants_on_a_real_server_are_measured_and_chat_ones_are_no
         (c.id, None, 0) for c in cases
     ]
     # the same model on the same server follows the same target: the same top-1, lists within noise
-    assert entry.positions == sum(line["positions"] for line in lines) >= 2 * 4
+    assert entry.positions == sum(line["positions"] for line in lines) >= 4
     assert entry.kld_mean is not None
     assert entry.kld_mean < 1e-3  # 3.5e-5 measured: resumed requests split the batches differently
     assert entry.top1_agreement == 1.0
