@@ -2,10 +2,10 @@
 
 Variants whose model files have the same sha256 (variants.json's `sha256`: given in the variants
 file, written by `quantgate ladder`, or recorded by a backend from the file it serves) and whose
-backends differ form a group. Its base is the embedded variant when there is one (of a backend
-quantgate runs in its own process on the model file, `embedded_backend`: llama.cpp; the runtime
-quantgate controls end to end), else the run's reference, else the variant listed first in the run;
-each other member on another backend is compared with the base:
+backends differ form a group (`quantgate.backends.runtime_pairs`). Its base is the embedded variant
+when there is one (of a backend quantgate runs in its own process on the model file: llama.cpp; the
+runtime quantgate controls end to end), else the run's reference, else the variant listed first in
+the run; each other member on another backend is compared with the base:
 
 - agreement: its records scored against the base's records field by field, with the scorer the
   run's agreement with the reference uses (`CaseScorer.fields`), summarized with its betting
@@ -25,53 +25,13 @@ from collections.abc import Mapping, Sequence
 
 from evaluators.case import CaseScorer, case_language
 from evaluators.comparison import AgreementSummary, ComparisonOptions, compare_paired, summarize_agreement
-from quantgate.backends import BackendError, backend_capabilities
+from quantgate.backends.runtime_pairs import same_file_pairs
 from quantgate.inputs.dataset import Dataset
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.pairing import paired_cases
-from quantgate.rundir.runtime_comparison import BaseReason, RuntimeComparison
+from quantgate.rundir.runtime_comparison import RuntimeComparison
 from quantgate.rundir.store import Run
 from quantgate.rundir.summary import TokenFidelityEntry, VariantEntry
-
-
-def embedded_backend(backend: str) -> bool:
-    """Whether the backend registered as `backend` runs the model in quantgate's own process from
-    the model file (declared: `model_file` and `memory == "process"`; the built-in llama.cpp).
-
-    An unknown backend (one a script registered in another process, or an installed plugin that
-    cannot be loaded here) declares nothing, so it is not embedded.
-    """
-    try:
-        declared = backend_capabilities(backend)
-    except BackendError:
-        return False
-    return declared.model_file and declared.memory == "process"
-
-
-def same_file_pairs(
-    listed: Sequence[tuple[str, str, str | None]], reference: str
-) -> list[tuple[str, str, BaseReason]]:
-    """(base, variant, why the base) for every variant that shares its model file with a base on
-    another backend, in run order.
-
-    Args:
-        listed: (name, backend, sha256) of the run's evaluated variants, in run order.
-        reference: The run's reference.
-    """
-    groups: dict[str, list[tuple[str, str]]] = {}
-    for name, backend, sha256 in listed:
-        if sha256:
-            groups.setdefault(sha256, []).append((name, backend))
-    pairs: list[tuple[str, str, BaseReason]] = []
-    for members in groups.values():
-        if len({backend for _, backend in members}) < 2:
-            continue
-        embedded = [m for m in members if embedded_backend(m[1])]
-        with_reference = [m for m in members if m[0] == reference]
-        why: BaseReason = "embedded" if embedded else "reference" if with_reference else "listed_first"
-        base = (embedded or with_reference or members)[0]
-        pairs += [(base[0], name, why) for name, backend in members if backend != base[1]]
-    return pairs
 
 
 def _agreement(

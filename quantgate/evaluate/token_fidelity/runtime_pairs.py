@@ -2,7 +2,7 @@
 the embedded backend and behind an OpenAI-compatible server.
 
 The run measures token fidelity against its reference, between variants of one backend
-(`run_step`). A runtime pair (`quantgate.decide.runtimes.same_file_pairs`) whose base is an
+(`run_step`). A runtime pair (`quantgate.backends.runtime_pairs.same_file_pairs`) whose base is an
 embedded variant and whose other member is an `openai` variant with `api = "completions"` (whose
 server reads exactly the embedded backend's prompt text, `completion_prompt`) is measured here as
 well, along the base's first-attempt outputs (chosen as the reference's are,
@@ -39,7 +39,7 @@ from graphs.extraction import prompt_messages
 from quantgate.backends import BackendError, capabilities, open_variant
 from quantgate.backends.llamacpp import LlamaCppChatModel
 from quantgate.backends.openai import completion_prompt
-from quantgate.decide.runtimes import same_file_pairs
+from quantgate.backends.runtime_pairs import same_file_pairs
 from quantgate.evaluate.executor import VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.evaluate.token_fidelity.embedded_forcing import EmbeddedForcing

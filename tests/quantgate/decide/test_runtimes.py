@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from quantgate.backends.runtime_pairs import same_file_pairs
 from quantgate.decide.recommendation import decide
-from quantgate.decide.runtimes import same_file_pairs
 from quantgate.inputs.gates import Gates
 from quantgate.rundir.decision import Decision
 from quantgate.rundir.files import RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
@@ -199,7 +199,7 @@ def test_the_report_shows_the_runtime_comparison(tmp_path: Path) -> None:
 
 def test_the_embedded_base_is_chosen_by_declared_capabilities_not_by_name(register_backend) -> None:
     from quantgate.backends import BackendCapabilities
-    from quantgate.decide.runtimes import embedded_backend
+    from quantgate.backends.runtime_pairs import embedded_backend
 
     def never_opened(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("not opened")
