@@ -22,7 +22,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from langchain_core.messages import BaseMessage
@@ -33,6 +33,7 @@ from quantgate.backends.llamacpp import LlamaCppChatModel
 from quantgate.evaluate.executor import VariantCall, VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.evaluate.token_fidelity.forcings import forcing_problem, logprobs_forcing
+from quantgate.evaluate.token_fidelity.job import FidelityJob
 from quantgate.evaluate.token_fidelity.measurement import (
     case_prompt,
     measure_ollama_token_fidelity,
@@ -106,24 +107,6 @@ def reference_outputs(records: Mapping[str, CaseRecord], *, cases: Sequence[str]
         and records[case_id].attempts == 1
         and not records[case_id].error
     }
-
-
-@dataclass(frozen=True, kw_only=True)
-class FidelityJob:
-    """What the worker needs; picklable."""
-
-    reference: Variant
-    variants: tuple[Variant, ...]
-    dataset: Dataset
-    cases: tuple[Case, ...]
-    outputs: dict[str, str]
-    run_dir: Path
-    max_repairs: int
-    progress: bool
-
-    def tags(self) -> dict[str, tuple[str, ...]]:
-        """Each case's tags (its slices), by case id."""
-        return {case.id: tuple(case.tags) for case in self.cases}
 
 
 def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry | str]:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import closing
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -44,6 +43,7 @@ from quantgate.evaluate.executor import VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.evaluate.token_fidelity.embedded_forcing import EmbeddedForcing
 from quantgate.evaluate.token_fidelity.forcings import logprobs_forcing
+from quantgate.evaluate.token_fidelity.job import FidelityJob
 from quantgate.evaluate.token_fidelity.measurement import measure_ollama_token_fidelity
 from quantgate.evaluate.token_fidelity.ollama_forcing import Forcing
 from quantgate.evaluate.token_fidelity.openai_forcing import OpenAIForcing
@@ -100,20 +100,6 @@ class OutputSelector(Protocol):
         ...
 
 
-@dataclass(frozen=True, kw_only=True)
-class PairJob:
-    """What the worker needs to measure the members of one base's pairs; picklable."""
-
-    base: Variant
-    members: tuple[Variant, ...]
-    dataset: Dataset
-    cases: tuple[Case, ...]
-    outputs: dict[str, str]
-    run_dir: Path
-    max_repairs: int
-    progress: bool
-
-
 def member_forcing(variant: Variant) -> tuple[OpenAIForcing, int]:
     """The member's forcing, with the prompt text quantgate renders, and its top-k."""
     forcing, _ = logprobs_forcing(variant)
@@ -150,8 +136,9 @@ def measure_member(
     return summaries[member]
 
 
-def measure_pairs(job: PairJob) -> dict[str, TokenFidelityEntry]:
-    """Measure each member against the base along the base's outputs (in the worker process).
+def measure_pairs(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
+    """Measure each member (`job.variants`) against the base (`job.reference`, the pairs' embedded
+    variant) along the base's outputs (in the worker process).
 
     Raises:
         BackendError: The base cannot be opened or is not embedded, or a member's server is unusable.
@@ -159,23 +146,23 @@ def measure_pairs(job: PairJob) -> dict[str, TokenFidelityEntry]:
     options = RunOptions(max_repairs=job.max_repairs, progress=False)
     sink = JsonLines(job.run_dir / FIDELITY_FILE)
     entries: dict[str, TokenFidelityEntry] = {}
-    with open_variant(job.base, job.dataset.schema) as opened, closing(sink):
+    with open_variant(job.reference, job.dataset.schema) as opened, closing(sink):
         if not isinstance(opened.chat_model, LlamaCppChatModel):
-            raise BackendError(f"base {job.base.name}: not an embedded llama.cpp model")
+            raise BackendError(f"base {job.reference.name}: not an embedded llama.cpp model")
         context = extraction_context(job.dataset, opened, options)
         messages = {c.id: prompt_messages(context, c.text)[0] for c in job.cases if c.id in job.outputs}
         llama = opened.chat_model.engine.llama
-        for member in job.members:
+        for member in job.variants:
             forcing, k = member_forcing(member)
             summary = measure_member(
-                base=job.base.name,
+                base=job.reference.name,
                 reference=EmbeddedForcing(llama=llama, top_logprobs=k, rows_per_batch=1),
                 member=member.name,
                 forcing=forcing,
                 messages=messages,
                 outputs=job.outputs,
                 sink=sink,
-                tags={case.id: tuple(case.tags) for case in job.cases},
+                tags=job.tags(),
                 progress=job.progress,
             )
             method = RUNTIME_METHOD.replace("{k}", str(k))
@@ -183,7 +170,7 @@ def measure_pairs(job: PairJob) -> dict[str, TokenFidelityEntry]:
     return entries
 
 
-def _measure_in_worker(job: PairJob) -> dict[str, TokenFidelityEntry]:
+def _measure_in_worker(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
     return run_isolated(
         measure_pairs, job, name="quantgate-runtime-fidelity", what="the runtime pairs' token-fidelity worker"
     )
@@ -275,9 +262,9 @@ def runtime_pair_fidelity(
                 v.name: f"not measured: no case answered validly by {base} at first try" for v in chosen
             }
             continue
-        job = PairJob(base=by_name[base], members=tuple(chosen), dataset=dataset, cases=tuple(cases),
-                      outputs=outputs, run_dir=run_dir, max_repairs=max_repairs,
-                      progress=progress)  # fmt: skip
+        job = FidelityJob(reference=by_name[base], variants=tuple(chosen), dataset=dataset,
+                          cases=tuple(cases), outputs=outputs, run_dir=run_dir, max_repairs=max_repairs,
+                          progress=progress)  # fmt: skip
         try:
             measured |= _measure_in_worker(job)
         except (RuntimeError, BackendError) as exc:

@@ -25,7 +25,8 @@ from quantgate.backends import (
 )
 from quantgate.evaluate.executor import LocalExecutor, VariantCall
 from quantgate.evaluate.options import RunOptions
-from quantgate.evaluate.token_fidelity.run_step import FidelityJob, token_fidelity_step, unmeasured_reason
+from quantgate.evaluate.token_fidelity.job import FidelityJob
+from quantgate.evaluate.token_fidelity.run_step import token_fidelity_step, unmeasured_reason
 from quantgate.inputs.dataset import Dataset
 from quantgate.inputs.variants import Variant
 from quantgate.loadtest.levels import LoadJob, LoadOptions, load_variant, parse_levels

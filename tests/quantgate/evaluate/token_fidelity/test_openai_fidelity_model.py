@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from quantgate.backends import BackendError
-from quantgate.evaluate.token_fidelity.run_step import FidelityJob, measure_logprobs
+from quantgate.evaluate.token_fidelity.job import FidelityJob
+from quantgate.evaluate.token_fidelity.run_step import measure_logprobs
 from quantgate.inputs.dataset import Dataset
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.files import FIDELITY_FILE

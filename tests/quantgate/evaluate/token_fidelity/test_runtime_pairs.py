@@ -16,6 +16,7 @@ import quantgate.evaluate.token_fidelity.embedded_forcing as embedded_forcing
 import quantgate.evaluate.token_fidelity.runtime_pairs as runtime_pairs
 from quantgate.backends import BackendError
 from quantgate.evaluate.token_fidelity.embedded_forcing import EmbeddedForcing, top_logprobs
+from quantgate.evaluate.token_fidelity.job import FidelityJob
 from quantgate.evaluate.token_fidelity.ollama_forcing import ForcedPositions
 from quantgate.evaluate.token_fidelity.run_step import reference_outputs, token_fidelity_step
 from quantgate.evaluate.token_fidelity.runtime_pairs import measure_member, runtime_pair_fidelity
@@ -150,11 +151,11 @@ def _step(variants: list[Variant], run_dir: Path, *, enabled: bool = True) -> li
 
 
 def test_only_a_completions_server_paired_with_an_embedded_base_is_measured(tmp_path, monkeypatch):
-    jobs: list[runtime_pairs.PairJob] = []
+    jobs: list[FidelityJob] = []
 
-    def measured(job: runtime_pairs.PairJob) -> dict[str, TokenFidelityEntry]:
+    def measured(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
         jobs.append(job)
-        return {v.name: _entry(40) for v in job.members}
+        return {v.name: _entry(40) for v in job.variants}
 
     monkeypatch.setattr(runtime_pairs, "_measure_in_worker", measured)
     _write_outputs(tmp_path, "E", 3)
@@ -169,7 +170,7 @@ def test_only_a_completions_server_paired_with_an_embedded_base_is_measured(tmp_
     ]
     entries = {e.name: e for e in _step(variants, tmp_path)}
     [job] = jobs
-    assert (job.base.name, [v.name for v in job.members]) == ("E", ["S"])
+    assert (job.reference.name, [v.name for v in job.variants]) == ("E", ["S"])
     assert set(job.outputs) == {case.id for case in CASES}  # the base's outputs of the step's cases
     assert entries["S"].runtime_token_fidelity == _entry(40)
     assert (entries["S"].runtime_token_fidelity_base, entries["S"].runtime_token_fidelity_missing) == (
@@ -199,7 +200,7 @@ def test_reasons_when_switched_off_without_base_outputs_or_when_the_worker_fails
     [_, none] = _step(pair, tmp_path)
     assert none.runtime_token_fidelity_missing == "not measured: no case answered validly by R at first try"
 
-    def failing(job: runtime_pairs.PairJob) -> dict[str, TokenFidelityEntry]:
+    def failing(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
         raise BackendError("server at x answered 500\nmore")
 
     monkeypatch.setattr(runtime_pairs, "_measure_in_worker", failing)
@@ -214,7 +215,7 @@ def test_reasons_when_switched_off_without_base_outputs_or_when_the_worker_fails
 
 def test_a_pair_is_measured_when_the_reference_failed(tmp_path, monkeypatch):
     monkeypatch.setattr(
-        runtime_pairs, "_measure_in_worker", lambda job: {v.name: _entry(40) for v in job.members}
+        runtime_pairs, "_measure_in_worker", lambda job: {v.name: _entry(40) for v in job.variants}
     )
     _write_outputs(tmp_path, "E", 2)
     variants = [

@@ -15,7 +15,8 @@ from quantgate.backends import open_variant
 from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.llamacpp import LlamaCppChatModel
 from quantgate.evaluate.options import RunOptions, extraction_context
-from quantgate.evaluate.token_fidelity.runtime_pairs import PairJob, measure_pairs
+from quantgate.evaluate.token_fidelity.job import FidelityJob
+from quantgate.evaluate.token_fidelity.runtime_pairs import measure_pairs
 from quantgate.inputs.dataset import Dataset, load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import read_fidelity
@@ -63,7 +64,7 @@ def test_the_same_file_embedded_and_behind_a_server_gives_the_same_top_k_lists(
         options={"base_url": llama_server.url, "api": "completions", "timeout_s": 600},
     )
     outputs = greedy_outputs(base, dataset)
-    job = PairJob(base=base, members=(served,), dataset=dataset, cases=tuple(dataset.cases),
+    job = FidelityJob(reference=base, variants=(served,), dataset=dataset, cases=tuple(dataset.cases),
                   outputs=outputs, run_dir=tmp_path, max_repairs=0, progress=False)  # fmt: skip
     entry = measure_pairs(job)["Q4_K_M-server"]
     lines = list(read_fidelity(tmp_path))
