@@ -1,15 +1,18 @@
-"""What one token-fidelity measurement needs (`FidelityJob`), for the run's reference and for a
-runtime pair's base alike."""
+"""What the run's token-fidelity step is given (`FidelityStep`), and what one measurement needs
+(`FidelityJob`), for the run's reference and for a runtime pair's base alike."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from quantgate.evaluate.executor import VariantExecutor
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.variants import Variant
+from quantgate.rundir.summary import VariantEntry
 
-__all__ = ["FidelityJob"]
+__all__ = ["FidelityJob", "FidelityStep"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,3 +33,29 @@ class FidelityJob:
     def tags(self) -> dict[str, tuple[str, ...]]:
         """Each case's tags (its slices), by case id."""
         return {case.id: tuple(case.tags) for case in self.cases}
+
+
+@dataclass(frozen=True, kw_only=True)
+class FidelityStep:
+    """The run's token-fidelity step: its variants and their summary `entries` (filled in place),
+    the cases measured (the run's first ones), and how.
+
+    Attributes:
+        enabled: False under --no-token-fidelity (every variant gets that reason).
+        executor: A remote one measures on the cluster; None here.
+    """
+
+    dataset: Dataset
+    cases: Sequence[Case]
+    variants: Sequence[Variant]
+    reference_name: str
+    entries: list[VariantEntry]
+    run_dir: Path
+    enabled: bool
+    max_repairs: int
+    progress: bool
+    executor: VariantExecutor | None = None
+
+    def ok(self) -> set[str]:
+        """The variants evaluated (status ok)."""
+        return {e.name for e in self.entries if e.status == "ok"}

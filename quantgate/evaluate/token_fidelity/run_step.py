@@ -33,7 +33,7 @@ from quantgate.backends.llamacpp import LlamaCppChatModel
 from quantgate.evaluate.executor import VariantCall, VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.evaluate.token_fidelity.forcings import forcing_problem, logprobs_forcing
-from quantgate.evaluate.token_fidelity.job import FidelityJob
+from quantgate.evaluate.token_fidelity.job import FidelityJob, FidelityStep
 from quantgate.evaluate.token_fidelity.measurement import (
     case_prompt,
     measure_ollama_token_fidelity,
@@ -326,43 +326,30 @@ def token_fidelity_step(
     their embedded base, whether or not the reference was). The measurement runs here (in a worker
     process for embedded models), or on the cluster of a remote `executor`.
     """
-    if any(e.name == reference_name and e.status == "ok" for e in entries):
-        _against_reference(dataset=dataset, cases=cases, variants=variants, reference_name=reference_name,
-                           entries=entries, run_dir=run_dir, enabled=enabled, max_repairs=max_repairs,
-                           progress=progress, executor=executor)  # fmt: skip
-    runtime_pair_fidelity(dataset=dataset, cases=cases, variants=variants, reference_name=reference_name,
-                          entries=entries, run_dir=run_dir, enabled=enabled, max_repairs=max_repairs,
-                          progress=progress, outputs_of=reference_outputs, executor=executor)  # fmt: skip
+    step = FidelityStep(dataset=dataset, cases=cases, variants=variants, reference_name=reference_name,
+                        entries=entries, run_dir=run_dir, enabled=enabled, max_repairs=max_repairs,
+                        progress=progress, executor=executor)  # fmt: skip
+    if reference_name in step.ok():
+        _against_reference(step)
+    runtime_pair_fidelity(step, outputs_of=reference_outputs)
 
 
-def _against_reference(
-    *,
-    dataset: Dataset,
-    cases: Sequence[Case],
-    variants: Sequence[Variant],
-    reference_name: str,
-    entries: list[VariantEntry],
-    run_dir: Path,
-    enabled: bool,
-    max_repairs: int,
-    progress: bool,
-    executor: VariantExecutor | None,
-) -> None:
+def _against_reference(step: FidelityStep) -> None:
     """Each variant's token fidelity against the (evaluated) reference, or why it is not measured."""
-    ok = {e.name for e in entries if e.status == "ok"}
-    reference = next(v for v in variants if v.name == reference_name)
+    ok, reference_name = step.ok(), step.reference_name
+    reference = next(v for v in step.variants if v.name == reference_name)
     reasons: dict[str, str] = {}
     targets = []
-    for variant in variants:
+    for variant in step.variants:
         if variant.name == reference_name or variant.name not in ok:
             continue
-        reason = unmeasured_reason(variant, reference, enabled=enabled)
+        reason = unmeasured_reason(variant, reference, enabled=step.enabled)
         if reason:
             reasons[variant.name] = reason
         else:
             targets.append(variant)
-    records = latest_records(read_records(run_dir)).get(reference_name, {})
-    outputs = reference_outputs(records, cases=[case.id for case in cases])
+    records = latest_records(read_records(step.run_dir)).get(reference_name, {})
+    outputs = reference_outputs(records, cases=[case.id for case in step.cases])
     if targets and not outputs:
         missing = "not measured: no case answered validly by the reference at first try"
         reasons |= {v.name: missing for v in targets}
@@ -370,11 +357,11 @@ def _against_reference(
     template = FidelityJob(
         reference=reference,
         variants=(),
-        dataset=dataset,
-        cases=tuple(cases),
+        dataset=step.dataset,
+        cases=tuple(step.cases),
         outputs=outputs,
-        run_dir=run_dir,
-        max_repairs=max_repairs,
-        progress=progress,
+        run_dir=step.run_dir,
+        max_repairs=step.max_repairs,
+        progress=step.progress,
     )
-    annotate(entries, _measure_by_kind(template, targets, reasons, executor), reasons)
+    annotate(step.entries, _measure_by_kind(template, targets, reasons, step.executor), reasons)

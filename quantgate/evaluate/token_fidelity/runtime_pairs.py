@@ -43,12 +43,11 @@ from quantgate.evaluate.executor import VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.evaluate.token_fidelity.embedded_forcing import EmbeddedForcing
 from quantgate.evaluate.token_fidelity.forcings import logprobs_forcing
-from quantgate.evaluate.token_fidelity.job import FidelityJob
+from quantgate.evaluate.token_fidelity.job import FidelityJob, FidelityStep
 from quantgate.evaluate.token_fidelity.measurement import measure_ollama_token_fidelity
 from quantgate.evaluate.token_fidelity.ollama_forcing import Forcing
 from quantgate.evaluate.token_fidelity.openai_forcing import OpenAIForcing
 from quantgate.evaluate.worker import run_isolated
-from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.files import FIDELITY_FILE, VARIANTS_FILE
 from quantgate.rundir.jsonfile import read_model
@@ -219,55 +218,40 @@ def _step_reason(enabled: bool, executor: VariantExecutor | None) -> str | None:
     return None
 
 
-def runtime_pair_fidelity(
-    *,
-    dataset: Dataset,
-    cases: Sequence[Case],
-    variants: Sequence[Variant],
-    reference_name: str,
-    entries: list[VariantEntry],
-    run_dir: Path,
-    enabled: bool,
-    max_repairs: int,
-    progress: bool,
-    outputs_of: OutputSelector,
-    executor: VariantExecutor | None = None,
-) -> None:
+def runtime_pair_fidelity(step: FidelityStep, *, outputs_of: OutputSelector) -> None:
     """Measure every runtime pair's member against its embedded base, where it can be, and say why
-    where it cannot (the step's arguments are `token_fidelity_step`'s; `outputs_of` chooses the
-    base's outputs as the reference's are chosen, `run_step.reference_outputs`).
+    where it cannot (`outputs_of` chooses the base's outputs as the reference's are chosen,
+    `run_step.reference_outputs`).
 
     Fills `runtime_token_fidelity`, `runtime_token_fidelity_base` and `runtime_token_fidelity_missing`
     of each pair member's summary entry in place; a variant in no pair is left as it is.
     """
-    ok = {e.name for e in entries if e.status == "ok"}
-    by_name = {v.name: v for v in variants}
-    pairs = [
-        (base, name) for base, name, _ in same_file_pairs(_listed(variants, ok, run_dir), reference_name)
-    ]
+    by_name = {v.name: v for v in step.variants}
+    listed = _listed(step.variants, step.ok(), step.run_dir)
+    pairs = [(base, name) for base, name, _ in same_file_pairs(listed, step.reference_name)]
     reasons: dict[str, str] = {}
     members: dict[str, list[Variant]] = {}
     for base, name in pairs:
-        reason = _step_reason(enabled, executor) or pair_reason(by_name[base], by_name[name])
+        reason = _step_reason(step.enabled, step.executor) or pair_reason(by_name[base], by_name[name])
         if reason:
             reasons[name] = reason
         else:
             members.setdefault(base, []).append(by_name[name])
-    records = latest_records(read_records(run_dir)) if members else {}
+    records = latest_records(read_records(step.run_dir)) if members else {}
     measured: dict[str, TokenFidelityEntry] = {}
     for base, chosen in members.items():
-        outputs = outputs_of(records.get(base, {}), cases=[case.id for case in cases])
+        outputs = outputs_of(records.get(base, {}), cases=[case.id for case in step.cases])
         if not outputs:
             reasons |= {
                 v.name: f"not measured: no case answered validly by {base} at first try" for v in chosen
             }
             continue
-        job = FidelityJob(reference=by_name[base], variants=tuple(chosen), dataset=dataset,
-                          cases=tuple(cases), outputs=outputs, run_dir=run_dir, max_repairs=max_repairs,
-                          progress=progress)  # fmt: skip
+        job = FidelityJob(reference=by_name[base], variants=tuple(chosen), dataset=step.dataset,
+                          cases=tuple(step.cases), outputs=outputs, run_dir=step.run_dir,
+                          max_repairs=step.max_repairs, progress=step.progress)  # fmt: skip
         try:
             measured |= _measure_in_worker(job)
         except (RuntimeError, BackendError) as exc:
             print(f"quantgate: runtime token fidelity not measured: {exc}")
             reasons |= {v.name: f"not measured: {str(exc).splitlines()[0]}" for v in chosen}
-    _annotate(entries, pairs, measured, reasons)
+    _annotate(step.entries, pairs, measured, reasons)

@@ -16,7 +16,7 @@ import quantgate.evaluate.token_fidelity.embedded_forcing as embedded_forcing
 import quantgate.evaluate.token_fidelity.runtime_pairs as runtime_pairs
 from quantgate.backends import BackendError
 from quantgate.evaluate.token_fidelity.embedded_forcing import EmbeddedForcing, top_logprobs
-from quantgate.evaluate.token_fidelity.job import FidelityJob
+from quantgate.evaluate.token_fidelity.job import FidelityJob, FidelityStep
 from quantgate.evaluate.token_fidelity.ollama_forcing import ForcedPositions
 from quantgate.evaluate.token_fidelity.run_step import reference_outputs, token_fidelity_step
 from quantgate.evaluate.token_fidelity.runtime_pairs import measure_member, runtime_pair_fidelity
@@ -143,10 +143,11 @@ def _entry(positions: int) -> TokenFidelityEntry:
 
 def _step(variants: list[Variant], run_dir: Path, *, enabled: bool = True) -> list[VariantEntry]:
     entries = _entries([v.name for v in variants])
-    runtime_pair_fidelity(
+    step = FidelityStep(
         dataset=DATASET, cases=CASES, variants=variants, reference_name="R", entries=entries,
-        run_dir=run_dir, enabled=enabled, max_repairs=0, progress=False, outputs_of=reference_outputs,
+        run_dir=run_dir, enabled=enabled, max_repairs=0, progress=False,
     )  # fmt: skip
+    runtime_pair_fidelity(step, outputs_of=reference_outputs)
     return entries
 
 
