@@ -82,5 +82,8 @@ def test_the_same_file_embedded_and_behind_a_server_gives_the_same_top_k_lists(
     assert [line.requests for line in lines] == [1, 1]
     assert entry.top1_agreement == 1.0
     assert entry.kld_max is not None
-    assert entry.kld_max < 1e-6  # scored in batches, the same file differs by ~1e-3 (runtime_pairs)
+    # 7.5e-12 on a fresh server; 1.5e-3 after the other server tests (CI's order, reproduced): the
+    # server reuses the previous prompt's evaluated prefix, so the prompt is split into other
+    # batches, and llama.cpp is not batch-invariant (~1e-3, docs/token-fidelity.md)
+    assert entry.kld_max < 1e-2
     assert entry.method.startswith("the same model file on two runtimes, a top-20 lower bound")
