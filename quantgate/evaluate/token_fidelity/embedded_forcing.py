@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 from langchain_core.messages import BaseMessage
+from scipy.special import log_softmax
 
 from quantgate.backends import BackendError
 from quantgate.backends.base_prompt import render_prompt
@@ -42,10 +43,8 @@ def top_logprobs(logits: np.ndarray[Any, Any], k: int, spell: Callable[[int], st
     Two tokens spelled alike (byte tokens that are no whole UTF-8 character) keep the larger
     log-probability, as the forcings of servers merge them.
     """
-    row = logits.astype(np.float64)
-    shifted = row - row.max()
-    logprobs = shifted - np.log(np.exp(shifted).sum())
-    count = min(k, row.shape[0])
+    logprobs = log_softmax(logits.astype(np.float64))
+    count = min(k, logprobs.shape[0])
     chosen = np.argpartition(-logprobs, count - 1)[:count]
     top: TopLogprobs = {}
     for token in sorted(chosen.tolist(), key=lambda t: -logprobs[t]):
