@@ -143,6 +143,19 @@ def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry | str]:
     }
 
 
+def _variant_forcings(variants: Sequence[Variant]) -> tuple[dict[str, Forcing], dict[str, str]]:
+    """Each variant's forcing, and why for those whose forcing cannot be made (an option its backend
+    refuses): one variant's bad option costs that variant its figure, not the others theirs."""
+    forcings: dict[str, Forcing] = {}
+    problems: dict[str, str] = {}
+    for variant in variants:
+        try:
+            forcings[variant.name] = logprobs_forcing(variant)[0]
+        except BackendError as exc:
+            problems[variant.name] = str(exc).splitlines()[0]
+    return forcings, problems
+
+
 def _prompt_problems(
     reference: Forcing, variants: Mapping[str, Forcing], sample: Sequence[BaseMessage] | None
 ) -> dict[str, str]:
@@ -178,8 +191,8 @@ def measure_logprobs(job: FidelityJob) -> dict[str, TokenFidelityEntry | str]:
     with open_variant(job.reference, job.dataset.schema) as opened, closing(sink):
         context = extraction_context(job.dataset, opened, options)
         messages = {c.id: prompt_messages(context, c.text)[0] for c in job.cases if c.id in job.outputs}
-        forcings = {v.name: logprobs_forcing(v)[0] for v in job.variants}
-        problems = _prompt_problems(forcing, forcings, next(iter(messages.values()), None))
+        forcings, unbuilt = _variant_forcings(job.variants)
+        problems = unbuilt | _prompt_problems(forcing, forcings, next(iter(messages.values()), None))
 
         summaries = measure_ollama_token_fidelity(
             reference=forcing,

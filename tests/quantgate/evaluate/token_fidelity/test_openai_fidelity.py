@@ -135,3 +135,14 @@ def test_a_variant_not_measured_by_its_forcing_gets_the_reason_in_its_entry(
                         max_repairs=0, progress=False)  # fmt: skip
     assert entries[1].token_fidelity is None
     assert entries[1].token_fidelity_missing == f"not measured: {UNKNOWN_PROMPT}"
+
+
+def test_a_variant_whose_forcing_cannot_be_made_costs_only_its_own_figure(monkeypatch):
+    monkeypatch.delenv("QG_UNSET_KEY", raising=False)
+    options = {"base_url": URL, "api_key_env": "QG_UNSET_KEY"}  # names a variable that is not set
+    bad = Variant(name="bad", backend="openai", model="b", options=options)
+    forcings, problems = fidelity_step._variant_forcings([served("good", api="completions"), bad])
+    assert list(forcings) == ["good"]
+    assert isinstance(forcings["good"], OpenAIForcing)
+    assert list(problems) == ["bad"]
+    assert "QG_UNSET_KEY" in problems["bad"]
