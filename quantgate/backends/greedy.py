@@ -29,6 +29,20 @@ class Generation:
     grammar_fallbacks: int = 0
     forced_tokens: int = 0
     """Output tokens the grammar forced and that were decoded in a chunk (fast-forward)."""
+    answer_tokens: int | None = None
+    """Tokens of the given answer to verify (the reference's); None: none was given, all decoded."""
+    verified_tokens: int = 0
+    """Output tokens read from the given answer and confirmed as the model's own choices."""
+
+    @property
+    def obtained(self) -> str:
+        """How the output was obtained: `decoded` (no answer given), `verified` (the given answer,
+        every token the model's own choice, and it ended there too), or `verified_then_decoded`
+        (the first `verified_tokens` tokens read, the rest decoded)."""
+        if self.answer_tokens is None:
+            return "decoded"
+        whole = self.verified_tokens == self.answer_tokens == self.output_tokens
+        return "verified" if whole and self.finish_reason in ("stop", "length") else "verified_then_decoded"
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

@@ -29,19 +29,17 @@ be tested against a fake model; `quantgate.backends.batch.LlamaBatchContext` is 
 
 from __future__ import annotations
 
-import codecs
 import contextlib
-import queue
 import threading
 from collections import deque
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from quantgate.backends.grammar import SequenceGrammar
 from quantgate.backends.greedy import Generation, common_prefix
+from quantgate.backends.slot_sequences import SlotBatch, SlotRequest, SlotSequence
 
 
 class BatchContext(Protocol):
@@ -86,56 +84,6 @@ MAX_DRAFT = 32
 """Forced tokens drafted at most after one chosen token (a logits row each)."""
 
 
-@dataclass(eq=False, kw_only=True)
-class _Request:
-    tokens: list[int]
-    grammar: str | None
-    max_tokens: int
-    stats: Generation
-    out: queue.Queue[Any] = field(default_factory=queue.Queue)
-    cancelled: bool = False
-
-
-@dataclass(eq=False, kw_only=True)
-class _Sequence:
-    seq: int
-    request: _Request
-    pending: list[int]
-    pos: int
-    shared: int
-    grammar: SequenceGrammar | None
-    text: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace"))
-    next_token: int | None = None
-    draft: list[int] = field(default_factory=list)
-    """Tokens the grammar forces after `next_token`, decoded with it and checked against the model."""
-    skip: int = 0
-    """Entries of the current batch that belong to a dropped draft."""
-
-    @property
-    def reserved(self) -> int:
-        """KV cells this sequence may still come to hold beyond the shared prefix."""
-        return len(self.request.tokens) - self.shared + self.request.max_tokens
-
-
-@dataclass
-class _Batch:
-    """The entries of one decode, with the sequence each belongs to."""
-
-    tokens: list[int] = field(default_factory=list)
-    positions: list[int] = field(default_factory=list)
-    seqs: list[int] = field(default_factory=list)
-    wants: list[bool] = field(default_factory=list)
-    owners: list[_Sequence] = field(default_factory=list)
-
-    def add(self, sequence: _Sequence, chunk: list[int], wants: list[bool]) -> None:
-        """Append `chunk` at the sequence's next positions."""
-        self.tokens += chunk
-        self.positions += range(sequence.pos, sequence.pos + len(chunk))
-        self.seqs += [sequence.seq] * len(chunk)
-        self.wants += wants
-        self.owners += [sequence] * len(chunk)
-
-
 class SlotScheduler:
     """Decodes up to `slots` requests at once in one context; thread-safe `generate`.
 
@@ -152,9 +100,9 @@ class SlotScheduler:
         """Decode the tokens the grammar forces after each chosen token in the same batch (a draft)."""
         self._prefix_seq = slots
         self._prefix: list[int] = []
-        self._donor: _Sequence | None = None
-        self._waiting: deque[_Request] = deque()
-        self._running: dict[int, _Sequence] = {}
+        self._donor: SlotSequence | None = None
+        self._waiting: deque[SlotRequest] = deque()
+        self._running: dict[int, SlotSequence] = {}
         self._wake = threading.Condition()
         self._closed = False
         self.steps = 0
@@ -163,7 +111,13 @@ class SlotScheduler:
         self._thread.start()
 
     def generate(
-        self, tokens: list[int], grammar: str | None, max_tokens: int, stats: Generation
+        self,
+        tokens: list[int],
+        grammar: str | None,
+        max_tokens: int,
+        stats: Generation,
+        *,
+        answer: Sequence[int] | None = None,
     ) -> Generator[str, None, None]:
         """Queue a request and yield the text of each generated token as it is decoded.
 
@@ -171,7 +125,11 @@ class SlotScheduler:
             tokens: The prompt's tokens (BOS included).
             grammar: Grammar text for `BatchContext.grammar`, or None (unconstrained).
             max_tokens: Generation limit (finish reason `length`).
-            stats: Receives token counts, the finish reason and grammar fallbacks.
+            stats: Receives token counts, the finish reason, grammar fallbacks and, with `answer`,
+                how many of its tokens were verified (`Generation.verified_tokens`).
+            answer: A given answer to verify (the reference's, as tokens, without BOS): read with
+                the prompt at prefill speed; the text yielded is the one decoding gives (the answer's
+                tokens as far as the model would have chosen them, then its own).
 
         Raises:
             RuntimeError: The decoder failed or was closed; the message says why.
@@ -179,7 +137,11 @@ class SlotScheduler:
         if not tokens:
             raise ValueError("the prompt has no tokens")
         stats.prompt_tokens = len(tokens)
-        request = _Request(tokens=list(tokens), grammar=grammar, max_tokens=max_tokens, stats=stats)
+        given = None if answer is None else list(answer)[:max_tokens]
+        stats.answer_tokens = None if given is None else len(given)
+        request = SlotRequest(
+            tokens=list(tokens), grammar=grammar, max_tokens=max_tokens, stats=stats, answer=given
+        )
         with self._wake:
             if self._closed:
                 raise RuntimeError("the slot scheduler is closed")
@@ -256,9 +218,9 @@ class SlotScheduler:
                 self.context.remove(seq)
                 request.out.put(ValueError(f"{exc}"))
                 continue
-            sequence = _Sequence(
-                seq=seq, request=request, pending=request.tokens[shared:], pos=shared, shared=shared,
-                grammar=grammar,
+            sequence = SlotSequence(
+                seq=seq, request=request, pending=request.tokens[shared:] + (request.answer or []),
+                pos=shared, shared=shared, grammar=grammar, verifying=request.answer is not None,
             )  # fmt: skip
             self._running[seq] = sequence
             self.peak_running = max(self.peak_running, len(self._running))
@@ -274,8 +236,8 @@ class SlotScheduler:
 
     def _step(self) -> None:
         """One batch: each generating sequence's next token and draft, then prompt chunks; then choose."""
-        batch = _Batch()
-        generating: list[tuple[_Sequence, int]] = []
+        batch = SlotBatch()
+        generating: list[tuple[SlotSequence, int]] = []
         for sequence in list(self._running.values()):
             if sequence.request.cancelled:
                 self._finish(sequence)
@@ -290,7 +252,7 @@ class SlotScheduler:
             if room <= 0 or not sequence.pending:
                 continue
             chunk, sequence.pending = sequence.pending[:room], sequence.pending[room:]
-            batch.add(sequence, chunk, [False] * (len(chunk) - 1) + [not sequence.pending])
+            batch.add(sequence, chunk, sequence.wants(chunk))
         if not batch.tokens:
             return
         self.context.decode(batch.tokens, batch.positions, batch.seqs, batch.wants)
@@ -302,23 +264,64 @@ class SlotScheduler:
             sequence.pos += 1
             if not want or self._running.get(sequence.seq) is not sequence:
                 continue
-            if sequence.draft:
+            if sequence.verifying:
+                self._verify(sequence, self.context.logits(index))
+            elif sequence.draft:
                 self._check_draft(sequence, self.context.logits(index))
             else:
                 self._choose(sequence, self.context.logits(index))
 
-    def _choose(self, sequence: _Sequence, logits: np.ndarray[Any, Any]) -> None:
-        """Pick the sequence's next token, stream its text, or finish the sequence."""
+    def _prompt_read(self, sequence: SlotSequence) -> None:
+        """The sequence's prompt is read: the donor's becomes the shared prefix."""
         if sequence is self._donor:
             self.context.copy_sequence(sequence.seq, self._prefix_seq)
             self.context.remove(self._prefix_seq, len(sequence.request.tokens) - 1)
             self._prefix = sequence.request.tokens[:-1]
             sequence.shared = len(self._prefix)
             self._donor = None
+
+    def _verify(self, sequence: SlotSequence, logits: np.ndarray[Any, Any]) -> None:
+        """A logits row while a given answer is read: keep its next token if the sequence chooses it.
+
+        The row after position `pos - 1` predicts the answer's token `pos - len(prompt)`. The
+        token the sequence chooses (its grammar's choice, as in `_choose`) equal to the answer's is
+        emitted as decoding would have; at the first other choice, or after the answer's last
+        token, the rest of the answer is dropped (its KV cells removed, its entries in this batch
+        skipped, those not yet read forgotten) and the choice is made as in decoding.
+        """
+        request, stats = sequence.request, sequence.request.stats
+        at = sequence.pos - len(request.tokens)
+        if at == 0:
+            self._prompt_read(sequence)
+        answer = request.answer or []
+        if at < len(answer) and stats.output_tokens < request.max_tokens:
+            token = (
+                sequence.grammar.choose(logits) if sequence.grammar is not None else int(np.argmax(logits))
+            )
+            if token == answer[at]:
+                if sequence.grammar is not None:
+                    sequence.grammar.accept(token)
+                stats.verified_tokens += 1
+                self._emit(sequence, token)
+                return
+        else:
+            token = None
+        sequence.verifying = False
+        sequence.skip, sequence.pending = sequence.batch_end - sequence.pos, []
+        self.context.remove(sequence.seq, sequence.pos)
+        self._choose(sequence, logits, token=token)
+
+    def _choose(self, sequence: SlotSequence, logits: np.ndarray[Any, Any], token: int | None = None) -> None:
+        """Pick the sequence's next token (`token` when already chosen from these logits), stream
+        its text, or finish the sequence."""
+        self._prompt_read(sequence)
         request, stats = sequence.request, sequence.request.stats
         if stats.output_tokens >= request.max_tokens:
             return self._finish(sequence, reason="length")
-        token = sequence.grammar.choose(logits) if sequence.grammar is not None else int(np.argmax(logits))
+        if token is None:
+            token = (
+                sequence.grammar.choose(logits) if sequence.grammar is not None else int(np.argmax(logits))
+            )
         if token < 0:
             return self._finish(sequence, reason="grammar_dead_end")
         if self.context.is_end(token):
@@ -332,14 +335,14 @@ class SlotScheduler:
         sequence.draft = self._draft(sequence)
         return None
 
-    def _emit(self, sequence: _Sequence, token: int) -> None:
+    def _emit(self, sequence: SlotSequence, token: int) -> None:
         """Count a token of the answer and stream its text."""
         sequence.request.stats.output_tokens += 1
         text = sequence.text.decode(self.context.piece(token))
         if text:
             sequence.request.out.put(text)
 
-    def _draft(self, sequence: _Sequence) -> list[int]:
+    def _draft(self, sequence: SlotSequence) -> list[int]:
         """The tokens the grammar forces next (accepted by it), within the token limit and `MAX_DRAFT`."""
         if not self.fast_forward or sequence.grammar is None:
             return []
@@ -349,14 +352,14 @@ class SlotScheduler:
             sequence.grammar.rollback(len(forced) - keep)
         return forced[: max(keep, 0)]
 
-    def _fit_draft(self, sequence: _Sequence, room: int) -> None:
+    def _fit_draft(self, sequence: SlotSequence, room: int) -> None:
         """Cut the sequence's draft to `room` entries (the grammar rolled back to match)."""
         excess = len(sequence.draft) - max(room, 0)
         if excess > 0 and sequence.grammar is not None:
             sequence.grammar.rollback(excess)
             del sequence.draft[-excess:]
 
-    def _check_draft(self, sequence: _Sequence, logits: np.ndarray[Any, Any]) -> None:
+    def _check_draft(self, sequence: SlotSequence, logits: np.ndarray[Any, Any]) -> None:
         """After one entry of a drafted chunk: keep the next draft token if the model chose it too.
 
         The model's unconstrained argmax equal to the forced token is what greedy decoding
@@ -379,7 +382,7 @@ class SlotScheduler:
         self._choose(sequence, logits)
 
     def _finish(
-        self, sequence: _Sequence, *, reason: str | None = None, error: Exception | None = None
+        self, sequence: SlotSequence, *, reason: str | None = None, error: Exception | None = None
     ) -> None:
         """Free the sequence's slot and tell its caller how it ended."""
         self._running.pop(sequence.seq, None)

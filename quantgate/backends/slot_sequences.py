@@ -1,0 +1,90 @@
+"""What the slot scheduler (`quantgate.backends.slots`) keeps per request, per running sequence
+and per batch.
+
+A request may come with a given answer to verify (`SlotRequest.answer`: the reference's answer
+to the same prompt, as tokens): its tokens are read after the prompt, in the prompt's batches,
+with logits after each, and the sequence takes at each position the token it would have chosen
+itself (`SlotScheduler` in `slots.py`); at the first position where that is not the given token,
+the rest of the answer is dropped and the sequence decodes from there as usual.
+"""
+
+from __future__ import annotations
+
+import codecs
+import queue
+from dataclasses import dataclass, field
+from typing import Any
+
+from quantgate.backends.grammar import SequenceGrammar
+from quantgate.backends.greedy import Generation
+
+
+@dataclass(eq=False, kw_only=True)
+class SlotRequest:
+    """One call: its prompt's tokens, grammar, token limit, counts, and where its text goes."""
+
+    tokens: list[int]
+    grammar: str | None
+    max_tokens: int
+    stats: Generation
+    answer: list[int] | None = None
+    """A given answer to verify (at most `max_tokens` tokens), or None: decode."""
+    out: queue.Queue[Any] = field(default_factory=queue.Queue)
+    cancelled: bool = False
+
+
+@dataclass(eq=False, kw_only=True)
+class SlotSequence:
+    """A request in a slot: what is left to read, where it stands, its grammar and text decoder."""
+
+    seq: int
+    request: SlotRequest
+    pending: list[int]
+    """Tokens still to read: the prompt's after the shared prefix, then the given answer's."""
+    pos: int
+    shared: int
+    grammar: SequenceGrammar | None
+    text: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace"))
+    next_token: int | None = None
+    draft: list[int] = field(default_factory=list)
+    """Tokens the grammar forces after `next_token`, decoded with it and checked against the model."""
+    skip: int = 0
+    """Entries of the current batch that belong to a dropped draft or given answer."""
+    verifying: bool = False
+    """The given answer is being read: each logits row is checked against its next token."""
+    batch_end: int = 0
+    """The position after this sequence's last entry in the current batch."""
+
+    @property
+    def reserved(self) -> int:
+        """KV cells this sequence may still come to hold beyond the shared prefix."""
+        return len(self.request.tokens) - self.shared + self.request.max_tokens
+
+    def wants(self, chunk: list[int]) -> list[bool]:
+        """Which entries of `chunk` (just taken from `pending`, to be read from `pos` on) need logits:
+        the prompt's last token, and, while a given answer is read, every token of it (each row is
+        the choice after that token)."""
+        if self.verifying:
+            last_prompt = len(self.request.tokens) - 1
+            return [self.pos + i >= last_prompt for i in range(len(chunk))]
+        return [False] * (len(chunk) - 1) + [not self.pending]
+
+
+@dataclass
+class SlotBatch:
+    """The entries of one decode, with the sequence each belongs to."""
+
+    tokens: list[int] = field(default_factory=list)
+    positions: list[int] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)
+    wants: list[bool] = field(default_factory=list)
+    owners: list[SlotSequence] = field(default_factory=list)
+
+    def add(self, sequence: SlotSequence, chunk: list[int], wants: list[bool]) -> None:
+        """Append `chunk` at the sequence's next positions."""
+        self.tokens += chunk
+        self.positions += range(sequence.pos, sequence.pos + len(chunk))
+        self.seqs += [sequence.seq] * len(chunk)
+        self.wants += wants
+        self.owners += [sequence] * len(chunk)
+        sequence.batch_end = sequence.pos + len(chunk)
