@@ -80,6 +80,9 @@ class EvaluationContext:
         stop: Asked before each case starts; True (an interruption: Ctrl-C, SIGTERM) starts no
             further case, as past the deadline. Cases run on worker threads, which a signal
             does not reach.
+        answers: The reference's answers by case id, one per model call, for the variant to verify
+            instead of writing its own (the extraction input's `answers`; used when the
+            extraction context's `verify_kwarg` is set); a case without them decodes.
     """
 
     extraction: ExtractionContext
@@ -90,6 +93,7 @@ class EvaluationContext:
     judge: Callable[[list[CaseOutcome]], str | None] | None = None
     deadline: float | None = None
     stop: Callable[[], bool] | None = None
+    answers: Mapping[str, list[str | None]] | None = None
 
 
 class EvaluationInput(TypedDict):
@@ -136,7 +140,10 @@ def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dic
     if out_of_time or (ctx.stop is not None and ctx.stop()):
         return {"skipped": [case["id"]]}  # never started: no record
     lang = case_language(case["tags"])
-    output = extraction_graph.invoke({"text": case["text"], "lang": lang}, context=ctx.extraction)
+    answers = ctx.answers.get(case["id"]) if ctx.answers is not None else None
+    output = extraction_graph.invoke(
+        {"text": case["text"], "lang": lang, "answers": answers}, context=ctx.extraction
+    )
     outcome = score_case(
         case,
         ExtractionResult.from_output(output),

@@ -74,6 +74,10 @@ class ExtractionContext:
         task: What the model is asked (`evaluators.tasks`): the prompt's instruction, and the
             fields of `schema` (for the kinds other than extraction, derived from the task).
         native_tools: A tool-calling task's tools go as the model API's own `tools`: prompt for a call.
+        verify_kwarg: The keyword under which the model takes an answer to verify (an input's
+            `answers`): the backends that declare `verification` read it at prefill speed instead
+            of writing their own, keeping it as far as they would have written it. None: every
+            call decodes, and `answers` are not used.
     """
 
     model: BaseChatModel
@@ -87,6 +91,7 @@ class ExtractionContext:
     retry_backoff_s: float = 0.5
     task: Task = field(default_factory=ExtractionTask)
     native_tools: bool = False
+    verify_kwarg: str | None = None
 
     @cached_property
     def spec(self) -> FieldSpec:
@@ -125,6 +130,10 @@ class ExtractionInput(TypedDict):
 
     text: str
     lang: NotRequired[str | None]
+    answers: NotRequired[list[str | None] | None]
+    """Per model call (the first, then each repair), another model's answer to the same prompt for
+    the model to verify instead of writing its own (evaluation gives candidates the reference's);
+    used only when the context's `verify_kwarg` is set."""
 
 
 class Attempt(TypedDict):
@@ -132,7 +141,10 @@ class Attempt(TypedDict):
 
     `reported` holds the numeric fields the backend reported with its answer (for Ollama:
     `prompt_eval_count`, `prompt_eval_duration`, `eval_count`, `eval_duration`,
-    `load_duration`, in its own units); `retries` the calls repeated after retryable errors.
+    `load_duration`, in its own units); `retries` the calls repeated after retryable errors;
+    `text` the model's text; `obtained` how it was obtained when the model says (`decoded`,
+    `verified`: an answer given to verify, every token the model's own choice; `verified_then_decoded`:
+    decoded from the first position where it was not, `reported["verified_tokens"]`).
     """
 
     ttft_s: float | None
@@ -142,6 +154,8 @@ class Attempt(TypedDict):
     finish_reason: str | None
     reported: dict[str, float]
     retries: int
+    text: NotRequired[str]
+    obtained: NotRequired[str | None]
 
 
 class ExtractionState(ExtractionInput, total=False):
@@ -246,11 +260,13 @@ def prepare(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict
     return {"messages": messages, "truncated": dropped > 0, "input_tokens_dropped": dropped}
 
 
-def _stream_once(model: BaseChatModel, messages: list[BaseMessage]) -> tuple[Any, float | None, float]:
+def _stream_once(
+    model: BaseChatModel, messages: list[BaseMessage], options: Mapping[str, Any]
+) -> tuple[Any, float | None, float]:
     started = time.perf_counter()
     ttft: float | None = None
     message = None
-    for chunk in model.stream(messages):
+    for chunk in model.stream(messages, **options):
         if ttft is None and chunk.content:
             ttft = time.perf_counter() - started
         message = chunk if message is None else message + chunk
@@ -266,9 +282,10 @@ def extract(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict
     ctx = runtime.context
     retries = 0
     earlier = state.get("retries", 0)  # retries of previous (repaired) attempts
+    options = _answer_to_verify(state, ctx)
     while True:
         try:
-            message, ttft, total = _stream_once(ctx.model, state["messages"])
+            message, ttft, total = _stream_once(ctx.model, state["messages"], options)
             break
         except ModelCallError as exc:
             if not exc.retryable or retries >= ctx.max_retries:
@@ -292,7 +309,19 @@ def extract(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict
         retries=retries,
     )
     raw = message.text if message is not None else ""
+    attempt["text"] = raw
+    if isinstance(metadata.get("obtained"), str):
+        attempt["obtained"] = metadata["obtained"]
     return {"raw": raw, "attempts": [attempt], "retries": earlier + retries}
+
+
+def _answer_to_verify(state: ExtractionState, ctx: ExtractionContext) -> dict[str, str]:
+    """The model call's keyword options: this attempt's answer to verify, when the input gives one
+    and the model takes it (`ExtractionContext.verify_kwarg`); none otherwise."""
+    answers = state.get("answers") or []
+    attempt = len(state.get("attempts") or [])
+    given = answers[attempt] if attempt < len(answers) else None
+    return {ctx.verify_kwarg: given} if ctx.verify_kwarg and given is not None else {}
 
 
 def _failed(exc: Exception, kind: str, retries: int) -> dict[str, Any]:

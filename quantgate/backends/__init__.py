@@ -33,6 +33,7 @@ from quantgate.backends.declared_capabilities import (
     LLAMACPP_CAPABILITIES,
     OLLAMA_CAPABILITIES,
     OPENAI_CAPABILITIES,
+    VERIFY_KWARG,
     BackendCapabilities,
 )
 from quantgate.hardware import package_version
@@ -348,6 +349,7 @@ __all__ = [
     "LLAMACPP_CAPABILITIES",
     "OLLAMA_CAPABILITIES",
     "OPENAI_CAPABILITIES",
+    "VERIFY_KWARG",
     "Backend",
     "BackendCapabilities",
     "BackendError",

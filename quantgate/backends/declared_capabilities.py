@@ -52,6 +52,12 @@ class BackendCapabilities:
         json_schema: The backend constrains answers to the dataset's JSON schema (a grammar, a
             server's `format` or `response_format`); without it an answer is only validated and
             repaired. What a variant's calls did is its `runtime.decoding`.
+        verification: Its chat model takes an `answer` keyword (`VERIFY_KWARG`): another model's
+            answer to the same prompt, read at prefill speed and kept as far as this model would
+            have chosen each token (under the same grammar and greedy decoding), decoded from the
+            first position where it would not; the answer's metadata says how it was obtained
+            (`obtained`, `answer_tokens`, `verified_tokens`). A run hands candidates the reference's
+            answers when their backend declares it (`quantgate.evaluate.verification`).
     """
 
     token_fidelity: Literal["logits", "logprobs"] | None = None
@@ -65,6 +71,11 @@ class BackendCapabilities:
     from_python: bool = False
     kv_cache: Literal["applied", "declared"] | None = None
     json_schema: bool = False
+    verification: bool = False
+
+
+VERIFY_KWARG = "answer"
+"""The keyword a backend with `verification` takes, in its chat model's calls, for the answer to verify."""
 
 
 EMBEDDED_SLOTS = 4
@@ -75,6 +86,7 @@ at 8, so 4 is where the aggregate peaks."""
 LLAMACPP_CAPABILITIES = BackendCapabilities(
     token_fidelity="logits", process_isolation=True, parallel="slots", memory="process", model_file=True,
     default_concurrency=EMBEDDED_SLOTS, embeddings=True, kv_cache="applied", json_schema=True,
+    verification=True,
 )  # fmt: skip
 OLLAMA_CAPABILITIES = BackendCapabilities(
     token_fidelity="logprobs", logprobs_api="ollama", process_isolation=True, parallel="server",

@@ -213,14 +213,28 @@ class EmbeddedEngine:
             raise RuntimeError("this engine decodes with slots; open it without slots to decode step by step")
         return self._decoder
 
-    def generate(self, prompt: str, grammar: str | None, max_tokens: int, stats: Generation) -> Iterator[str]:
+    def generate(
+        self,
+        prompt: str,
+        grammar: str | None,
+        max_tokens: int,
+        stats: Generation,
+        *,
+        answer: str | None = None,
+    ) -> Iterator[str]:
         """Greedy decoding of `prompt`, yielding each token's text (see `GreedyDecoder.generate`).
+
+        With `answer` (another model's answer to the same prompt, the reference's) and slots, the
+        answer is verified instead (`SlotScheduler.generate`): read at prefill speed and kept as far
+        as this model would have chosen its tokens, decoded from there; `stats` says how far. The
+        one-sequence decoder decodes (`stats.answer_tokens` stays None).
 
         Thread-safe: with slots the request joins the batch, else it waits for the lock.
         """
         if self.scheduler is not None:
             tokens = self.llama.tokenize(prompt.encode("utf-8"))
-            yield from self.scheduler.generate(tokens, grammar, max_tokens, stats)
+            given = None if answer is None else self.llama.tokenize(answer.encode("utf-8"), add_bos=False)
+            yield from self.scheduler.generate(tokens, grammar, max_tokens, stats, answer=given)
             return
         with self.lock:
             yield from self.decoder.generate(prompt, grammar, max_tokens, stats)
@@ -309,7 +323,8 @@ class LlamaCppChatModel(StreamingChatModel):
         grammar = self.engine.grammar(self.json_schema) if self.json_schema else None
         stats = Generation()
         answer: list[str] = []
-        for text in self.engine.generate(prompt, grammar, self.max_tokens, stats):
+        given = kwargs.get("answer")  # the reference's answer to verify (`VERIFY_KWARG`)
+        for text in self.engine.generate(prompt, grammar, self.max_tokens, stats, answer=given):
             if run_manager:
                 run_manager.on_llm_new_token(text)
             answer.append(text)
@@ -328,6 +343,9 @@ class LlamaCppChatModel(StreamingChatModel):
                     "model_name": self.engine.model_path.name,
                     "grammar_fallbacks": stats.grammar_fallbacks,
                     "forced_tokens": stats.forced_tokens,
+                    "obtained": stats.obtained,
+                    "answer_tokens": stats.answer_tokens,
+                    "verified_tokens": stats.verified_tokens if stats.answer_tokens is not None else None,
                     **scores,
                 },
                 chunk_position="last",
