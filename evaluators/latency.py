@@ -61,11 +61,23 @@ def _sum(values: Iterable[float | int | None]) -> float | None:
     )
 
 
+def decoded_in_full(attempts: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether every call of a case decoded its answer: none read (verified) a given answer, so its
+    timings are decoding's. An attempt that does not say how it was obtained was decoded."""
+    return all(a.get("obtained") in (None, "decoded") for a in attempts)
+
+
 def case_latency(attempts: Sequence[Mapping[str, Any]]) -> CaseLatency:
-    """Summarize the attempts of one case (dicts with ttft_s, total_s, input/output_tokens)."""
-    if not attempts:
+    """Summarize the attempts of one case (dicts with ttft_s, total_s, input/output_tokens).
+
+    A case whose answer was verified rather than decoded, in whole or in part (`decoded_in_full`),
+    has no latency: its timings are those of reading a given answer, not of writing one.
+    """
+    if not attempts or not decoded_in_full(attempts):
+        outputs = _sum(a.get("output_tokens") for a in attempts)
         return CaseLatency(
-            ttft_s=None, total_s=None, input_tokens=None, output_tokens=None,
+            ttft_s=None, total_s=None, input_tokens=attempts[0].get("input_tokens") if attempts else None,
+            output_tokens=int(outputs) if outputs is not None else None,
             prompt_tokens_per_s=None, generation_tokens_per_s=None,
         )  # fmt: skip
     first = attempts[0]

@@ -29,6 +29,7 @@ from evaluators.rates import share
 from evaluators.results import EvaluatorResult
 from evaluators.tasks import ClassificationTask, ExtractionTask, Task
 from evaluators.tool_calls import ToolCallSummary, summarize_tool_calls, task_tools
+from evaluators.verification import VerificationSummary, summarize_verification
 from graphs.outcomes import CaseOutcome
 
 
@@ -41,12 +42,15 @@ class Evidence:
         against_reference: The variant is not the reference (its outcomes carry agreement).
         memory: Returns the memory readings (None: not measured here).
         task: The dataset's task (its kind's figures are made from the outcomes).
+        timed_cases: The cases whose timings make the latency figures (the run's latency sample,
+            decoded in full by every variant: `quantgate.evaluate.verification`); None: all.
     """
 
     outcomes: Sequence[CaseOutcome]
     against_reference: bool
     memory: Callable[[], MemoryReading] | None = None
     task: Task = field(default_factory=ExtractionTask)
+    timed_cases: frozenset[str] | None = None
 
 
 def score_accuracy(evidence: Evidence) -> DatasetScore:
@@ -76,7 +80,13 @@ def score_failures(evidence: Evidence) -> CaseFailures:
 
 def score_latency(evidence: Evidence) -> LatencySummary:
     """TTFT and total-time percentiles, generation and prompt tokens/s."""
-    return summarize_latency(o.latency for o in evidence.outcomes)
+    timed = evidence.timed_cases
+    return summarize_latency(o.latency for o in evidence.outcomes if timed is None or o.case_id in timed)
+
+
+def score_verification(evidence: Evidence) -> VerificationSummary:
+    """How the answers were obtained: verified against the reference's, or decoded."""
+    return summarize_verification(o.extraction.attempts for o in evidence.outcomes)
 
 
 def score_agreement(evidence: Evidence) -> ReferenceAgreement:
@@ -211,11 +221,13 @@ EVALUATORS: tuple[EvaluatorNode, ...] = (
     EvaluatorNode(score_classification),
     EvaluatorNode(score_generation),
     EvaluatorNode(score_tool_calls),
+    EvaluatorNode(score_verification),
 )
 """The evaluator nodes, in the order of their parts' keys in the summary."""
 
 
 class VariantSummary(
+    VerificationSummary,
     ToolCallSummary,
     GenerationSummary,
     ClassificationSummary,
@@ -253,6 +265,7 @@ def outcomes_summary(
     against_reference: bool,
     memory: MemorySummary,
     task: Task | None = None,
+    timed_cases: frozenset[str] | None = None,
 ) -> VariantSummary:
     """What the evaluator nodes make of `outcomes`, with memory figures measured elsewhere: the
     summary of a variant whose outcomes several evaluations gathered (its cases split between
@@ -263,7 +276,13 @@ def outcomes_summary(
         against_reference: The variant is not the reference (its outcomes carry agreement).
         memory: Its memory figures (`MemorySummary()`: none measured).
         task: The dataset's task (None: extraction).
+        timed_cases: The cases whose timings make the latency figures (None: all).
     """
-    evidence = Evidence(outcomes=outcomes, against_reference=against_reference, task=task or ExtractionTask())
+    evidence = Evidence(
+        outcomes=outcomes,
+        against_reference=against_reference,
+        task=task or ExtractionTask(),
+        timed_cases=timed_cases,
+    )
     parts = [node.score(evidence) for node in EVALUATORS if node.of_outcomes]
     return VariantSummary.of([*parts, memory])
