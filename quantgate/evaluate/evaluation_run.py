@@ -82,6 +82,8 @@ def _options_info(options: RunOptions) -> RunOptionsInfo:
         gates=options.gates,
         token_fidelity=options.token_fidelity,
         token_fidelity_cases=options.token_fidelity_cases,
+        verify=options.verify,
+        latency_cases=options.latency_cases if options.verify else None,
     )
 
 

@@ -25,6 +25,9 @@ from quantgate.inputs.variants import Variant
 ROUND_ORDER_SEED = 0
 DEFAULT_TOKEN_FIDELITY_CASES = 5
 """Cases of a run whose token fidelity is measured: about 11 s each for a reference and 4 variants."""
+DEFAULT_LATENCY_CASES = DEFAULT_ROUND_SIZE
+"""Cases of a verifying run that every variant decodes in full, whose timings are its latency figures:
+the run's first round."""
 
 
 @dataclass(kw_only=True)
@@ -62,6 +65,13 @@ class RunOptions:
             per case as the evaluation itself); None: on all of them.
         run_name: The run directory's name under `out` (a suite names each task's run so);
             None: a fresh run id.
+        verify: Candidates whose backend declares `verification` read the reference's answer to
+            each prompt at prefill speed and keep it as far as they would have written it, decoding
+            from the first position where they would not (`quantgate.evaluate.verification`);
+            False: every case of every variant is decoded (`--no-verify`).
+        latency_cases: With `verify`, the run's first this many cases are decoded in full by every
+            variant (the reference too, even when its cache has them): the latency figures of every
+            variant come from them, the same cases for all.
     """
 
     limit: int | None = None
@@ -80,9 +90,11 @@ class RunOptions:
     reference_cache: Path | None = None
     token_fidelity_cases: int | None = DEFAULT_TOKEN_FIDELITY_CASES
     run_name: str | None = None
+    verify: bool = True
+    latency_cases: int = DEFAULT_LATENCY_CASES
 
     def __post_init__(self) -> None:
-        for name in ("limit", "max_cases", "token_fidelity_cases"):
+        for name in ("limit", "max_cases", "token_fidelity_cases", "latency_cases"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise UsageError(f"{name.replace('_', '-')} must be at least 1, got {value}")

@@ -37,6 +37,7 @@ from quantgate.rundir.store import RunStore
 __all__ = ["InlineWorker", "ProcessWorker", "VariantWorker", "make_worker", "warm_capacity"]
 
 ReferenceRecords = Mapping[str, dict[str, Any] | None] | None
+Answers = Mapping[str, list[str | None]] | None
 
 PROCESS_OVERHEAD_MB = 600.0
 """Memory a worker holding an embedded model needs beside its weights: Python and its
@@ -56,9 +57,14 @@ class VariantWorker(Protocol):
         ...
 
     def run(
-        self, case_ids: list[str], reference_records: ReferenceRecords, on_case: Callable[[], None]
+        self,
+        case_ids: list[str],
+        reference_records: ReferenceRecords,
+        on_case: Callable[[], None],
+        answers: Answers = None,
     ) -> RoundRan:
-        """Evaluate a round's cases (records written as each ends; `on_case` after each).
+        """Evaluate a round's cases (records written as each ends; `on_case` after each), verifying
+        the reference's `answers` where given.
 
         Raises:
             BackendError: The variant failed (its worker died).
@@ -97,11 +103,15 @@ class InlineWorker:
             raise
 
     def run(
-        self, case_ids: list[str], reference_records: ReferenceRecords, on_case: Callable[[], None]
+        self,
+        case_ids: list[str],
+        reference_records: ReferenceRecords,
+        on_case: Callable[[], None],
+        answers: Answers = None,
     ) -> RoundRan:
         """Evaluate a round's cases here."""
         self._on_case = on_case
-        return self._warm.run(case_ids, reference_records)
+        return self._warm.run(case_ids, reference_records, answers)
 
     def end(self) -> WorkerEnd:
         """Free the variant."""
@@ -173,11 +183,15 @@ class ProcessWorker:
         return warmed
 
     def run(
-        self, case_ids: list[str], reference_records: ReferenceRecords, on_case: Callable[[], None]
+        self,
+        case_ids: list[str],
+        reference_records: ReferenceRecords,
+        on_case: Callable[[], None],
+        answers: Answers = None,
     ) -> RoundRan:
         """Have the worker evaluate a round's cases."""
         try:
-            self._connection.send(("run", (case_ids, reference_records)))
+            self._connection.send(("run", (case_ids, reference_records, answers)))
             ran: RoundRan = self._expect("ran", on_case=on_case)
         except BaseException:
             self.kill()

@@ -31,7 +31,7 @@ from typing import Any
 
 from evaluators.errors import UsageError
 from quantgate.backends import capabilities
-from quantgate.evaluate.options import RunOptions
+from quantgate.evaluate.options import DEFAULT_LATENCY_CASES, RunOptions
 from quantgate.evaluate.stopping_rule import DEFAULT_ROUND_SIZE
 from quantgate.hardware import hardware
 from quantgate.inputs.dataset import Dataset, DatasetError, data_file_hashes, load_dataset
@@ -271,6 +271,8 @@ def _options(summary: RunSummary, run_dir: Path, *, budget_s: float | None, prog
         budget_s=budget_s if info.method == "sequential" else None,
         truncation=info.truncation,
         token_fidelity_cases=info.token_fidelity_cases,
+        verify=info.verify is True,
+        latency_cases=info.latency_cases or DEFAULT_LATENCY_CASES,
     )
 
 

@@ -29,6 +29,7 @@ from quantgate.evaluate.session import RunSession, record_run, record_skipped
 from quantgate.evaluate.stopping_rule import accuracy_gates_status, paired_outcomes
 from quantgate.evaluate.tracks import Stopped, Track, WarmPool, track_result
 from quantgate.evaluate.variant import VariantJob
+from quantgate.evaluate.verification import answers_to_verify, latency_sample, verification_missing
 from quantgate.rundir.summary import Placement
 
 __all__ = ["evaluate_in_rounds"]
@@ -51,6 +52,7 @@ class _Rounds:
         self.spent_s = session.summary.evaluation_s or 0.0
         self.budget_s = session.options.budget_s
         self.rounds = 0
+        self.decode = latency_sample(session.cases, session.options)
         self.bars = {t.name: _bar(t, session) for t in self.tracks}
         if capacity < len(self.tracks):
             print(
@@ -161,23 +163,32 @@ class _Rounds:
 
     def _round(self, cases: list[str]) -> None:
         reference = self.reference
-        if not reference.placed:
-            self.cache.serve(reference, cases, self.session.store)
+        if not reference.placed:  # the latency sample is decoded in this run, never served from the cache
+            served = [c for c in cases if self.decode is None or c not in self.decode]
+            self.cache.serve(reference, served, self.session.store)
             self._evaluate(reference, cases)
         records = {
             c: o.extraction.record if o.extraction.valid else None
             for c, o in reference.outcomes.items()
             if c in cases
         }
+        answers = answers_to_verify(reference.outcomes, cases, decode=self.decode)
         for track in self._open():
             if track is not reference and reference.error is None:
-                self._evaluate(track, cases, reference_records=records)
+                verifies = verification_missing(track.job.variant, self.options) is None
+                self._evaluate(track, cases, reference_records=records, answers=answers if verifies else None)
         self.rounds += 1
         self.session.summary.evaluation_s = self.spent_s
         self._judge()
         self.session.store.write_summary(self.session.summary)
 
-    def _evaluate(self, track: Track, cases: list[str], reference_records: dict | None = None) -> None:  # type: ignore[type-arg]
+    def _evaluate(
+        self,
+        track: Track,
+        cases: list[str],
+        reference_records: dict | None = None,  # type: ignore[type-arg]
+        answers: dict[str, list[str | None]] | None = None,
+    ) -> None:
         lacking = track.lacking(cases)
         worker = self._worker(track) if lacking and track.error is None else None
         if worker is None:  # nothing to run, or it could not be loaded (its load is not timed here)
@@ -185,7 +196,7 @@ class _Rounds:
         bar = self.bars[track.name]
         started = time.perf_counter()
         try:
-            ran = worker.run(lacking, reference_records, lambda: _advance(bar))
+            ran = worker.run(lacking, reference_records, lambda: _advance(bar), answers)
         except BackendError as exc:
             self._fail(track, str(exc))
             return
@@ -224,7 +235,7 @@ class _Rounds:
         """Free the track's model and write its entry (the reference's answers go to the cache)."""
         self.pool.release(track)
         self.bars[track.name].close()
-        result = track_result(track, sequential=self.options.sequential)
+        result = track_result(track, sequential=self.options.sequential, timed_cases=self.decode)
         if track.is_reference:
             self.cache.keep(track)
             self.cache.keep_entry(result.entry)

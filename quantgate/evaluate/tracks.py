@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from evaluators.latency import throughput
+from evaluators.latency import decoded_in_full, throughput
 from evaluators.memory import MemorySummary
 from graphs.evaluation import CaseOutcome, outcomes_summary
 from quantgate.evaluate.pool import VariantWorker, make_worker
@@ -156,20 +156,30 @@ def _load_figures(track: Track) -> dict[str, Any]:
     }
 
 
-def track_result(track: Track, *, sequential: bool) -> VariantRun:
-    """The variant's result: its entry summarized over all its outcomes, in run order."""
+def _all_decoded(outcomes: list[CaseOutcome]) -> bool:
+    return all(decoded_in_full(o.extraction.attempts) for o in outcomes)
+
+
+def track_result(track: Track, *, sequential: bool, timed_cases: frozenset[str] | None = None) -> VariantRun:
+    """The variant's result: its entry summarized over all its outcomes, in run order (its latency
+    figures over `timed_cases` only, when given: the run's latency sample)."""
     outcomes = track.ordered()
     wall = track.wall_s or None
     first = track.warmed[0] if track.warmed else None
     labeled = [o for o in outcomes if o.score.fields is not None]
     summary = outcomes_summary(
-        outcomes, against_reference=not track.is_reference, memory=_memory(track), task=track.job.dataset.task
+        outcomes,
+        against_reference=not track.is_reference,
+        memory=_memory(track),
+        task=track.job.dataset.task,
+        timed_cases=timed_cases,
     )
     figures = {
         **_load_figures(track),
         "concurrency": first.concurrency if first else None,
         "wall_s": wall,
-        "throughput_tokens_per_s": throughput(track.new_tokens, wall),
+        # rounds with verified cases read answers rather than write them: no decoding throughput
+        "throughput_tokens_per_s": throughput(track.new_tokens, wall) if _all_decoded(outcomes) else None,
         "resumed_cases": track.resumed or None,
         "cached_cases": len(track.cached) or None,
         "sequential": SequentialEntry(

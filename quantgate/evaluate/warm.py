@@ -31,7 +31,7 @@ from evaluators.memory import MemorySummary, summarize_memory
 from graphs.evaluation import CaseOutcome, EvaluationContext, rounds_limit
 from graphs.evaluation import graph as evaluation_graph
 from graphs.extraction import ExtractionContext
-from quantgate.backends import OpenedVariant, capabilities, open_variant
+from quantgate.backends import VERIFY_KWARG, OpenedVariant, capabilities, open_variant
 from quantgate.evaluate.memory_sampler import RssSampler, rss_mb
 from quantgate.evaluate.options import case_input, extraction_context, variant_concurrency
 from quantgate.evaluate.signals import stop_asked
@@ -128,10 +128,16 @@ class WarmVariant:
 
     def _context(self) -> ExtractionContext:
         assert self._opened is not None, "start() first"
-        return extraction_context(self.job.dataset, self._opened, self.job.options)
+        context = extraction_context(self.job.dataset, self._opened, self.job.options)
+        if capabilities(self.job.variant).verification:  # answers to verify come with a round's cases
+            context.verify_kwarg = VERIFY_KWARG
+        return context
 
     def run(
-        self, case_ids: list[str], reference_records: Mapping[str, dict[str, Any] | None] | None
+        self,
+        case_ids: list[str],
+        reference_records: Mapping[str, dict[str, Any] | None] | None,
+        answers: Mapping[str, list[str | None]] | None = None,
     ) -> RoundRan:
         """Evaluate these cases (one round), each record handed to `on_outcome` as it finishes.
 
@@ -139,16 +145,21 @@ class WarmVariant:
             case_ids: The round's cases, in run order.
             reference_records: The reference's normalized records of these cases, for
                 agreement; None when this variant is the reference.
+            answers: The reference's answers to verify, per case and model call (cases without
+                them decode; `quantgate.evaluate.verification`).
         """
         assert self._sampler is not None, "start() first"
         self._sampler.resume()
         try:
-            return self._run(case_ids, reference_records)
+            return self._run(case_ids, reference_records, answers)
         finally:
             self._sampler.pause()
 
     def _run(
-        self, case_ids: list[str], reference_records: Mapping[str, dict[str, Any] | None] | None
+        self,
+        case_ids: list[str],
+        reference_records: Mapping[str, dict[str, Any] | None] | None,
+        answers: Mapping[str, list[str | None]] | None,
     ) -> RoundRan:
         if self._rewarm and self._rounds_run:  # a server may have unloaded it since the last round
             first_token_s(self._context())
@@ -168,6 +179,7 @@ class WarmVariant:
             reference_records=reference_records,
             on_record=on_record,
             stop=stop_asked,
+            answers=answers,
         )
         output = evaluation_graph.invoke(
             {"cases": cases, "round_size": None},

@@ -271,6 +271,16 @@ class RunOptionsInfo(RunFileModel):
     token_fidelity_cases: int | None = Field(
         default=None, description="On the run's first this many cases (None: all, or not recorded)."
     )
+    verify: bool | None = Field(
+        default=None,
+        description="Candidates verified the reference's answers where their backend can (--no-verify: "
+        "false; None: a run written before verification, which decoded every case).",
+    )
+    latency_cases: int | None = Field(
+        default=None,
+        description="With verify, the run's first this many cases were decoded in full by every variant: "
+        "the latency figures come from them (None: not recorded).",
+    )
 
     @property
     def interval_method(self) -> IntervalMethod:

@@ -95,13 +95,15 @@ def _variants(
 
 
 def _options(tmp_path: Path, cache: Path | None, **changes: Any) -> RunOptions:
+    """The run's options; without verification unless asked (a verifying run decodes its latency sample
+    even when the cache holds it: `test_the_latency_sample_is_decoded_in_the_run_even_when_cached`)."""
     return RunOptions(
         out=tmp_path / "runs",
         progress=False,
         token_fidelity=False,
         round_size=4,
         reference_cache=cache,
-        **changes,
+        **{"verify": False, **changes},
     )
 
 
@@ -132,6 +134,26 @@ def test_a_second_run_takes_the_reference_from_the_cache(tmp_path):
         first_ref.load_s,
     )
     assert cand.field_accuracy_delta == pytest.approx(-1 / 4 / 8)
+
+
+def test_the_latency_sample_is_decoded_in_the_run_even_when_cached(tmp_path):
+    cache = tmp_path / "cache"
+    dataset = _dataset(tmp_path / "d", 8)
+    options = _options(tmp_path, cache, verify=True, latency_cases=2)
+    run_evaluation(dataset, _variants(tmp_path), options=options)
+    CASES_ANSWERED.clear()
+    second = run_evaluation(dataset, _variants(tmp_path), options=options)
+    assert sorted(CASES_ANSWERED) == sorted(["case <0>", "case <1>", *(f"case <{i}>" for i in range(8))])
+    summary = load_run(second).summary
+    ref, cand = summary.entry("ref"), summary.entry("cand")
+    assert ref is not None
+    assert cand is not None
+    assert (ref.cases, ref.cached_cases, ref.loads) == (8, 6, 1)
+    assert (ref.cases_timed, cand.cases_timed) == (2, 2)  # the same two cases, decoded in this run
+    fresh = {r.case_id for r in read_records(second) if r.variant == "ref" and r.cached_from is None}
+    assert fresh == {"c00", "c01"}
+    assert summary.options is not None
+    assert (summary.options.verify, summary.options.latency_cases) == (True, 2)
 
 
 def test_the_cache_serves_what_it_has_and_the_reference_runs_the_rest(tmp_path):
