@@ -32,7 +32,7 @@ from quantgate.cli.common import (
 from quantgate.cli.exports import EXPORT_FLAGS, add_export_flags, check_export_flags, write_exports
 from quantgate.cli.load import add_load_flags, load_into, load_options
 from quantgate.cli.run_shared import cli_run_options, write_report_after_run
-from quantgate.evaluate.options import DEFAULT_TOKEN_FIDELITY_CASES
+from quantgate.evaluate.options import DEFAULT_LATENCY_CASES, DEFAULT_TOKEN_FIDELITY_CASES
 from quantgate.evaluate.predictions import dump_json
 from quantgate.formatting import terminal_text
 from quantgate.rundir.embeddings import DEFAULT_K
@@ -288,6 +288,25 @@ def _add_run_flags(run: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_verification_flags(run: argparse.ArgumentParser) -> None:
+    """`--no-verify` and `--latency-cases`."""
+    run.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="decode every case of every variant; by default a candidate that can (an embedded variant) "
+        "reads the reference's answer to each prompt at prefill speed and decodes only from where its own "
+        "answer would differ (docs/performance.md#verification)",
+    )
+    run.add_argument(
+        "--latency-cases",
+        type=positive_int,
+        default=DEFAULT_LATENCY_CASES,
+        metavar="N",
+        help=f"with verification, the run's first N cases are decoded in full by every variant, the reference "
+        f"too when cached; every latency figure comes from them (default {DEFAULT_LATENCY_CASES})",
+    )
+
+
 def _add_embedding_flags(run: argparse.ArgumentParser) -> None:
     """`--embeddings` and its settings."""
     run.add_argument(
@@ -314,6 +333,7 @@ def add_parser(commands: Commands) -> None:
     run = commands.add_parser("run", help="evaluate variants on a dataset and write runs/<run-id>/")
     _add_input_flags(run)
     _add_run_flags(run)
+    _add_verification_flags(run)
     _add_embedding_flags(run)
     add_load_flags(run, prefix="load-")
     add_gate_flags(run)

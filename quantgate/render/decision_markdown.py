@@ -18,6 +18,7 @@ from quantgate.render.embedding_table import embedding_rows
 from quantgate.render.fidelity_tail import fidelity_tail
 from quantgate.render.runtime_rows import RUNTIME_NOTE, runtime_table
 from quantgate.render.task_figures import task_figures
+from quantgate.render.verification_note import verification_lines
 from quantgate.rundir.decision import Decision, VariantDecision
 from quantgate.rundir.summary import RunSummary, SequentialEntry
 
@@ -376,5 +377,6 @@ def render_decision(decision: Decision, *, summary: RunSummary | None = None) ->
         _regressions(decision),
         _rollback(decision),
         _record(decision),
+        verification_lines(summary),
     ]
     return "\n".join(line for part in parts for line in part)

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from evaluators.baselines import BaselineScores
+from evaluators.verification import case_obtained
 from graphs.evaluation import CaseOutcome, VariantSummary
 from quantgate.hardware import hardware, package_version
 from quantgate.inputs.dataset import Dataset
@@ -59,6 +60,7 @@ def case_record(variant: str, outcome: CaseOutcome) -> CaseRecord:
         prompt_tokens_per_s=latency.prompt_tokens_per_s,
         generation_tokens_per_s=latency.generation_tokens_per_s,
         attempt_timings=[dict(a) for a in result.attempts],
+        obtained=case_obtained(result.attempts),
     )
 
 

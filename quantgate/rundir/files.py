@@ -40,11 +40,13 @@ node), and the machine's host name in its `hardware`. 3: each variant's KV-cache
 (`kv_cache`: `{k, v}`, null when the variant did not set it). 4: an embedded variant's model shape
 and weights (`memory_model`, from its GGUF header), which the capacity gate and figures read.
 Files of versions 1 to 3 are still read (as version 4, the keys added since unknown)."""
-RECORDS_FORMAT_VERSION: Final[Literal[3]] = 3
+RECORDS_FORMAT_VERSION: Final[Literal[4]] = 4
 """Of records.jsonl. 2: each record counts the calls repeated after retryable errors
 (`retries`), so a resumed run summarizes read-back cases exactly as it did when they ran.
 3: a record copied from the reference cache names the run that evaluated it (`cached_from`).
-Records of versions 1 and 2 are still read (as version 3, the keys added since unknown)."""
+4: how the case's answers were obtained (`obtained`: decoded, verified against the reference's, or
+verified then decoded), and each attempt's text and `obtained` in `attempt_timings`.
+Records of versions 1 to 3 are still read (as version 4, the keys added since unknown)."""
 SUMMARY_FORMAT_VERSION: Final[Literal[11]] = 11
 """Of summary.json. 2: each variant says whether it is complete and which cases it lacks
 (`complete`, `missing_cases`). 3: the options record the gates and the token-fidelity

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evaluators.json_tokens import TokenKind
 from evaluators.load import LoadRequest
+from evaluators.verification import Obtained
 from quantgate.rundir.files import LOAD_FORMAT_VERSION, RECORDS_FORMAT_VERSION, RUN_FORMAT_VERSION
 
 VariantStatus = Literal["ok", "skipped"]
@@ -60,8 +61,8 @@ class CaseRecord(RunFileModel):
     A later line for the same variant and case replaces an earlier one.
     """
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2)
-    format_version: Literal[3] = RECORDS_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2, 3)
+    format_version: Literal[4] = RECORDS_FORMAT_VERSION
     variant: str
     case_id: str
     tags: list[str] = Field(default_factory=list)
@@ -95,7 +96,17 @@ class CaseRecord(RunFileModel):
     output_tokens: int | None = None
     prompt_tokens_per_s: float | None = None
     generation_tokens_per_s: float | None = None
-    attempt_timings: list[dict[str, Any]] = Field(default_factory=list)
+    attempt_timings: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Each model call: its timings, token counts, text and, where the backend says, how its "
+        "answer was obtained (`obtained`; `reported.verified_tokens` of `reported.answer_tokens`).",
+    )
+    obtained: Obtained | None = Field(
+        default=None,
+        description="How the case's answers were obtained: decoded; verified (every call was the reference's "
+        "answer, each token confirmed as the variant's own choice, no decoding); verified_then_decoded (read "
+        "as far as it agreed, decoded from there). None: the backend does not say, or an older record.",
+    )
     cached_from: str | None = Field(
         default=None,
         description="The run that evaluated this case, when this record is a copy from the reference "

@@ -124,6 +124,12 @@ class VariantEntry(VariantSummary, _Throughput, _VariantHead):  # the keys in th
         "always null or the majority value, whichever scores higher (evaluators.baselines).",
     )
     token_fidelity: TokenFidelityEntry | None = None
+    verification_missing: str | None = Field(
+        default=None,
+        description="Why this candidate decoded every case instead of verifying the reference's answers "
+        "(verification off, or a backend that cannot read given answers); None: it verified, or it is the "
+        "reference.",
+    )
     token_fidelity_missing: str | None = Field(
         default=None, description="Why token fidelity is not measured."
     )

@@ -76,7 +76,7 @@ def test_a_records_line_round_trips_through_case_record() -> None:
     record = _record()
     line = record.model_dump_json()
     assert "\n" not in line  # one JSONL line, whatever the model's own text holds
-    assert json.loads(line)["format_version"] == 3
+    assert json.loads(line)["format_version"] == 4
     parsed = parse_model(CaseRecord, json.loads(line), where="records.jsonl:1")
     assert parsed == record
     assert parsed.fields["b"] == 0.1 + 0.2
@@ -108,13 +108,13 @@ def test_a_file_of_format_version_11_is_refused_naming_the_file(tmp_path: Path) 
     assert "(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)" in message  # the versions this quantgate reads
 
 
-def test_a_records_line_of_format_version_4_is_refused_naming_the_file_and_line(tmp_path: Path) -> None:
+def test_a_records_line_of_format_version_5_is_refused_naming_the_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / RECORDS_FILE
-    newer = {**_record("c1").model_dump(mode="json"), "format_version": 4}
+    newer = {**_record("c1").model_dump(mode="json"), "format_version": 5}
     path.write_text(_record("c0").model_dump_json() + "\n" + json.dumps(newer) + "\n")
     lines = read_lines(path, CaseRecord)
     assert next(lines).case_id == "c0"
-    with pytest.raises(RunFileError, match=rf"^{re.escape(str(path))}:2: format_version 4 "):
+    with pytest.raises(RunFileError, match=rf"^{re.escape(str(path))}:2: format_version 5 "):
         next(lines)
 
 
@@ -123,7 +123,7 @@ def test_a_records_line_of_format_version_1_is_read_without_its_retries(tmp_path
     older = _record("c1").model_dump(mode="json", exclude={"retries"}) | {"format_version": 1}
     path.write_text(json.dumps(older) + "\n")
     (read,) = read_lines(path, CaseRecord)
-    assert (read.format_version, read.case_id, read.retries) == (3, "c1", None)
+    assert (read.format_version, read.case_id, read.retries) == (4, "c1", None)
 
 
 def test_parse_model_names_where_the_version_was_found() -> None:

@@ -98,7 +98,7 @@ def test_the_schemas_describe_their_files(tmp_path: Path) -> None:
     record = json.loads((tmp_path / "record.schema.json").read_text())
     assert record["$id"] == "quantgate/records.jsonl"
     assert "one line of the file" in record["description"]
-    assert record["properties"]["format_version"]["const"] == 3
+    assert record["properties"]["format_version"]["const"] == 4
     assert {"variant", "case_id"} <= set(record["required"])
     decision = json.loads((tmp_path / "decision.schema.json").read_text())
     assert decision["properties"]["format_version"]["const"] == 7
