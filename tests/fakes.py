@@ -2,6 +2,7 @@
 and a tiny dataset of five cases written from them (no real model anywhere).
 
 - `QueuedChatModel` streams queued outputs, with usage metadata and optional failures.
+- `VerifyingChatModel` is a `QueuedChatModel` that takes an answer to verify, as the embedded backend.
 - `SleepyChatModel` streams one output slowly, refusing calls beyond a limit (load tests).
 - `SCHEMA` and `GOOD`: an invoice schema and a valid record of it.
 - `write_tiny_dataset` writes them as a dataset (the `dataset` fixture in `tests/conftest.py`).
@@ -101,6 +102,40 @@ class QueuedChatModel(MessagesChatModel):
                 chunk_position="last",
             )
         )
+
+
+class VerifyingChatModel(QueuedChatModel):
+    """A `QueuedChatModel` that takes an answer to verify (`answer=`), as the embedded backend does: it
+    streams its own output whatever it is given, and its metadata says how that was obtained (`verified`
+    when the given answer is its output, `verified_then_decoded` when not, `decoded` when none was
+    given). `given` lists what each call was given, with its conversation's text."""
+
+    given: list[tuple[str, str | None]] = Field(default_factory=list)
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        answer = kwargs.get("answer")
+        chunks = list(self._answer(messages))
+        conversation = " ".join(str(m.content) for m in messages)
+        if WARM_UP_TEXT not in conversation:
+            self.given.append((conversation, answer))
+        own = "".join(str(c.message.content) for c in chunks)
+        how = "decoded" if answer is None else "verified" if answer == own else "verified_then_decoded"
+        *body, last = chunks
+        metadata = {**last.message.response_metadata, "obtained": how}
+        if answer is not None:
+            same = next((i for i, (a, b) in enumerate(zip(answer, own, strict=False)) if a != b), None)
+            metadata |= {
+                "answer_tokens": len(answer),
+                "verified_tokens": min(len(answer), len(own)) if same is None else same,
+            }
+        yield from body
+        yield ChatGenerationChunk(message=last.message.model_copy(update={"response_metadata": metadata}))
 
 
 class SleepyChatModel(MessagesChatModel):

@@ -302,8 +302,8 @@ def _add_verification_flags(run: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=DEFAULT_LATENCY_CASES,
         metavar="N",
-        help=f"with verification, the run's first N cases are decoded in full by every variant, the reference "
-        f"too when cached; every latency figure comes from them (default {DEFAULT_LATENCY_CASES})",
+        help=f"with verification, the run's first N cases are decoded in full by every variant, the "
+        f"reference too when cached; every latency figure comes from them (default {DEFAULT_LATENCY_CASES})",
     )
 
 

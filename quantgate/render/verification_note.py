@@ -31,7 +31,7 @@ def verification_lines(summary: RunSummary | None) -> list[str]:
     notes = "; ".join(_variant_note(e) for e in summary.variants if e.status == "ok")
     return [
         f"- Answers: candidates verified the reference's answers where their backend can "
-        f"(docs/performance.md#verification); the first {options.latency_cases} cases were decoded in full by "
-        f"every variant, and every latency figure comes from them. {notes}.",
+        f"(docs/performance.md#verification); the first {options.latency_cases} cases were decoded in full "
+        f"by every variant, and every latency figure comes from them. {notes}.",
         "",
     ]

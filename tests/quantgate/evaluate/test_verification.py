@@ -1,0 +1,123 @@
+"""Verification in a run: candidates whose backend declares it get the reference's answers (one per
+model call, repairs included) for the cases after the latency sample; records and the summary say how
+each answer was obtained; the latency figures come from the sample alone; `--no-verify` and a backend
+without verification decode everything and say why."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from quantgate.backends import BackendCapabilities, OpenedVariant
+from quantgate.decide.recommendation import decide
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
+from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.rundir.files import DECISION_MD
+from quantgate.rundir.store import load_run, read_records
+from tests.fakes import GOOD, SCHEMA, VerifyingChatModel
+
+WRONG = json.dumps({**GOOD, "currency": "USD"})
+BROKEN = "not json"
+MODELS: dict[str, VerifyingChatModel] = {}
+
+
+@contextmanager
+def _open(
+    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
+) -> Iterator[OpenedVariant]:
+    by_text = {"case <3>": BROKEN}  # both variants answer case 3 with text that no repair fixes
+    if variant.options.get("differs"):
+        by_text["case <4>"] = WRONG  # the candidate differs on case 4
+    model = VerifyingChatModel(outputs=[json.dumps(GOOD)], by_text=by_text)
+    MODELS[variant.name] = model
+    yield OpenedVariant(chat_model=model, runtime={"name": "verifying fake", "version": "0"})
+
+
+def _dataset(root: Path, cases: int = 6) -> Dataset:
+    lines = [Case(id=f"c{i}", text=f"case <{i}>", expected=GOOD, tags=("lang:en",)) for i in range(cases)]
+    write_dataset(root, schema=SCHEMA, cases=lines, examples=[Case(id="e1", text="example", expected=GOOD)])
+    return load_dataset(root)
+
+
+def _run(tmp_path: Path, backend: str = "verifying", **options: Any) -> Path:
+    variants = VariantSet(
+        reference="ref",
+        variants=[
+            Variant(name="ref", backend=backend, model="ref"),
+            Variant(name="cand", backend=backend, model="cand", options={"differs": 1}),
+        ],
+    )
+    settings = {"out": tmp_path / "runs", "progress": False, "token_fidelity": False, "round_size": 3}
+    return run_evaluation(
+        _dataset(tmp_path / "d"), variants, options=RunOptions(**settings | {"concurrency": 1} | options)
+    )
+
+
+@pytest.fixture(autouse=True)
+def backends(register_backend: Any) -> None:
+    register_backend("verifying", _open, capabilities=BackendCapabilities(verification=True))
+    register_backend("plain", _open, capabilities=BackendCapabilities())
+    MODELS.clear()
+
+
+def _given(name: str, case: int) -> list[str | None]:
+    return [answer for text, answer in MODELS[name].given if f"case <{case}>" in text]
+
+
+def test_candidates_verify_the_references_answers_after_the_latency_sample(tmp_path):
+    run = _run(tmp_path, latency_cases=2)
+    assert _given("cand", 0) == [None]  # the latency sample: decoded in full
+    assert _given("cand", 1) == [None]
+    assert _given("cand", 2) == [json.dumps(GOOD)]
+    assert _given("cand", 3) == [BROKEN, BROKEN, BROKEN]  # each repair gets the reference's repair answer
+    assert _given("cand", 4) == [json.dumps(GOOD)]
+    assert all(answer is None for _, answer in MODELS["ref"].given)  # the reference decodes
+    obtained = {r.case_id: r.obtained for r in read_records(run) if r.variant == "cand"}
+    assert obtained == {
+        "c0": "decoded", "c1": "decoded", "c2": "verified", "c3": "verified",
+        "c4": "verified_then_decoded", "c5": "verified",
+    }  # fmt: skip
+    assert {r.obtained for r in read_records(run) if r.variant == "ref"} == {"decoded"}
+    summary = load_run(run).summary
+    ref, cand = summary.entry("ref"), summary.entry("cand")
+    assert ref is not None
+    assert cand is not None
+    assert (cand.verified_cases, cand.verified_then_decoded_cases, cand.decoded_cases) == (3, 1, 2)
+    assert cand.verification_missing is None
+    assert (ref.cases_timed, cand.cases_timed) == (2, 2)  # latency: the same two cases for both
+    assert cand.throughput_tokens_per_s is None  # verified cases read answers: no decoding throughput
+    assert cand.agreement_with_reference is not None
+    assert cand.agreement_with_reference < 1.0  # case 4, decoded from where it differed, disagrees
+    decide(run)
+    decision = (run / DECISION_MD).read_text()
+    assert "cand: 3 verified, 1 verified then decoded, 2 decoded" in decision
+    assert "the first 2 cases were decoded in full by every variant" in decision
+
+
+def test_no_verify_decodes_every_case_and_says_so(tmp_path):
+    run = _run(tmp_path, verify=False)
+    assert all(answer is None for _, answer in MODELS["cand"].given)
+    cand = load_run(run).summary.entry("cand")
+    assert cand is not None
+    assert cand.verified_cases == 0
+    assert cand.decoded_cases == 6
+    assert cand.cases_timed == 6
+    assert cand.verification_missing is not None
+    assert "--no-verify" in cand.verification_missing
+    assert {r.obtained for r in read_records(run) if r.variant == "cand"} == {"decoded"}
+
+
+def test_a_backend_without_verification_decodes_and_says_why(tmp_path):
+    run = _run(tmp_path, backend="plain", latency_cases=2)
+    assert all(answer is None for _, answer in MODELS["cand"].given)
+    cand = load_run(run).summary.entry("cand")
+    assert cand is not None
+    assert cand.verification_missing is not None
+    assert "plain backend" in cand.verification_missing
+    assert cand.cases_timed == 2  # still the sample's cases, as the reference's
