@@ -47,6 +47,7 @@ def cli_run_options(args: argparse.Namespace, *, gates: Gates, default_budget: f
         progress=not args.json,
         token_fidelity=not args.no_token_fidelity,
         token_fidelity_cases=args.token_fidelity_cases,
+        noise_floor_cases=args.noise_floor_cases,
         examples=args.examples,
         reference_cache=None if args.no_cache else default_reference_cache(),
     )

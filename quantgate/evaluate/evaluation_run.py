@@ -21,6 +21,7 @@ from evaluators.errors import QuantgateError, UsageError
 from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
 from quantgate.evaluate.label_confidence import add_gold_probability_shifts
 from quantgate.evaluate.model_shapes import memory_model_entry
+from quantgate.evaluate.noise_floor_kld import measure_noise_floor_kld
 from quantgate.evaluate.options import RunOptions, run_cases, select_cases
 from quantgate.evaluate.rescore import prior_outcomes
 from quantgate.evaluate.resume import read_back
@@ -82,6 +83,7 @@ def _options_info(options: RunOptions) -> RunOptionsInfo:
         gates=options.gates,
         token_fidelity=options.token_fidelity,
         token_fidelity_cases=options.token_fidelity_cases,
+        noise_floor_cases=options.noise_floor_cases,
     )
 
 
@@ -190,6 +192,7 @@ def _execute_here(session: RunSession, executor: VariantExecutor) -> Path:
             evaluate_all(session, executor)
         add_gold_probability_shifts(session)
         _token_fidelity(session, executor)
+        measure_noise_floor_kld(session)
         summary.status = "complete"
     except KeyboardInterrupt as interruption:  # Ctrl-C, or SIGTERM under signals.stop_on_signals
         summary.status = "interrupted"

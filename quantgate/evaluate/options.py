@@ -25,6 +25,8 @@ from quantgate.inputs.variants import Variant
 ROUND_ORDER_SEED = 0
 DEFAULT_TOKEN_FIDELITY_CASES = 5
 """Cases of a run whose token fidelity is measured: about 11 s each for a reference and 4 variants."""
+DEFAULT_NOISE_FLOOR_CASES = 4
+"""Cases the command line's noise-floor arm reruns (the reference's, one at a time): 3 to 8 s each."""
 
 
 @dataclass(kw_only=True)
@@ -62,6 +64,10 @@ class RunOptions:
             per case as the evaluation itself); None: on all of them.
         run_name: The run directory's name under `out` (a suite names each task's run so);
             None: a fresh run id.
+        noise_floor_cases: The reference answers the first this many cases of the first round a
+            second time, one case at a time, against its first answers (the runtime's own noise
+            floor, `quantgate.evaluate.noise_floor`); 0 switches it off (the Python default; the
+            command line uses `DEFAULT_NOISE_FLOOR_CASES`).
     """
 
     limit: int | None = None
@@ -80,12 +86,15 @@ class RunOptions:
     reference_cache: Path | None = None
     token_fidelity_cases: int | None = DEFAULT_TOKEN_FIDELITY_CASES
     run_name: str | None = None
+    noise_floor_cases: int = 0
 
     def __post_init__(self) -> None:
         for name in ("limit", "max_cases", "token_fidelity_cases"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise UsageError(f"{name.replace('_', '-')} must be at least 1, got {value}")
+        if self.noise_floor_cases < 0:
+            raise UsageError(f"noise-floor-cases must be 0 or more, got {self.noise_floor_cases}")
         if self.round_size < 1:
             raise UsageError(f"round size must be at least 1, got {self.round_size}")
         if self.budget_s is not None and self.budget_s <= 0:

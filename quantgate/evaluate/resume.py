@@ -271,6 +271,7 @@ def _options(summary: RunSummary, run_dir: Path, *, budget_s: float | None, prog
         budget_s=budget_s if info.method == "sequential" else None,
         truncation=info.truncation,
         token_fidelity_cases=info.token_fidelity_cases,
+        noise_floor_cases=info.noise_floor_cases or 0,
     )
 
 
