@@ -190,6 +190,8 @@ def _execute_here(session: RunSession, executor: VariantExecutor) -> Path:
             evaluate_in_rounds(session)
         else:
             evaluate_all(session, executor)
+            if session.options.noise_floor_cases:
+                summary.noise_floor_missing = "not measured: the variants ran as whole tasks (no warm worker)"
         add_gold_probability_shifts(session)
         _token_fidelity(session, executor)
         measure_noise_floor_kld(session)
