@@ -32,7 +32,11 @@ from quantgate.cli.common import (
 from quantgate.cli.exports import EXPORT_FLAGS, add_export_flags, check_export_flags, write_exports
 from quantgate.cli.load import add_load_flags, load_into, load_options
 from quantgate.cli.run_shared import cli_run_options, write_report_after_run
-from quantgate.evaluate.options import DEFAULT_LATENCY_CASES, DEFAULT_TOKEN_FIDELITY_CASES
+from quantgate.evaluate.options import (
+    DEFAULT_LATENCY_CASES,
+    DEFAULT_NOISE_FLOOR_CASES,
+    DEFAULT_TOKEN_FIDELITY_CASES,
+)
 from quantgate.evaluate.predictions import dump_json
 from quantgate.formatting import terminal_text
 from quantgate.rundir.embeddings import DEFAULT_K
@@ -242,6 +246,18 @@ def _add_input_flags(run: argparse.ArgumentParser) -> None:
     add_examples_flag(run)
 
 
+def _add_noise_floor_flag(run: argparse.ArgumentParser) -> None:
+    """The noise floor's arm: how many cases the reference answers a second time."""
+    run.add_argument(
+        "--noise-floor-cases",
+        type=int,
+        default=DEFAULT_NOISE_FLOOR_CASES,
+        metavar="N",
+        help=f"the reference answers the first N cases again, one at a time, against its first answers: "
+        f"the runtime's own noise floor (default {DEFAULT_NOISE_FLOOR_CASES}; 0: off; apart from --budget)",
+    )
+
+
 def _add_run_flags(run: argparse.ArgumentParser) -> None:
     """How to evaluate and what to write: concurrency, repairs, output, token fidelity, report, load."""
     run.add_argument(
@@ -334,6 +350,7 @@ def add_parser(commands: Commands) -> None:
     _add_input_flags(run)
     _add_run_flags(run)
     _add_verification_flags(run)
+    _add_noise_floor_flag(run)
     _add_embedding_flags(run)
     add_load_flags(run, prefix="load-")
     add_gate_flags(run)

@@ -49,6 +49,7 @@ def cli_run_options(args: argparse.Namespace, *, gates: Gates, default_budget: f
         token_fidelity_cases=args.token_fidelity_cases,
         verify=not args.no_verify,
         latency_cases=args.latency_cases,
+        noise_floor_cases=args.noise_floor_cases,
         examples=args.examples,
         reference_cache=None if args.no_cache else default_reference_cache(),
     )

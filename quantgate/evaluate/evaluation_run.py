@@ -21,6 +21,7 @@ from evaluators.errors import QuantgateError, UsageError
 from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
 from quantgate.evaluate.label_confidence import add_gold_probability_shifts
 from quantgate.evaluate.model_shapes import memory_model_entry
+from quantgate.evaluate.noise_floor_kld import measure_noise_floor_kld
 from quantgate.evaluate.options import RunOptions, run_cases, select_cases
 from quantgate.evaluate.rescore import prior_outcomes
 from quantgate.evaluate.resume import read_back
@@ -84,6 +85,7 @@ def _options_info(options: RunOptions) -> RunOptionsInfo:
         token_fidelity_cases=options.token_fidelity_cases,
         verify=options.verify,
         latency_cases=options.latency_cases if options.verify else None,
+        noise_floor_cases=options.noise_floor_cases,
     )
 
 
@@ -190,8 +192,11 @@ def _execute_here(session: RunSession, executor: VariantExecutor) -> Path:
             evaluate_in_rounds(session)
         else:
             evaluate_all(session, executor)
+            if session.options.noise_floor_cases:
+                summary.noise_floor_missing = "not measured: the variants ran as whole tasks (no warm worker)"
         add_gold_probability_shifts(session)
         _token_fidelity(session, executor)
+        measure_noise_floor_kld(session)
         summary.status = "complete"
     except KeyboardInterrupt as interruption:  # Ctrl-C, or SIGTERM under signals.stop_on_signals
         summary.status = "interrupted"

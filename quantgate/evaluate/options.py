@@ -28,6 +28,8 @@ DEFAULT_TOKEN_FIDELITY_CASES = 5
 DEFAULT_LATENCY_CASES = DEFAULT_ROUND_SIZE
 """Cases of a verifying run that every variant decodes in full, whose timings are its latency figures:
 the run's first round."""
+DEFAULT_NOISE_FLOOR_CASES = 4
+"""Cases the command line's noise-floor arm reruns (the reference's, one at a time): 3 to 8 s each."""
 
 
 @dataclass(kw_only=True)
@@ -72,6 +74,10 @@ class RunOptions:
         latency_cases: With `verify`, the run's first this many cases are decoded in full by every
             variant (the reference too, even when its cache has them): the latency figures of every
             variant come from them, the same cases for all.
+        noise_floor_cases: The reference answers the first this many cases of the first round a
+            second time, one case at a time, against its first answers (the runtime's own noise
+            floor, `quantgate.evaluate.noise_floor`); 0 switches it off (the Python default; the
+            command line uses `DEFAULT_NOISE_FLOOR_CASES`).
     """
 
     limit: int | None = None
@@ -92,12 +98,15 @@ class RunOptions:
     run_name: str | None = None
     verify: bool = True
     latency_cases: int = DEFAULT_LATENCY_CASES
+    noise_floor_cases: int = 0
 
     def __post_init__(self) -> None:
         for name in ("limit", "max_cases", "token_fidelity_cases", "latency_cases"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise UsageError(f"{name.replace('_', '-')} must be at least 1, got {value}")
+        if self.noise_floor_cases < 0:
+            raise UsageError(f"noise-floor-cases must be 0 or more, got {self.noise_floor_cases}")
         if self.round_size < 1:
             raise UsageError(f"round size must be at least 1, got {self.round_size}")
         if self.budget_s is not None and self.budget_s <= 0:

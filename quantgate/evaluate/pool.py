@@ -72,6 +72,15 @@ class VariantWorker(Protocol):
         """
         ...
 
+    def rerun(self, case_ids: list[str], first_records: Mapping[str, dict[str, Any] | None]) -> RoundRan:
+        """Answer these cases again one at a time, against `first_records`; nothing is written (the
+        noise floor's arm: `WarmVariant.rerun`).
+
+        Raises:
+            BackendError: The variant failed (its worker died).
+        """
+        ...
+
     def end(self) -> WorkerEnd:
         """Free the variant; its memory figures."""
         ...
@@ -113,6 +122,10 @@ class InlineWorker:
         self._on_case = on_case
         return self._warm.run(case_ids, reference_records, answers)
 
+    def rerun(self, case_ids: list[str], first_records: Mapping[str, dict[str, Any] | None]) -> RoundRan:
+        """Answer these cases again here, one at a time."""
+        return self._warm.rerun(case_ids, first_records)
+
     def end(self) -> WorkerEnd:
         """Free the variant."""
         return self._warm.end()
@@ -144,8 +157,11 @@ def _serve(connection: Connection, job: VariantJob) -> None:
 
             with WarmVariant(job, recorded) as warm:
                 send("ready", warm.start())
-                while (command := connection.recv())[0] == "run":
-                    send("ran", warm.run(*command[1]))
+                while (command := connection.recv())[0] != "end":
+                    if command[0] == "rerun":
+                        send("reran", warm.rerun(*command[1]))
+                    else:
+                        send("ran", warm.run(*command[1]))
                 send("ended", warm.end())
     except EOFError:
         pass  # the run is gone
@@ -193,6 +209,16 @@ class ProcessWorker:
         try:
             self._connection.send(("run", (case_ids, reference_records, answers)))
             ran: RoundRan = self._expect("ran", on_case=on_case)
+        except BaseException:
+            self.kill()
+            raise
+        return ran
+
+    def rerun(self, case_ids: list[str], first_records: Mapping[str, dict[str, Any] | None]) -> RoundRan:
+        """Have the worker answer these cases again, one at a time (nothing written)."""
+        try:
+            self._connection.send(("rerun", (case_ids, dict(first_records))))
+            ran: RoundRan = self._expect("reran", on_case=lambda: None)
         except BaseException:
             self.kill()
             raise

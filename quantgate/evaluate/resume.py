@@ -273,6 +273,7 @@ def _options(summary: RunSummary, run_dir: Path, *, budget_s: float | None, prog
         token_fidelity_cases=info.token_fidelity_cases,
         verify=info.verify is True,
         latency_cases=info.latency_cases or DEFAULT_LATENCY_CASES,
+        noise_floor_cases=info.noise_floor_cases or 0,
     )
 
 

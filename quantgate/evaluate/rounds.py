@@ -24,6 +24,7 @@ from tqdm import tqdm
 
 from quantgate.backends import BackendError
 from quantgate.evaluate.cache import ReferenceCache
+from quantgate.evaluate.noise_floor import NoiseFloorArm
 from quantgate.evaluate.pool import VariantWorker, warm_capacity
 from quantgate.evaluate.session import RunSession, record_run, record_skipped
 from quantgate.evaluate.stopping_rule import accuracy_gates_status, paired_outcomes
@@ -49,6 +50,7 @@ class _Rounds:
         capacity = warm_capacity([t.job.variant for t in self.tracks])
         self.pool = WarmPool(session.store, capacity, on_load=self._loaded)
         self.cache = ReferenceCache.for_session(session)
+        self.noise_floor = NoiseFloorArm(session)
         self.spent_s = session.summary.evaluation_s or 0.0
         self.budget_s = session.options.budget_s
         self.rounds = 0
@@ -167,6 +169,8 @@ class _Rounds:
             served = [c for c in cases if self.decode is None or c not in self.decode]
             self.cache.serve(reference, served, self.session.store)
             self._evaluate(reference, cases)
+        if self.noise_floor.due and reference.error is None:
+            self._noise_floor(cases)
         records = {
             c: o.extraction.record if o.extraction.valid else None
             for c, o in reference.outcomes.items()
@@ -207,6 +211,25 @@ class _Rounds:
         for outcome in ran.outcomes:
             track.outcomes[outcome.case_id] = outcome
             track.new_tokens.append(outcome.latency.output_tokens)
+
+    def _noise_floor(self, cases: list[str]) -> None:
+        """The reference answers the first cases again, one at a time (`NoiseFloorArm`); its time is
+        not the budget's. A reference that cannot load or dies here keeps its answers: the arm says
+        why it has no figures, and a dead worker is loaded again when next needed."""
+        reference = self.reference
+        try:
+            worker = self.pool.worker(reference)
+        except BackendError as exc:
+            self.session.summary.noise_floor_missing = f"not measured: {str(exc).splitlines()[0]}"
+            return
+        origins = {c: r.cached_from or self.cache.run_id for c, r in self.cache.records.items()
+                   if c in reference.cached}  # fmt: skip
+        try:
+            self.noise_floor.measure(reference, cases, worker, origins)
+        except BackendError:
+            self.pool.drop(reference)
+        if reference.placed:  # a resumed run's finished reference, loaded for the arm only
+            self.pool.release(reference)
 
     def _judge(self) -> None:
         if not self.options.sequential:

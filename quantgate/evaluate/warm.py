@@ -155,11 +155,24 @@ class WarmVariant:
         finally:
             self._sampler.pause()
 
+    def rerun(self, case_ids: list[str], first_records: Mapping[str, dict[str, Any] | None]) -> RoundRan:
+        """Answer these cases again, one case at a time, scored against `first_records` (the
+        noise floor's arm): the outcomes are returned whole and never handed to `on_outcome`."""
+        assert self._sampler is not None, "start() first"
+        self._sampler.resume()
+        try:
+            return self._run(case_ids, first_records, concurrency=1, record=False)
+        finally:
+            self._sampler.pause()
+
     def _run(
         self,
         case_ids: list[str],
         reference_records: Mapping[str, dict[str, Any] | None] | None,
-        answers: Mapping[str, list[str | None]] | None,
+        answers: Mapping[str, list[str | None]] | None = None,
+        *,
+        concurrency: int | None = None,
+        record: bool = True,
     ) -> RoundRan:
         if self._rewarm and self._rounds_run:  # a server may have unloaded it since the last round
             first_token_s(self._context())
@@ -167,11 +180,15 @@ class WarmVariant:
         cases = [case_input(self._by_id[case_id]) for case_id in case_ids]
         started = time.perf_counter()
         last_end = started
+        whole: list[CaseOutcome] = []
 
         def on_record(outcome: CaseOutcome) -> None:
             nonlocal last_end
             last_end = time.perf_counter()
-            self.on_outcome(outcome)
+            if record:
+                self.on_outcome(outcome)
+            else:
+                whole.append(outcome)
 
         context = EvaluationContext(
             extraction=self._context(),
@@ -184,9 +201,12 @@ class WarmVariant:
         output = evaluation_graph.invoke(
             {"cases": cases, "round_size": None},
             context=context,
-            config={"max_concurrency": self._concurrency, "recursion_limit": rounds_limit(len(cases), None)},
+            config={
+                "max_concurrency": concurrency or self._concurrency,
+                "recursion_limit": rounds_limit(len(cases), None),
+            },
         )
-        outcomes: list[CaseOutcome] = output["outcomes"]
+        outcomes: list[CaseOutcome] = output["outcomes"] if record else whole
         return RoundRan(outcomes=tuple(outcomes), wall_s=last_end - started if outcomes else None)
 
     def end(self) -> WorkerEnd:

@@ -16,6 +16,7 @@ from quantgate.render.capacity_rows import capacity_section
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
 from quantgate.render.fidelity_tail import fidelity_tail
+from quantgate.render.noise_floor_line import noise_floor_text
 from quantgate.render.runtime_rows import RUNTIME_NOTE, runtime_table
 from quantgate.render.task_figures import task_figures
 from quantgate.render.verification_note import verification_lines
@@ -131,9 +132,11 @@ _OVERVIEW_NOTE = (
 )
 
 
-def _overview(decision: Decision) -> list[str]:
+def _overview(decision: Decision, summary: RunSummary | None = None) -> list[str]:
     rows = [_overview_row(name, v) for name, v in decision.variants.items()]
-    return ["## Variants", "", *markdown_table(_OVERVIEW, rows), _OVERVIEW_NOTE, ""]
+    floor = noise_floor_text(summary)
+    noise = [escape_markdown(floor), ""] if floor else []
+    return ["## Variants", "", *markdown_table(_OVERVIEW, rows), _OVERVIEW_NOTE, "", *noise]
 
 
 def _fidelity(decision: Decision) -> list[str]:
@@ -365,7 +368,7 @@ def render_decision(decision: Decision, *, summary: RunSummary | None = None) ->
     the run's `summary` (summary.json) after the variants when given."""
     parts = [
         _headline(decision),
-        _overview(decision),
+        _overview(decision, summary),
         task_figures_section(summary),
         _fidelity(decision),
         _gates(decision),

@@ -5,6 +5,7 @@ runs/<run-id>/
     records.jsonl      one line per case x variant                  (CaseRecord)
     variants.json      each variant's provenance, runtime, hardware (VariantsFile)
     fidelity.jsonl     token fidelity per variant x case            (FidelityLine)
+    noise_floor.jsonl  the reference's answers rerun, per case      (NoiseFloorLine)
     load.jsonl         one line per load-test request               (LoadLine)
     embeddings.json    embedding figures per variant (`embed`)      (EmbeddingsFile)
     qdrant/            the variants' vectors, a local Qdrant store
@@ -23,6 +24,7 @@ SUMMARY_FILE = "summary.json"
 RECORDS_FILE = "records.jsonl"
 VARIANTS_FILE = "variants.json"
 FIDELITY_FILE = "fidelity.jsonl"
+NOISE_FLOOR_FILE = "noise_floor.jsonl"
 LOAD_FILE = "load.jsonl"
 EMBEDDINGS_JSON = "embeddings.json"
 QDRANT_DIR = "qdrant"
@@ -68,6 +70,8 @@ settings `capacity_context`, `capacity_memory_gib`). 11: a runtime pair's own to
 other member's entry (`runtime_token_fidelity`, `runtime_token_fidelity_base`,
 `runtime_token_fidelity_missing`: against the pair's embedded base). Summaries of versions 1 to 10
 are still read (as version 11, the keys added since unknown, the gates off)."""
+NOISE_FLOOR_FORMAT_VERSION: Final[Literal[1]] = 1
+"""Of noise_floor.jsonl: the reference's answers to the noise-floor sample, rerun one case at a time."""
 LOAD_FORMAT_VERSION: Final[Literal[2]] = 2
 """Of load.jsonl and the summary's `load` section. 2: open-loop Poisson levels and goodput: the
 section's arrivals, seed and latency targets, each level's arrivals, rate and seed and its goodput

@@ -1,4 +1,5 @@
-"""Typed lines of the run directory's JSONL files: records.jsonl, fidelity.jsonl, load.jsonl.
+"""Typed lines of the run directory's JSONL files: records.jsonl, fidelity.jsonl, load.jsonl,
+noise_floor.jsonl.
 
 Each model is the one definition of its line: the writer builds it, every reader parses
 through it, and `quantgate schemas` exports its JSON Schema.
@@ -13,7 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from evaluators.json_tokens import TokenKind
 from evaluators.load import LoadRequest
 from evaluators.verification import Obtained
-from quantgate.rundir.files import LOAD_FORMAT_VERSION, RECORDS_FORMAT_VERSION, RUN_FORMAT_VERSION
+from quantgate.rundir.files import (
+    LOAD_FORMAT_VERSION,
+    NOISE_FLOOR_FORMAT_VERSION,
+    RECORDS_FORMAT_VERSION,
+    RUN_FORMAT_VERSION,
+)
 
 VariantStatus = Literal["ok", "skipped"]
 """ok: the variant was evaluated; skipped: it could not be (its error says why)."""
@@ -155,6 +161,37 @@ class FidelityLine(RunFileModel):
         default=None, description="A server's variant: positions the model never reached."
     )
     error: str | None = None
+
+
+class NoiseFloorLine(RunFileModel):
+    """One line of noise_floor.jsonl: one case of the noise-floor sample, as the reference answered it
+    the first time (its record in records.jsonl, or the reference cache's) and again, one case at a
+    time (`evaluators.noise_floor`). The rerun never enters records.jsonl."""
+
+    format_version: Literal[1] = NOISE_FLOOR_FORMAT_VERSION
+    variant: str = Field(description="The reference.")
+    case_id: str
+    first_record: dict[str, Any] | None = Field(
+        default=None, description="The first answer's normalized record (None: no valid record)."
+    )
+    first_from: str | None = Field(
+        default=None,
+        description="The run whose answer `first_record` is, when it came from the reference cache "
+        "(None: this run's).",
+    )
+    rerun_record: dict[str, Any] | None = Field(
+        default=None, description="The rerun's normalized record (None: no valid record)."
+    )
+    rerun_raw: str | None = Field(default=None, description="The rerun's own text of its last attempt.")
+    rerun_error: str | None = None
+    identical: bool = Field(description="The same outcome both times (the same record, or neither valid).")
+    agreement: float | None = Field(
+        default=None,
+        description="Mean field agreement of the rerun with the first record (None: it had none).",
+    )
+    fields_changed: float | None = Field(
+        default=None, description="Share of fields whose agreement is below 1 (None: no first record)."
+    )
 
 
 class _LoadLineVariant(RunFileModel):

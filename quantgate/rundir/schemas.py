@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from quantgate.rundir import files
 from quantgate.rundir.decision import Decision
 from quantgate.rundir.embeddings import EmbeddingsFile
-from quantgate.rundir.lines import CaseRecord, FidelityLine, LoadLine
+from quantgate.rundir.lines import CaseRecord, FidelityLine, LoadLine, NoiseFloorLine
 from quantgate.rundir.suite_files import SUITE_DECISION_JSON, SUITE_FILE, SuiteDecision, SuiteRun
 from quantgate.rundir.summary import RunSummary, VariantsFile
 
@@ -24,6 +24,7 @@ SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "variants.schema.json": (VariantsFile, files.VARIANTS_FILE),
     "fidelity.schema.json": (FidelityLine, files.FIDELITY_FILE),
     "load.schema.json": (LoadLine, files.LOAD_FILE),
+    "noise_floor.schema.json": (NoiseFloorLine, files.NOISE_FLOOR_FILE),
     "decision.schema.json": (Decision, files.DECISION_JSON),
     "embeddings.schema.json": (EmbeddingsFile, files.EMBEDDINGS_JSON),
     "suite.schema.json": (SuiteRun, SUITE_FILE),

@@ -15,6 +15,7 @@ from pydantic import Field
 from evaluators.betting import CONFSEQ_TRUNCATION
 from evaluators.comparison import IntervalMethod
 from evaluators.fidelity import TokenFidelitySummary
+from evaluators.noise_floor import NoiseFloor
 from graphs.evaluation import VariantSummary
 from quantgate.inputs.examples import ExamplesSource
 from quantgate.inputs.gates import Gates
@@ -47,6 +48,33 @@ class TokenFidelityEntry(TokenFidelitySummary, _FidelityMeasurement):
     def of(cls, summary: TokenFidelitySummary, *, method: str, records: str) -> TokenFidelityEntry:
         """The entry for a pooled summary."""
         return cls.extending(summary, method=method, records=records)
+
+
+class _NoiseFloorRun(RunFileModel):
+    """How the noise floor was measured: the keys of its entry before the figures."""
+
+    method: str
+    records: str = Field(description="The file with the per-case answers (noise_floor.jsonl).")
+    first_concurrency: int | None = Field(
+        default=None, description="Cases in flight when the reference first answered (its slots)."
+    )
+    rerun_concurrency: int = Field(default=1, description="Cases in flight in the rerun.")
+    first_from: list[str] = Field(
+        default_factory=list,
+        description="The runs whose cached answers were the first ones (the reference cache's key holds "
+        "the model file's sha256, so they are the same model file's); empty: all this run's.",
+    )
+    noise_floor_s: float | None = Field(
+        default=None,
+        description="Seconds the arm took (the rerun, and the KLD when measured), apart from the budget's "
+        "case evaluation.",
+    )
+    kld_method: str | None = Field(default=None, description="How the KLD was measured (None: not measured).")
+    kld_missing: str | None = Field(default=None, description="Why the KLD is not measured.")
+
+
+class NoiseFloorEntry(NoiseFloor, _NoiseFloorRun):
+    """The runtime's own noise floor: the reference against itself (`evaluators.noise_floor.NoiseFloor`)."""
 
 
 class SequentialEntry(RunFileModel):
@@ -287,6 +315,11 @@ class RunOptionsInfo(RunFileModel):
         description="With verify, the run's first this many cases were decoded in full by every variant: "
         "the latency figures come from them (None: not recorded).",
     )
+    noise_floor_cases: int | None = Field(
+        default=None,
+        description="Cases of the noise-floor sample (0: switched off; None: a run written before it "
+        "existed).",
+    )
 
     @property
     def interval_method(self) -> IntervalMethod:
@@ -347,6 +380,12 @@ class RunSummary(RunFileModel):
     )
     variants: list[VariantEntry] = Field(default_factory=list)
     load: LoadSection | None = None
+    noise_floor: NoiseFloorEntry | None = Field(
+        default=None,
+        description="The runtime's own noise floor: the reference's answers to a sample of cases rerun one "
+        "case at a time, against its first answers (None: not measured, see `noise_floor_missing`).",
+    )
+    noise_floor_missing: str | None = Field(default=None, description="Why the noise floor is not measured.")
 
     def entry(self, name: str) -> VariantEntry | None:
         """The entry of the variant called `name`."""

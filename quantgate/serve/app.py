@@ -58,6 +58,8 @@ def run_arguments(request: RunRequest, roots: Sequence[Path], job_dir: Path) -> 
         arguments += ["--gates", str(job_dir / "gates.toml")]
     if not request.token_fidelity:
         arguments.append("--no-token-fidelity")
+    if request.noise_floor_cases is not None:
+        arguments += ["--noise-floor-cases", str(request.noise_floor_cases)]
     if not request.report:
         arguments.append("--no-report")
     if request.embeddings:

@@ -68,6 +68,13 @@ class RunRequest(BaseModel):
     limit: int | None = Field(default=None, ge=1, le=10**9, description="A fixed sample of N cases.")
     gates: dict[str, Any] | None = Field(default=None, description="Gate thresholds, as in a gates file.")
     token_fidelity: bool = True
+    noise_floor_cases: int | None = Field(
+        default=None,
+        ge=0,
+        le=10**6,
+        description="Cases the reference answers again, one at a time: the runtime's noise floor (0: off; "
+        "null: quantgate run's default).",
+    )
     report: bool = True
     embeddings: bool = False
     timeout_s: float | None = Field(

@@ -98,7 +98,7 @@ def test_schemas_writes_one_schema_per_run_file(tmp_path, capsys):
         f"{kind}.schema.json"
         for kind in (
             "summary", "record", "variants", "fidelity", "load", "decision", "embeddings", "suite",
-            "suite_decision",
+            "suite_decision", "noise_floor",
         )
     }  # fmt: skip
     assert sorted(printed) == sorted(str(p) for p in directory.iterdir())
