@@ -53,10 +53,10 @@ def _run(tmp_path: Path, backend: str = "verifying", **options: Any) -> Path:
             Variant(name="cand", backend=backend, model="cand", options={"differs": 1}),
         ],
     )
-    settings = {"out": tmp_path / "runs", "progress": False, "token_fidelity": False, "round_size": 3}
-    return run_evaluation(
-        _dataset(tmp_path / "d"), variants, options=RunOptions(**settings | {"concurrency": 1} | options)
+    settings = RunOptions(
+        out=tmp_path / "runs", progress=False, token_fidelity=False, round_size=3, concurrency=1, **options
     )
+    return run_evaluation(_dataset(tmp_path / "d"), variants, options=settings)
 
 
 @pytest.fixture(autouse=True)
