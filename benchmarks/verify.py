@@ -42,7 +42,7 @@ from graphs.extraction import graph as extraction_graph
 from quantgate.backends import EMBEDDED_SLOTS, VERIFY_KWARG, open_variant
 from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.greedy import common_prefix
-from quantgate.backends.llamacpp import EmbeddedEngine
+from quantgate.backends.llamacpp import EmbeddedEngine, LlamaCppChatModel
 from quantgate.backends.teacher_forcing import forced_logits
 from quantgate.evaluate.options import RunOptions, extraction_context, run_cases
 from quantgate.hardware import hardware, package_version
@@ -96,6 +96,10 @@ class Answer:
 
     texts: tuple[str, ...]
     obtained: tuple[str | None, ...]
+    prompt_tokens: int
+    """The first call's prompt tokens."""
+    output_tokens: int
+    """Output tokens over all calls."""
 
 
 def _answer(context: ExtractionContext, case: Case, given: list[str | None] | None) -> Answer:
@@ -104,7 +108,10 @@ def _answer(context: ExtractionContext, case: Case, given: list[str | None] | No
     )
     attempts = output.get("attempts") or []
     return Answer(
-        texts=tuple(a.get("text", "") for a in attempts), obtained=tuple(a.get("obtained") for a in attempts)
+        texts=tuple(a.get("text", "") for a in attempts),
+        obtained=tuple(a.get("obtained") for a in attempts),
+        prompt_tokens=(attempts[0].get("input_tokens") or 0) if attempts else 0,
+        output_tokens=sum(a.get("output_tokens") or 0 for a in attempts),
     )
 
 
@@ -187,6 +194,8 @@ def candidate(
         "verified": verify_load.figures(),
         "speedup": round(decode_load.wall_s / verify_load.wall_s, 2) if verify_load.wall_s else None,
         "obtained": {k: how.count(k) for k in ("verified", "verified_then_decoded", "decoded")},
+        "output_tokens": sum(a.output_tokens for a in decoded.values()),
+        "prompt_tokens": sum(a.prompt_tokens for a in decoded.values()),
         "same_as_reference_decoded": sum(decoded[c].texts == reference[c].texts for c in decoded),
         "differences": differences,
         "noise": {
@@ -208,10 +217,24 @@ def reference_answers(
         context = extraction_context(dataset, opened, options)
         answer_all(context, cases[:1], None, 1)
         answers = load.measure(lambda: answer_all(context, cases, None, EMBEDDED_SLOTS))
+        assert isinstance(opened.chat_model, LlamaCppChatModel)
+        prefix = _shared_prefix(opened.chat_model.engine, context, cases)
         alone = noise_load.measure(lambda: answer_all(context, cases[:noise_cases], None, 1))
     noise = compare(answers, alone, None, context, {c.id: c for c in cases})
     floor = {"cases": len(alone), "differing": len(noise), "cases_differing": [d["case"] for d in noise]}
-    return {"answers": answers, "decoded": load.figures(), "noise": floor | noise_load.figures()}
+    return {
+        "answers": answers,
+        "decoded": load.figures(),
+        "noise": floor | noise_load.figures(),
+        "shared_prefix_tokens": prefix,
+    }
+
+
+def _shared_prefix(engine: EmbeddedEngine, context: ExtractionContext, cases: list[Case]) -> int:
+    """Tokens the first two cases' prompts share (the instructions and examples, read once per variant)."""
+    prompts = [render_prompt(prompt_messages(context, c.text)[0]) for c in cases[:2]]
+    first, second = (engine.llama.tokenize(p.encode()) for p in prompts)
+    return common_prefix(first, second)
 
 
 def _print_table(reference: dict[str, Any], results: list[dict[str, Any]], cases: int) -> None:
