@@ -56,9 +56,15 @@ class VariantWorker(Protocol):
         ...
 
     def run(
-        self, case_ids: list[str], reference_records: ReferenceRecords, on_case: Callable[[], None]
+        self,
+        case_ids: list[str],
+        reference_records: ReferenceRecords,
+        on_case: Callable[[], None],
+        *,
+        seconds_left: float | None = None,
     ) -> RoundRan:
-        """Evaluate a round's cases (records written as each ends; `on_case` after each).
+        """Evaluate a round's cases (records written as each ends; `on_case` after each); with
+        `seconds_left`, no case starts once that many seconds have passed (the budget).
 
         Raises:
             BackendError: The variant failed (its worker died).
@@ -97,11 +103,16 @@ class InlineWorker:
             raise
 
     def run(
-        self, case_ids: list[str], reference_records: ReferenceRecords, on_case: Callable[[], None]
+        self,
+        case_ids: list[str],
+        reference_records: ReferenceRecords,
+        on_case: Callable[[], None],
+        *,
+        seconds_left: float | None = None,
     ) -> RoundRan:
         """Evaluate a round's cases here."""
         self._on_case = on_case
-        return self._warm.run(case_ids, reference_records)
+        return self._warm.run(case_ids, reference_records, seconds_left=seconds_left)
 
     def end(self) -> WorkerEnd:
         """Free the variant."""
@@ -135,7 +146,8 @@ def _serve(connection: Connection, job: VariantJob) -> None:
             with WarmVariant(job, recorded) as warm:
                 send("ready", warm.start())
                 while (command := connection.recv())[0] == "run":
-                    send("ran", warm.run(*command[1]))
+                    case_ids, reference_records, seconds_left = command[1]
+                    send("ran", warm.run(case_ids, reference_records, seconds_left=seconds_left))
                 send("ended", warm.end())
     except EOFError:
         pass  # the run is gone
@@ -173,11 +185,17 @@ class ProcessWorker:
         return warmed
 
     def run(
-        self, case_ids: list[str], reference_records: ReferenceRecords, on_case: Callable[[], None]
+        self,
+        case_ids: list[str],
+        reference_records: ReferenceRecords,
+        on_case: Callable[[], None],
+        *,
+        seconds_left: float | None = None,
     ) -> RoundRan:
-        """Have the worker evaluate a round's cases."""
+        """Have the worker evaluate a round's cases (its deadline set there from `seconds_left`:
+        the clocks of two processes need not agree)."""
         try:
-            self._connection.send(("run", (case_ids, reference_records)))
+            self._connection.send(("run", (case_ids, reference_records, seconds_left)))
             ran: RoundRan = self._expect("ran", on_case=on_case)
         except BaseException:
             self.kill()

@@ -11,6 +11,10 @@ the next rounds go to the candidates still open. The rounds end when no candidat
 the cases run out, or the budget would be spent: a round starts only when its expected time
 (each variant's last seconds per case) fits in what is left of `--budget`, which counts case
 evaluation only (loads and warm-ups are measured apart, in `load_s` and the cold first token).
+Inside a round the budget holds at case granularity: each variant is given the seconds left
+(its worker, maybe another process, sets its own deadline from them), no case starts past
+them, and once they are spent no further variant runs; every finished pair is kept (the
+confidence sequence holds at any stopping time), so a candidate cut short has fewer pairs.
 
 A fixed sample (`--limit`, `--all`) runs the same way, without judging: all its cases.
 """
@@ -137,6 +141,9 @@ class _Rounds:
         cases = needed[: self.options.round_size]
         if not cases:
             return self._stop(open_tracks, "cases")
+        left = self._left_s()
+        if left is not None and left <= 0:
+            return self._stop(open_tracks, "budget")
         if (
             self.budget_s is not None
             and self.rounds
@@ -149,6 +156,10 @@ class _Rounds:
         for track in tracks:
             track.stopped = why
         return []
+
+    def _left_s(self) -> float | None:
+        """Seconds of the budget left (None: no budget)."""
+        return None if self.budget_s is None else self.budget_s - self.spent_s
 
     def _expected_s(self, cases: list[str]) -> float:
         """The time the round would take, at each variant's last measured rate."""
@@ -179,19 +190,22 @@ class _Rounds:
 
     def _evaluate(self, track: Track, cases: list[str], reference_records: dict | None = None) -> None:  # type: ignore[type-arg]
         lacking = track.lacking(cases)
+        left = self._left_s()
+        if left is not None and left <= 0:  # the budget is spent: none of its cases starts
+            return
         worker = self._worker(track) if lacking and track.error is None else None
         if worker is None:  # nothing to run, or it could not be loaded (its load is not timed here)
             return
         bar = self.bars[track.name]
         started = time.perf_counter()
         try:
-            ran = worker.run(lacking, reference_records, lambda: _advance(bar))
+            ran = worker.run(lacking, reference_records, lambda: _advance(bar), seconds_left=left)
         except BackendError as exc:
             self._fail(track, str(exc))
             return
         elapsed = time.perf_counter() - started
         self.spent_s += elapsed
-        track.case_s = elapsed / len(lacking)
+        track.case_s = elapsed / max(len(ran.outcomes), 1)
         track.wall_s += ran.wall_s or 0.0
         for outcome in ran.outcomes:
             track.outcomes[outcome.case_id] = outcome

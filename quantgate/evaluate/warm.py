@@ -131,7 +131,11 @@ class WarmVariant:
         return extraction_context(self.job.dataset, self._opened, self.job.options)
 
     def run(
-        self, case_ids: list[str], reference_records: Mapping[str, dict[str, Any] | None] | None
+        self,
+        case_ids: list[str],
+        reference_records: Mapping[str, dict[str, Any] | None] | None,
+        *,
+        seconds_left: float | None = None,
     ) -> RoundRan:
         """Evaluate these cases (one round), each record handed to `on_outcome` as it finishes.
 
@@ -139,16 +143,23 @@ class WarmVariant:
             case_ids: The round's cases, in run order.
             reference_records: The reference's normalized records of these cases, for
                 agreement; None when this variant is the reference.
+            seconds_left: What is left of the run's budget: no case starts once that many
+                seconds have passed from now (the cases in flight finish; the others leave no
+                outcome). None: no budget.
         """
         assert self._sampler is not None, "start() first"
+        deadline = None if seconds_left is None else time.perf_counter() + seconds_left
         self._sampler.resume()
         try:
-            return self._run(case_ids, reference_records)
+            return self._run(case_ids, reference_records, deadline)
         finally:
             self._sampler.pause()
 
     def _run(
-        self, case_ids: list[str], reference_records: Mapping[str, dict[str, Any] | None] | None
+        self,
+        case_ids: list[str],
+        reference_records: Mapping[str, dict[str, Any] | None] | None,
+        deadline: float | None,
     ) -> RoundRan:
         if self._rewarm and self._rounds_run:  # a server may have unloaded it since the last round
             first_token_s(self._context())
@@ -167,6 +178,7 @@ class WarmVariant:
             scorer=CaseScorer(schema=self.job.dataset.schema, task=self.job.dataset.task),
             reference_records=reference_records,
             on_record=on_record,
+            deadline=deadline,
             stop=stop_asked,
         )
         output = evaluation_graph.invoke(
