@@ -17,6 +17,10 @@ them, and once they are spent no further variant runs; every finished pair is ke
 confidence sequence holds at any stopping time), so a candidate cut short has fewer pairs.
 
 A fixed sample (`--limit`, `--all`) runs the same way, without judging: all its cases.
+
+The machine's load is read before and after each variant's part of each round (other processes'
+CPU share, steal, load average: `evaluators.machine_load`) and kept in summary.json's
+`machine_load`, so a figure taken while other work ran beside the run says so.
 """
 
 from __future__ import annotations
@@ -26,13 +30,16 @@ import time
 
 from tqdm import tqdm
 
-from quantgate.backends import BackendError
+from evaluators.machine_load import CpuReading, machine_load
+from quantgate.backends import BackendError, capabilities
 from quantgate.evaluate.cache import ReferenceCache
+from quantgate.evaluate.cpu_readings import read_cpu
 from quantgate.evaluate.pool import VariantWorker, warm_capacity
 from quantgate.evaluate.session import RunSession, record_run, record_skipped
 from quantgate.evaluate.stopping_rule import accuracy_gates_status, paired_outcomes
 from quantgate.evaluate.tracks import Stopped, Track, WarmPool, track_result
 from quantgate.evaluate.variant import VariantJob
+from quantgate.rundir.round_loads import RoundLoadEntry
 from quantgate.rundir.summary import Placement
 
 __all__ = ["evaluate_in_rounds"]
@@ -55,6 +62,7 @@ class _Rounds:
         self.spent_s = session.summary.evaluation_s or 0.0
         self.budget_s = session.options.budget_s
         self.rounds = 0
+        self.rounds_before = max((e.round for e in session.summary.machine_load or []), default=0)
         self.bars = {t.name: _bar(t, session) for t in self.tracks}
         if capacity < len(self.tracks):
             print(
@@ -197,7 +205,7 @@ class _Rounds:
         if worker is None:  # nothing to run, or it could not be loaded (its load is not timed here)
             return
         bar = self.bars[track.name]
-        started = time.perf_counter()
+        started, before = time.perf_counter(), read_cpu()
         try:
             ran = worker.run(lacking, reference_records, lambda: _advance(bar), seconds_left=left)
         except BackendError as exc:
@@ -206,10 +214,21 @@ class _Rounds:
         elapsed = time.perf_counter() - started
         self.spent_s += elapsed
         track.case_s = elapsed / max(len(ran.outcomes), 1)
+        self._record_load(track, before, len(ran.outcomes))
         track.wall_s += ran.wall_s or 0.0
         for outcome in ran.outcomes:
             track.outcomes[outcome.case_id] = outcome
             track.new_tokens.append(outcome.latency.output_tokens)
+
+    def _record_load(self, track: Track, before: CpuReading, cases: int) -> None:
+        """Keep the machine's load over the variant's part of this round (a server variant's is
+        not judged busy: its server's work on the cases counts as other processes')."""
+        judged = capabilities(track.job.variant).memory != "server"
+        load = machine_load(before, read_cpu(), judged=judged)
+        part = RoundLoadEntry.extending(
+            load, round=self.rounds_before + self.rounds + 1, variant=track.name, cases=cases
+        )
+        self.session.summary.machine_load = [*(self.session.summary.machine_load or []), part]
 
     def _judge(self) -> None:
         if not self.options.sequential:

@@ -22,6 +22,8 @@ from quantgate.rundir.embeddings import EmbeddingEntry
 from quantgate.rundir.files import SUMMARY_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel, VariantStatus
 from quantgate.rundir.load import LoadSection
+from quantgate.rundir.model_shape import MemoryModelCheck
+from quantgate.rundir.round_loads import RoundLoadEntry
 from quantgate.rundir.variants_file import Placement as Placement
 from quantgate.rundir.variants_file import ShardPlacement as ShardPlacement
 from quantgate.rundir.variants_file import VariantMetadata as VariantMetadata
@@ -184,6 +186,11 @@ class VariantEntry(VariantSummary, _Throughput, _VariantHead):  # the keys in th
         description="Times the variant was loaded in this run (more than 1 when memory could not "
         "hold every variant at once; 0 for a reference served from the cache).",
     )
+    memory_model_check: MemoryModelCheck | None = Field(
+        default=None,
+        description="The memory model's predicted RSS beside the measured peak (memory_mb), with the "
+        "error. None: no prediction (not an embedded GGUF, e.g. a server variant) or no measured peak.",
+    )
 
 
 class DatasetInfo(RunFileModel):
@@ -331,6 +338,12 @@ class RunSummary(RunFileModel):
     )
     variants: list[VariantEntry] = Field(default_factory=list)
     load: LoadSection | None = None
+    machine_load: list[RoundLoadEntry] | None = Field(
+        default=None,
+        description="The machine's load while each variant ran each round (quantgate.rundir.round_loads): "
+        "other processes' CPU share, steal, load average, busy. None: not recorded (a run on Ray, a run "
+        "written before it was recorded).",
+    )
 
     def entry(self, name: str) -> VariantEntry | None:
         """The entry of the variant called `name`."""
