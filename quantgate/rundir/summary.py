@@ -59,8 +59,8 @@ class SequentialEntry(RunFileModel):
         paired_cases: Paired labeled cases when it stopped (for the reference: its labeled cases).
         cases: Cases it evaluated.
         stopped: "settled" (for the reference: every candidate was settled), "budget" (the next
-            round would not have fitted in `--budget`), or "cases" (the run's cases, or the
-            reference's, were used up).
+            round would not have fitted in `--budget`, or it was spent inside a round: the cases
+            finished by then are kept), or "cases" (the run's cases, or the reference's, were used up).
     """
 
     settled: Literal["pass", "fail"] | None

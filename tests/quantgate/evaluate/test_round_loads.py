@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from evaluators.machine_load import CpuReading
+from quantgate.analysis.report import write_report
 from quantgate.decide.recommendation import decide
 from quantgate.evaluate import rounds
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
@@ -86,6 +87,9 @@ def test_each_variants_part_of_each_round_is_read_and_a_busy_one_is_flagged(tmp_
     assert "## Measurement conditions" in page
     assert "| cand | 1 of 2 | 30.0% | 0.0% | 2.5 |" in page
     assert "| ref | 0 of 2 | 0.0% | 0.0% | 0.5 |" in page
+    report = write_report(run_dir).read_text()
+    assert "Measurement conditions" in report
+    assert "~ cand: latency and throughput partly taken while the machine was busy" in report
 
 
 def test_an_idle_run_flags_nothing(tmp_path, monkeypatch):
