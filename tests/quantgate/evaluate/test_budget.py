@@ -99,6 +99,10 @@ def test_resume_goes_on_with_the_same_sequence_after_a_budget_cut_inside_a_round
     slow = summary.entry("slow")
     assert slow is not None
     assert slow.resumed_cases == before  # the pairs the budget cut kept are read back, not run again
+    parts = summary.machine_load  # the machine's load per part: the resume goes on counting rounds
+    assert parts is not None
+    assert [(p.round, p.variant) for p in parts][:2] == [(1, "ref"), (1, "slow")]
+    assert [p.round for p in parts if p.variant == "slow"] == [1, 2, 3]
 
 
 def test_a_worker_process_is_given_the_seconds_left_and_stops_there(tmp_path):
