@@ -33,7 +33,8 @@ def is_busy(summary: RunSummary, name: str) -> bool:
 
 
 def _how_busy(name: str, load: VariantLoad) -> str:
-    steal = f", steal up to {percent(load.steal_share_max)}" if load.steal_share_max else ""
+    shown = load.steal_share_max is not None and load.steal_share_max >= 0.0005  # 0.1% and up
+    steal = f", steal up to {percent(load.steal_share_max)}" if shown else ""
     return (
         f"{BUSY_MARK} {name}: latency and throughput partly taken while the machine was busy: other "
         f"processes took up to {percent(load.others_cpu_share_max)} of the CPU{steal} (1-minute load up "
