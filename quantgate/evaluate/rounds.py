@@ -292,9 +292,6 @@ class _Rounds:
         self.pool.release(track)
         self.bars[track.name].close()
         result = track_result(track, sequential=self.options.sequential, timed_cases=self.decode)
-        if not track.is_reference:
-            missing = verification_missing(track.job.variant, self.options)
-            result.entry = result.entry.model_copy(update={"verification_missing": missing})
         if track.is_reference:
             self.cache.keep(track)
             self.cache.keep_entry(result.entry)

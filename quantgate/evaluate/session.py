@@ -21,6 +21,7 @@ from graphs.evaluation import CaseOutcome
 from quantgate.evaluate.executor import Evaluated, VariantExecutor
 from quantgate.evaluate.options import RunOptions
 from quantgate.evaluate.variant import VariantJob, VariantRun, variant_run
+from quantgate.evaluate.verification import verification_missing
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.build import skipped_entry, variant_metadata
@@ -171,6 +172,10 @@ def record_run(session: RunSession, result: VariantRun, *, placement: Placement)
     and every variant's paired delta; say what its evaluation cut or could not enforce."""
     _say_cuts(result.entry)
     _say_unenforced(session, result.metadata)
+    variant = next((v for v in session.variants if v.name == result.entry.name), None)
+    if variant is not None and result.entry.name != session.reference:
+        missing = verification_missing(variant, session.options, executor=placement.executor)
+        result.entry.verification_missing = missing
     result.entry.baseline_accuracy = baseline_accuracy(scores=session.baselines, case_ids=result.case_ids)
     session.place(result.entry, result.metadata.model_copy(update={"placement": placement}))
     _write(session)

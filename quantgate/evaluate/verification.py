@@ -35,15 +35,20 @@ def latency_sample(cases: Sequence[Case], options: RunOptions) -> frozenset[str]
     return frozenset(c.id for c in cases[: options.latency_cases])
 
 
-def verification_missing(variant: Variant, options: RunOptions) -> str | None:
+def verification_missing(variant: Variant, options: RunOptions, *, executor: str = "local") -> str | None:
     """Why a candidate decodes every case instead of verifying the reference's answers; None when it
-    verifies them."""
+    verifies them (a candidate of a local run in rounds whose backend can)."""
     if not options.verify:
         return "verification is off (--no-verify): every case was decoded"
     if not capabilities(variant).verification:
         return (
             f"the {variant.backend} backend cannot read given answers at prefill speed (it declares no "
             "verification): every case was decoded"
+        )
+    if executor != "local":
+        return (
+            f"the {executor} executor evaluates each variant whole, without the reference's answers: every "
+            "case was decoded"
         )
     return None
 

@@ -62,7 +62,7 @@ def test_built_in_backends_declare_their_capabilities():
     assert backend_capabilities("llamacpp") == BackendCapabilities(
         token_fidelity="logits", process_isolation=True, parallel="slots", default_concurrency=4,
         memory="process", embeddings=True, model_file=True, from_python=False, kv_cache="applied",
-        json_schema=True,
+        json_schema=True, verification=True,
     )  # fmt: skip
     assert backend_capabilities("ollama") == BackendCapabilities(
         token_fidelity="logprobs", logprobs_api="ollama", process_isolation=True, parallel="server",
