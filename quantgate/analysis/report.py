@@ -33,6 +33,7 @@ from quantgate.render.embedding_table import embedding_rows
 from quantgate.render.fidelity_tail import fidelity_tail
 from quantgate.render.latency_pairs import latency_pairs
 from quantgate.render.load_table import load_rows
+from quantgate.render.measurement_notes import busy_lines, measurement_rows
 from quantgate.render.noise_floor_line import noise_floor_text
 from quantgate.render.runtime_rows import RUNTIME_NOTE, runtime_table
 from quantgate.render.summary_table import BASELINE_NOTE, below_baseline, summary_rows
@@ -241,6 +242,8 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
             fidelity=fidelity_tail([(v.name, v.token_fidelity) for v in view.run.summary.variants]),
             decision=_decision_context(view.decision),
             capacity=capacity_section(view.decision, load) if view.decision else None,
+            conditions=measurement_rows(view.run.summary),
+            busy_lines=busy_lines(view.run.summary),
             runtime_rows=runtime_table(view.decision) if view.decision else None,
             runtime_note=RUNTIME_NOTE,
             task=task_context(view),

@@ -62,9 +62,12 @@ class VariantWorker(Protocol):
         reference_records: ReferenceRecords,
         on_case: Callable[[], None],
         answers: Answers = None,
+        *,
+        seconds_left: float | None = None,
     ) -> RoundRan:
         """Evaluate a round's cases (records written as each ends; `on_case` after each), verifying
-        the reference's `answers` where given.
+        the reference's `answers` where given; with `seconds_left`, no case starts once that many
+        seconds have passed (the budget).
 
         Raises:
             BackendError: The variant failed (its worker died).
@@ -117,10 +120,12 @@ class InlineWorker:
         reference_records: ReferenceRecords,
         on_case: Callable[[], None],
         answers: Answers = None,
+        *,
+        seconds_left: float | None = None,
     ) -> RoundRan:
         """Evaluate a round's cases here."""
         self._on_case = on_case
-        return self._warm.run(case_ids, reference_records, answers)
+        return self._warm.run(case_ids, reference_records, answers, seconds_left=seconds_left)
 
     def rerun(self, case_ids: list[str], first_records: Mapping[str, dict[str, Any] | None]) -> RoundRan:
         """Answer these cases again here, one at a time."""
@@ -161,7 +166,8 @@ def _serve(connection: Connection, job: VariantJob) -> None:
                     if command[0] == "rerun":
                         send("reran", warm.rerun(*command[1]))
                     else:
-                        send("ran", warm.run(*command[1]))
+                        case_ids, reference_records, answers, seconds_left = command[1]
+                        send("ran", warm.run(case_ids, reference_records, answers, seconds_left=seconds_left))
                 send("ended", warm.end())
     except EOFError:
         pass  # the run is gone
@@ -204,10 +210,13 @@ class ProcessWorker:
         reference_records: ReferenceRecords,
         on_case: Callable[[], None],
         answers: Answers = None,
+        *,
+        seconds_left: float | None = None,
     ) -> RoundRan:
-        """Have the worker evaluate a round's cases."""
+        """Have the worker evaluate a round's cases (its deadline set there from `seconds_left`:
+        the clocks of two processes need not agree)."""
         try:
-            self._connection.send(("run", (case_ids, reference_records, answers)))
+            self._connection.send(("run", (case_ids, reference_records, answers, seconds_left)))
             ran: RoundRan = self._expect("ran", on_case=on_case)
         except BaseException:
             self.kill()

@@ -11,8 +11,16 @@ the next rounds go to the candidates still open. The rounds end when no candidat
 the cases run out, or the budget would be spent: a round starts only when its expected time
 (each variant's last seconds per case) fits in what is left of `--budget`, which counts case
 evaluation only (loads and warm-ups are measured apart, in `load_s` and the cold first token).
+Inside a round the budget holds at case granularity: each variant is given the seconds left
+(its worker, maybe another process, sets its own deadline from them), no case starts past
+them, and once they are spent no further variant runs; every finished pair is kept (the
+confidence sequence holds at any stopping time), so a candidate cut short has fewer pairs.
 
 A fixed sample (`--limit`, `--all`) runs the same way, without judging: all its cases.
+
+The machine's load is read before and after each variant's part of each round (other processes'
+CPU share, steal, load average: `evaluators.machine_load`) and kept in summary.json's
+`machine_load`, so a figure taken while other work ran beside the run says so.
 """
 
 from __future__ import annotations
@@ -22,8 +30,10 @@ import time
 
 from tqdm import tqdm
 
-from quantgate.backends import BackendError
+from evaluators.machine_load import CpuReading, machine_load
+from quantgate.backends import BackendError, capabilities
 from quantgate.evaluate.cache import ReferenceCache
+from quantgate.evaluate.cpu_readings import read_cpu
 from quantgate.evaluate.noise_floor import NoiseFloorArm
 from quantgate.evaluate.pool import VariantWorker, warm_capacity
 from quantgate.evaluate.session import RunSession, record_run, record_skipped
@@ -31,6 +41,7 @@ from quantgate.evaluate.stopping_rule import accuracy_gates_status, paired_outco
 from quantgate.evaluate.tracks import Stopped, Track, WarmPool, track_result
 from quantgate.evaluate.variant import VariantJob
 from quantgate.evaluate.verification import answers_to_verify, latency_sample, verification_missing
+from quantgate.rundir.round_loads import RoundLoadEntry
 from quantgate.rundir.summary import Placement
 
 __all__ = ["evaluate_in_rounds"]
@@ -55,6 +66,7 @@ class _Rounds:
         self.budget_s = session.options.budget_s
         self.rounds = 0
         self.decode = latency_sample(session.cases, session.options)
+        self.rounds_before = max((e.round for e in session.summary.machine_load or []), default=0)
         self.bars = {t.name: _bar(t, session) for t in self.tracks}
         if capacity < len(self.tracks):
             print(
@@ -141,6 +153,9 @@ class _Rounds:
         cases = needed[: self.options.round_size]
         if not cases:
             return self._stop(open_tracks, "cases")
+        left = self._left_s()
+        if left is not None and left <= 0:
+            return self._stop(open_tracks, "budget")
         if (
             self.budget_s is not None
             and self.rounds
@@ -153,6 +168,10 @@ class _Rounds:
         for track in tracks:
             track.stopped = why
         return []
+
+    def _left_s(self) -> float | None:
+        """Seconds of the budget left (None: no budget)."""
+        return None if self.budget_s is None else self.budget_s - self.spent_s
 
     def _expected_s(self, cases: list[str]) -> float:
         """The time the round would take, at each variant's last measured rate."""
@@ -194,19 +213,23 @@ class _Rounds:
         answers: dict[str, list[str | None]] | None = None,
     ) -> None:
         lacking = track.lacking(cases)
+        left = self._left_s()
+        if left is not None and left <= 0:  # the budget is spent: none of its cases starts
+            return
         worker = self._worker(track) if lacking and track.error is None else None
         if worker is None:  # nothing to run, or it could not be loaded (its load is not timed here)
             return
         bar = self.bars[track.name]
-        started = time.perf_counter()
+        started, before = time.perf_counter(), read_cpu()
         try:
-            ran = worker.run(lacking, reference_records, lambda: _advance(bar), answers)
+            ran = worker.run(lacking, reference_records, lambda: _advance(bar), answers, seconds_left=left)
         except BackendError as exc:
             self._fail(track, str(exc))
             return
         elapsed = time.perf_counter() - started
         self.spent_s += elapsed
-        track.case_s = elapsed / len(lacking)
+        track.case_s = elapsed / max(len(ran.outcomes), 1)
+        self._record_load(track, before, len(ran.outcomes))
         track.wall_s += ran.wall_s or 0.0
         for outcome in ran.outcomes:
             track.outcomes[outcome.case_id] = outcome
@@ -230,6 +253,16 @@ class _Rounds:
             self.pool.drop(reference)
         if reference.placed:  # a resumed run's finished reference, loaded for the arm only
             self.pool.release(reference)
+
+    def _record_load(self, track: Track, before: CpuReading, cases: int) -> None:
+        """Keep the machine's load over the variant's part of this round (a server variant's is
+        not judged busy: its server's work on the cases counts as other processes')."""
+        judged = capabilities(track.job.variant).memory != "server"
+        load = machine_load(before, read_cpu(), judged=judged)
+        part = RoundLoadEntry.extending(
+            load, round=self.rounds_before + self.rounds + 1, variant=track.name, cases=cases
+        )
+        self.session.summary.machine_load = [*(self.session.summary.machine_load or []), part]
 
     def _judge(self) -> None:
         if not self.options.sequential:

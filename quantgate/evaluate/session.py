@@ -25,6 +25,7 @@ from quantgate.evaluate.verification import latency_sample
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.build import skipped_entry, variant_metadata
+from quantgate.rundir.model_shape import memory_model_check
 from quantgate.rundir.pairing import paired_cases, paired_latency
 from quantgate.rundir.store import RunStore, latest_records, read_records
 from quantgate.rundir.summary import (
@@ -67,11 +68,15 @@ class RunSession:
     again."""
 
     def place(self, entry: VariantEntry, metadata: VariantMetadata) -> None:
-        """Put a variant's summary entry and variants.json line in their place, in run order."""
+        """Put a variant's summary entry and variants.json line in their place, in run order (the
+        entry with the memory model's prediction beside its measured peak)."""
         order = {v.name: i for i, v in enumerate(self.variants)}
         entries = [e for e in self.summary.variants if e.name != entry.name]
         self.summary.variants = sorted([*entries, entry], key=lambda e: order.get(e.name, len(order)))
         self.place_metadata(metadata)
+        line = self.metadata.by_name().get(entry.name)
+        if line is not None:
+            entry.memory_model_check = memory_model_check(line.memory_model, line.runtime, entry.memory_mb)
 
     def place_metadata(self, metadata: VariantMetadata) -> None:
         """Put a variant's variants.json line in its place (keeping the memory-model record read

@@ -138,6 +138,8 @@ class WarmVariant:
         case_ids: list[str],
         reference_records: Mapping[str, dict[str, Any] | None] | None,
         answers: Mapping[str, list[str | None]] | None = None,
+        *,
+        seconds_left: float | None = None,
     ) -> RoundRan:
         """Evaluate these cases (one round), each record handed to `on_outcome` as it finishes.
 
@@ -147,11 +149,15 @@ class WarmVariant:
                 agreement; None when this variant is the reference.
             answers: The reference's answers to verify, per case and model call (cases without
                 them decode; `quantgate.evaluate.verification`).
+            seconds_left: What is left of the run's budget: no case starts once that many
+                seconds have passed from now (the cases in flight finish; the others leave no
+                outcome). None: no budget.
         """
         assert self._sampler is not None, "start() first"
+        deadline = None if seconds_left is None else time.perf_counter() + seconds_left
         self._sampler.resume()
         try:
-            return self._run(case_ids, reference_records, answers)
+            return self._run(case_ids, reference_records, answers, deadline=deadline)
         finally:
             self._sampler.pause()
 
@@ -171,6 +177,7 @@ class WarmVariant:
         reference_records: Mapping[str, dict[str, Any] | None] | None,
         answers: Mapping[str, list[str | None]] | None = None,
         *,
+        deadline: float | None = None,
         concurrency: int | None = None,
         record: bool = True,
     ) -> RoundRan:
@@ -195,6 +202,7 @@ class WarmVariant:
             scorer=CaseScorer(schema=self.job.dataset.schema, task=self.job.dataset.task),
             reference_records=reference_records,
             on_record=on_record,
+            deadline=deadline,
             stop=stop_asked,
             answers=answers,
         )

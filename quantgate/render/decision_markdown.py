@@ -17,6 +17,7 @@ from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
 from quantgate.render.fidelity_tail import fidelity_tail
 from quantgate.render.latency_pairs import latency_pairs
+from quantgate.render.measurement_notes import measurement_rows
 from quantgate.render.noise_floor_line import noise_floor_text
 from quantgate.render.runtime_rows import RUNTIME_NOTE, runtime_table
 from quantgate.render.task_figures import task_figures
@@ -295,6 +296,15 @@ def _capacity(decision: Decision, summary: RunSummary | None) -> list[str]:
     return lines
 
 
+def _conditions(summary: RunSummary | None) -> list[str]:
+    """The machine's load during each variant's rounds, and the memory model beside its peak."""
+    table = measurement_rows(summary) if summary is not None else None
+    if table is None:
+        return []
+    rows = markdown_table(table.header, table.rows)
+    return ["## Measurement conditions", "", *rows, escape_markdown(table.note), ""]
+
+
 def _regressions(decision: Decision) -> list[str]:
     lines = ["## Regression cases (reference right, variant wrong)", ""]
     for name, v in decision.variants.items():
@@ -387,6 +397,7 @@ def render_decision(decision: Decision, *, summary: RunSummary | None = None) ->
         _embeddings(decision),
         _costs(decision),
         _capacity(decision, summary),
+        _conditions(summary),
         _regressions(decision),
         _rollback(decision),
         _record(decision),

@@ -8,6 +8,7 @@ from evaluators.baselines import above_baseline
 from quantgate.formatting import MISSING, number, text_table
 from quantgate.render.fidelity_tail import fidelity_tail
 from quantgate.render.latency_pairs import latency_section
+from quantgate.render.measurement_notes import BUSY_MARK, busy_lines, is_busy
 from quantgate.render.task_figures import task_figures
 from quantgate.rundir.summary import RunSummary, VariantEntry
 
@@ -27,6 +28,7 @@ _COLUMNS = [
     ("errors", "errors", "{}"),
 ]
 _ACCURACY = [key for _, key, _ in _COLUMNS].index("field_accuracy")
+_TOKENS = [key for _, key, _ in _COLUMNS].index("tokens_per_s")
 
 BASELINE_MARK = "!"
 """Appended to the accuracy of a variant that is not above the trivial baseline."""
@@ -50,7 +52,8 @@ def summary_rows(summary: RunSummary) -> list[list[str]]:
     """The summary table as text cells: a header row, then one row per variant.
 
     The reference's name is marked with ` *`; the accuracy of a variant not above its
-    trivial baseline (`below_baseline`) with `!`; a figure that was not measured is `—`.
+    trivial baseline (`below_baseline`) with `!`; the tokens/s of a variant some of whose rounds
+    ran while the machine was busy with `~`; a figure that was not measured is `—`.
     """
     rows = [[title for title, _, _ in _COLUMNS]]
     for entry in summary.variants:
@@ -59,6 +62,8 @@ def summary_rows(summary: RunSummary) -> list[list[str]]:
             row[0] += " *"
         if below_baseline(entry):
             row[_ACCURACY] += BASELINE_MARK
+        if row[_TOKENS] and is_busy(summary, entry.name):
+            row[_TOKENS] += BUSY_MARK
         rows.append(row)
     return rows
 
@@ -93,6 +98,7 @@ def render_summary(summary: RunSummary) -> str:
         f"run {summary.run_id}   {MISSING} = not measured"
     )
     notes = [BASELINE_NOTE] if flagged else []
+    notes += busy_lines(summary)
     notes += latency_section(summary)
     return "\n".join([*lines, footer, *notes, *task_section(summary), *fidelity_section(summary)])
 

@@ -24,6 +24,8 @@ from quantgate.rundir.embeddings import EmbeddingEntry
 from quantgate.rundir.files import SUMMARY_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel, VariantStatus
 from quantgate.rundir.load import LoadSection
+from quantgate.rundir.model_shape import MemoryModelCheck
+from quantgate.rundir.round_loads import RoundLoadEntry
 from quantgate.rundir.variants_file import Placement as Placement
 from quantgate.rundir.variants_file import ShardPlacement as ShardPlacement
 from quantgate.rundir.variants_file import VariantMetadata as VariantMetadata
@@ -86,8 +88,8 @@ class SequentialEntry(RunFileModel):
         paired_cases: Paired labeled cases when it stopped (for the reference: its labeled cases).
         cases: Cases it evaluated.
         stopped: "settled" (for the reference: every candidate was settled), "budget" (the next
-            round would not have fitted in `--budget`), or "cases" (the run's cases, or the
-            reference's, were used up).
+            round would not have fitted in `--budget`, or it was spent inside a round: the cases
+            finished by then are kept), or "cases" (the run's cases, or the reference's, were used up).
     """
 
     settled: Literal["pass", "fail"] | None
@@ -226,6 +228,11 @@ class VariantEntry(VariantSummary, _Throughput, _VariantHead):  # the keys in th
         default=None,
         description="Times the variant was loaded in this run (more than 1 when memory could not "
         "hold every variant at once; 0 for a reference served from the cache).",
+    )
+    memory_model_check: MemoryModelCheck | None = Field(
+        default=None,
+        description="The memory model's predicted RSS beside the measured peak (memory_mb), with the "
+        "error. None: no prediction (not an embedded GGUF, e.g. a server variant) or no measured peak.",
     )
 
 
@@ -395,6 +402,12 @@ class RunSummary(RunFileModel):
         "case at a time, against its first answers (None: not measured, see `noise_floor_missing`).",
     )
     noise_floor_missing: str | None = Field(default=None, description="Why the noise floor is not measured.")
+    machine_load: list[RoundLoadEntry] | None = Field(
+        default=None,
+        description="The machine's load while each variant ran each round (quantgate.rundir.round_loads): "
+        "other processes' CPU share, steal, load average, busy. None: not recorded (a run on Ray, a run "
+        "written before it was recorded).",
+    )
 
     def entry(self, name: str) -> VariantEntry | None:
         """The entry of the variant called `name`."""
