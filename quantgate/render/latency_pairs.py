@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from evaluators.paired_latency import PairedMedian
 from quantgate.formatting import MISSING, number, text_table
+from quantgate.render.measurement_notes import BUSY_MARK, is_busy
 from quantgate.rundir.summary import RunSummary, VariantEntry
 
 __all__ = ["LatencyPairs", "latency_pairs", "latency_section"]
@@ -40,13 +41,14 @@ def _with_interval(paired: PairedMedian, template: str) -> str:
     return f"{number(paired.median, template)} [{bounds}]"
 
 
-def _row(entry: VariantEntry, reference_mark: str) -> list[str]:
+def _row(entry: VariantEntry, reference_mark: str, busy: bool) -> list[str]:
     p95 = number(entry.latency_s_p95, "{:.2f}")
+    name = entry.name + reference_mark + (f" {BUSY_MARK}" if busy else "")
     against = entry.latency_against_reference
     if against is None:
-        return [entry.name + reference_mark, MISSING, MISSING, MISSING, MISSING, p95]
+        return [name, MISSING, MISSING, MISSING, MISSING, p95]
     return [
-        entry.name,
+        name,
         str(against.pairs),
         _with_interval(against.total_s, "{:+.2f}"),
         _with_interval(against.ttft_s, "{:+.3f}"),
@@ -61,7 +63,11 @@ def latency_pairs(summary: RunSummary, *, reference_mark: str = " *") -> Latency
     entries = [e for e in summary.variants if e.status == "ok"]
     if not any(e.latency_against_reference is not None for e in entries):
         return None
-    rows = [_row(e, reference_mark if e.is_reference else "") for e in entries]
+    reference_busy = any(is_busy(summary, e.name) for e in entries if e.is_reference)
+    rows = [
+        _row(e, reference_mark if e.is_reference else "", is_busy(summary, e.name) or reference_busy)
+        for e in entries
+    ]
     sample = (
         f"the run's first {summary.options.latency_cases} cases"
         if summary.options is not None and summary.options.verify and summary.options.latency_cases
@@ -71,7 +77,8 @@ def latency_pairs(summary: RunSummary, *, reference_mark: str = " *") -> Latency
         f"Latency against the reference, per case, variant minus reference, over {sample} both decoded in "
         "full in this run (pairs): median difference [95% sign-test interval, exact at any number of pairs; "
         f"{MISSING} with fewer than 6 pairs]. Δ gen tok/s below 0 is slower. p95: each variant's own 95th "
-        "percentile of a case's time over its timed cases, descriptive only (no interval at this size)."
+        "percentile of a case's time over its timed cases, descriptive only (no interval at this size). "
+        f"{BUSY_MARK}: the variant's or the reference's timings partly taken while the machine was busy."
     )
     return LatencyPairs(header=list(_HEADER), rows=rows, note=note)
 

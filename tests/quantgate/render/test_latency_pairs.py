@@ -12,6 +12,7 @@ from quantgate.decide.recommendation import decide
 from quantgate.render.latency_pairs import latency_pairs
 from quantgate.render.summary_table import render_summary
 from quantgate.rundir.files import DECISION_MD, SUMMARY_FILE
+from quantgate.rundir.round_loads import RoundLoadEntry
 from quantgate.rundir.store import read_summary, write_model
 from quantgate.rundir.summary import DatasetInfo, RunSummary, VariantEntry
 from tests.quantgate.run_factory import make_run
@@ -87,3 +88,24 @@ def test_decision_md_and_the_report_show_the_table(tmp_path: Path):
     page = render_report(load_run_view(run_dir), charts=[])
     assert '<h3 id="latency">Latency against the reference</h3>' in page
     assert '<td class="num">+0.65 [+0.30, +1.00]</td>' in page
+
+
+def _load(variant: str, *, busy: bool) -> RoundLoadEntry:
+    return RoundLoadEntry(
+        round=1, variant=variant, cases=12, wall_s=30.0, others_cpu_share=0.4 if busy else 0.01,
+        steal_share=0.0, load_1min=3.9 if busy else 0.5, busy=busy,
+    )  # fmt: skip
+
+
+def test_a_pair_taken_while_the_machine_was_busy_says_so():
+    """A candidate's own busy rounds mark its row; a busy reference marks every pair."""
+    summary = _summary(_entries())
+    summary.machine_load = [_load("R", busy=False), _load("Q4", busy=True), _load("Q2", busy=False)]
+    table = latency_pairs(summary)
+    assert table is not None
+    assert [row[0] for row in table.rows] == ["R *", "Q4 ~", "Q2"]
+    assert "~: the variant's or the reference's timings partly taken while the machine was busy" in table.note
+    summary.machine_load = [_load("R", busy=True)]
+    table = latency_pairs(summary)
+    assert table is not None
+    assert [row[0] for row in table.rows] == ["R * ~", "Q4 ~", "Q2 ~"]
