@@ -31,6 +31,7 @@ from quantgate.render.capacity_rows import capacity_section
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
 from quantgate.render.fidelity_tail import fidelity_tail
+from quantgate.render.latency_pairs import latency_pairs
 from quantgate.render.load_table import load_rows
 from quantgate.render.measurement_notes import busy_lines, measurement_rows
 from quantgate.render.noise_floor_line import noise_floor_text
@@ -235,6 +236,7 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
             summary_below_baseline=below,
             baseline_note=BASELINE_NOTE if any(below) else None,
             noise_floor=noise_floor_text(view.run.summary),
+            latency=latency_pairs(view.run.summary),
             load_rows=load_rows(load) if load else None,
             embedding_rows=embeddings if embedded else None,
             fidelity=fidelity_tail([(v.name, v.token_fidelity) for v in view.run.summary.variants]),

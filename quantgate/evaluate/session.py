@@ -21,12 +21,12 @@ from graphs.evaluation import CaseOutcome
 from quantgate.evaluate.executor import Evaluated, VariantExecutor
 from quantgate.evaluate.options import RunOptions
 from quantgate.evaluate.variant import VariantJob, VariantRun, variant_run
-from quantgate.evaluate.verification import verification_missing
+from quantgate.evaluate.verification import latency_sample, verification_missing
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.build import skipped_entry, variant_metadata
 from quantgate.rundir.model_shape import memory_model_check
-from quantgate.rundir.pairing import paired_cases
+from quantgate.rundir.pairing import paired_cases, paired_latency
 from quantgate.rundir.store import RunStore, latest_records, read_records
 from quantgate.rundir.summary import (
     Placement,
@@ -182,19 +182,26 @@ def record_run(session: RunSession, result: VariantRun, *, placement: Placement)
 
 
 def _write(session: RunSession) -> None:
-    _with_deltas(session.summary, session.reference, session.store.directory)
+    sample = latency_sample(session.cases, session.options)
+    _with_deltas(session.summary, session.reference, session.store.directory, sample=sample)
     session.store.write_variants(session.metadata)
     session.store.write_summary(session.summary)
 
 
-def _with_deltas(summary: RunSummary, reference: str, run_dir: Path) -> None:
-    """Each evaluated variant's paired accuracy delta against the reference, from the records."""
+def _with_deltas(
+    summary: RunSummary, reference: str, run_dir: Path, *, sample: frozenset[str] | None
+) -> None:
+    """Each evaluated variant's paired accuracy delta and latency against the reference, from the
+    records (the latency over the run's latency `sample`, None: every case)."""
     records = latest_records(read_records(run_dir))
     ref = records.get(reference, {})
     for entry in summary.variants:
         own = records.get(entry.name)
         paired = paired_cases(ref, own) if own and entry.name != reference else []
         entry.field_accuracy_delta = accuracy_delta(paired)
+        entry.latency_against_reference = (
+            paired_latency(ref, own, sample=sample) if own and entry.name != reference else None
+        )
 
 
 def _say_unenforced(session: RunSession, metadata: VariantMetadata) -> None:

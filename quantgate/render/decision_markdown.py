@@ -16,6 +16,7 @@ from quantgate.render.capacity_rows import capacity_section
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
 from quantgate.render.fidelity_tail import fidelity_tail
+from quantgate.render.latency_pairs import latency_pairs
 from quantgate.render.measurement_notes import measurement_rows
 from quantgate.render.noise_floor_line import noise_floor_text
 from quantgate.render.runtime_rows import RUNTIME_NOTE, runtime_table
@@ -138,6 +139,14 @@ def _overview(decision: Decision, summary: RunSummary | None = None) -> list[str
     floor = noise_floor_text(summary)
     noise = [escape_markdown(floor), ""] if floor else []
     return ["## Variants", "", *markdown_table(_OVERVIEW, rows), _OVERVIEW_NOTE, "", *noise]
+
+
+def _latency(summary: RunSummary | None) -> list[str]:
+    """Each candidate's latency against the reference, paired by case, with intervals."""
+    table = latency_pairs(summary, reference_mark=" (reference)") if summary is not None else None
+    if table is None:
+        return []
+    return ["## Latency", "", *markdown_table(table.header, table.rows), escape_markdown(table.note), ""]
 
 
 def _fidelity(decision: Decision) -> list[str]:
@@ -380,6 +389,7 @@ def render_decision(decision: Decision, *, summary: RunSummary | None = None) ->
         _headline(decision),
         _overview(decision, summary),
         task_figures_section(summary),
+        _latency(summary),
         _fidelity(decision),
         _gates(decision),
         _deltas(decision),

@@ -7,6 +7,7 @@ import textwrap
 from evaluators.baselines import above_baseline
 from quantgate.formatting import MISSING, number, text_table
 from quantgate.render.fidelity_tail import fidelity_tail
+from quantgate.render.latency_pairs import latency_section
 from quantgate.render.measurement_notes import BUSY_MARK, busy_lines, is_busy
 from quantgate.render.task_figures import task_figures
 from quantgate.rundir.summary import RunSummary, VariantEntry
@@ -98,6 +99,7 @@ def render_summary(summary: RunSummary) -> str:
     )
     notes = [BASELINE_NOTE] if flagged else []
     notes += busy_lines(summary)
+    notes += latency_section(summary)
     return "\n".join([*lines, footer, *notes, *task_section(summary), *fidelity_section(summary)])
 
 

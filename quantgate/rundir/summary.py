@@ -16,6 +16,7 @@ from evaluators.betting import CONFSEQ_TRUNCATION
 from evaluators.comparison import IntervalMethod
 from evaluators.fidelity import TokenFidelitySummary
 from evaluators.noise_floor import NoiseFloor
+from evaluators.paired_latency import LatencyAgainstReference
 from graphs.evaluation import VariantSummary
 from quantgate.inputs.examples import ExamplesSource
 from quantgate.inputs.gates import Gates
@@ -147,6 +148,14 @@ class VariantEntry(VariantSummary, _Throughput, _VariantHead):  # the keys in th
         default=None,
         description="Paired accuracy delta against the reference on the labeled cases both have "
         "(evaluators.comparison.accuracy_delta), the figure the decision judges.",
+    )
+    latency_against_reference: LatencyAgainstReference | None = Field(
+        default=None,
+        description="Per-case latency minus the reference's over the cases both decoded in full in this "
+        "run (the latency sample): `pairs`, `confidence`, and for `total_s`, `ttft_s` and "
+        "`generation_tokens_per_s` the median difference with its exact sign-test interval (`low`, "
+        "`high`, `coverage`; null with too few pairs) (evaluators.paired_latency). "
+        "None: the reference, or a run written before it.",
     )
     baseline_accuracy: float | None = Field(
         default=None,

@@ -25,6 +25,7 @@ _MEASURED_APART = {
     "ttft_s_p50", "ttft_s_p95", "latency_s_p50", "latency_s_p95", "tokens_per_s", "prompt_tokens_per_s",
     "server_tokens_per_s", "server_prompt_tokens_per_s", "wall_s", "throughput_tokens_per_s",
     "memory_mb", "model_memory_mb", "vram_mb", "load_s", "cold_first_token_s", "loads",
+    "latency_against_reference",
 }  # fmt: skip
 """Summary entry fields that are timed or measured on the process that ran the variant, not
 scored from its records: they differ from one execution to the next, and between executors (the
