@@ -31,6 +31,7 @@ from quantgate.render.capacity_rows import capacity_section
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
 from quantgate.render.fidelity_tail import fidelity_tail
+from quantgate.render.flip_rows import FLIP_HEADER, FLIP_NOTE, flip_rows
 from quantgate.render.load_table import load_rows
 from quantgate.render.runtime_rows import RUNTIME_NOTE, runtime_table
 from quantgate.render.summary_table import BASELINE_NOTE, below_baseline, summary_rows
@@ -238,6 +239,9 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
             decision=_decision_context(view.decision),
             capacity=capacity_section(view.decision, load) if view.decision else None,
             runtime_rows=runtime_table(view.decision) if view.decision else None,
+            flip_header=FLIP_HEADER,
+            flip_rows=flip_rows(view.decision) if view.decision else None,
+            flip_note=FLIP_NOTE,
             runtime_note=RUNTIME_NOTE,
             task=task_context(view),
             charts=_chart_context(charts),

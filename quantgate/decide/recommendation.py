@@ -33,6 +33,7 @@ from evaluators.comparison import (
     summarize_agreement,
 )
 from evaluators.errors import QuantgateError, UsageError
+from evaluators.flips import summarize_flips
 from quantgate.decide.capacity_checks import capacity_inputs
 from quantgate.decide.checks import GateEvidence, Measured, judge_variant, measure, passes
 from quantgate.decide.cost_table import break_even_signal, cost_table
@@ -148,6 +149,12 @@ class _Judging:
     method: _Method
     dataset: Dataset | None = None
 
+    @property
+    def flip_noise_floor(self) -> float | None:
+        """The reference's flip share against itself (issue 45's noise-floor arm), which the flip gate
+        is read against; None: the run did not measure it."""
+        return None
+
     @cached_property
     def runtimes(self) -> list[RuntimeComparison]:
         options = comparison_options(self.gates, self.method.name, truncation=self.method.truncation)
@@ -166,6 +173,7 @@ def _judge(judging: _Judging, entry: VariantEntry) -> _Judged:
     options = comparison_options(gates, method.name, truncation=method.truncation)
     comparison = compare_paired(paired, options=options) if paired else None
     agreement = None if is_reference else agreement_of(_in_order(own.values(), order), options)
+    flips = summarize_flips(paired, options=options) if paired else None
     measured = measure(list(own.values()), entry)
     capacity = capacity_inputs(judging.run, entry.name)
     runtime, runtime_base = runtime_evidence(judging.runtimes, entry.name)
@@ -179,11 +187,14 @@ def _judge(judging: _Judging, entry: VariantEntry) -> _Judged:
         capacity=capacity,
         runtime=runtime,
         runtime_base=runtime_base,
+        flips=flips,
+        flip_noise_floor=judging.flip_noise_floor,
     )
     results = judge_variant(evidence)
     found = regressions(paired)
     section = _section(entry, measured, results, comparison, agreement, found)
     section.capacity = capacity.figure(gates)
+    section.flips, section.flip_noise_floor = flips, None if is_reference else judging.flip_noise_floor
     return _Judged(
         name=entry.name, measured=measured, agreement=agreement, section=section, regressions=found
     )

@@ -26,7 +26,7 @@ from quantgate.backends import BackendError
 from quantgate.evaluate.cache import ReferenceCache
 from quantgate.evaluate.pool import VariantWorker, warm_capacity
 from quantgate.evaluate.session import RunSession, record_run, record_skipped
-from quantgate.evaluate.stopping_rule import accuracy_gates_status, paired_outcomes
+from quantgate.evaluate.stopping_rule import paired_outcomes, settling_gates_status
 from quantgate.evaluate.tracks import Stopped, Track, WarmPool, track_result
 from quantgate.evaluate.variant import VariantJob
 from quantgate.rundir.summary import Placement
@@ -207,7 +207,7 @@ class _Rounds:
         }
         for track in [t for t in self.candidates if t.open]:
             paired = paired_outcomes(track.ordered(), scores)
-            status = accuracy_gates_status(paired, self.options.gates, truncation=self.options.truncation)
+            status = settling_gates_status(paired, self.options.gates, truncation=self.options.truncation)
             if status != "undecided":
                 track.settled, track.stopped = status, "settled"
                 self.bars[track.name].set_postfix_str(f"{status} after {len(paired)} paired cases")

@@ -16,12 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.baselines import BaselineScores, baseline_accuracy
+from evaluators.betting import DEFAULT_TRUNCATION
 from evaluators.comparison import accuracy_delta
+from evaluators.flips import summarize_flips
 from graphs.evaluation import CaseOutcome
 from quantgate.evaluate.executor import Evaluated, VariantExecutor
 from quantgate.evaluate.options import RunOptions
 from quantgate.evaluate.variant import VariantJob, VariantRun, variant_run
 from quantgate.inputs.dataset import Case, Dataset
+from quantgate.inputs.gates import Gates, comparison_options
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.build import skipped_entry, variant_metadata
 from quantgate.rundir.pairing import paired_cases
@@ -178,13 +181,20 @@ def _write(session: RunSession) -> None:
 
 
 def _with_deltas(summary: RunSummary, reference: str, run_dir: Path) -> None:
-    """Each evaluated variant's paired accuracy delta against the reference, from the records."""
+    """Each evaluated variant's paired accuracy delta and flips against the reference, from the records
+    (the flips' intervals as the decision computes them: the run's gates, method and truncation)."""
     records = latest_records(read_records(run_dir))
     ref = records.get(reference, {})
+    options = summary.options
+    gates = (options.gates if options else None) or Gates()
+    method = options.interval_method if options else "betting"
+    truncation = options.truncation if options else DEFAULT_TRUNCATION
+    judged = comparison_options(gates, method, truncation=truncation)
     for entry in summary.variants:
         own = records.get(entry.name)
         paired = paired_cases(ref, own) if own and entry.name != reference else []
         entry.field_accuracy_delta = accuracy_delta(paired)
+        entry.flips = summarize_flips(paired, options=judged) if paired else None
 
 
 def _say_unenforced(session: RunSession, metadata: VariantMetadata) -> None:

@@ -16,6 +16,7 @@ from quantgate.render.capacity_rows import capacity_section
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
 from quantgate.render.fidelity_tail import fidelity_tail
+from quantgate.render.flip_rows import FLIP_HEADER, FLIP_NOTE, flip_rows
 from quantgate.render.runtime_rows import RUNTIME_NOTE, runtime_table
 from quantgate.render.task_figures import task_figures
 from quantgate.rundir.decision import Decision, VariantDecision
@@ -133,6 +134,11 @@ _OVERVIEW_NOTE = (
 def _overview(decision: Decision) -> list[str]:
     rows = [_overview_row(name, v) for name, v in decision.variants.items()]
     return ["## Variants", "", *markdown_table(_OVERVIEW, rows), _OVERVIEW_NOTE, ""]
+
+
+def _flips(decision: Decision) -> list[str]:
+    rows = flip_rows(decision)
+    return ["## Flips", "", *markdown_table(FLIP_HEADER, rows), FLIP_NOTE, ""] if rows else []
 
 
 def _fidelity(decision: Decision) -> list[str]:
@@ -365,6 +371,7 @@ def render_decision(decision: Decision, *, summary: RunSummary | None = None) ->
     parts = [
         _headline(decision),
         _overview(decision),
+        _flips(decision),
         task_figures_section(summary),
         _fidelity(decision),
         _gates(decision),

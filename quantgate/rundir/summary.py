@@ -15,6 +15,7 @@ from pydantic import Field
 from evaluators.betting import CONFSEQ_TRUNCATION
 from evaluators.comparison import IntervalMethod
 from evaluators.fidelity import TokenFidelitySummary
+from evaluators.flips import FlipSummary
 from graphs.evaluation import VariantSummary
 from quantgate.inputs.examples import ExamplesSource
 from quantgate.inputs.gates import Gates
@@ -117,6 +118,12 @@ class VariantEntry(VariantSummary, _Throughput, _VariantHead):  # the keys in th
         default=None,
         description="Paired accuracy delta against the reference on the labeled cases both have "
         "(evaluators.comparison.accuracy_delta), the figure the decision judges.",
+    )
+    flips: FlipSummary | None = Field(
+        default=None,
+        description="Fields whose answer differs from the reference's on the same labeled cases (right to "
+        "wrong, wrong to right, wrong to another wrong; evaluators.flips), each share with the interval "
+        "the decision judges by; None: the reference, or nothing paired.",
     )
     baseline_accuracy: float | None = Field(
         default=None,
