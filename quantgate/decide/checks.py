@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from evaluators.comparison import Comparison, IntervalMethod, PairedDelta
-from evaluators.flips import FlipSummary, flip_status
+from evaluators.flips import FlipSummary
 from evaluators.latency import latency_p95
 from evaluators.rates import proportion
 from evaluators.sequential import drop_status
 from evaluators.statistics import Interval, proportion_interval
 from quantgate.decide.capacity_checks import CapacityInputs, goodput_result, parallel_sequences_result
-from quantgate.formatting import percent, points
+from quantgate.decide.flip_check import flip_share_result
+from quantgate.formatting import points
 from quantgate.inputs.gates import Gates
 from quantgate.rundir.decision import GateResult, GateStatus
 from quantgate.rundir.embeddings import EmbeddingEntry
@@ -259,59 +260,6 @@ def _runtime_accuracy_drop(gate: str, max_drop: float, e: GateEvidence) -> list[
     return [found.model_copy(update={"evidence": f"vs {base} ({e.runtime.base_backend}): {found.evidence}"})]
 
 
-def _noise_floor_note(e: GateEvidence, max_share: float) -> str:
-    floor = e.flip_noise_floor
-    if floor is None:
-        return "noise floor (the reference against itself): not measured"
-    note = f"noise floor (the reference against itself): {percent(floor)}"
-    return note + (
-        ", above the gate: it cannot tell the variant from the runtime" if floor > max_share else ""
-    )
-
-
-def _flip_share(gate: str, max_share: float, e: GateEvidence) -> list[GateResult]:
-    """The flip gate: pass when the flip share's upper bound is at most the threshold, fail when its
-    lower bound is above it (`evaluators.flips.flip_status`, the rule a sequential run stops by)."""
-    if e.is_reference:
-        return [
-            GateResult(
-                gate=gate, status="pass", value=0.0, threshold=max_share, evidence="the reference itself"
-            )
-        ]
-    flips = e.flips
-    if flips is None or flips.flipped.share is None or flips.flipped.interval is None:
-        why = "no labeled paired cases with the reference"
-        return [GateResult(gate=gate, status="not_measured", value=None, threshold=max_share, evidence=why)]
-    interval = flips.flipped.interval
-    settled = flip_status(interval=interval, max_share=max_share)
-    why = {
-        "pass": f"upper bound ≤ {percent(max_share)}",
-        "fail": f"lower bound > {percent(max_share)}",
-        "undecided": f"the interval straddles {percent(max_share)}",
-    }[settled]
-    kinds = ", ".join(
-        f"{label} {percent(share.share)}"
-        for label, share in (
-            ("right→wrong", flips.right_to_wrong), ("wrong→right", flips.wrong_to_right),
-            ("wrong→other wrong", flips.wrong_to_wrong),
-        )
-    )  # fmt: skip
-    evidence = (
-        f"{percent(flips.flipped.share)} of fields flipped over {flips.cases} cases ({kinds}), "
-        f"CI [{percent(interval.low)}, {percent(interval.high)}]: {why}; {_noise_floor_note(e, max_share)}"
-    )
-    return [
-        GateResult(
-            gate=gate,
-            status="inconclusive" if settled == "undecided" else settled,
-            value=flips.flipped.share,
-            threshold=max_share,
-            interval=interval,
-            evidence=evidence,
-        )
-    ]
-
-
 def _limit_check(
     figure: Callable[[GateEvidence], float | None],
     *,
@@ -371,7 +319,11 @@ GATE_CHECKS: Mapping[str, GateCheck] = MappingProxyType(
         "max_accuracy_drop": _accuracy_drop,
         "max_slice_accuracy_drop": _slice_accuracy_drops,
         "max_runtime_accuracy_drop": _runtime_accuracy_drop,
-        "max_flip_share": _flip_share,
+        "max_flip_share": lambda gate, threshold, e: [
+            flip_share_result(
+                gate, threshold, e.flips, noise_floor=e.flip_noise_floor, is_reference=e.is_reference
+            )
+        ],
         "min_format_validity": _limit_check(
             lambda e: e.measured.format_validity,
             upper=False,

@@ -148,12 +148,7 @@ class _Judging:
     gates: Gates
     method: _Method
     dataset: Dataset | None = None
-
-    @property
-    def flip_noise_floor(self) -> float | None:
-        """The reference's flip share against itself (issue 45's noise-floor arm), which the flip gate
-        is read against; None: the run did not measure it."""
-        return None
+    flip_noise_floor: float | None = None  # the reference against itself (issue 45's noise-floor arm)
 
     @cached_property
     def runtimes(self) -> list[RuntimeComparison]:
