@@ -175,14 +175,16 @@ def record_run(session: RunSession, result: VariantRun, *, placement: Placement)
 
 
 def _write(session: RunSession) -> None:
-    _with_deltas(session.summary, session.reference, session.store.directory)
+    order = {case.id: i for i, case in enumerate(session.cases)}
+    _with_deltas(session.summary, session.reference, session.store.directory, order)
     session.store.write_variants(session.metadata)
     session.store.write_summary(session.summary)
 
 
-def _with_deltas(summary: RunSummary, reference: str, run_dir: Path) -> None:
+def _with_deltas(summary: RunSummary, reference: str, run_dir: Path, order: dict[str, int]) -> None:
     """Each evaluated variant's paired accuracy delta and flips against the reference, from the records
-    (the flips' intervals as the decision computes them: the run's gates, method and truncation)."""
+    (the flips' intervals as the decision computes them: the run's gates, method and truncation, over
+    the cases in the run's `order`)."""
     records = latest_records(read_records(run_dir))
     ref = records.get(reference, {})
     options = summary.options
@@ -193,6 +195,7 @@ def _with_deltas(summary: RunSummary, reference: str, run_dir: Path) -> None:
     for entry in summary.variants:
         own = records.get(entry.name)
         paired = paired_cases(ref, own) if own and entry.name != reference else []
+        paired.sort(key=lambda c: order.get(c.case_id, len(order)))
         entry.field_accuracy_delta = accuracy_delta(paired)
         entry.flips = summarize_flips(paired, options=judged) if paired else None
 
