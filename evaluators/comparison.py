@@ -87,12 +87,15 @@ def descriptive_interval(deltas: Sequence[float], options: ComparisonOptions) ->
 
 @dataclass(frozen=True, kw_only=True)
 class PairedCase:
-    """One case scored for both sides: field name to score in [0, 1]."""
+    """One case scored for both sides: field name to score in [0, 1]; `agreement`, the variant's
+    record scored against the reference's per field (None: not known, the reference gave no record),
+    which the flips read (`evaluators.flips`)."""
 
     case_id: str
     tags: tuple[str, ...] = ()
     reference: Mapping[str, float]
     variant: Mapping[str, float]
+    agreement: Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,6 +2,8 @@
 
     python scripts/make_banking77_dataset.py train.csv datasets/banking77 \
         [--labels card_arrival,change_pin,...] [--per-label 30] [--seed 77]
+    python scripts/make_banking77_dataset.py train.csv datasets/banking77_all \
+        --all-labels --per-label 4 --exclude datasets/banking77
 
 The input is `banking_data/train.csv` of https://github.com/PolyAI-LDN/task-specific-datasets
 (CC BY 4.0; columns `text`, `category`). For each chosen intent, `--per-label` rows are drawn
@@ -11,6 +13,10 @@ written round-robin across the labels, in a seeded label order. Texts are kept a
 they are. A case's id is `banking77-train-N`, N the row's number among the CSV's data rows
 (from 1, the header not counted). The cases are written round-robin across the labels, in a
 seeded order within each, so that any first N cases (`quantgate run --limit N`) are balanced.
+
+`--all-labels` takes every intent of the CSV, in alphabetical order, instead of `--labels`.
+`--exclude DIR` leaves out the rows that the dataset in DIR uses as cases or examples (its ids), so
+that the new set shares no query with it.
 
 The script writes `cases.jsonl`, `examples.jsonl` and `task.json`; the card (README.md) is written
 by hand.
@@ -63,6 +69,23 @@ def _rows(path: Path) -> dict[str, list[tuple[int, str]]]:
     return by_label
 
 
+def _excluded_rows(directory: Path) -> set[int]:
+    """The row numbers a dataset made by this script uses, as cases or examples (from their ids)."""
+    rows: set[int] = set()
+    for name in ("cases.jsonl", "examples.jsonl"):
+        path = directory / name
+        if not path.is_file():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            case_id = json.loads(line)["id"] if line.strip() else ""
+            prefix, _, number = case_id.rpartition("-")
+            if prefix == "banking77-train" and number.isdigit():
+                rows.add(int(number))
+    if not rows:
+        raise SystemExit(f"{directory}: no cases.jsonl or examples.jsonl with banking77-train ids to exclude")
+    return rows
+
+
 def _plain(text: str) -> bool:
     """A plain question for an example: 4 to 14 words, no surrounding whitespace."""
     return 4 <= len(text.split()) <= 14 and text == text.strip()
@@ -92,7 +115,9 @@ def build(
         chosen = set(rows[:per_label])
         if label in EXAMPLE_ROWS:
             texts = dict(by_label[label])
-            picked = [(n, texts[n]) for n in EXAMPLE_ROWS[label] if (n, texts.get(n)) not in chosen]
+            picked = [
+                (n, texts[n]) for n in EXAMPLE_ROWS[label] if n in texts and (n, texts[n]) not in chosen
+            ]
         else:
             picked = [row for row in rows[per_label:] if _plain(row[1])][:1]
         picked = picked or rows[per_label : per_label + 1]
@@ -110,11 +135,16 @@ def main() -> None:
     parser.add_argument("csv", type=Path, help="banking_data/train.csv")
     parser.add_argument("out", type=Path, help="the dataset's directory")
     parser.add_argument("--labels", default=",".join(LABELS), help="comma-separated intents")
+    parser.add_argument("--all-labels", action="store_true", help="every intent of the CSV (not --labels)")
+    parser.add_argument("--exclude", type=Path, help="a dataset directory whose rows are left out")
     parser.add_argument("--per-label", type=int, default=PER_LABEL)
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args()
-    labels = args.labels.split(",")
     by_label = _rows(args.csv)
+    labels = sorted(by_label) if args.all_labels else args.labels.split(",")
+    if args.exclude is not None:
+        left_out = _excluded_rows(args.exclude)
+        by_label = {label: [r for r in rows if r[0] not in left_out] for label, rows in by_label.items()}
     if unknown := [label for label in labels if label not in by_label]:
         raise SystemExit(f"{args.csv}: no intent {', '.join(unknown)}")
     cases, examples = build(by_label, labels, args.per_label, args.seed)

@@ -31,6 +31,7 @@ from quantgate.render.capacity_rows import capacity_section
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
 from quantgate.render.fidelity_tail import fidelity_tail
+from quantgate.render.flip_rows import FLIP_HEADER, FLIP_NOTE, flip_rows
 from quantgate.render.latency_pairs import latency_pairs
 from quantgate.render.load_table import load_rows
 from quantgate.render.measurement_notes import busy_lines, measurement_rows
@@ -245,6 +246,9 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
             conditions=measurement_rows(view.run.summary),
             busy_lines=busy_lines(view.run.summary),
             runtime_rows=runtime_table(view.decision) if view.decision else None,
+            flip_header=FLIP_HEADER,
+            flip_rows=flip_rows(view.decision) if view.decision else None,
+            flip_note=FLIP_NOTE,
             runtime_note=RUNTIME_NOTE,
             task=task_context(view),
             charts=_chart_context(charts),

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from evaluators.comparison import Comparison, IntervalMethod, PairedDelta
+from evaluators.flips import FlipSummary
 from evaluators.latency import latency_p95
 from evaluators.rates import proportion
 from evaluators.sequential import drop_status
 from evaluators.statistics import Interval, proportion_interval
 from quantgate.decide.capacity_checks import CapacityInputs, goodput_result, parallel_sequences_result
+from quantgate.decide.flip_check import flip_share_result
 from quantgate.formatting import points
 from quantgate.inputs.gates import Gates
 from quantgate.rundir.decision import GateResult, GateStatus
@@ -179,6 +181,9 @@ class GateEvidence:
         runtime: Its comparison with the variant of the same model file on another backend (None:
             it is no such pair's compared variant; `quantgate.decide.runtimes`).
         runtime_base: It is the base of a runtime comparison.
+        flips: Its flips against the reference on the labeled paired cases (None: nothing paired).
+        flip_noise_floor: The reference's own flip share against itself, when the run measured it
+            (shown beside the flip gate; None: not measured).
     """
 
     measured: Measured
@@ -190,6 +195,8 @@ class GateEvidence:
     capacity: CapacityInputs = field(default_factory=CapacityInputs)
     runtime: RuntimeComparison | None = None
     runtime_base: bool = False
+    flips: FlipSummary | None = None
+    flip_noise_floor: float | None = None
 
 
 GateCheck = Callable[[str, float, GateEvidence], list[GateResult]]
@@ -312,6 +319,11 @@ GATE_CHECKS: Mapping[str, GateCheck] = MappingProxyType(
         "max_accuracy_drop": _accuracy_drop,
         "max_slice_accuracy_drop": _slice_accuracy_drops,
         "max_runtime_accuracy_drop": _runtime_accuracy_drop,
+        "max_flip_share": lambda gate, threshold, e: [
+            flip_share_result(
+                gate, threshold, e.flips, noise_floor=e.flip_noise_floor, is_reference=e.is_reference
+            )
+        ],
         "min_format_validity": _limit_check(
             lambda e: e.measured.format_validity,
             upper=False,

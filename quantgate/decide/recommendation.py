@@ -33,6 +33,7 @@ from evaluators.comparison import (
     summarize_agreement,
 )
 from evaluators.errors import QuantgateError, UsageError
+from evaluators.flips import summarize_flips
 from quantgate.decide.capacity_checks import capacity_inputs
 from quantgate.decide.checks import GateEvidence, Measured, judge_variant, measure, passes
 from quantgate.decide.cost_table import break_even_signal, cost_table
@@ -147,6 +148,8 @@ class _Judging:
     gates: Gates
     method: _Method
     dataset: Dataset | None = None
+    flip_noise_floor: float | None = None
+    """The reference's own share of fields changed against itself (summary.json's `noise_floor`)."""
 
     @cached_property
     def runtimes(self) -> list[RuntimeComparison]:
@@ -166,6 +169,7 @@ def _judge(judging: _Judging, entry: VariantEntry) -> _Judged:
     options = comparison_options(gates, method.name, truncation=method.truncation)
     comparison = compare_paired(paired, options=options) if paired else None
     agreement = None if is_reference else agreement_of(_in_order(own.values(), order), options)
+    flips = summarize_flips(paired, options=options) if paired else None
     measured = measure(list(own.values()), entry)
     capacity = capacity_inputs(judging.run, entry.name)
     runtime, runtime_base = runtime_evidence(judging.runtimes, entry.name)
@@ -179,11 +183,14 @@ def _judge(judging: _Judging, entry: VariantEntry) -> _Judged:
         capacity=capacity,
         runtime=runtime,
         runtime_base=runtime_base,
+        flips=flips,
+        flip_noise_floor=judging.flip_noise_floor,
     )
     results = judge_variant(evidence)
     found = regressions(paired)
     section = _section(entry, measured, results, comparison, agreement, found)
     section.capacity = capacity.figure(gates)
+    section.flips, section.flip_noise_floor = flips, None if is_reference else judging.flip_noise_floor
     return _Judged(
         name=entry.name, measured=measured, agreement=agreement, section=section, regressions=found
     )
@@ -283,9 +290,11 @@ def decide(
     records, completeness, reference = _records_of(run)
     dataset = run_dataset(run)
     method = _method_of(run, dataset)
+    floor = run.summary.noise_floor
     judging = _Judging(
-        run=run, records=records, reference=reference, gates=gates, method=method, dataset=dataset
-    )
+        run=run, records=records, reference=reference, gates=gates, method=method, dataset=dataset,
+        flip_noise_floor=floor.fields_changed_share if floor is not None else None,
+    )  # fmt: skip
     judged = [_judge(judging, entry) for entry in run.summary.variants]
     _give_forecasts(judging, judged)
     costs = None if prices is None else _costs(judging, judged, prices)

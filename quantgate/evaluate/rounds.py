@@ -37,7 +37,7 @@ from quantgate.evaluate.cpu_readings import read_cpu
 from quantgate.evaluate.noise_floor import NoiseFloorArm
 from quantgate.evaluate.pool import VariantWorker, warm_capacity
 from quantgate.evaluate.session import RunSession, record_run, record_skipped
-from quantgate.evaluate.stopping_rule import accuracy_gates_status, paired_outcomes
+from quantgate.evaluate.stopping_rule import paired_outcomes, settling_gates_status
 from quantgate.evaluate.tracks import Stopped, Track, WarmPool, track_result
 from quantgate.evaluate.variant import VariantJob
 from quantgate.evaluate.verification import answers_to_verify, latency_sample, verification_missing
@@ -274,7 +274,7 @@ class _Rounds:
         }
         for track in [t for t in self.candidates if t.open]:
             paired = paired_outcomes(track.ordered(), scores)
-            status = accuracy_gates_status(paired, self.options.gates, truncation=self.options.truncation)
+            status = settling_gates_status(paired, self.options.gates, truncation=self.options.truncation)
             if status != "undecided":
                 track.settled, track.stopped = status, "settled"
                 self.bars[track.name].set_postfix_str(f"{status} after {len(paired)} paired cases")

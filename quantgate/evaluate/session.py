@@ -16,13 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.baselines import BaselineScores, baseline_accuracy
+from evaluators.betting import DEFAULT_TRUNCATION
 from evaluators.comparison import accuracy_delta
+from evaluators.flips import summarize_flips
 from graphs.evaluation import CaseOutcome
 from quantgate.evaluate.executor import Evaluated, VariantExecutor
 from quantgate.evaluate.options import RunOptions
 from quantgate.evaluate.variant import VariantJob, VariantRun, variant_run
 from quantgate.evaluate.verification import latency_sample, verification_missing
 from quantgate.inputs.dataset import Case, Dataset
+from quantgate.inputs.gates import Gates, comparison_options
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.build import skipped_entry, variant_metadata
 from quantgate.rundir.model_shape import memory_model_check
@@ -183,25 +186,39 @@ def record_run(session: RunSession, result: VariantRun, *, placement: Placement)
 
 def _write(session: RunSession) -> None:
     sample = latency_sample(session.cases, session.options)
-    _with_deltas(session.summary, session.reference, session.store.directory, sample=sample)
+    order = {case.id: i for i, case in enumerate(session.cases)}
+    _with_deltas(session.summary, session.reference, session.store.directory, order, sample=sample)
     session.store.write_variants(session.metadata)
     session.store.write_summary(session.summary)
 
 
 def _with_deltas(
-    summary: RunSummary, reference: str, run_dir: Path, *, sample: frozenset[str] | None
+    summary: RunSummary,
+    reference: str,
+    run_dir: Path,
+    order: dict[str, int],
+    *,
+    sample: frozenset[str] | None,
 ) -> None:
-    """Each evaluated variant's paired accuracy delta and latency against the reference, from the
-    records (the latency over the run's latency `sample`, None: every case)."""
+    """Each evaluated variant's paired accuracy delta, flips and latency against the reference, from the
+    records (the flips' intervals as the decision computes them: the run's gates, method and truncation,
+    over the cases in the run's `order`; the latency over the run's latency `sample`, None: every case)."""
     records = latest_records(read_records(run_dir))
     ref = records.get(reference, {})
+    options = summary.options
+    gates = (options.gates if options else None) or Gates()
+    method = options.interval_method if options else "betting"
+    truncation = options.truncation if options else DEFAULT_TRUNCATION
+    judged = comparison_options(gates, method, truncation=truncation)
     for entry in summary.variants:
         own = records.get(entry.name)
         paired = paired_cases(ref, own) if own and entry.name != reference else []
+        paired.sort(key=lambda c: order.get(c.case_id, len(order)))
         entry.field_accuracy_delta = accuracy_delta(paired)
         entry.latency_against_reference = (
             paired_latency(ref, own, sample=sample) if own and entry.name != reference else None
         )
+        entry.flips = summarize_flips(paired, options=judged) if paired else None
 
 
 def _say_unenforced(session: RunSession, metadata: VariantMetadata) -> None:

@@ -1,15 +1,17 @@
-"""Sequential evaluation: the rule that stops a variant once its accuracy gates are settled.
+"""Sequential evaluation: the rule that stops a variant once its accuracy and flip gates are settled.
 
 A sequential run (the default when neither `--limit` nor `--all` is given) evaluates every
 variant on the same cases, in interleaved rounds of `round_size` cases spread across languages
 and tags (`quantgate.evaluate.rounds`). After each round each candidate's accuracy gates
 (overall, and each slice with at least `min_slice_cases` paired cases) are judged with the
 anytime-valid confidence sequence of the paired per-case differences
-(`evaluators.sequential.gates_status`), so looking after every round does not inflate the
-error rate. A candidate stops as soon as it is settled: "fail" when any accuracy gate's whole
-sequence lies below its threshold, "pass" when every accuracy gate's lower bound is at or
-above it. `decide` judges the gates on the same records with the same intervals and
-thresholds, so its verdict on the accuracy gates is the one the run stopped on. The other
+(`evaluators.sequential.gates_status`), and its flip gate with the confidence sequence of the
+per-case flip shares (`evaluators.flips.flip_status`), so looking after every round does not
+inflate the error rate. A candidate stops as soon as it is settled: "fail" when any accuracy
+gate's whole sequence lies below its threshold or the flip share's lies above its own, "pass"
+when every accuracy gate's lower bound is at or above its threshold and the flip share's upper
+bound is at most its own. `decide` judges the gates on the same records with the same intervals
+and thresholds, so its verdict on these gates is the one the run stopped on. The other
 gates (validity, errors, memory, latency) are judged by `decide` on the cases the variant ran.
 
 `SequentialJudge` is the same rule as the evaluation graph's `judge`, for a variant evaluated
@@ -23,7 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from evaluators.comparison import PairedCase, case_difference
+from evaluators.comparison import ComparisonOptions, PairedCase, case_difference
+from evaluators.flips import case_flips, flip_status, share_interval
 from evaluators.sequential import DropGates, SequentialStatus, gates_status
 from graphs.evaluation import CaseOutcome
 from quantgate.inputs.gates import Gates
@@ -42,6 +45,7 @@ def paired_outcomes(
             tags=o.score.tags,
             reference=reference[o.case_id],
             variant={name: f.score for name, f in o.score.fields.fields.items()},
+            agreement={name: f.score for name, f in o.agreement.fields.items()} if o.agreement else None,
         )
         for o in outcomes
         if o.case_id in reference and o.score.fields is not None
@@ -64,10 +68,27 @@ def differences_of(paired: list[PairedCase]) -> tuple[list[float], list[tuple[st
     return [case_difference(c) for c in paired], [tuple(c.tags) for c in paired]
 
 
-def accuracy_gates_status(paired: list[PairedCase], gates: Gates, *, truncation: float) -> SequentialStatus:
-    """The accuracy gates together: "fail" if one failed, "pass" if all passed, else "undecided"."""
+def flip_gate_status(paired: list[PairedCase], gates: Gates, *, truncation: float) -> SequentialStatus | None:
+    """The flip gate after the paired cases so far, by the confidence sequence of the per-case flip
+    shares (`evaluators.flips.flip_status`); None when the gate is off."""
+    if gates.max_flip_share is None:
+        return None
+    options = ComparisonOptions(confidence=gates.confidence, method="sequential", truncation=truncation)
+    interval = share_interval([case_flips(c).share() for c in paired], options)
+    return flip_status(interval=interval, max_share=gates.max_flip_share)
+
+
+def settling_gates_status(paired: list[PairedCase], gates: Gates, *, truncation: float) -> SequentialStatus:
+    """The gates a sequential run settles, together: the accuracy gates and the flip gate. "fail" if
+    one failed, "pass" if every one that is on passed, else "undecided"."""
     differences, tags = differences_of(paired)
-    return gates_status(differences, tags, drop_gates(gates, truncation=truncation))
+    accuracy = gates_status(differences, tags, drop_gates(gates, truncation=truncation))
+    flips = flip_gate_status(paired, gates, truncation=truncation)
+    accuracy_on = gates.max_accuracy_drop is not None or gates.max_slice_accuracy_drop is not None
+    statuses = ([accuracy] if accuracy_on else []) + ([flips] if flips is not None else [])
+    if "fail" in statuses:
+        return "fail"
+    return "pass" if statuses and all(s == "pass" for s in statuses) else "undecided"
 
 
 @dataclass(kw_only=True)
@@ -99,7 +120,7 @@ class SequentialJudge:
         else:
             paired = paired_outcomes(outcomes, self.reference)
             self.paired_cases = len(paired)
-            status = accuracy_gates_status(paired, self.gates, truncation=self.truncation)
+            status = settling_gates_status(paired, self.gates, truncation=self.truncation)
             if status != "undecided":
                 self.settled, self.stopped = status, "settled"
                 return f"settled: {status} after {len(paired)} paired cases"

@@ -25,6 +25,9 @@ from quantgate.inputs.tomlfile import read_toml, validation_message
 
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 
+DEFAULT_MAX_FLIP_SHARE = 0.25
+"""The flip gate's default (docs/decision.md, Flips: how it was chosen from measured flip shares)."""
+
 
 class GatesError(UsageError):
     """A gates file or flag that cannot be used; the message names the file and key."""
@@ -54,6 +57,12 @@ class Gates(BaseModel):
     (same sha256) on another backend, the embedded one when there is one (docs/decision.md, Runtime
     comparison); passes only when the lower bound of the paired interval is at or above minus this
     value; a variant with no such partner is not measured. Off by default."""
+    max_flip_share: Fraction | None = DEFAULT_MAX_FLIP_SHARE
+    """Largest tolerated share of fields whose answer differs from the reference's on the labeled paired
+    cases (right to wrong, wrong to right, or wrong to another wrong: evaluators.flips); passes only when
+    the upper bound of its interval is at most this value, fails when the lower bound is above it. It
+    catches a variant that changes most answers of a weak reference, which the accuracy gates cannot
+    (docs/decision.md, Flips)."""
     min_format_validity: Fraction | None = 0.90
     """Lowest share of outputs that parse and match the schema."""
     max_error_rate: Fraction | None = 0.05

@@ -16,6 +16,7 @@ from quantgate.render.capacity_rows import capacity_section
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
 from quantgate.render.fidelity_tail import fidelity_tail
+from quantgate.render.flip_rows import FLIP_HEADER, FLIP_NOTE, flip_rows
 from quantgate.render.latency_pairs import latency_pairs
 from quantgate.render.measurement_notes import measurement_rows
 from quantgate.render.noise_floor_line import noise_floor_text
@@ -147,6 +148,11 @@ def _latency(summary: RunSummary | None) -> list[str]:
     if table is None:
         return []
     return ["## Latency", "", *markdown_table(table.header, table.rows), escape_markdown(table.note), ""]
+
+
+def _flips(decision: Decision) -> list[str]:
+    rows = flip_rows(decision)
+    return ["## Flips", "", *markdown_table(FLIP_HEADER, rows), FLIP_NOTE, ""] if rows else []
 
 
 def _fidelity(decision: Decision) -> list[str]:
@@ -388,6 +394,7 @@ def render_decision(decision: Decision, *, summary: RunSummary | None = None) ->
     parts = [
         _headline(decision),
         _overview(decision, summary),
+        _flips(decision),
         task_figures_section(summary),
         _latency(summary),
         _fidelity(decision),

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from evaluators.comparison import AgreementSummary, Comparison, Regression
 from evaluators.costs import VariantCosts
+from evaluators.flips import FlipSummary
 from evaluators.machines import MachineCost
 from evaluators.sequential import Forecast
 from evaluators.statistics import Interval
@@ -161,6 +162,16 @@ class VariantDecision(RunFileModel):
         default=None, description="Paired with the reference on labeled cases."
     )
     agreement: AgreementSummary | None = None
+    flips: FlipSummary | None = Field(
+        default=None,
+        description="Fields whose answer differs from the reference's on the labeled paired cases, by kind, "
+        "with intervals (evaluators.flips); None: the reference, or nothing paired.",
+    )
+    flip_noise_floor: float | None = Field(
+        default=None,
+        description="The reference's own flip share against itself, which the flip gate is read against "
+        "(None: not measured).",
+    )
     token_fidelity: TokenFidelityEntry | None = None
     token_fidelity_missing: str | None = None
     embeddings: EmbeddingEntry | None = Field(

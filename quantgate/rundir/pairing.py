@@ -14,7 +14,11 @@ def paired_cases(reference: Mapping[str, CaseRecord], variant: Mapping[str, Case
     """The labeled cases both sides have records for, in the reference's order."""
     return [
         PairedCase(
-            case_id=case_id, tags=tuple(ref.tags), reference=ref.fields, variant=variant[case_id].fields
+            case_id=case_id,
+            tags=tuple(ref.tags),
+            reference=ref.fields,
+            variant=variant[case_id].fields,
+            agreement=variant[case_id].agreement_fields,
         )
         for case_id, ref in reference.items()
         if case_id in variant and ref.fields

@@ -15,6 +15,7 @@ from pydantic import Field
 from evaluators.betting import CONFSEQ_TRUNCATION
 from evaluators.comparison import IntervalMethod
 from evaluators.fidelity import TokenFidelitySummary
+from evaluators.flips import FlipSummary
 from evaluators.noise_floor import NoiseFloor
 from evaluators.paired_latency import LatencyAgainstReference
 from graphs.evaluation import VariantSummary
@@ -156,6 +157,12 @@ class VariantEntry(VariantSummary, _Throughput, _VariantHead):  # the keys in th
         "`generation_tokens_per_s` the median difference with its exact sign-test interval (`low`, "
         "`high`, `coverage`; null with too few pairs) (evaluators.paired_latency). "
         "None: the reference, or a run written before it.",
+    )
+    flips: FlipSummary | None = Field(
+        default=None,
+        description="Fields whose answer differs from the reference's on the same labeled cases (right to "
+        "wrong, wrong to right, wrong to another wrong; evaluators.flips), each share with the interval "
+        "the decision judges by; None: the reference, or nothing paired.",
     )
     baseline_accuracy: float | None = Field(
         default=None,

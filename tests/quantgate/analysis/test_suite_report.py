@@ -21,7 +21,7 @@ from tests.fakes import QueuedChatModel, write_classification_dataset, write_dat
 from tests.quantgate.analysis import kind_runs
 from tests.quantgate.analysis.test_task_report import ordered_tables, tables
 
-GATES = "max_accuracy_drop = 1.0\nmax_slice_accuracy_drop = 1.0\nmin_cases = 1\n"
+GATES = "max_accuracy_drop = 1.0\nmax_slice_accuracy_drop = 1.0\nmax_flip_share = 1.0\nmin_cases = 1\n"
 """Loose accuracy gates; format validity and error rate as default."""
 
 

@@ -31,7 +31,7 @@ def test_decide_writes_the_junit_file(tmp_path: Path, capsys: pytest.CaptureFixt
     out = tmp_path / "quantgate.xml"
     assert main(["decide", str(run), "--junit", str(out)]) == 4  # keep the reference, as decided
     (suite,) = list(JUnitXml.fromfile(str(out)))
-    assert (suite.tests, suite.failures, suite.skipped) == (13, 5, 3)
+    assert (suite.tests, suite.failures, suite.skipped) == (16, 6, 3)
     assert f"JUnit XML: {out}" in capsys.readouterr().out
 
 

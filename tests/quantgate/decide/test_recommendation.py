@@ -79,6 +79,7 @@ def test_absolute_gates_pass_and_fail_on_the_measured_value() -> None:
     }
     assert results == {
         "max_accuracy_drop": "pass",  # the reference itself
+        "max_flip_share": "pass",  # the reference itself
         "min_format_validity": "fail",  # 37/40 = 92.5% < 95%
         "max_error_rate": "fail",  # 3/40 = 7.5% > 5%
         "max_memory_mb": "pass",

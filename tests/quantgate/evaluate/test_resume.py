@@ -15,6 +15,7 @@ from quantgate.evaluate.evaluation_run import resume_evaluation, run_evaluation
 from quantgate.evaluate.options import run_cases
 from quantgate.evaluate.resume import ResumeError, planned_variants
 from quantgate.inputs.dataset import Case, load_dataset, write_dataset
+from quantgate.inputs.gates import Gates
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.completeness import run_completeness
 from quantgate.rundir.files import FIDELITY_FILE, RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
@@ -104,7 +105,11 @@ def test_a_sequential_run_goes_on_judging_in_rounds_until_settled(tmp_path):
     blank = json.dumps(dict.fromkeys(GOOD))
     # one case at a time: exactly the cases before the interrupted one are recorded (side by side,
     # how many others of its round finish first depends on timing, and 7 can already settle it)
-    options = resume_options(tmp_path, sequential=True, round_size=4, max_repairs=0, concurrency=1)
+    # the accuracy gate alone (a blank answer flips every field: the flip gate would fail it before the stop)
+    gates = Gates(max_flip_share=None)
+    options = resume_options(
+        tmp_path, sequential=True, round_size=4, max_repairs=0, concurrency=1, gates=gates
+    )
 
     def variants(stop: str | None) -> VariantSet:
         answers: dict[str, object] = {f"case <{stop[1:]}>": KeyboardInterrupt()} if stop else {}

@@ -23,7 +23,7 @@ from tests.quantgate.rundir.test_schemas import validate_run
 GOLDS = ["card_lost", "card_arrival", "top_up_failed", "card_lost", "card_arrival", "card_lost"]
 EXTRACTION_PROMPT = "Who issued it"
 """A text of the invoice schema, in every prompt of the extraction task and in none of the other."""
-GATES = "max_accuracy_drop = 1.0\nmax_slice_accuracy_drop = 1.0\nmin_cases = 1\n"
+GATES = "max_accuracy_drop = 1.0\nmax_slice_accuracy_drop = 1.0\nmax_flip_share = 1.0\nmin_cases = 1\n"
 """Loose accuracy gates (6 cases cannot bound a drop); format validity and error rate as default."""
 
 

@@ -33,8 +33,8 @@ def test_one_case_per_variant_and_gate_with_the_decisions_results(run_dir: Path,
     suites = list(xml)
     assert len(suites) == 1
     suite = suites[0]
-    # R: 3 gates pass; Q: 2 pass and 3 accuracy gates inconclusive; B: all 5 gates fail
-    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (13, 5, 0, 3)
+    # R: 4 gates pass; Q: 3 pass (its flips among them) and 3 accuracy gates inconclusive; B: all 6 fail
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (16, 6, 0, 3)
     cases = _cases(path)
     assert cases[("R", "max_error_rate")] == []
     assert cases[("Q", "min_format_validity")] == []
@@ -111,4 +111,4 @@ def test_not_measured_is_skipped_and_a_variant_that_did_not_run_is_an_error(
     assert isinstance(error, Error)
     assert error.message == "model file missing"
     (suite,) = list(JUnitXml.fromfile(str(path)))
-    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (15, 5, 1, 4)
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (18, 6, 1, 4)

@@ -131,7 +131,7 @@ def test_multi_label_figures_and_a_skipped_variant_show_missing_as_missing():
 def _suite(tmp_path: Path) -> Path:
     runs.classification_dataset(tmp_path / "intents")
     runs.generation_dataset(tmp_path / "texts")
-    loose = "max_accuracy_drop = 1.0\nmax_slice_accuracy_drop = 1.0\nmin_cases = 1\n"
+    loose = "max_accuracy_drop = 1.0\nmax_slice_accuracy_drop = 1.0\nmax_flip_share = 1.0\nmin_cases = 1\n"
     (tmp_path / "loose.toml").write_text(loose)
     path = tmp_path / "suite.toml"
     path.write_text(  # the texts task keeps the default gates: 2 cases cannot settle its accuracy drop
