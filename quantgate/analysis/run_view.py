@@ -25,7 +25,7 @@ from evaluators.comparison import Comparison, compare_paired, regressions
 from evaluators.errors import MissingInputError
 from evaluators.latency import percentile
 from quantgate.decide.checks import measure
-from quantgate.decide.recommendation import run_dataset
+from quantgate.decide.run_method import run_dataset
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.gates import Gates, comparison_options
 from quantgate.render.fidelity_tail import HEADLINE, tail_cells, tail_titles

@@ -16,7 +16,6 @@ decision lists what it lacks; the CLI refuses one unless given `--allow-incomple
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -26,7 +25,6 @@ from evaluators.comparison import (
     AgreementSummary,
     Comparison,
     ComparisonOptions,
-    IntervalMethod,
     Regression,
     compare_paired,
     regressions,
@@ -40,10 +38,9 @@ from quantgate.decide.cost_table import break_even_signal, cost_table
 from quantgate.decide.forecast import open_forecasts
 from quantgate.decide.regressions import export_regression_sets
 from quantgate.decide.rollback import rollback_signals
+from quantgate.decide.run_method import RunMethod, method_of, record_section, run_dataset
 from quantgate.decide.runtimes import runtime_comparisons, runtime_evidence
-from quantgate.evaluate.stopping_rule import DEFAULT_ROUND_SIZE
-from quantgate.hardware import package_version
-from quantgate.inputs.dataset import Dataset, DatasetError, load_dataset
+from quantgate.inputs.dataset import Dataset
 from quantgate.inputs.gates import Gates, comparison_options
 from quantgate.inputs.prices import Prices
 from quantgate.render.decision_markdown import render_decision
@@ -52,22 +49,20 @@ from quantgate.rundir.decision import (
     EXIT_STATUS,
     CostTable,
     Decision,
-    DecisionRecord,
     GateResult,
     MeasuredFigures,
     Ranking,
     Rollback,
-    StatisticsRecord,
     VariantDecision,
     outcome_of,
     variant_verdict,
 )
-from quantgate.rundir.files import DATASET_DIR, DECISION_JSON, DECISION_MD
+from quantgate.rundir.files import DECISION_JSON, DECISION_MD
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.pairing import paired_cases
 from quantgate.rundir.runtime_comparison import RuntimeComparison
 from quantgate.rundir.store import LineProblem, Run, latest_records, load_run, read_decision, write_model
-from quantgate.rundir.summary import RunOptionsInfo, VariantEntry
+from quantgate.rundir.summary import VariantEntry
 
 
 class DecisionError(QuantgateError, RuntimeError):
@@ -123,16 +118,6 @@ def _section(
     )
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Method:
-    """How the run sampled its cases, which sets how the accuracy deltas are judged."""
-
-    name: IntervalMethod
-    truncation: float
-    case_order: Mapping[str, int]  # the run's case order: a betting interval depends on it
-    round_size: int
-
-
 def _in_order(records: Iterable[CaseRecord], order: Mapping[str, int]) -> list[CaseRecord]:
     return sorted(records, key=lambda r: order.get(r.case_id, len(order)))
 
@@ -146,7 +131,7 @@ class _Judging:
     records: Mapping[str, Mapping[str, CaseRecord]]
     reference: str
     gates: Gates
-    method: _Method
+    method: RunMethod
     dataset: Dataset | None = None
     flip_noise_floor: float | None = None
     """The reference's own share of fields changed against itself (summary.json's `noise_floor`)."""
@@ -211,56 +196,6 @@ def recommend(candidates: Iterable[tuple[str, bool, float | None]]) -> str | Non
     return min(passing)[3] if passing else None
 
 
-def run_dataset(run: Run) -> Dataset | None:
-    """The cases the run evaluated: its own copy, else the source if its hash still matches."""
-    copy = run.directory / DATASET_DIR
-    try:
-        if copy.is_dir():
-            return load_dataset(copy, skip_invalid_cases=True)
-        dataset = load_dataset(run.summary.dataset.path, skip_invalid_cases=True)
-    except (DatasetError, FileNotFoundError):
-        return None
-    return dataset if dataset.sha256 == run.summary.dataset.sha256 else None
-
-
-_SEQUENTIAL_INTERVAL = (
-    "anytime-valid confidence sequence of the mean paired per-case difference, over the cases in the "
-    "run's order, {confidence:.0%}: hedged betting (Waudby-Smith & Ramdas, JRSSB 2023), truncation "
-    "{truncation:g}, checked after every round of {round_size} cases; each candidate stopped once its "
-    "accuracy gates were settled (`sequential` per variant: the case count); the paired percentile "
-    "bootstrap beside it is descriptive"
-)
-_FIXED_INTERVAL = (
-    "betting confidence interval for a fixed sample of the mean paired per-case difference, over the cases "
-    "in the run's order, {confidence:.0%}: hedged betting (Waudby-Smith & Ramdas, JRSSB 2023), truncation "
-    "{truncation:g}, valid at any number of cases; the paired percentile bootstrap beside it is descriptive"
-)
-
-
-def _record_section(run: Run, gates: Gates, method: _Method) -> DecisionRecord:
-    summary = run.summary
-    return DecisionRecord(
-        run_id=summary.run_id,
-        run_status=summary.status,
-        run_quantgate_version=summary.quantgate_version,
-        decided_with_quantgate_version=package_version("quantgate"),
-        decided_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        dataset=summary.dataset,
-        hardware=summary.hardware,
-        options=summary.options,
-        variants=run.variants.by_name(),
-        statistics=StatisticsRecord(
-            accuracy_delta_interval=(
-                _SEQUENTIAL_INTERVAL if method.name == "sequential" else _FIXED_INTERVAL
-            ).format(confidence=gates.confidence, truncation=method.truncation, round_size=method.round_size),
-            mcnemar="exact two-sided binomial test on discordant cases; a case is right when all its "
-            "fields are right, a field when it scores 1.0",
-            equivalence_margin=gates.equivalence_margin,
-            proportion_interval="Wilson score",
-        ),
-    )
-
-
 def decide(
     run_dir: str | Path,
     gates: Gates | None = None,
@@ -287,14 +222,8 @@ def decide(
         raise UsageError("recommending by cost needs prices (--costs FILE)")
     gates = gates or Gates()
     run = load_run(run_dir)
-    records, completeness, reference = _records_of(run)
-    dataset = run_dataset(run)
-    method = _method_of(run, dataset)
-    floor = run.summary.noise_floor
-    judging = _Judging(
-        run=run, records=records, reference=reference, gates=gates, method=method, dataset=dataset,
-        flip_noise_floor=floor.fields_changed_share if floor is not None else None,
-    )  # fmt: skip
+    judging, completeness = _judging_of(run, gates)
+    reference, method, dataset = judging.reference, judging.method, judging.dataset
     judged = [_judge(judging, entry) for entry in run.summary.variants]
     _give_forecasts(judging, judged)
     costs = None if prices is None else _costs(judging, judged, prices)
@@ -317,11 +246,23 @@ def decide(
         recommended_by=recommend_by,
         costs=costs,
         runtimes=judging.runtimes,
-        record=_record_section(run, gates, method),
+        record=record_section(run, gates, method),
     )
     write_model(run.directory / DECISION_JSON, decision)
     (run.directory / DECISION_MD).write_text(render_decision(decision, summary=run.summary), encoding="utf-8")
     return decision
+
+
+def _judging_of(run: Run, gates: Gates) -> tuple[_Judging, Completeness]:
+    """What every variant of the run is judged with, and how complete the run is."""
+    records, completeness, reference = _records_of(run)
+    dataset = run_dataset(run)
+    floor = run.summary.noise_floor
+    judging = _Judging(
+        run=run, records=records, reference=reference, gates=gates, method=method_of(run, dataset),
+        dataset=dataset, flip_noise_floor=floor.fields_changed_share if floor is not None else None,
+    )  # fmt: skip
+    return judging, completeness
 
 
 def _records_of(run: Run) -> tuple[dict[str, dict[str, CaseRecord]], Completeness, str]:
@@ -352,16 +293,6 @@ def _give_forecasts(judging: _Judging, judged: list[_Judged]) -> None:
     )  # fmt: skip
     for item in judged:
         item.section.open = forecasts.get(item.name, item.section.open)
-
-
-def _method_of(run: Run, dataset: Dataset | None) -> _Method:
-    options = run.summary.options or RunOptionsInfo(limit=None, concurrency=None, max_repairs=0)
-    return _Method(
-        name=options.interval_method,
-        truncation=options.truncation,
-        case_order={c.id: i for i, c in enumerate(dataset.cases)} if dataset else {},
-        round_size=options.round_size or DEFAULT_ROUND_SIZE,
-    )
 
 
 def _costs(judging: _Judging, judged: list[_Judged], prices: Prices) -> CostTable:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from evaluators.comparison import Regression
 from quantgate.inputs.dataset import Dataset, write_dataset
-from quantgate.render.decision_markdown import escape_markdown
+from quantgate.render.markdown import escape_markdown
 from quantgate.rundir.decision import RegressionSet
 from quantgate.rundir.files import REGRESSIONS_DIR
 from quantgate.rundir.store import Run

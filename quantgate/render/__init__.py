@@ -11,9 +11,10 @@ The HTML report and run comparison read runs through the analysis view, so they 
 """
 
 from quantgate.render.cost_rows import cost_rows
-from quantgate.render.decision_markdown import escape_markdown, render_decision
+from quantgate.render.decision_markdown import render_decision
 from quantgate.render.embedding_table import embeddings_table
 from quantgate.render.load_table import render_load
+from quantgate.render.markdown import escape_markdown
 from quantgate.render.summary_table import render_summary
 
 __all__ = [

@@ -7,46 +7,22 @@ neither breaks a table nor renders as HTML or formatting.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from evaluators.comparison import PairedDelta
-from quantgate.backends import kv_cache_note, structured_output_note
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.render.capacity_rows import capacity_section
 from quantgate.render.cost_rows import cost_rows
+from quantgate.render.decision_record import record_lines
 from quantgate.render.embedding_table import embedding_rows
 from quantgate.render.fidelity_tail import fidelity_tail
 from quantgate.render.flip_rows import FLIP_HEADER, FLIP_NOTE, flip_rows
 from quantgate.render.latency_pairs import latency_pairs
+from quantgate.render.markdown import escape_markdown, markdown_table
 from quantgate.render.measurement_notes import measurement_rows
 from quantgate.render.noise_floor_line import noise_floor_text
 from quantgate.render.runtime_rows import RUNTIME_NOTE, runtime_table
 from quantgate.render.task_figures import task_figures
-from quantgate.render.verification_note import verification_lines
 from quantgate.rundir.decision import Decision, VariantDecision
 from quantgate.rundir.summary import RunSummary, SequentialEntry
-
-_MARKDOWN_ESCAPES = str.maketrans(
-    {"&": "&amp;", "<": "&lt;", ">": "&gt;"} | {char: "\\" + char for char in "\\`*_[]|"}
-)
-
-
-def escape_markdown(value: object) -> str:
-    """`value` as Markdown text that renders as itself, in running text or a table cell.
-
-    `<`, `>` (and `&`) become HTML entities, which every Markdown renderer shows as the
-    characters; backslash, backtick, `*`, `_`, `[`, `]` and `|` are backslash-escaped; a line
-    break becomes a visible `\\n`, so it cannot end a table row or start a block.
-    """
-    text = str(value).translate(_MARKDOWN_ESCAPES)
-    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\\\n")
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """A Markdown table; every cell is escaped here."""
-    lines = ["| " + " | ".join(map(escape_markdown, header)) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(map(escape_markdown, row)) + " |" for row in rows]
-    return [*lines, ""]
 
 
 def _incomplete(decision: Decision) -> list[str]:
@@ -349,45 +325,6 @@ def _rollback(decision: Decision) -> list[str]:
     ]
 
 
-def _record(decision: Decision) -> list[str]:
-    record = decision.record
-    rows = []
-    for name, meta in record.variants.items():
-        runtime = meta.runtime or {}
-        rows.append(
-            [
-                name,
-                str(meta.quantization or MISSING),
-                str(meta.method or MISSING),
-                str(meta.calibration or MISSING),
-                kv_cache_note(meta.backend, meta.kv_cache),
-                f"{runtime.get('name', MISSING)} {runtime.get('version', '')}".strip(),
-                str(meta.sha256 or runtime.get("model_digest") or MISSING),
-            ]
-        )
-    stats, text = record.statistics, escape_markdown
-    return [
-        "## Record",
-        "",
-        *markdown_table(
-            ["variant", "precision", "method", "calibration", "KV cache", "runtime", "model sha256 / digest"],
-            rows,
-        ),
-        "- Structured output: "
-        + "; ".join(
-            f"{text(n)}: {text(structured_output_note(m.backend, m.runtime))}"
-            for n, m in record.variants.items()
-        ),
-        "- Hardware: " + ", ".join(f"{text(k)}: {text(v)}" for k, v in record.hardware.items()),
-        f"- Run {text(record.run_id)} with quantgate {text(record.run_quantgate_version)}; decided with "
-        f"quantgate {text(record.decided_with_quantgate_version)} at {text(record.decided_at)}",
-        f"- Accuracy deltas: {text(stats.accuracy_delta_interval)}. McNemar: {text(stats.mcnemar)}. "
-        f"Rates: {text(stats.proportion_interval)} intervals. Equivalence margin ±"
-        f"{stats.equivalence_margin * 100:.1f} points.",
-        "",
-    ]
-
-
 def render_decision(decision: Decision, *, summary: RunSummary | None = None) -> str:
     """decision.md from the decision (decision.json is its source), with the task-kind figures of
     the run's `summary` (summary.json) after the variants when given."""
@@ -407,7 +344,6 @@ def render_decision(decision: Decision, *, summary: RunSummary | None = None) ->
         _conditions(summary),
         _regressions(decision),
         _rollback(decision),
-        _record(decision),
-        verification_lines(summary),
+        record_lines(decision, summary),
     ]
     return "\n".join(line for part in parts for line in part)

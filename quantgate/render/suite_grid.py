@@ -8,8 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from quantgate.formatting import text_table
-from quantgate.render.decision_markdown import escape_markdown, markdown_table, task_figures_section
+from quantgate.render.decision_markdown import task_figures_section
 from quantgate.render.fidelity_tail import tail_cells, tail_titles
+from quantgate.render.markdown import escape_markdown, markdown_table
 from quantgate.rundir.decision import Decision
 from quantgate.rundir.suite_files import SuiteDecision, TaskVerdict
 from quantgate.rundir.summary import RunSummary
