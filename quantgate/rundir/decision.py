@@ -264,8 +264,8 @@ class DecisionRecord(RunFileModel):
 class Decision(RunFileModel):
     """decision.json."""
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (2, 3, 4, 5, 6)
-    format_version: Literal[7] = DECISION_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (2, 3, 4, 5, 6, 7)
+    format_version: Literal[8] = DECISION_FORMAT_VERSION
     recommended: str | None = Field(description="The variant to deploy; None when none passed.")
     recommended_is_reference: bool
     outcome: Outcome = Field(

@@ -49,7 +49,7 @@ RECORDS_FORMAT_VERSION: Final[Literal[4]] = 4
 4: how the case's answers were obtained (`obtained`: decoded, verified against the reference's, or
 verified then decoded), and each attempt's text and `obtained` in `attempt_timings`.
 Records of versions 1 to 3 are still read (as version 4, the keys added since unknown)."""
-SUMMARY_FORMAT_VERSION: Final[Literal[11]] = 11
+SUMMARY_FORMAT_VERSION: Final[Literal[12]] = 12
 """Of summary.json. 2: each variant says whether it is complete and which cases it lacks
 (`complete`, `missing_cases`). 3: the options record the gates and the token-fidelity
 settings a resumed run goes on with, and each variant how many of its cases a resumed run
@@ -68,8 +68,13 @@ structural and value tokens, and the same per slice: `evaluators.fidelity.TokenF
 10: the capacity gates in the options' gates (`min_parallel_sequences`, `min_goodput_rps`, and the
 settings `capacity_context`, `capacity_memory_gib`). 11: a runtime pair's own token fidelity in its
 other member's entry (`runtime_token_fidelity`, `runtime_token_fidelity_base`,
-`runtime_token_fidelity_missing`: against the pair's embedded base). Summaries of versions 1 to 10
-are still read (as version 11, the keys added since unknown, the gates off)."""
+`runtime_token_fidelity_missing`: against the pair's embedded base). 12 (issue 45): how each
+variant's answers were obtained (`verified_cases`, `verified_then_decoded_cases`, `decoded_cases`,
+`verified_token_share`, `verification_missing`), its flips (`flips`), its latency against the
+reference (`latency_against_reference`), the memory model beside its peak (`memory_model_check`); the
+run's noise floor (`noise_floor`, `noise_floor_missing`), the machine's load per round
+(`machine_load`), and the options `verify`, `latency_cases`, `noise_floor_cases`. Summaries of versions
+1 to 11 are still read (as version 12, the keys added since unknown, the gates off)."""
 NOISE_FLOOR_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of noise_floor.jsonl: the reference's answers to the noise-floor sample, rerun one case at a time."""
 LOAD_FORMAT_VERSION: Final[Literal[2]] = 2
@@ -79,7 +84,7 @@ section's arrivals, seed and latency targets, each level's arrivals, rate and se
 (`queued_s`). Version 1 is still read (as version 2, closed levels, the keys added since unknown)."""
 EMBEDDINGS_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of embeddings.json and a summary variant's `embeddings` entry."""
-DECISION_FORMAT_VERSION: Final[Literal[7]] = 7
+DECISION_FORMAT_VERSION: Final[Literal[8]] = 8
 """Of decision.json. 3: whether the run was complete when decided, and what it lacked
 (`run_complete`, `run_problems`). 4: each variant's embedding figures (`embeddings`). 5: the
 forecast of each variant still open (`open`), and each delta's descriptive bootstrap interval
@@ -90,5 +95,6 @@ in variants.json 3), and the tail of each variant's token fidelity (as in summar
 variants.json 4) and, with prices for machines, the machines each variant needs (`costs.machines`),
 and the runtime comparisons (`runtimes`: variants of the same model file on other backends) with
 the gate `max_runtime_accuracy_drop`; both were added on the same day, before any release, so 7
-carries both, and a 7 without `runtimes` reads as none. Decisions of versions 2 to 6 are still read
-(as version 7)."""
+carries both, and a 7 without `runtimes` reads as none. 8 (issue 45): the flip gate
+(`max_flip_share`), each variant's flips and the noise floor's share beside them (`flips`,
+`flip_noise_floor`). Decisions of versions 2 to 7 are still read (as version 8)."""

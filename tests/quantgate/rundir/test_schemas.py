@@ -101,9 +101,9 @@ def test_the_schemas_describe_their_files(tmp_path: Path) -> None:
     assert record["properties"]["format_version"]["const"] == 4
     assert {"variant", "case_id"} <= set(record["required"])
     decision = json.loads((tmp_path / "decision.schema.json").read_text())
-    assert decision["properties"]["format_version"]["const"] == 7
+    assert decision["properties"]["format_version"]["const"] == 8
     summary = json.loads((tmp_path / "summary.schema.json").read_text())
-    assert summary["properties"]["format_version"]["const"] == 11
+    assert summary["properties"]["format_version"]["const"] == 12
     entry = summary["$defs"]["VariantEntry"]["properties"]
     assert (entry["missing_cases"]["type"], entry["missing_cases"]["items"]) == ("array", {"type": "string"})
     assert entry["complete"]["anyOf"] == [{"type": "boolean"}, {"type": "null"}]
