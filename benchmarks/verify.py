@@ -124,9 +124,7 @@ def answer_all(
         return {case_id: future.result() for case_id, future in futures.items()}
 
 
-def _margin(
-    engine: EmbeddedEngine, context: ExtractionContext, case: Case, ours: str, theirs: str
-) -> dict[str, Any]:
+def _margin(engine: EmbeddedEngine, prompt_text: str, ours: str, theirs: str) -> dict[str, Any]:
     """Where two first-attempt answers part, and the candidate's logit margin there (one row at a time)."""
     llama = engine.llama
     a = llama.tokenize(ours.encode(), add_bos=False)
@@ -134,7 +132,7 @@ def _margin(
     at = common_prefix(a, b)
     if at >= min(len(a), len(b)):
         return {"position": at, "margin": None, "note": "one answer is a prefix of the other"}
-    prompt = llama.tokenize(render_prompt(prompt_messages(context, case.text)[0]).encode())
+    prompt = llama.tokenize(prompt_text.encode())
     row = forced_logits(llama, prompt, [*a[: at + 1]], rows_per_batch=1)[-1]
     return {"position": at, "margin": float(row[a[at]] - row[b[at]]), "decoded": a[at], "verified": b[at]}
 
@@ -142,11 +140,11 @@ def _margin(
 def compare(
     left: dict[str, Answer],
     right: dict[str, Answer],
-    engine: EmbeddedEngine | None,
-    context: ExtractionContext,
-    cases: dict[str, Case],
+    engine: EmbeddedEngine | None = None,
+    prompts: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The cases whose answers differ, with where (and, given an engine, the margin there)."""
+    """The cases whose answers differ, with where (and, given an engine and the first prompts' texts, the
+    margin there)."""
     differences = []
     for case_id in left.keys() & right.keys():
         if left[case_id].texts == right[case_id].texts:
@@ -155,8 +153,8 @@ def compare(
             "case": case_id,
             "attempts": [len(left[case_id].texts), len(right[case_id].texts)],
         }
-        if engine is not None and left[case_id].texts and right[case_id].texts:
-            found |= _margin(engine, context, cases[case_id], left[case_id].texts[0], right[case_id].texts[0])
+        if engine is not None and prompts and left[case_id].texts and right[case_id].texts:
+            found |= _margin(engine, prompts[case_id], left[case_id].texts[0], right[case_id].texts[0])
         differences.append(found)
     return differences
 
@@ -181,9 +179,11 @@ def candidate(
             verified |= verify_load.measure(lambda c=chunk: answer_all(context, c, given, EMBEDDED_SLOTS))
         noise_load = Load()
         alone = noise_load.measure(lambda: answer_all(context, cases[:noise_cases], None, 1))
+        # the prompts' texts while the variant's tokenizer is open (the context counts tokens with it)
+        prompts = {c.id: render_prompt(prompt_messages(context, c.text)[0]) for c in cases}
     engine = EmbeddedEngine(variant.model, n_ctx=4096)
     try:
-        differences = compare(decoded, verified, engine, context, {c.id: c for c in cases})
+        differences = compare(decoded, verified, engine, prompts)
     finally:
         engine.close()
     how = [o for a in verified.values() for o in a.obtained]
@@ -200,7 +200,7 @@ def candidate(
         "differences": differences,
         "noise": {
             "cases": len(alone),
-            "differing": len(compare(decoded, alone, None, context, {})),
+            "differing": len(compare(decoded, alone)),
             "verified_differing_there": sum(d["case"] in alone for d in differences),
             **noise_load.figures(),
         },
@@ -220,7 +220,7 @@ def reference_answers(
         assert isinstance(opened.chat_model, LlamaCppChatModel)
         prefix = _shared_prefix(opened.chat_model.engine, context, cases)
         alone = noise_load.measure(lambda: answer_all(context, cases[:noise_cases], None, 1))
-    noise = compare(answers, alone, None, context, {c.id: c for c in cases})
+    noise = compare(answers, alone)
     floor = {"cases": len(alone), "differing": len(noise), "cases_differing": [d["case"] for d in noise]}
     return {
         "answers": answers,
