@@ -64,10 +64,8 @@ def latency_pairs(summary: RunSummary, *, reference_mark: str = " *") -> Latency
     if not any(e.latency_against_reference is not None for e in entries):
         return None
     reference_busy = any(is_busy(summary, e.name) for e in entries if e.is_reference)
-    rows = [
-        _row(e, reference_mark if e.is_reference else "", is_busy(summary, e.name) or reference_busy)
-        for e in entries
-    ]
+    busy = {e.name: is_busy(summary, e.name) or reference_busy for e in entries}
+    rows = [_row(e, reference_mark if e.is_reference else "", busy[e.name]) for e in entries]
     sample = (
         f"the run's first {summary.options.latency_cases} cases"
         if summary.options is not None and summary.options.verify and summary.options.latency_cases
@@ -77,9 +75,12 @@ def latency_pairs(summary: RunSummary, *, reference_mark: str = " *") -> Latency
         f"Latency against the reference, per case, variant minus reference, over {sample} both decoded in "
         "full in this run (pairs): median difference [95% sign-test interval, exact at any number of pairs; "
         f"{MISSING} with fewer than 6 pairs]. Δ gen tok/s below 0 is slower. p95: each variant's own 95th "
-        "percentile of a case's time over its timed cases, descriptive only (no interval at this size). "
-        f"{BUSY_MARK}: the variant's or the reference's timings partly taken while the machine was busy."
+        "percentile of a case's time over its timed cases, descriptive only (no interval at this size)."
     )
+    if any(busy.values()):  # the mark is explained only where a row carries it
+        note += (
+            f" {BUSY_MARK}: the variant's or the reference's timings partly taken while the machine was busy."
+        )
     return LatencyPairs(header=list(_HEADER), rows=rows, note=note)
 
 

@@ -96,7 +96,7 @@ def test_records_written_by_the_store_read_back_equal(tmp_path: Path) -> None:
     assert [json.loads(line)["case_id"] for line in on_disk] == ["c0", "c1"]
 
 
-def test_a_file_of_format_version_11_is_refused_naming_the_file(tmp_path: Path) -> None:
+def test_a_file_of_format_version_13_is_refused_naming_the_file(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
     (run / SUMMARY_FILE).write_text(json.dumps(_summary(format_version=13)))
@@ -105,7 +105,7 @@ def test_a_file_of_format_version_11_is_refused_naming_the_file(tmp_path: Path) 
     message = str(caught.value)
     assert message.startswith(f"{run / SUMMARY_FILE}: ")
     assert "format_version 13" in message
-    assert "(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)" in message  # the versions this quantgate reads
+    assert "(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)" in message  # the versions this quantgate reads
 
 
 def test_a_records_line_of_format_version_5_is_refused_naming_the_file_and_line(tmp_path: Path) -> None:
