@@ -49,7 +49,9 @@ def test_q2k_fails_the_gates_while_q8_0_is_not_passed_on_four_cases(
     # One error in 4 allowed (the default is 5%): greedy answers depend on the CPU's kernels, and on
     # an AMD EPYC with AVX-512 Q8_0 repeats one flag of tc-en-001 up to the 320-token cap (the code
     # before issue 20 does the same there). Q2_K fails on 2 of 4 (5 of 10).
-    gates += ["--max-error-rate", "0.25"]
+    # The same answer is the one format-invalid output in 4, so format validity allows it too (0.75;
+    # the default 0.90 failed Q8_0 on that CPU, at this commit and the one before it).
+    gates += ["--max-error-rate", "0.25", "--min-format-validity", "0.75"]
     code = main([*args, "--out", str(tmp_path / "runs"), "--max-repairs", "0", *gates])
     out = capsys.readouterr().out
     assert code == 4, out  # keep the reference: 4 cases cannot show Q8_0 safe
