@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from graphs.extraction import prompt_messages
+from graphs.long_inputs import prompt_messages
 from quantgate.backends import OpenedVariant
 from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.greedy import Generation

@@ -42,7 +42,7 @@ import numpy as np
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import BaseMessage
 
-from graphs.extraction import prompt_messages
+from graphs.long_inputs import prompt_messages
 from quantgate.backends import EMBEDDED_SLOTS, OpenedVariant
 from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.batch import LlamaBatchContext

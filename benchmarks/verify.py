@@ -37,8 +37,9 @@ from typing import Any
 import numpy as np
 import psutil
 
-from graphs.extraction import ExtractionContext, prompt_messages
+from graphs.extraction import ExtractionContext
 from graphs.extraction import graph as extraction_graph
+from graphs.long_inputs import prompt_messages
 from quantgate.backends import EMBEDDED_SLOTS, VERIFY_KWARG, open_variant
 from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.greedy import common_prefix

@@ -6,8 +6,8 @@ from graphs.extraction import (
     ExtractionResult,
     ModelCallError,
     build_extraction_graph,
-    prompt_messages,
 )
+from graphs.long_inputs import prompt_messages
 from graphs.variant_summary import EVALUATORS, EvaluatorNode, VariantSummary
 
 __all__ = [

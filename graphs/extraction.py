@@ -23,7 +23,7 @@ from functools import cached_property
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
@@ -33,6 +33,7 @@ from evaluators.format import FormatEvaluator, parse_json_output
 from evaluators.normalize import normalize_record
 from evaluators.schema import FieldSpec
 from evaluators.tasks import ExtractionTask, Task, field_spec
+from graphs.long_inputs import prompt_messages
 from graphs.prompting import build_messages, native_tools_text, prompt_text, repair_turn
 
 _SAFETY_TOKENS = 16
@@ -207,51 +208,6 @@ class ExtractionResult:
         state has, are left out; a key missing or None takes its default)."""
         given = {f.name: output.get(f.name) for f in fields(cls)}
         return cls(**{name: value for name, value in given.items() if value is not None})
-
-
-def prompt_messages(ctx: ExtractionContext, text: str) -> tuple[list[BaseMessage], int]:
-    """The first attempt's messages for a case, its text cut to what fits in the context.
-
-    A text longer than the input budget keeps its beginning (two thirds of the budget) and
-    its end (the rest), joined by `CUT_MARK`: what a record needs is often at either end of
-    a document (the parties and dates at the top, totals and signatures at the bottom).
-
-    Args:
-        ctx: The extraction context (prompt prefix, token counter, input budget).
-        text: The case text.
-
-    Returns:
-        The messages (prompt prefix, then the possibly cut text) and the number of input
-        tokens dropped by the cut (0 when the text fits or the window is unknown).
-    """
-    budget = ctx.input_budget
-    dropped = 0
-    if budget is not None:
-        size = ctx.tokens(text)
-        if size > budget:
-            head_budget = budget * 2 // 3
-            head = _fitting(ctx, text, head_budget, from_end=False)
-            tail_budget = max(budget - head_budget - ctx.tokens(CUT_MARK), 0)
-            tail = _fitting(ctx, text[len(head) :], tail_budget, from_end=True)
-            dropped = max(size - (ctx.tokens(head) if head else 0) - (ctx.tokens(tail) if tail else 0), 0)
-            text = f"{head}{CUT_MARK}{tail}"
-    return [*ctx.prompt_prefix, HumanMessage(content=text)], dropped
-
-
-CUT_MARK = "\n[...]\n"
-"""What stands for the middle of a text cut to fit the context window."""
-
-
-def _fitting(ctx: ExtractionContext, text: str, budget: int, *, from_end: bool) -> str:
-    """The longest start (or end) of `text`, by a shrinking estimate, that fits in `budget` tokens."""
-    keep = int(len(text) * budget / max(ctx.tokens(text), 1))
-
-    def part(n: int) -> str:
-        return (text[len(text) - n :] if n else "") if from_end else text[:n]
-
-    while keep and ctx.tokens(part(keep)) > budget:
-        keep = int(keep * 0.95)
-    return part(min(keep, len(text)))
 
 
 def prepare(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:

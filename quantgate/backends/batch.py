@@ -11,7 +11,7 @@ context parameters (flash attention as the engine set it, ...) except:
   cut back to its prefix;
 - `n_threads` and `n_threads_batch` as given (all physical cores by default).
 
-It implements `slots.BatchContext`.
+It implements `slot_sequences.BatchContext`.
 """
 
 from __future__ import annotations

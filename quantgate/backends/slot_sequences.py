@@ -1,5 +1,6 @@
-"""What the slot scheduler (`quantgate.backends.slots`) keeps per request, per running sequence
-and per batch.
+"""What the slot scheduler (`quantgate.backends.slots`) works on: the model context it decodes in
+(`BatchContext`, so that it can be tested against a fake model), and what it keeps per request, per
+running sequence and per batch.
 
 A request may come with a given answer to verify (`SlotRequest.answer`: the reference's answer
 to the same prompt, as tokens): its tokens are read after the prompt, in the prompt's batches,
@@ -12,11 +13,50 @@ from __future__ import annotations
 
 import codecs
 import queue
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
+
+import numpy as np
 
 from quantgate.backends.grammar import SequenceGrammar
 from quantgate.backends.greedy import Generation
+
+
+class BatchContext(Protocol):
+    """What the scheduler needs from a model context holding several sequences."""
+
+    n_ctx: int
+    n_batch: int
+
+    def decode(self, tokens: Sequence[int], positions: Sequence[int], seqs: Sequence[int],
+               logits: Sequence[bool]) -> None:  # fmt: skip
+        """Decode one batch. Raises RuntimeError on failure."""
+        ...
+
+    def logits(self, index: int) -> np.ndarray[Any, Any]:
+        """The logits after batch entry `index` of the last decode (valid until the next)."""
+        ...
+
+    def copy_sequence(self, src: int, dst: int) -> None:
+        """Make `dst` share every cell of `src`."""
+        ...
+
+    def remove(self, seq: int, start: int = 0) -> None:
+        """Drop `seq`'s cells from position `start` on."""
+        ...
+
+    def is_end(self, token: int) -> bool:
+        """Whether `token` ends generation (end of generation / end of turn)."""
+        ...
+
+    def piece(self, token: int) -> bytes:
+        """The bytes of `token`."""
+        ...
+
+    def grammar(self, text: str) -> SequenceGrammar:
+        """A fresh state of the grammar `text`."""
+        ...
 
 
 @dataclass(eq=False, kw_only=True)

@@ -23,8 +23,8 @@ longest prefix common with later prompts, and copied into each new sequence's sl
 Admission keeps to the KV budget: a request is admitted when its prompt (past the shared
 prefix) and its `max_tokens` fit next to what the running sequences have reserved.
 
-The context is reached through the small `BatchContext` protocol so that the scheduler can
-be tested against a fake model; `quantgate.backends.batch.LlamaBatchContext` is the real one.
+The context is reached through the small `BatchContext` protocol (in `slot_sequences.py`) so that
+the scheduler can be tested against a fake model; `batch.LlamaBatchContext` is the real one.
 """
 
 from __future__ import annotations
@@ -33,50 +33,12 @@ import contextlib
 import threading
 from collections import deque
 from collections.abc import Generator, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from quantgate.backends.grammar import SequenceGrammar
 from quantgate.backends.greedy import Generation, common_prefix
-from quantgate.backends.slot_sequences import SlotBatch, SlotRequest, SlotSequence
-
-
-class BatchContext(Protocol):
-    """What the scheduler needs from a model context holding several sequences."""
-
-    n_ctx: int
-    n_batch: int
-
-    def decode(self, tokens: Sequence[int], positions: Sequence[int], seqs: Sequence[int],
-               logits: Sequence[bool]) -> None:  # fmt: skip
-        """Decode one batch. Raises RuntimeError on failure."""
-        ...
-
-    def logits(self, index: int) -> np.ndarray[Any, Any]:
-        """The logits after batch entry `index` of the last decode (valid until the next)."""
-        ...
-
-    def copy_sequence(self, src: int, dst: int) -> None:
-        """Make `dst` share every cell of `src`."""
-        ...
-
-    def remove(self, seq: int, start: int = 0) -> None:
-        """Drop `seq`'s cells from position `start` on."""
-        ...
-
-    def is_end(self, token: int) -> bool:
-        """Whether `token` ends generation (end of generation / end of turn)."""
-        ...
-
-    def piece(self, token: int) -> bytes:
-        """The bytes of `token`."""
-        ...
-
-    def grammar(self, text: str) -> SequenceGrammar:
-        """A fresh state of the grammar `text`."""
-        ...
-
+from quantgate.backends.slot_sequences import BatchContext, SlotBatch, SlotRequest, SlotSequence
 
 _END = object()
 

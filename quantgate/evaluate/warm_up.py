@@ -16,7 +16,8 @@ from typing import cast
 
 from langchain_core.messages import BaseMessage, BaseMessageChunk
 
-from graphs.extraction import ExtractionContext, prompt_messages
+from graphs.extraction import ExtractionContext
+from graphs.long_inputs import prompt_messages
 
 __all__ = ["WARM_UP_TEXT", "first_token_s"]
 

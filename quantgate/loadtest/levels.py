@@ -36,7 +36,7 @@ from langchain_core.language_models import BaseChatModel
 from evaluators.errors import UsageError
 from evaluators.format import FormatEvaluator
 from evaluators.load import LoadRequest, summarize_load
-from graphs.extraction import prompt_messages
+from graphs.long_inputs import prompt_messages
 from quantgate.backends import OpenedVariant, capabilities, open_variant
 from quantgate.evaluate.memory_sampler import RssSampler, rss_mb
 from quantgate.evaluate.options import RunOptions, extraction_context

@@ -4,7 +4,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from graphs.evaluation import error_kind
-from graphs.extraction import CUT_MARK, ExtractionContext, ExtractionResult, build_extraction_graph, graph
+from graphs.extraction import ExtractionContext, ExtractionResult, build_extraction_graph, graph
+from graphs.long_inputs import CUT_MARK
 from graphs.prompting import REPAIR_NAME
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 

@@ -37,7 +37,8 @@ from evaluators.fidelity import (
     top_logprob_fidelity,
 )
 from evaluators.json_tokens import token_kinds
-from graphs.extraction import ExtractionContext, prompt_messages
+from graphs.extraction import ExtractionContext
+from graphs.long_inputs import prompt_messages
 from quantgate.backends import BackendError
 from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.llamacpp import EmbeddedEngine

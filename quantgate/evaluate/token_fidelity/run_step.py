@@ -27,7 +27,7 @@ from pathlib import Path
 
 from langchain_core.messages import BaseMessage
 
-from graphs.extraction import prompt_messages
+from graphs.long_inputs import prompt_messages
 from quantgate.backends import BackendError, capabilities, open_variant
 from quantgate.backends.llamacpp import LlamaCppChatModel
 from quantgate.evaluate.executor import VariantCall, VariantExecutor

@@ -34,7 +34,7 @@ from typing import Protocol
 from langchain_core.messages import BaseMessage
 
 from evaluators.fidelity import TokenFidelitySummary
-from graphs.extraction import prompt_messages
+from graphs.long_inputs import prompt_messages
 from quantgate.backends import BackendError, capabilities, open_variant
 from quantgate.backends.llamacpp import LlamaCppChatModel
 from quantgate.backends.openai import completion_prompt

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from evaluators.classification import LABEL_PROBABILITY_KEY, reported_label_probabilities
-from graphs.extraction import prompt_messages
+from graphs.long_inputs import prompt_messages
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import VariantSet

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from graphs.extraction import prompt_messages
+from graphs.long_inputs import prompt_messages
 from quantgate.backends import open_variant
 from quantgate.backends.llamacpp import LlamaCppChatModel
 from quantgate.evaluate.options import RunOptions, extraction_context

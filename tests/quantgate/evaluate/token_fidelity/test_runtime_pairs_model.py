@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from graphs.extraction import prompt_messages
+from graphs.long_inputs import prompt_messages
 from quantgate.backends import open_variant
 from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.llamacpp import LlamaCppChatModel
