@@ -3,6 +3,7 @@ ladder's Q4_K_M), compared with the same file embedded: the same prompt text, gr
 decoding give the same tokens."""
 
 import pytest
+from langchain_core.messages import HumanMessage
 
 from graphs.prompting import build_messages
 from quantgate.backends import open_variant
@@ -47,5 +48,11 @@ def test_a_restaurants_case_on_completions_answers_as_the_embedded_q4_k_m(llama_
     # changes: measured, see docs/openai-servers.md)
     embedded_q4 = Variant(name="Q4_K_M", backend="llamacpp", model=q4.model, options={"max_tokens": TOKENS})
     with open_variant(embedded_q4, dataset.schema) as embedded:
+        # The server read its structured-output probe first and keeps the probe's BOS in its KV
+        # cache, so it reads this prompt from its second token on. A request before this one does
+        # the same here. Reading the prompt in one batch from token 0, or from token 1 after the
+        # BOS, changes the arithmetic enough to move this case's near-tie at price_range (measured
+        # with llama-cpp-python alone on an AMD EPYC: "20-" against "cheap"; docs/openai-servers.md).
+        embedded.chat_model.invoke([HumanMessage("Hi")])
         expected = embedded.chat_model.invoke(messages)
     assert answer.text == expected.text
