@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from pydantic import Field
@@ -52,6 +52,9 @@ _MASS_FLOOR = 1e-12
 
 _ROWS_PER_CHUNK = 16
 """Positions computed at a time: a row of a 262,144-token vocabulary is 1 MB in float32."""
+
+Token = TypeVar("Token", str, int)
+"""How a top-k list names its tokens: by text (a server's logprobs) or by id (llama.cpp's)."""
 
 P999_MIN_POSITIONS = 1000
 """Fewest positions with which the 99.9th percentile of KLD is reported (one lies above it)."""
@@ -270,7 +273,7 @@ def summarize_token_fidelity(*, cases: Iterable[TokenFidelity]) -> TokenFidelity
     return _pooled(measured).model_copy(update={"slices": slices})
 
 
-def top_k_kld(*, reference: Mapping[str, float], variant: Mapping[str, float]) -> float:
+def top_k_kld(*, reference: Mapping[Token, float], variant: Mapping[Token, float]) -> float:
     """Lower bound of KL(reference || variant) at one position, from two top-k lists.
 
     Tokens listed by both models keep their own probability; everything else (tokens only

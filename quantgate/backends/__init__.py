@@ -33,6 +33,7 @@ from quantgate.backends.declared_capabilities import (
     LLAMACPP_CAPABILITIES,
     OLLAMA_CAPABILITIES,
     OPENAI_CAPABILITIES,
+    TOP_LOGPROBS_KWARG,
     VERIFY_KWARG,
     BackendCapabilities,
 )
@@ -349,6 +350,7 @@ __all__ = [
     "LLAMACPP_CAPABILITIES",
     "OLLAMA_CAPABILITIES",
     "OPENAI_CAPABILITIES",
+    "TOP_LOGPROBS_KWARG",
     "VERIFY_KWARG",
     "Backend",
     "BackendCapabilities",

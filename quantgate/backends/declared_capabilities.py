@@ -75,7 +75,13 @@ class BackendCapabilities:
 
 
 VERIFY_KWARG = "answer"
-"""The keyword a backend with `verification` takes, in its chat model's calls, for the answer to verify."""
+"""The keyword a backend with `verification` takes, in its chat model's calls, for the answer to verify:
+its text, or a mapping with `text` and the `top_logprobs` its model kept (`logprobs.TokenTop` per
+token), against which each position read is compared (the answer's metadata `fidelity`)."""
+
+TOP_LOGPROBS_KWARG = "top_logprobs"
+"""The keyword (true) with which a backend with `verification` keeps its top log-probabilities per
+decoded token, in the answer's metadata `top_logprobs` (the reference's, for the candidates)."""
 
 
 EMBEDDED_SLOTS = 4

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from quantgate.backends.grammar import GrammarChecker, GrammarEngine
+from quantgate.backends.logprobs import ForcedFidelity, TokenTop, top_logprobs
 
 
 @dataclass
@@ -33,6 +34,11 @@ class Generation:
     """Tokens of the given answer to verify (the reference's); None: none was given, all decoded."""
     verified_tokens: int = 0
     """Output tokens read from the given answer and confirmed as the model's own choices."""
+    top_logprobs: list[TokenTop] | None = None
+    """Per output token, the row's top log-probabilities (`logprobs.top_logprobs`); a caller asks
+    for them by setting an empty list before generating. None: not asked for."""
+    fidelity: ForcedFidelity | None = None
+    """Against the given answer's top log-probabilities, per position read (None: none given)."""
 
     @property
     def obtained(self) -> str:
@@ -130,6 +136,8 @@ class GreedyDecoder:
                 if state is not None:
                     state.accept(token)
                 stats.output_tokens += 1
+                if stats.top_logprobs is not None:  # asked for by the caller
+                    stats.top_logprobs.append(top_logprobs(logits, token))
                 yield Step(token=token, text=decoder.decode(self.llama.detokenize([token])), logits=logits)
                 self.llama.eval([token])
             tail = decoder.decode(b"", final=True)

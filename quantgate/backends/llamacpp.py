@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 from pydantic import ConfigDict
 
+from evaluators.json_tokens import token_kinds
 from quantgate.backends import BackendError, OpenedVariant
 from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.grammar import GrammarChecker, GrammarEngine, LlguidanceChecker, lark_of_schema
@@ -32,6 +33,7 @@ from quantgate.backends.greedy import Generation, GreedyDecoder
 from quantgate.backends.kv_cache import kv_cache_params
 from quantgate.backends.label_context import ContinuationScorer
 from quantgate.backends.label_scores import LABEL_SCORING_KEY, closed_label_set, label_metadata
+from quantgate.backends.logprobs import TokenTop
 from quantgate.backends.schema_grammar import (
     GRAMMAR_ENGINES,
     GrammarEngineName,
@@ -221,20 +223,29 @@ class EmbeddedEngine:
         stats: Generation,
         *,
         answer: str | None = None,
+        answer_top: Sequence[TokenTop] | None = None,
     ) -> Iterator[str]:
         """Greedy decoding of `prompt`, yielding each token's text (see `GreedyDecoder.generate`).
 
         With `answer` (another model's answer to the same prompt, the reference's) and slots, the
         answer is verified instead (`SlotScheduler.generate`): read at prefill speed and kept as far
         as this model would have chosen its tokens, decoded from there; `stats` says how far. The
-        one-sequence decoder decodes (`stats.answer_tokens` stays None).
+        one-sequence decoder decodes (`stats.answer_tokens` stays None). With `answer_top` (the
+        answer's top log-probabilities, its model's), each position read is compared with them
+        (`stats.fidelity`, with the kind of the answer's token there). Setting `stats.top_logprobs`
+        to an empty list asks for this model's own per token.
 
         Thread-safe: with slots the request joins the batch, else it waits for the lock.
         """
         if self.scheduler is not None:
             tokens = self.llama.tokenize(prompt.encode("utf-8"))
             given = None if answer is None else self.llama.tokenize(answer.encode("utf-8"), add_bos=False)
-            yield from self.scheduler.generate(tokens, grammar, max_tokens, stats, answer=given)
+            yield from self.scheduler.generate(
+                tokens, grammar, max_tokens, stats, answer=given, answer_top=answer_top
+            )
+            if stats.fidelity is not None and given is not None:
+                pieces = [bytes(self.llama.detokenize([token])) for token in given]
+                stats.fidelity.kinds = list(token_kinds(pieces)[: len(stats.fidelity.kld)])
             return
         with self.lock:
             yield from self.decoder.generate(prompt, grammar, max_tokens, stats)
@@ -321,10 +332,13 @@ class LlamaCppChatModel(StreamingChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         prompt = render_prompt(messages)
         grammar = self.engine.grammar(self.json_schema) if self.json_schema else None
-        stats = Generation()
+        stats = Generation(top_logprobs=[] if kwargs.get("top_logprobs") else None)  # `TOP_LOGPROBS_KWARG`
         answer: list[str] = []
-        given = kwargs.get("answer")  # the reference's answer to verify (`VERIFY_KWARG`)
-        for text in self.engine.generate(prompt, grammar, self.max_tokens, stats, answer=given):
+        given, tops = _given_answer(kwargs.get("answer"))  # the reference's answer (`VERIFY_KWARG`)
+        generated = self.engine.generate(
+            prompt, grammar, self.max_tokens, stats, answer=given, answer_top=tops
+        )
+        for text in generated:
             if run_manager:
                 run_manager.on_llm_new_token(text)
             answer.append(text)
@@ -346,11 +360,36 @@ class LlamaCppChatModel(StreamingChatModel):
                     "obtained": stats.obtained,
                     "answer_tokens": stats.answer_tokens,
                     "verified_tokens": stats.verified_tokens if stats.answer_tokens is not None else None,
+                    **_logprob_metadata(stats),
                     **scores,
                 },
                 chunk_position="last",
             )
         )
+
+
+def _given_answer(given: Any) -> tuple[str | None, list[TokenTop] | None]:
+    """The answer to verify and its top log-probabilities, from a call's `answer` keyword: its text,
+    or a mapping with `text` and, when its model kept them, `top_logprobs`."""
+    if isinstance(given, Mapping):
+        return given.get("text"), given.get("top_logprobs")
+    return given, None
+
+
+def _logprob_metadata(stats: Generation) -> dict[str, Any]:
+    """This model's own top log-probabilities per token, when asked for, and its figures against the
+    given answer's, when it verified one that had them (`logprobs.ForcedFidelity`)."""
+    metadata: dict[str, Any] = {}
+    if stats.top_logprobs is not None:
+        metadata["top_logprobs"] = stats.top_logprobs
+    if stats.fidelity is not None:
+        metadata["fidelity"] = {
+            "kld": stats.fidelity.kld,
+            "top1": stats.fidelity.top1,
+            "delta_p": stats.fidelity.delta_p,
+            "kinds": stats.fidelity.kinds,
+        }
+    return metadata
 
 
 @contextmanager

@@ -21,6 +21,7 @@ import numpy as np
 
 from quantgate.backends.grammar import SequenceGrammar
 from quantgate.backends.greedy import Generation
+from quantgate.backends.logprobs import TokenTop
 
 
 class BatchContext(Protocol):
@@ -69,6 +70,9 @@ class SlotRequest:
     stats: Generation
     answer: list[int] | None = None
     """A given answer to verify (at most `max_tokens` tokens), or None: decode."""
+    answer_top: list[TokenTop] | None = None
+    """The given answer's top log-probabilities, one list per token (its model's, when kept):
+    the verifying rows are compared with them (`Generation.fidelity`)."""
     out: queue.Queue[Any] = field(default_factory=queue.Queue)
     cancelled: bool = False
 

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from quantgate.backends.greedy import Generation, common_prefix
+from quantgate.backends.logprobs import ForcedFidelity, TokenTop, aligned, top_logprobs
 from quantgate.backends.slot_sequences import BatchContext, SlotBatch, SlotRequest, SlotSequence
 
 _END = object()
@@ -80,6 +81,7 @@ class SlotScheduler:
         stats: Generation,
         *,
         answer: Sequence[int] | None = None,
+        answer_top: Sequence[TokenTop] | None = None,
     ) -> Generator[str, None, None]:
         """Queue a request and yield the text of each generated token as it is decoded.
 
@@ -92,6 +94,9 @@ class SlotScheduler:
             answer: A given answer to verify (the reference's, as tokens, without BOS): read with
                 the prompt at prefill speed; the text yielded is the one decoding gives (the answer's
                 tokens as far as the model would have chosen them, then its own).
+            answer_top: The answer's top log-probabilities per token (`TokenTop`, its model's):
+                each row read is compared with them (`stats.fidelity`); ignored unless they are
+                for exactly the answer's tokens.
 
         Raises:
             RuntimeError: The decoder failed or was closed; the message says why.
@@ -101,9 +106,12 @@ class SlotScheduler:
         stats.prompt_tokens = len(tokens)
         given = None if answer is None else list(answer)[:max_tokens]
         stats.answer_tokens = None if given is None else len(given)
+        tops = None if given is None else aligned(given, answer_top)
+        stats.fidelity = None if tops is None else ForcedFidelity()
         request = SlotRequest(
-            tokens=list(tokens), grammar=grammar, max_tokens=max_tokens, stats=stats, answer=given
-        )
+            tokens=list(tokens), grammar=grammar, max_tokens=max_tokens, stats=stats, answer=given,
+            answer_top=tops,
+        )  # fmt: skip
         with self._wake:
             if self._closed:
                 raise RuntimeError("the slot scheduler is closed")
@@ -257,6 +265,8 @@ class SlotScheduler:
             self._prompt_read(sequence)
         answer = request.answer or []
         if at < len(answer) and stats.output_tokens < request.max_tokens:
+            if stats.fidelity is not None and request.answer_top is not None:
+                stats.fidelity.add(logits, request.answer_top[at])
             token = (
                 sequence.grammar.choose(logits) if sequence.grammar is not None else int(np.argmax(logits))
             )
@@ -264,7 +274,7 @@ class SlotScheduler:
                 if sequence.grammar is not None:
                     sequence.grammar.accept(token)
                 stats.verified_tokens += 1
-                self._emit(sequence, token)
+                self._emit(sequence, token, logits)
                 return
         else:
             token = None
@@ -290,16 +300,20 @@ class SlotScheduler:
             return self._finish(sequence, reason="stop")
         if sequence.grammar is not None:
             sequence.grammar.accept(token)
-        self._emit(sequence, token)
+        self._emit(sequence, token, logits)
         if stats.output_tokens >= request.max_tokens:
             return self._finish(sequence, reason="length")
         sequence.next_token = token
         sequence.draft = self._draft(sequence)
         return None
 
-    def _emit(self, sequence: SlotSequence, token: int) -> None:
-        """Count a token of the answer and stream its text."""
-        sequence.request.stats.output_tokens += 1
+    def _emit(self, sequence: SlotSequence, token: int, logits: np.ndarray[Any, Any]) -> None:
+        """Count a token of the answer (with its row's top log-probabilities when asked for) and
+        stream its text."""
+        stats = sequence.request.stats
+        stats.output_tokens += 1
+        if stats.top_logprobs is not None:
+            stats.top_logprobs.append(top_logprobs(logits, token))
         text = sequence.text.decode(self.context.piece(token))
         if text:
             sequence.request.out.put(text)
@@ -333,7 +347,7 @@ class SlotScheduler:
         if int(np.argmax(logits)) == expected:
             del sequence.draft[0]
             sequence.request.stats.forced_tokens += 1
-            self._emit(sequence, expected)
+            self._emit(sequence, expected, logits)
             if sequence.request.stats.output_tokens >= sequence.request.max_tokens:
                 self._finish(sequence, reason="length")
             return

@@ -4,13 +4,15 @@ own tokens from the first position where it does not (fake model context, fake g
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
 
 from quantgate.backends.greedy import Generation
+from quantgate.backends.logprobs import TOP_LOGPROBS
 from quantgate.backends.slots import SlotScheduler
-from tests.quantgate.backends.test_slots import EOS, FakeContext, collect, prompt, run_threads, text_of
+from tests.quantgate.backends.test_slots import EOS, VOCAB, FakeContext, collect, prompt, run_threads, text_of
 
 
 class OffScriptContext(FakeContext):
@@ -117,3 +119,68 @@ def test_verified_and_decoded_requests_share_batches_and_the_prefix():
     assert (results["b"][1].obtained, results["b"][1].verified_tokens) == ("verified_then_decoded", 1)
     assert results["c"][0] == text_of([10])
     assert results["c"][1].obtained == "decoded"
+
+
+def _decode_keeping_tops(context: FakeContext, tokens: tuple[int, ...]) -> Generation:
+    scheduler = SlotScheduler(context, slots=2)
+    try:
+        stats = Generation(top_logprobs=[])
+        "".join(scheduler.generate(list(tokens), None, 64, stats))
+        return stats
+    finally:
+        scheduler.close()
+
+
+def test_a_decoding_model_keeps_its_top_logprobs_per_token_when_asked():
+    stats = _decode_keeping_tops(OffScriptContext({prompt(3, 4): [5, 6, 7]}), prompt(3, 4))
+    tops = stats.top_logprobs or []
+    assert [t["token"] for t in tops] == [5, 6, 7]
+    top_share = math.e / (math.e + VOCAB - 1)  # the fake's row: 1 at its token, 0 elsewhere
+    for top in tops:
+        assert len(top["top"]) == TOP_LOGPROBS
+        assert top["top"][0][0] == top["token"]
+        assert top["top"][0][1] == pytest.approx(math.log(top_share), abs=1e-6)
+        assert top["top"][1][1] == pytest.approx(math.log(top_share / math.e), abs=1e-6)
+    assert Generation().top_logprobs is None  # not asked for: none kept
+
+
+def test_verifying_compares_each_row_read_with_the_answers_top_logprobs():
+    script = {prompt(3, 4): [5, 6, 7]}
+    tops = _decode_keeping_tops(OffScriptContext(script), prompt(3, 4)).top_logprobs
+    scheduler = SlotScheduler(OffScriptContext(script), slots=2)
+    try:
+        stats = Generation()
+        "".join(scheduler.generate(list(prompt(3, 4)), None, 64, stats, answer=[5, 6, 7], answer_top=tops))
+    finally:
+        scheduler.close()
+    assert stats.fidelity is not None
+    assert stats.fidelity.kld == pytest.approx([0.0] * 3, abs=1e-9)  # the same model: no divergence
+    assert stats.fidelity.top1 == [True] * 3
+    assert stats.fidelity.delta_p == pytest.approx([0.0] * 3, abs=1e-9)
+
+
+def test_fidelity_stops_at_the_first_differing_position_and_is_not_measured_on_other_tokens():
+    sure_of_nine = math.log(0.99)  # a reference that put 0.99 on token 9
+    other = [[t, math.log(0.01 / 7)] for t in range(10, 17)]
+    tops = [
+        {"token": 5, "top": [[5, sure_of_nine], *other]},
+        {"token": 9, "top": [[9, sure_of_nine], *other]},
+        {"token": 9, "top": [[9, sure_of_nine], *other]},
+    ]
+    context = OffScriptContext({prompt(3, 4): [5, 6, 7, 8]})
+    scheduler = SlotScheduler(context, slots=2)
+    try:
+        stats = Generation()
+        "".join(scheduler.generate(list(prompt(3, 4)), None, 64, stats, answer=[5, 9, 9], answer_top=tops))
+        misaligned = Generation()
+        "".join(scheduler.generate(list(prompt(3, 4)), None, 64, misaligned, answer=[5, 6], answer_top=tops))
+    finally:
+        scheduler.close()
+    fidelity = stats.fidelity
+    assert fidelity is not None
+    assert fidelity.top1 == [True, False]  # read: the kept token 5, then the row where it chose 6
+    p_nine = 1 / (math.e + VOCAB - 1)
+    assert fidelity.delta_p[1] == pytest.approx(p_nine - 0.99, abs=1e-6)
+    assert fidelity.kld[1] > 2.0  # 0.99 on a token the candidate gives 3%
+    assert misaligned.fidelity is None  # the lists are for other tokens: not compared
+    assert misaligned.obtained == "verified_then_decoded"
