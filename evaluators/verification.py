@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from evaluators.results import EvaluatorResult
+from evaluators.verified_fidelity import VerifiedFidelity, summarize_verified_fidelity
 
 __all__ = ["Obtained", "VerificationSummary", "case_obtained", "summarize_verification"]
 
@@ -63,6 +64,11 @@ class VerificationSummary(EvaluatorResult):
         default=None,
         description="Tokens confirmed over the tokens of the reference's answers given (None: none given).",
     )
+    verified_fidelity: VerifiedFidelity | None = Field(
+        default=None,
+        description="Token fidelity over the positions read while verifying "
+        "(`evaluators.verified_fidelity`); None: no case compared any.",
+    )
 
 
 def summarize_verification(cases: Iterable[Sequence[Mapping[str, Any]]]) -> VerificationSummary:
@@ -78,4 +84,5 @@ def summarize_verification(cases: Iterable[Sequence[Mapping[str, Any]]]) -> Veri
         verified_then_decoded_cases=how.count("verified_then_decoded"),
         decoded_cases=how.count("decoded"),
         verified_token_share=sum(v for v, _ in tokens) / given if given else None,
+        verified_fidelity=summarize_verified_fidelity(attempts, given=len(tokens)),
     )

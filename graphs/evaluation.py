@@ -37,7 +37,7 @@ from langgraph.types import Send
 from evaluators import CaseScorer, case_language
 from evaluators.memory import MemoryReading
 from evaluators.results import EvaluatorResult
-from graphs.extraction import ExtractionContext, ExtractionResult
+from graphs.extraction import ExtractionContext, ExtractionResult, GivenAnswer
 from graphs.extraction import graph as extraction_graph
 from graphs.outcomes import CaseInput, CaseOutcome, error_kind, keeps_values, retained, score_case
 from graphs.variant_summary import EVALUATORS, EvaluatorNode, Evidence, VariantSummary, outcomes_summary
@@ -83,6 +83,8 @@ class EvaluationContext:
         answers: The reference's answers by case id, one per model call, for the variant to verify
             instead of writing its own (the extraction input's `answers`; used when the
             extraction context's `verify_kwarg` is set); a case without them decodes.
+        model_options: Keyword options of each case's model calls, by case id (the extraction
+            input's `model_options`: the reference is asked to keep its top log-probabilities).
     """
 
     extraction: ExtractionContext
@@ -93,7 +95,8 @@ class EvaluationContext:
     judge: Callable[[list[CaseOutcome]], str | None] | None = None
     deadline: float | None = None
     stop: Callable[[], bool] | None = None
-    answers: Mapping[str, list[str | None]] | None = None
+    answers: Mapping[str, list[GivenAnswer | str | None]] | None = None
+    model_options: Mapping[str, Mapping[str, Any]] | None = None
 
 
 class EvaluationInput(TypedDict):
@@ -141,8 +144,10 @@ def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dic
         return {"skipped": [case["id"]]}  # never started: no record
     lang = case_language(case["tags"])
     answers = ctx.answers.get(case["id"]) if ctx.answers is not None else None
+    options = dict(ctx.model_options.get(case["id"]) or {}) if ctx.model_options is not None else None
     output = extraction_graph.invoke(
-        {"text": case["text"], "lang": lang, "answers": answers}, context=ctx.extraction
+        {"text": case["text"], "lang": lang, "answers": answers, "model_options": options},
+        context=ctx.extraction,
     )
     outcome = score_case(
         case,

@@ -125,16 +125,28 @@ class ExtractionContext:
         return max(self.context_window - overhead - self.max_output_tokens - _SAFETY_TOKENS, 0)
 
 
+class GivenAnswer(TypedDict):
+    """Another model's answer to the same prompt, for the model to verify: its text and, when that
+    model kept them, its top log-probabilities per token (`quantgate.backends.logprobs.TokenTop`),
+    against which the model's rows are compared (the attempt's `fidelity`)."""
+
+    text: str
+    top_logprobs: NotRequired[list[dict[str, Any]]]
+
+
 class ExtractionInput(TypedDict):
     """What a caller gives the graph: the text, and optionally its language (`fr`, `de-CH`, ...),
     in which numbers and dates of the output are read ("1.234,56", "3 mars 2024")."""
 
     text: str
     lang: NotRequired[str | None]
-    answers: NotRequired[list[str | None] | None]
+    answers: NotRequired[list[GivenAnswer | str | None] | None]
     """Per model call (the first, then each repair), another model's answer to the same prompt for
     the model to verify instead of writing its own (evaluation gives candidates the reference's);
     used only when the context's `verify_kwarg` is set."""
+    model_options: NotRequired[dict[str, Any] | None]
+    """Keyword options of this case's model calls (evaluation asks the reference to keep its top
+    log-probabilities, `quantgate.backends.TOP_LOGPROBS_KWARG`)."""
 
 
 class Attempt(TypedDict):
@@ -145,7 +157,9 @@ class Attempt(TypedDict):
     `load_duration`, in its own units); `retries` the calls repeated after retryable errors;
     `text` the model's text; `obtained` how it was obtained when the model says (`decoded`,
     `verified`: an answer given to verify, every token the model's own choice; `verified_then_decoded`:
-    decoded from the first position where it was not, `reported["verified_tokens"]`).
+    decoded from the first position where it was not, `reported["verified_tokens"]`);
+    `top_logprobs` the model's top log-probabilities per token, when asked for; `fidelity` its
+    figures against a given answer's (`kld`, `top1`, `delta_p`, `kinds` per position read).
     """
 
     ttft_s: float | None
@@ -157,6 +171,8 @@ class Attempt(TypedDict):
     retries: int
     text: NotRequired[str]
     obtained: NotRequired[str | None]
+    top_logprobs: NotRequired[list[dict[str, Any]]]
+    fidelity: NotRequired[dict[str, list[Any]]]
 
 
 class ExtractionState(ExtractionInput, total=False):
@@ -238,7 +254,7 @@ def extract(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict
     ctx = runtime.context
     retries = 0
     earlier = state.get("retries", 0)  # retries of previous (repaired) attempts
-    options = _answer_to_verify(state, ctx)
+    options = _call_options(state, ctx)
     while True:
         try:
             message, ttft, total = _stream_once(ctx.model, state["messages"], options)
@@ -268,16 +284,23 @@ def extract(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict
     attempt["text"] = raw
     if isinstance(metadata.get("obtained"), str):
         attempt["obtained"] = metadata["obtained"]
+    if isinstance(metadata.get("top_logprobs"), list):
+        attempt["top_logprobs"] = metadata["top_logprobs"]
+    if isinstance(metadata.get("fidelity"), dict):
+        attempt["fidelity"] = metadata["fidelity"]
     return {"raw": raw, "attempts": [attempt], "retries": earlier + retries}
 
 
-def _answer_to_verify(state: ExtractionState, ctx: ExtractionContext) -> dict[str, str]:
-    """The model call's keyword options: this attempt's answer to verify, when the input gives one
-    and the model takes it (`ExtractionContext.verify_kwarg`); none otherwise."""
+def _call_options(state: ExtractionState, ctx: ExtractionContext) -> dict[str, Any]:
+    """The model call's keyword options: the input's `model_options`, and this attempt's answer to
+    verify when the input gives one and the model takes it (`ExtractionContext.verify_kwarg`)."""
+    options = dict(state.get("model_options") or {})
     answers = state.get("answers") or []
     attempt = len(state.get("attempts") or [])
     given = answers[attempt] if attempt < len(answers) else None
-    return {ctx.verify_kwarg: given} if ctx.verify_kwarg and given is not None else {}
+    if ctx.verify_kwarg and given is not None:
+        options[ctx.verify_kwarg] = given
+    return options
 
 
 def _failed(exc: Exception, kind: str, retries: int) -> dict[str, Any]:

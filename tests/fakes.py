@@ -13,6 +13,7 @@ and a tiny dataset of five cases written from them (no real model anywhere).
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections.abc import Iterator
@@ -119,7 +120,8 @@ class VerifyingChatModel(QueuedChatModel):
         run_manager: Any = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        answer = kwargs.get("answer")
+        given = kwargs.get("answer")
+        answer = given.get("text") if isinstance(given, dict) else given
         chunks = list(self._answer(messages))
         conversation = " ".join(str(m.content) for m in messages)
         if WARM_UP_TEXT not in conversation:
@@ -128,12 +130,20 @@ class VerifyingChatModel(QueuedChatModel):
         how = "decoded" if answer is None else "verified" if answer == own else "verified_then_decoded"
         *body, last = chunks
         metadata = {**last.message.response_metadata, "obtained": how}
+        if kwargs.get("top_logprobs"):  # one "token" per character, 0.9 on it
+            metadata["top_logprobs"] = [{"token": ord(c), "top": [[ord(c), math.log(0.9)]]} for c in own]
         if answer is not None:
             same = next((i for i, (a, b) in enumerate(zip(answer, own, strict=False)) if a != b), None)
-            metadata |= {
-                "answer_tokens": len(answer),
-                "verified_tokens": min(len(answer), len(own)) if same is None else same,
-            }
+            verified = min(len(answer), len(own)) if same is None else same
+            metadata |= {"answer_tokens": len(answer), "verified_tokens": verified}
+            if isinstance(given, dict) and given.get("top_logprobs") is not None:
+                read = min(verified + 1, len(answer))  # the positions kept, then the first other
+                metadata["fidelity"] = {
+                    "kld": [0.01] * read,
+                    "top1": [True] * verified + [False] * (read - verified),
+                    "delta_p": [-0.02] * read,
+                    "kinds": ["value"] * read,
+                }
         yield from body
         yield ChatGenerationChunk(message=last.message.model_copy(update={"response_metadata": metadata}))
 

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import psutil
 
 from graphs.evaluation import CaseOutcome
+from graphs.extraction import GivenAnswer
 from quantgate.backends import BackendError, capabilities
 from quantgate.evaluate.variant import VariantJob, with_backend_module
 from quantgate.evaluate.warm import RoundRan, Warmed, WarmVariant, WorkerEnd
@@ -37,7 +38,9 @@ from quantgate.rundir.store import RunStore
 __all__ = ["InlineWorker", "ProcessWorker", "VariantWorker", "make_worker", "warm_capacity"]
 
 ReferenceRecords = Mapping[str, dict[str, Any] | None] | None
-Answers = Mapping[str, list[str | None]] | None
+Answers = Mapping[str, list[GivenAnswer | str | None]] | None
+ModelOptions = Mapping[str, Mapping[str, Any]] | None
+"""Keyword options of a case's model calls, by case id (the reference's `TOP_LOGPROBS_KWARG`)."""
 
 PROCESS_OVERHEAD_MB = 600.0
 """Memory a worker holding an embedded model needs beside its weights: Python and its
@@ -64,10 +67,11 @@ class VariantWorker(Protocol):
         answers: Answers = None,
         *,
         seconds_left: float | None = None,
+        model_options: ModelOptions = None,
     ) -> RoundRan:
         """Evaluate a round's cases (records written as each ends; `on_case` after each), verifying
-        the reference's `answers` where given; with `seconds_left`, no case starts once that many
-        seconds have passed (the budget).
+        the reference's `answers` where given, with each case's `model_options`; with
+        `seconds_left`, no case starts once that many seconds have passed (the budget).
 
         Raises:
             BackendError: The variant failed (its worker died).
@@ -122,10 +126,13 @@ class InlineWorker:
         answers: Answers = None,
         *,
         seconds_left: float | None = None,
+        model_options: ModelOptions = None,
     ) -> RoundRan:
         """Evaluate a round's cases here."""
         self._on_case = on_case
-        return self._warm.run(case_ids, reference_records, answers, seconds_left=seconds_left)
+        return self._warm.run(
+            case_ids, reference_records, answers, seconds_left=seconds_left, model_options=model_options
+        )
 
     def rerun(self, case_ids: list[str], first_records: Mapping[str, dict[str, Any] | None]) -> RoundRan:
         """Answer these cases again here, one at a time."""
@@ -166,8 +173,15 @@ def _serve(connection: Connection, job: VariantJob) -> None:
                     if command[0] == "rerun":
                         send("reran", warm.rerun(*command[1]))
                     else:
-                        case_ids, reference_records, answers, seconds_left = command[1]
-                        send("ran", warm.run(case_ids, reference_records, answers, seconds_left=seconds_left))
+                        case_ids, reference_records, answers, seconds_left, options = command[1]
+                        ran = warm.run(
+                            case_ids,
+                            reference_records,
+                            answers,
+                            seconds_left=seconds_left,
+                            model_options=options,
+                        )
+                        send("ran", ran)
                 send("ended", warm.end())
     except EOFError:
         pass  # the run is gone
@@ -212,11 +226,14 @@ class ProcessWorker:
         answers: Answers = None,
         *,
         seconds_left: float | None = None,
+        model_options: ModelOptions = None,
     ) -> RoundRan:
         """Have the worker evaluate a round's cases (its deadline set there from `seconds_left`:
         the clocks of two processes need not agree)."""
         try:
-            self._connection.send(("run", (case_ids, reference_records, answers, seconds_left)))
+            self._connection.send(
+                ("run", (case_ids, reference_records, answers, seconds_left, model_options))
+            )
             ran: RoundRan = self._expect("ran", on_case=on_case)
         except BaseException:
             self.kill()

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 from tqdm import tqdm
 
 from evaluators.machine_load import CpuReading, machine_load
+from graphs.extraction import GivenAnswer
 from quantgate.backends import BackendError, capabilities
 from quantgate.evaluate.cache import ReferenceCache
 from quantgate.evaluate.cpu_readings import read_cpu
@@ -40,7 +42,12 @@ from quantgate.evaluate.session import RunSession, record_run, record_skipped
 from quantgate.evaluate.stopping_rule import paired_outcomes, settling_gates_status
 from quantgate.evaluate.tracks import Stopped, Track, WarmPool, track_result
 from quantgate.evaluate.variant import VariantJob
-from quantgate.evaluate.verification import answers_to_verify, latency_sample, verification_missing
+from quantgate.evaluate.verification import (
+    answers_to_verify,
+    latency_sample,
+    reference_options,
+    verification_missing,
+)
 from quantgate.rundir.round_loads import RoundLoadEntry
 from quantgate.rundir.summary import Placement
 
@@ -187,7 +194,9 @@ class _Rounds:
         if not reference.placed:  # the latency sample is decoded in this run, never served from the cache
             served = [c for c in cases if self.decode is None or c not in self.decode]
             self.cache.serve(reference, served, self.session.store)
-            self._evaluate(reference, cases)
+            verified = any(verification_missing(t.job.variant, self.options) is None for t in self._open())
+            options = reference_options(reference.job.variant, cases, decode=self.decode, verified=verified)
+            self._evaluate(reference, cases, model_options=options)
         if self.noise_floor.due and reference.error is None:
             self._noise_floor(cases)
         records = {
@@ -210,7 +219,8 @@ class _Rounds:
         track: Track,
         cases: list[str],
         reference_records: dict | None = None,  # type: ignore[type-arg]
-        answers: dict[str, list[str | None]] | None = None,
+        answers: dict[str, list[GivenAnswer | str | None]] | None = None,
+        model_options: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         lacking = track.lacking(cases)
         left = self._left_s()
@@ -222,7 +232,10 @@ class _Rounds:
         bar = self.bars[track.name]
         started, before = time.perf_counter(), read_cpu()
         try:
-            ran = worker.run(lacking, reference_records, lambda: _advance(bar), answers, seconds_left=left)
+            ran = worker.run(
+                lacking, reference_records, lambda: _advance(bar), answers, seconds_left=left,
+                model_options=model_options,
+            )  # fmt: skip
         except BackendError as exc:
             self._fail(track, str(exc))
             return

@@ -30,7 +30,7 @@ from evaluators import CaseScorer
 from evaluators.memory import MemorySummary, summarize_memory
 from graphs.evaluation import CaseOutcome, EvaluationContext, rounds_limit
 from graphs.evaluation import graph as evaluation_graph
-from graphs.extraction import ExtractionContext
+from graphs.extraction import ExtractionContext, GivenAnswer
 from quantgate.backends import VERIFY_KWARG, OpenedVariant, capabilities, open_variant
 from quantgate.evaluate.memory_sampler import RssSampler, rss_mb
 from quantgate.evaluate.options import case_input, extraction_context, variant_concurrency
@@ -137,9 +137,10 @@ class WarmVariant:
         self,
         case_ids: list[str],
         reference_records: Mapping[str, dict[str, Any] | None] | None,
-        answers: Mapping[str, list[str | None]] | None = None,
+        answers: Mapping[str, list[GivenAnswer | str | None]] | None = None,
         *,
         seconds_left: float | None = None,
+        model_options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> RoundRan:
         """Evaluate these cases (one round), each record handed to `on_outcome` as it finishes.
 
@@ -152,12 +153,16 @@ class WarmVariant:
             seconds_left: What is left of the run's budget: no case starts once that many
                 seconds have passed from now (the cases in flight finish; the others leave no
                 outcome). None: no budget.
+            model_options: Keyword options of each case's model calls, by case id (the
+                reference keeps its top log-probabilities for the candidates to compare with).
         """
         assert self._sampler is not None, "start() first"
         deadline = None if seconds_left is None else time.perf_counter() + seconds_left
         self._sampler.resume()
         try:
-            return self._run(case_ids, reference_records, answers, deadline=deadline)
+            return self._run(
+                case_ids, reference_records, answers, deadline=deadline, model_options=model_options
+            )
         finally:
             self._sampler.pause()
 
@@ -175,9 +180,10 @@ class WarmVariant:
         self,
         case_ids: list[str],
         reference_records: Mapping[str, dict[str, Any] | None] | None,
-        answers: Mapping[str, list[str | None]] | None = None,
+        answers: Mapping[str, list[GivenAnswer | str | None]] | None = None,
         *,
         deadline: float | None = None,
+        model_options: Mapping[str, Mapping[str, Any]] | None = None,
         concurrency: int | None = None,
         record: bool = True,
     ) -> RoundRan:
@@ -205,6 +211,7 @@ class WarmVariant:
             deadline=deadline,
             stop=stop_asked,
             answers=answers,
+            model_options=model_options,
         )
         output = evaluation_graph.invoke(
             {"cases": cases, "round_size": None},

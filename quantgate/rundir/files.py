@@ -47,9 +47,11 @@ RECORDS_FORMAT_VERSION: Final[Literal[4]] = 4
 (`retries`), so a resumed run summarizes read-back cases exactly as it did when they ran.
 3: a record copied from the reference cache names the run that evaluated it (`cached_from`).
 4: how the case's answers were obtained (`obtained`: decoded, verified against the reference's, or
-verified then decoded), and each attempt's text and `obtained` in `attempt_timings`.
+verified then decoded), and each attempt's text and `obtained` in `attempt_timings`, with (same
+version, keys that may be absent) the reference's `top_logprobs` per token and a verifying
+candidate's `fidelity` per position read.
 Records of versions 1 to 3 are still read (as version 4, the keys added since unknown)."""
-SUMMARY_FORMAT_VERSION: Final[Literal[12]] = 12
+SUMMARY_FORMAT_VERSION: Final[Literal[13]] = 13
 """Of summary.json. 2: each variant says whether it is complete and which cases it lacks
 (`complete`, `missing_cases`). 3: the options record the gates and the token-fidelity
 settings a resumed run goes on with, and each variant how many of its cases a resumed run
@@ -73,8 +75,10 @@ variant's answers were obtained (`verified_cases`, `verified_then_decoded_cases`
 `verified_token_share`, `verification_missing`), its flips (`flips`), its latency against the
 reference (`latency_against_reference`), the memory model beside its peak (`memory_model_check`); the
 run's noise floor (`noise_floor`, `noise_floor_missing`), the machine's load per round
-(`machine_load`), and the options `verify`, `latency_cases`, `noise_floor_cases`. Summaries of versions
-1 to 11 are still read (as version 12, the keys added since unknown, the gates off)."""
+(`machine_load`), and the options `verify`, `latency_cases`, `noise_floor_cases`. 13 (issue 45): a
+candidate's token fidelity over the positions it read while verifying (`verified_fidelity`:
+`evaluators.verified_fidelity.VerifiedFidelity`). Summaries of versions 1 to 12 are still read (as
+version 13, the keys added since unknown, the gates off)."""
 NOISE_FLOOR_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of noise_floor.jsonl: the reference's answers to the noise-floor sample, rerun one case at a time."""
 LOAD_FORMAT_VERSION: Final[Literal[2]] = 2

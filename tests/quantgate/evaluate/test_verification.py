@@ -94,10 +94,30 @@ def test_candidates_verify_the_references_answers_after_the_latency_sample(tmp_p
     assert cand.throughput_tokens_per_s is None  # verified cases read answers: no decoding throughput
     assert cand.agreement_with_reference is not None
     assert cand.agreement_with_reference < 1.0  # case 4, decoded from where it differed, disagrees
+    records = {(r.variant, r.case_id): r for r in read_records(run)}
+    kept = {c for (v, c), r in records.items() if v == "ref" and any("top_logprobs" in a for a in r.attempt_timings)}
+    assert kept == {"c2", "c3", "c4", "c5"}  # not on the latency sample, decoded the same way by all
+    fidelity = cand.verified_fidelity
+    assert fidelity is not None
+    own = {c: r for (v, c), r in records.items() if v == "cand"}
+    positions = {c: sum(len(a["fidelity"]["kld"]) for a in own[c].attempt_timings if "fidelity" in a) for c in own}
+    diverged = len(json.dumps(GOOD).split('"currency": "')[0]) + len('"currency": "')  # "EUR" vs "USD"
+    assert positions == {"c0": 0, "c1": 0, "c2": len(json.dumps(GOOD)), "c3": 3 * len(BROKEN),
+                         "c4": diverged + 1, "c5": len(json.dumps(GOOD))}  # fmt: skip
+    assert (fidelity.cases, fidelity.positions, fidelity.unmeasured_cases) == (4, sum(positions.values()), 0)
+    assert fidelity.kld_mean == pytest.approx(0.01)
+    assert fidelity.case_kld_median == pytest.approx(0.01)
+    assert fidelity.case_kld_low is None  # four cases cannot give a 95% sign-test interval
+    assert fidelity.case_top1_mean == pytest.approx((3 + diverged / (diverged + 1)) / 4)
+    assert fidelity.top1_agreement == pytest.approx(1 - 1 / fidelity.positions)
     decide(run)
     decision = (run / DECISION_MD).read_text()
     assert "cand: 3 verified, 1 verified then decoded, 2 decoded" in decision
     assert "the first 2 cases were decoded in full by every variant" in decision
+    assert (
+        f"cand: {fidelity.positions} positions in 4 cases; KLD at least 0.0100 nats on average (per-case "
+        "median 0.0100 (too few cases for an interval))"
+    ) in decision
 
 
 def test_no_verify_decodes_every_case_and_says_so(tmp_path):
