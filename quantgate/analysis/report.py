@@ -30,7 +30,7 @@ from quantgate.hardware import package_version
 from quantgate.render.capacity_rows import capacity_section
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
-from quantgate.render.fidelity_tail import fidelity_tail
+from quantgate.render.fidelity_tail import run_fidelity_tail
 from quantgate.render.flip_rows import FLIP_HEADER, FLIP_NOTE, flip_rows
 from quantgate.render.latency_pairs import latency_pairs
 from quantgate.render.load_table import load_rows
@@ -240,7 +240,7 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
             latency=latency_pairs(view.run.summary),
             load_rows=load_rows(load) if load else None,
             embedding_rows=embeddings if embedded else None,
-            fidelity=fidelity_tail([(v.name, v.token_fidelity) for v in view.run.summary.variants]),
+            fidelity=run_fidelity_tail(view.run.summary),
             decision=_decision_context(view.decision),
             capacity=capacity_section(view.decision, load) if view.decision else None,
             conditions=measurement_rows(view.run.summary),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from evaluators.fidelity import TokenFidelitySummary
 from quantgate.formatting import number, percent, points
+from quantgate.rundir.summary import RunSummary
 
 __all__ = [
     "HEADLINE",
@@ -21,6 +22,7 @@ __all__ = [
     "FidelityTail",
     "TailColumn",
     "fidelity_tail",
+    "run_fidelity_tail",
     "tail_cells",
     "tail_titles",
 ]
@@ -84,6 +86,14 @@ _NOTE = (
     "worst drops; largest drop: the smallest Δp). Top-1 structural / value: top-1 agreement at the JSON "
     "answer's punctuation, keys and quotes / at its values (see docs/token-fidelity.md)."
 )
+_VERIFIED_NOTE = (
+    ' Rows marked "verified": every position a candidate read while verifying the reference\'s answers, '
+    "against the reference's top-8 log-probabilities kept as it decoded them: KLD is a lower bound (the "
+    "rest of the vocabulary one bucket), top-1 and Δp exact; the other rows: full-vocabulary teacher "
+    "forcing of the first cases."
+)
+VERIFIED_SUFFIX = " verified"
+"""How a variant's row of verified-case fidelity is named: `Q8_0 verified`."""
 
 
 def tail_titles(figures: Sequence[str] = HEADLINE) -> list[str]:
@@ -138,4 +148,25 @@ def fidelity_tail(variants: Sequence[tuple[str, TokenFidelitySummary | None]]) -
             for tag, figures in summary.slices.items()
         ],
         note=_NOTE,
+    )
+
+
+def run_fidelity_tail(summary: RunSummary) -> FidelityTail | None:
+    """The tail tables of a run: each variant's teacher-forced token fidelity, then the fidelity of
+    the candidates' verified cases (`VariantEntry.verified_fidelity`), named with `VERIFIED_SUFFIX`."""
+    rows: list[tuple[str, TokenFidelitySummary | None]] = [
+        (e.name, e.token_fidelity) for e in summary.variants
+    ]
+    verified = [
+        (e.name + VERIFIED_SUFFIX, e.verified_fidelity) for e in summary.variants if e.verified_fidelity
+    ]
+    tail = fidelity_tail([*rows, *verified])
+    if tail is None or not verified:
+        return tail
+    return FidelityTail(
+        header=tail.header,
+        rows=tail.rows,
+        slice_header=tail.slice_header,
+        slice_rows=tail.slice_rows,
+        note=tail.note + _VERIFIED_NOTE,
     )

@@ -6,7 +6,7 @@ import textwrap
 
 from evaluators.baselines import above_baseline
 from quantgate.formatting import MISSING, number, text_table
-from quantgate.render.fidelity_tail import fidelity_tail
+from quantgate.render.fidelity_tail import run_fidelity_tail
 from quantgate.render.latency_pairs import latency_section
 from quantgate.render.measurement_notes import BUSY_MARK, busy_lines, is_busy
 from quantgate.render.task_figures import task_figures
@@ -116,7 +116,7 @@ def task_section(summary: RunSummary) -> list[str]:
 def fidelity_section(summary: RunSummary) -> list[str]:
     """The lines of the token-fidelity tail under the table (none when no variant has it): the
     variants' table, the per-slice table when cases have tags, and what the columns mean."""
-    tail = fidelity_tail([(entry.name, entry.token_fidelity) for entry in summary.variants])
+    tail = run_fidelity_tail(summary)
     if tail is None:
         return []
     slices = ["", "token fidelity per slice:", *text_table([tail.slice_header, *tail.slice_rows])]

@@ -18,6 +18,7 @@ from quantgate.decide.recommendation import decide
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
 from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.render.summary_table import fidelity_section
 from quantgate.rundir.files import DECISION_MD
 from quantgate.rundir.store import load_run, read_records
 from tests.fakes import GOOD, SCHEMA, VerifyingChatModel
@@ -110,6 +111,9 @@ def test_candidates_verify_the_references_answers_after_the_latency_sample(tmp_p
     assert fidelity.case_kld_low is None  # four cases cannot give a 95% sign-test interval
     assert fidelity.case_top1_mean == pytest.approx((3 + diverged / (diverged + 1)) / 4)
     assert fidelity.top1_agreement == pytest.approx(1 - 1 / fidelity.positions)
+    table = "\n".join(fidelity_section(load_run(run).summary))
+    assert f"cand verified  {fidelity.positions}  " in table  # beside no teacher-forced row: it is off here
+    assert 'Rows marked "verified"' in table.replace("\n", " ")  # the note, wrapped
     decide(run)
     decision = (run / DECISION_MD).read_text()
     assert "cand: 3 verified, 1 verified then decoded, 2 decoded" in decision
