@@ -71,6 +71,14 @@ def _given(name: str, case: int) -> list[str | None]:
     return [answer for text, answer in MODELS[name].given if f"case <{case}>" in text]
 
 
+def _keeps(attempts: list[dict[str, Any]]) -> bool:
+    return any("top_logprobs" in a for a in attempts)
+
+
+def _positions(attempts: list[dict[str, Any]]) -> int:
+    return sum(len(a["fidelity"]["kld"]) for a in attempts if "fidelity" in a)
+
+
 def test_candidates_verify_the_references_answers_after_the_latency_sample(tmp_path):
     run = _run(tmp_path, latency_cases=2)
     assert _given("cand", 0) == [None]  # the latency sample: decoded in full
@@ -96,12 +104,12 @@ def test_candidates_verify_the_references_answers_after_the_latency_sample(tmp_p
     assert cand.agreement_with_reference is not None
     assert cand.agreement_with_reference < 1.0  # case 4, decoded from where it differed, disagrees
     records = {(r.variant, r.case_id): r for r in read_records(run)}
-    kept = {c for (v, c), r in records.items() if v == "ref" and any("top_logprobs" in a for a in r.attempt_timings)}
+    kept = {c for (v, c), r in records.items() if v == "ref" and _keeps(r.attempt_timings)}
     assert kept == {"c2", "c3", "c4", "c5"}  # not on the latency sample, decoded the same way by all
     fidelity = cand.verified_fidelity
     assert fidelity is not None
     own = {c: r for (v, c), r in records.items() if v == "cand"}
-    positions = {c: sum(len(a["fidelity"]["kld"]) for a in own[c].attempt_timings if "fidelity" in a) for c in own}
+    positions = {c: _positions(r.attempt_timings) for c, r in own.items()}
     diverged = len(json.dumps(GOOD).split('"currency": "')[0]) + len('"currency": "')  # "EUR" vs "USD"
     assert positions == {"c0": 0, "c1": 0, "c2": len(json.dumps(GOOD)), "c3": 3 * len(BROKEN),
                          "c4": diverged + 1, "c5": len(json.dumps(GOOD))}  # fmt: skip
