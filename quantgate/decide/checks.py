@@ -8,7 +8,7 @@ gate's check, keyed by its field of `Gates`; `judge_variant` runs those whose th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -61,14 +61,18 @@ def _first_measured(entry: VariantEntry, keys: Sequence[str]) -> tuple[float | N
     return None, "not measured"
 
 
-def measure(records: Sequence[CaseRecord], entry: VariantEntry) -> Measured:
-    """A variant's gate figures from its records and its summary entry.
+def measure(
+    records: Sequence[CaseRecord], entry: VariantEntry, *, timed: Collection[str] | None = None
+) -> Measured:
+    """A variant's gate figures from its records and its summary entry; p95 latency over the `timed`
+    cases only when given (the run's latency sample, which every variant decoded in full: the
+    reference's other cases were decoded too, the candidates' verified).
 
     Memory for the gate is the peak RSS of the process holding the model (`memory_mb`),
     else the model's own footprint; the ranking footprint is the model's own
     (`model_memory_mb`: RSS growth on load, or the server's figure), else the file size.
     """
-    totals = [r.total_s for r in records if r.total_s is not None]
+    totals = [r.total_s for r in records if r.total_s is not None and (timed is None or r.case_id in timed)]
     memory, memory_source = _first_measured(entry, ("memory_mb", "model_memory_mb"))
     footprint, footprint_source = _first_measured(entry, ("model_memory_mb", "file_size_mb", "memory_mb"))
     return Measured(

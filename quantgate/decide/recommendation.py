@@ -155,7 +155,7 @@ def _judge(judging: _Judging, entry: VariantEntry) -> _Judged:
     comparison = compare_paired(paired, options=options) if paired else None
     agreement = None if is_reference else agreement_of(_in_order(own.values(), order), options)
     flips = summarize_flips(paired, options=options) if paired else None
-    measured = measure(list(own.values()), entry)
+    measured = measure(list(own.values()), entry, timed=judging.run.summary.latency_sample)
     capacity = capacity_inputs(judging.run, entry.name)
     runtime, runtime_base = runtime_evidence(judging.runtimes, entry.name)
     evidence = GateEvidence(

@@ -343,6 +343,12 @@ class RunSummary(RunFileModel):
         "case at a time, against its first answers (None: not measured, see `noise_floor_missing`).",
     )
     noise_floor_missing: str | None = Field(default=None, description="Why the noise floor is not measured.")
+    latency_sample: list[str] | None = Field(
+        default=None,
+        description="The cases every variant decoded in full in this run, whose timings make every latency "
+        "figure and the p95 latency gate (the run's first `latency_cases`, in run order); None: verification "
+        "off (every case decoded and timed), or a run written before it was recorded.",
+    )
     machine_load: list[RoundLoadEntry] | None = Field(
         default=None,
         description="The machine's load while each variant ran each round (quantgate.rundir.round_loads): "

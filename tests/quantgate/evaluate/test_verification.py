@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from evaluators.latency import latency_p95
 from quantgate.backends import BackendCapabilities, OpenedVariant
 from quantgate.decide.recommendation import decide
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
@@ -20,7 +21,7 @@ from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.render.summary_table import fidelity_section
 from quantgate.rundir.files import DECISION_MD
-from quantgate.rundir.store import load_run, read_records
+from quantgate.rundir.store import load_run, read_decision, read_records
 from tests.fakes import GOOD, SCHEMA, VerifyingChatModel
 
 WRONG = json.dumps({**GOOD, "currency": "USD"})
@@ -122,7 +123,12 @@ def test_candidates_verify_the_references_answers_after_the_latency_sample(tmp_p
     table = "\n".join(fidelity_section(load_run(run).summary))
     assert f"cand verified  {fidelity.positions}  " in table  # beside no teacher-forced row: it is off here
     assert 'Rows marked "verified"' in table.replace("\n", " ")  # the note, wrapped
+    assert load_run(run).summary.latency_sample == ["c0", "c1"]
     decide(run)
+    ref_totals = [r.total_s for r in read_records(run) if r.variant == "ref" and r.case_id in ("c0", "c1")]
+    measured = read_decision(run).variants["ref"].measured
+    assert measured is not None
+    assert measured.latency_s_p95 == pytest.approx(latency_p95(ref_totals))  # the sample only
     decision = (run / DECISION_MD).read_text()
     assert "cand: 3 verified, 1 verified then decoded, 2 decoded" in decision
     assert "the first 2 cases were decoded in full by every variant" in decision
