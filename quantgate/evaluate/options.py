@@ -71,9 +71,9 @@ class RunOptions:
             each prompt at prefill speed and keep it as far as they would have written it, decoding
             from the first position where they would not (`quantgate.evaluate.verification`);
             False: every case of every variant is decoded (`--no-verify`).
-        latency_cases: With `verify`, the run's first this many cases are decoded in full by every
-            variant (the reference too, even when its cache has them): the latency figures of every
-            variant come from them, the same cases for all.
+        latency_cases: The run's first this many cases are decoded in full by every variant (the
+            reference too, even when its cache has them), with `verify` or without: the latency
+            figures of every variant come from them, the same cases for all.
         noise_floor_cases: The reference answers the first this many cases of the first round a
             second time, one case at a time, against its first answers (the runtime's own noise
             floor, `quantgate.evaluate.noise_floor`); 0 switches it off (the Python default; the

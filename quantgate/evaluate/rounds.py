@@ -192,7 +192,7 @@ class _Rounds:
     def _round(self, cases: list[str]) -> None:
         reference = self.reference
         if not reference.placed:  # the latency sample is decoded in this run, never served from the cache
-            served = [c for c in cases if self.decode is None or c not in self.decode]
+            served = [c for c in cases if c not in self.decode]
             self.cache.serve(reference, served, self.session.store)
             verified = any(verification_missing(t.job.variant, self.options) is None for t in self._open())
             options = reference_options(reference.job.variant, cases, decode=self.decode, verified=verified)

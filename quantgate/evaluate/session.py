@@ -187,7 +187,7 @@ def record_run(session: RunSession, result: VariantRun, *, placement: Placement)
 def _write(session: RunSession) -> None:
     sample = latency_sample(session.cases, session.options)
     order = {case.id: i for i, case in enumerate(session.cases)}
-    session.summary.latency_sample = None if sample is None else sorted(sample, key=order.__getitem__)
+    session.summary.latency_sample = sorted(sample, key=order.__getitem__)
     _with_deltas(session.summary, session.reference, session.store.directory, order, sample=sample)
     session.store.write_variants(session.metadata)
     session.store.write_summary(session.summary)

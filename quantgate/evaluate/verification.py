@@ -34,11 +34,10 @@ from quantgate.inputs.variants import Variant
 __all__ = ["answers_to_verify", "latency_sample", "reference_options", "verification_missing"]
 
 
-def latency_sample(cases: Sequence[Case], options: RunOptions) -> frozenset[str] | None:
-    """The cases every variant decodes in full and times (the run's first `latency_cases`); None when
-    verification is off (every case is decoded, and timed)."""
-    if not options.verify:
-        return None
+def latency_sample(cases: Sequence[Case], options: RunOptions) -> frozenset[str]:
+    """The cases every variant decodes in full in this run and times (the run's first `latency_cases`),
+    with verification on or off: the reference's cache never serves them, and every latency figure
+    comes from them."""
     return frozenset(c.id for c in cases[: options.latency_cases])
 
 

@@ -346,8 +346,8 @@ class RunSummary(RunFileModel):
     latency_sample: list[str] | None = Field(
         default=None,
         description="The cases every variant decoded in full in this run, whose timings make every latency "
-        "figure and the p95 latency gate (the run's first `latency_cases`, in run order); None: verification "
-        "off (every case decoded and timed), or a run written before it was recorded.",
+        "figure and the p95 latency gate (the run's first `latency_cases`, in run order, verification on "
+        "or off); None: a run written before it was recorded (every case timed).",
     )
     machine_load: list[RoundLoadEntry] | None = Field(
         default=None,
