@@ -39,9 +39,10 @@ TOP_LOGPROBS = 8
 """Log-probabilities the reference keeps per decoded token. Eight hold nearly all the mass of a
 sharp next-token distribution; the mass outside them is the lower bound's "other" bucket."""
 
-_WINDOW_NATS = 20.0
-"""Tokens whose logit is within this of the row's largest are the top-k's candidates: a token
-further below has less than e^-20 of the top token's probability."""
+_WINDOWS_NATS = (4.0, 8.0, 16.0, 32.0)
+"""Widening windows below the row's largest logit in which the top-k are looked for: a compare over
+the vocabulary each, until one holds k tokens (then a partial sort of those few); the whole row is
+sorted only when none does."""
 
 
 class TokenTop(TypedDict):
@@ -72,21 +73,31 @@ class ForcedFidelity:
 
 
 def log_normalizer(row: np.ndarray[Any, Any]) -> float:
-    """log sum exp of a logits row (float64 sum)."""
+    """log sum exp of a logits row (float32 exponentials, pairwise-summed: about 0.2 ms for 262,144
+    logits)."""
     top = float(row.max())
-    return top + math.log(float(np.exp(row - top).sum(dtype=np.float64)))
+    return top + math.log(float(np.exp(row - top).sum()))
+
+
+def _top_ids(row: np.ndarray[Any, Any], peak: float, k: int) -> np.ndarray[Any, Any]:
+    """The ids of the `k` largest logits, largest first."""
+    for window in _WINDOWS_NATS:
+        near = np.flatnonzero(row >= peak - window)
+        if near.size >= k:
+            break
+    else:
+        near = np.arange(row.size)
+    if near.size > k:
+        near = near[np.argpartition(row[near], -k)[-k:]]
+    return near[np.argsort(-row[near], kind="stable")]
 
 
 def top_logprobs(row: np.ndarray[Any, Any], token: int, k: int = TOP_LOGPROBS) -> TokenTop:
     """The `k` most probable tokens of a logits row and their log-probabilities, with the token
     chosen there (which the grammar may have taken from outside them)."""
     peak = float(row.max())
-    near = np.flatnonzero(row >= peak - _WINDOW_NATS)
-    if near.size < k:
-        near = np.argpartition(row, -k)[-k:]
-    ids = near[np.argsort(-row[near], kind="stable")][:k]
-    lse = log_normalizer(row)
-    return TokenTop(token=int(token), top=[[int(i), float(row[i]) - lse] for i in ids])
+    lse = peak + math.log(float(np.exp(row - peak).sum()))
+    return TokenTop(token=int(token), top=[[int(i), float(row[i]) - lse] for i in _top_ids(row, peak, k)])
 
 
 def forced_position(row: np.ndarray[Any, Any], reference: TokenTop) -> tuple[float, bool, float]:
