@@ -37,7 +37,9 @@ from quantgate.inputs.variants import Variant
 from quantgate.ladder.quantize import build_ladder
 
 
-def _one(context: ExtractionContext, case: Case, given: Any, options: dict[str, Any] | None) -> list[dict]:
+def _one(
+    context: ExtractionContext, case: Case, given: Any, options: dict[str, Any] | None
+) -> list[dict[str, Any]]:
     output = extraction_graph.invoke(
         {"text": case.text, "lang": case.lang, "answers": given, "model_options": options}, context=context
     )
@@ -49,7 +51,7 @@ def _all(
     cases: list[Case],
     given: dict[str, Any] | None,
     options: dict[str, Any] | None,
-) -> dict[str, list[dict]]:
+) -> dict[str, list[dict[str, Any]]]:
     with ThreadPoolExecutor(EMBEDDED_SLOTS) as pool:
         futures = {
             c.id: pool.submit(_one, context, c, given.get(c.id) if given else None, options) for c in cases
@@ -59,10 +61,10 @@ def _all(
 
 def _both_ways(
     context: ExtractionContext, cases: list[Case], ways: dict[str, tuple[Any, Any]]
-) -> tuple[dict[str, Load], dict[str, dict[str, list[dict]]]]:
+) -> tuple[dict[str, Load], dict[str, dict[str, list[dict[str, Any]]]]]:
     """Each chunk each way (given answers, model options), the order alternating by chunk."""
     loads = {name: Load() for name in ways}
-    results: dict[str, dict[str, list[dict]]] = {name: {} for name in ways}
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {name: {} for name in ways}
     names = list(ways)
     for index, start in enumerate(range(0, len(cases), CHUNK)):
         chunk = cases[start : start + CHUNK]
@@ -72,11 +74,11 @@ def _both_ways(
     return loads, results
 
 
-def _texts(results: dict[str, list[dict]]) -> dict[str, list[str]]:
+def _texts(results: dict[str, list[dict[str, Any]]]) -> dict[str, list[str]]:
     return {case_id: [a.get("text", "") for a in attempts] for case_id, attempts in results.items()}
 
 
-def _differing(a: dict[str, list[dict]], b: dict[str, list[dict]]) -> int:
+def _differing(a: dict[str, list[dict[str, Any]]], b: dict[str, list[dict[str, Any]]]) -> int:
     """Cases whose answers differ between two passes (the slots' batches differ from pass to pass, and
     near-ties with them: the runtime's own noise floor, docs/performance.md#verification)."""
     first, second = _texts(a), _texts(b)
@@ -127,7 +129,7 @@ def main() -> None:
         for a in attempts
         if "fidelity" in a
     )
-    figures = {
+    figures: dict[str, Any] = {
         "llama_cpp_python": package_version("llama-cpp-python"),
         "hardware": hardware(),
         "cases": len(cases),

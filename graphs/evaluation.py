@@ -25,7 +25,7 @@ import itertools
 import math
 import operator
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, Protocol, TypedDict
 
@@ -95,7 +95,7 @@ class EvaluationContext:
     judge: Callable[[list[CaseOutcome]], str | None] | None = None
     deadline: float | None = None
     stop: Callable[[], bool] | None = None
-    answers: Mapping[str, list[GivenAnswer | str | None]] | None = None
+    answers: Mapping[str, Sequence[GivenAnswer | str | None]] | None = None
     model_options: Mapping[str, Mapping[str, Any]] | None = None
 
 

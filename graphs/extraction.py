@@ -140,7 +140,7 @@ class ExtractionInput(TypedDict):
 
     text: str
     lang: NotRequired[str | None]
-    answers: NotRequired[list[GivenAnswer | str | None] | None]
+    answers: NotRequired[Sequence[GivenAnswer | str | None] | None]
     """Per model call (the first, then each repair), another model's answer to the same prompt for
     the model to verify instead of writing its own (evaluation gives candidates the reference's);
     used only when the context's `verify_kwarg` is set."""

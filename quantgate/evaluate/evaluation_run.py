@@ -84,7 +84,7 @@ def _options_info(options: RunOptions) -> RunOptionsInfo:
         token_fidelity=options.token_fidelity,
         token_fidelity_cases=options.token_fidelity_cases,
         verify=options.verify,
-        latency_cases=options.latency_cases if options.verify else None,
+        latency_cases=options.latency_cases,
         noise_floor_cases=options.noise_floor_cases,
     )
 

@@ -73,7 +73,9 @@ class RunOptions:
             False: every case of every variant is decoded (`--no-verify`).
         latency_cases: The run's first this many cases are decoded in full by every variant (the
             reference too, even when its cache has them), with `verify` or without: the latency
-            figures of every variant come from them, the same cases for all.
+            figures of every variant come from them, the same cases for all. 0 (from Python only;
+            the command line asks for at least 1): no case is timed, every latency figure is
+            missing, and the reference's cache serves every case it holds.
         noise_floor_cases: The reference answers the first this many cases of the first round a
             second time, one case at a time, against its first answers (the runtime's own noise
             floor, `quantgate.evaluate.noise_floor`); 0 switches it off (the Python default; the
@@ -101,10 +103,12 @@ class RunOptions:
     noise_floor_cases: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("limit", "max_cases", "token_fidelity_cases", "latency_cases"):
+        for name in ("limit", "max_cases", "token_fidelity_cases"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise UsageError(f"{name.replace('_', '-')} must be at least 1, got {value}")
+        if self.latency_cases < 0:
+            raise UsageError(f"latency-cases must be 0 or more, got {self.latency_cases}")
         if self.noise_floor_cases < 0:
             raise UsageError(f"noise-floor-cases must be 0 or more, got {self.noise_floor_cases}")
         if self.round_size < 1:

@@ -272,7 +272,7 @@ def _options(summary: RunSummary, run_dir: Path, *, budget_s: float | None, prog
         truncation=info.truncation,
         token_fidelity_cases=info.token_fidelity_cases,
         verify=info.verify is True,
-        latency_cases=info.latency_cases or DEFAULT_LATENCY_CASES,
+        latency_cases=DEFAULT_LATENCY_CASES if info.latency_cases is None else info.latency_cases,
         noise_floor_cases=info.noise_floor_cases or 0,
     )
 

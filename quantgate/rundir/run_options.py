@@ -59,8 +59,9 @@ class RunOptionsInfo(RunFileModel):
     )
     latency_cases: int | None = Field(
         default=None,
-        description="With verify, the run's first this many cases were decoded in full by every variant: "
-        "the latency figures come from them (None: not recorded).",
+        description="The run's first this many cases were decoded in full by every variant, with verify or "
+        "without: the latency figures come from them (None: not recorded, or a run with verification off "
+        "written before the sample applied to it).",
     )
     noise_floor_cases: int | None = Field(
         default=None,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from quantgate.backends.greedy import Generation
-from quantgate.backends.logprobs import TOP_LOGPROBS
+from quantgate.backends.logprobs import TOP_LOGPROBS, TokenTop
 from quantgate.backends.slots import SlotScheduler
 from tests.quantgate.backends.test_slots import EOS, VOCAB, FakeContext, collect, prompt, run_threads, text_of
 
@@ -162,7 +162,7 @@ def test_verifying_compares_each_row_read_with_the_answers_top_logprobs():
 def test_fidelity_stops_at_the_first_differing_position_and_is_not_measured_on_other_tokens():
     sure_of_nine = math.log(0.99)  # a reference that put 0.99 on token 9
     other = [[t, math.log(0.01 / 7)] for t in range(10, 17)]
-    tops = [
+    tops: list[TokenTop] = [
         {"token": 5, "top": [[5, sure_of_nine], *other]},
         {"token": 9, "top": [[9, sure_of_nine], *other]},
         {"token": 9, "top": [[9, sure_of_nine], *other]},

@@ -76,9 +76,9 @@ def test_verifying_the_reference_s_answer_gives_token_fidelity_at_each_position_
     candidate = EmbeddedEngine(model["Q8_0"], n_ctx=4096, slots=2)
     try:
         stats = Generation()
-        given = {"text": answer, "top_logprobs": tops}
-        "".join(candidate.generate(prompt, candidate.grammar(schema), 160, stats, answer=given["text"],
-                                   answer_top=given["top_logprobs"]))  # fmt: skip
+        "".join(
+            candidate.generate(prompt, candidate.grammar(schema), 160, stats, answer=answer, answer_top=tops)
+        )
     finally:
         candidate.close()
     fidelity = stats.fidelity

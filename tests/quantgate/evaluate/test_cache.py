@@ -95,15 +95,16 @@ def _variants(
 
 
 def _options(tmp_path: Path, cache: Path | None, **changes: Any) -> RunOptions:
-    """The run's options; without verification unless asked (a verifying run decodes its latency sample
-    even when the cache holds it: `test_the_latency_sample_is_decoded_in_the_run_even_when_cached`)."""
+    """The run's options; without verification and without a latency sample unless asked (the latency
+    sample is decoded in the run even when the cache holds it:
+    `test_the_latency_sample_is_decoded_in_the_run_even_when_cached`)."""
     return RunOptions(
         out=tmp_path / "runs",
         progress=False,
         token_fidelity=False,
         round_size=4,
         reference_cache=cache,
-        **{"verify": False, **changes},
+        **{"verify": False, "latency_cases": 0, **changes},
     )
 
 
@@ -136,10 +137,11 @@ def test_a_second_run_takes_the_reference_from_the_cache(tmp_path):
     assert cand.field_accuracy_delta == pytest.approx(-1 / 4 / 8)
 
 
-def test_the_latency_sample_is_decoded_in_the_run_even_when_cached(tmp_path):
+@pytest.mark.parametrize("verify", [True, False], ids=["verifying", "no-verify"])
+def test_the_latency_sample_is_decoded_in_the_run_even_when_cached(tmp_path, verify):
     cache = tmp_path / "cache"
     dataset = _dataset(tmp_path / "d", 8)
-    options = _options(tmp_path, cache, verify=True, latency_cases=2)
+    options = _options(tmp_path, cache, verify=verify, latency_cases=2)
     run_evaluation(dataset, _variants(tmp_path), options=options)
     CASES_ANSWERED.clear()
     second = run_evaluation(dataset, _variants(tmp_path), options=options)
@@ -153,7 +155,7 @@ def test_the_latency_sample_is_decoded_in_the_run_even_when_cached(tmp_path):
     fresh = {r.case_id for r in read_records(second) if r.variant == "ref" and r.cached_from is None}
     assert fresh == {"c00", "c01"}
     assert summary.options is not None
-    assert (summary.options.verify, summary.options.latency_cases) == (True, 2)
+    assert (summary.options.verify, summary.options.latency_cases) == (verify, 2)
 
 
 def test_the_cache_serves_what_it_has_and_the_reference_runs_the_rest(tmp_path):
