@@ -45,10 +45,13 @@ def _serve(args: argparse.Namespace) -> int:
     check_output_dir(out)
     if args.run_timeout is not None and not 0 < args.run_timeout < float("inf"):
         raise UsageError(f"--run-timeout {args.run_timeout:g}: give a number of seconds above 0")
-    app = create_app(roots=roots, out=out, token=token, queue=JobQueue(out, run_timeout_s=args.run_timeout))
+    queue = JobQueue(out, run_timeout_s=args.run_timeout, allow_env=args.allow_env or ())
+    hosts = [args.host, *(args.allow_host or ())]
+    app = create_app(roots=roots, out=out, token=token, queue=queue, hosts=hosts)
     where = f"http://{args.host}:{args.port}"
     print(f"quantgate serve on {where} (API docs: {where}/docs); roots: {', '.join(map(str, roots))}; "
-          f"runs in {out}; token {'required' if token else 'not set'}", flush=True)  # fmt: skip
+          f"runs in {out}; token {'required' if token else 'not set'}; runs may read "
+          f"{', '.join(queue.allow_env) or 'no extra variable'}", flush=True)  # fmt: skip
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
@@ -78,5 +81,19 @@ def add_parser(commands: Commands) -> None:
         metavar="SECONDS",
         help="stop every run after this wall-clock time, as by cancel (a request's timeout_s may ask for "
         "less; default: no limit)",
+    )
+    serve.add_argument(
+        "--allow-env",
+        action="append",
+        metavar="NAME",
+        help="an environment variable runs get and a variants file's api_key_env may name (repeatable; "
+        "default: none; never QUANTGATE_TOKEN)",
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME",
+        help="a Host name the server answers to besides localhost, the loopback addresses and --host "
+        "(repeatable; e.g. the name clients reach it by)",
     )
     serve.set_defaults(handler=_serve)

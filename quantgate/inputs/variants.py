@@ -169,7 +169,10 @@ class Variant(VariantSpec):
     @classmethod
     def _valid_name(cls, value: str) -> str:
         if not _NAME_RE.fullmatch(value):
-            raise ValueError(f"{value!r}: use letters, digits and _ . : + - (no spaces or slashes)")
+            raise ValueError(
+                f"{value!r}: use letters, digits and _ . : + -, starting with a letter or digit "
+                "(no spaces or slashes)"
+            )
         return value
 
     @model_validator(mode="after")
@@ -305,10 +308,21 @@ def load_variants_file(path: Path) -> VariantSet:
     return variant_set
 
 
+SHORTHAND_BACKENDS = ("llamacpp", "ollama", "openai")
+"""The backends a `BACKEND:MODEL` shorthand may name."""
+
+
+def is_variants_file(item: str) -> bool:
+    """Whether a `--variants` entry names a variants file: it ends in `.toml` and does not start with
+    a shorthand's `BACKEND:` (`ollama:x.toml` is an Ollama tag; name such a file `./ollama:x.toml`).
+    The one rule that both `resolve_variants` and the HTTP API's checks read an entry by."""
+    return item.endswith(".toml") and item.partition(":")[0] not in SHORTHAND_BACKENDS
+
+
 def resolve_variants(items: list[str]) -> VariantSet:
     """Turn CLI arguments (TOML files and shorthands, mixed) into one variant set.
 
-    The reference is the first file's `reference`, if any.
+    The reference is the first file's `reference`, if any; `is_variants_file` tells files from shorthands.
 
     Raises:
         VariantSpecError: A bad file or shorthand, two variants of one name, or variants that
@@ -318,13 +332,17 @@ def resolve_variants(items: list[str]) -> VariantSet:
     origins: list[str] = []
     reference: str | None = None
     for item in items:
-        if item.endswith(".toml"):
+        if is_variants_file(item):
             loaded = load_variants_file(Path(item))
             reference = reference or loaded.reference
             variants.extend(loaded.variants)
             origins.extend(_file_origins(Path(item), len(loaded.variants)))
         else:
-            variants.append(parse_spec(item))
+            try:
+                variants.append(parse_spec(item))
+            except ValidationError as exc:  # a name the shorthand gives that breaks the name rule
+                problems = "; ".join(p.message for p in validation_problems(exc, file="", line=None))
+                raise VariantSpecError(f"variant {item!r}: {problems}") from None
             origins.append(item)
     try:
         return VariantSet(reference=reference, variants=_unique(variants, origins))

@@ -5,7 +5,8 @@ process, one at a time; `quantgate.serve.paths` keeps every file a request leads
 server's roots.
 """
 
-from quantgate.serve.app import TOKEN_ENV, create_app, run_arguments
+from quantgate.serve.app import create_app, run_arguments
+from quantgate.serve.environment import TOKEN_ENV
 from quantgate.serve.jobs import JobQueue
 from quantgate.serve.paths import PathMissingError, PathRefusedError, UnusableFileError
 from quantgate.serve.requests import Accepted, JobStatus, RunProgress, RunRequest, RunState

@@ -7,10 +7,12 @@
     GET  /runs/{id}/report      report.html         POST /runs/{id}/cancel
     GET  /health                GET /docs (OpenAPI)
 
-With a token (`QUANTGATE_TOKEN`), every request, the docs included, needs
-`Authorization: Bearer <token>`, else 401 (`quantgate.serve.guards`, with the body limit and the
-422 answers). Every file a request leads to must lie inside the roots (`quantgate.serve.paths`),
-else 403. Runs go through `JobQueue`, one at a time, at most `MAX_QUEUED` waiting (429).
+A request whose Host the server does not answer to gets 400; with a token (`QUANTGATE_TOKEN`),
+every request, the docs included, needs `Authorization: Bearer <token>`, else 401
+(`quantgate.serve.guards`, with the body limit and the 422 answers). Every file a request leads to
+must lie inside the roots (`quantgate.serve.paths`), else 403. Runs go through `JobQueue`, one at a
+time, at most `MAX_QUEUED` waiting (429), each with the environment `quantgate.serve.environment`
+allows.
 """
 
 from __future__ import annotations
@@ -29,18 +31,20 @@ from fastapi.responses import HTMLResponse
 
 from quantgate.hardware import package_version
 from quantgate.rundir.files import DECISION_JSON, REPORT_DIR, SUMMARY_FILE
-from quantgate.serve.guards import BodyLimit, bearer_check, validation_error
+from quantgate.serve.guards import BodyLimit, bearer_check, host_check, validation_error
 from quantgate.serve.jobs import JobQueue, NotOursError, QueueFullError
 from quantgate.serve.paths import PathMissingError, PathRefusedError, UnusableFileError, dataset_argument
 from quantgate.serve.requests import Accepted, RunRequest, RunState
 from quantgate.serve.variant_files import write_job_variants
 
-TOKEN_ENV = "QUANTGATE_TOKEN"
 _MAX_DETAIL = 1000
 
 
-def run_arguments(request: RunRequest, roots: Sequence[Path], job_dir: Path) -> list[str]:
-    """`quantgate run`'s arguments for a request (its variants and gates written to the job's directory).
+def run_arguments(
+    request: RunRequest, roots: Sequence[Path], job_dir: Path, *, allow_env: Sequence[str] = ()
+) -> list[str]:
+    """`quantgate run`'s arguments for a request (its variants and gates written to the job's directory);
+    `allow_env`: the variables a variant's `api_key_env` may name.
 
     Raises:
         PathRefusedError: A path outside the roots.
@@ -49,7 +53,8 @@ def run_arguments(request: RunRequest, roots: Sequence[Path], job_dir: Path) -> 
     """
     arguments = ["--dataset", dataset_argument(request.dataset, roots)]
     if request.variants:
-        arguments += ["--variants", str(write_job_variants(request.variants, roots, job_dir))]
+        written = write_job_variants(request.variants, roots, job_dir, allow_env=allow_env)
+        arguments += ["--variants", str(written)]
     if request.limit is not None:
         arguments += ["--limit", str(request.limit)]
     if request.gates:
@@ -83,9 +88,15 @@ def _file_of(queue: JobQueue, job_id: str, name: str) -> Path:
 
 
 def create_app(
-    *, roots: Sequence[Path], out: Path, token: str | None = None, queue: JobQueue | None = None
+    *,
+    roots: Sequence[Path],
+    out: Path,
+    token: str | None = None,
+    queue: JobQueue | None = None,
+    hosts: Sequence[str] = (),
 ) -> FastAPI:
-    """The API over `queue` (by default one writing jobs under `out`); `token`: required bearer token."""
+    """The API over `queue` (by default one writing jobs under `out`); `token`: required bearer token;
+    `hosts`: the Host names it answers to besides the loopback ones (the address bound, `--allow-host`)."""
     jobs = queue or JobQueue(out)
 
     @asynccontextmanager
@@ -96,7 +107,8 @@ def create_app(
     app = FastAPI(title="quantgate", version=package_version("quantgate") or "unknown", lifespan=lifespan)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_middleware(BodyLimit)
-    app.middleware("http")(bearer_check(token))  # added last: it runs first
+    app.middleware("http")(bearer_check(token))
+    app.middleware("http")(host_check(hosts))  # added last: it runs first
     _add_run_routes(app, jobs, [Path(r).resolve() for r in roots])
     _add_file_routes(app, jobs)
     return app
@@ -117,9 +129,12 @@ def _add_run_routes(app: FastAPI, jobs: JobQueue, roots: Sequence[Path]) -> None
         job_id = jobs.new_id()
         job_dir = jobs.job_directory(job_id)
         try:
-            arguments = run_arguments(request, roots, job_dir)
+            arguments = run_arguments(request, roots, job_dir, allow_env=jobs.allow_env)
             state = jobs.submit(
-                job_id, request, arguments, recheck=lambda: run_arguments(request, roots, job_dir)
+                job_id,
+                request,
+                arguments,
+                recheck=lambda: run_arguments(request, roots, job_dir, allow_env=jobs.allow_env),
             )
         except (PathRefusedError, PathMissingError, UnusableFileError, QueueFullError) as exc:
             shutil.rmtree(job_dir, ignore_errors=True)

@@ -1,5 +1,10 @@
-"""What stands between a caller and the API's routes: the bearer token, the body size limit, and
-validation errors answered without echoing the input.
+"""What stands between a caller and the API's routes: the Host header, the bearer token, the body
+size limit, and validation errors answered without echoing the input.
+
+A request whose `Host` is not a name the server answers to gets 400 before anything else: the
+loopback names (`localhost`, 127.0.0.0/8, `::1`), the address it binds, and the names the operator
+allows (`--allow-host`); bound to every address (`0.0.0.0`, `::`), any IP address. So a web page
+whose name an attacker points at 127.0.0.1 (DNS rebinding) cannot reach a token-less server.
 
 `Authorization: Bearer <token>` is compared in constant time; the scheme is case-insensitive
 (RFC 7235). A body over `MAX_BODY_BYTES` gets 413 before any of it is parsed. FastAPI's 422
@@ -10,8 +15,9 @@ answer.
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -24,9 +30,54 @@ MAX_MESSAGE = 300
 """Characters of one validation message sent back."""
 
 
-def bearer_check(
-    token: str | None,
-) -> Callable[[Request, Callable[[Request], Awaitable[Response]]], Awaitable[Response]]:
+_WILDCARDS = {ipaddress.ip_address("0.0.0.0"), ipaddress.ip_address("::")}
+Middleware = Callable[[Request, Callable[[Request], Awaitable[Response]]], Awaitable[Response]]
+
+
+def _host_name(header: str) -> str:
+    """The name of a `Host` header, without its port, in lower case, without a final dot."""
+    name = header.strip().lower()
+    if name.startswith("["):  # [::1]:8321
+        name = name[1 : name.find("]")] if "]" in name else ""
+    elif name.count(":") == 1:
+        name = name.partition(":")[0]
+    return name.rstrip(".")
+
+
+def _address(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(name)
+    except ValueError:
+        return None
+
+
+def host_allowed(header: str, hosts: Sequence[str]) -> bool:
+    """Whether the server answers a request whose `Host` is `header` (see the module's docstring)."""
+    name = _host_name(header)
+    address = _address(name)
+    allowed = {_host_name(host) for host in hosts}
+    if name == "localhost" or name in allowed or (address is not None and address.is_loopback):
+        return True
+    bound = {_address(host) for host in allowed}
+    return address is not None and (address in bound or bool(bound & _WILDCARDS))
+
+
+def host_check(hosts: Sequence[str]) -> Middleware:
+    """An HTTP middleware answering 400 to a request whose `Host` the server does not answer to."""
+
+    async def check(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        if not host_allowed(request.headers.get("host", ""), hosts):
+            detail = (
+                "this server does not answer to that Host name; its operator can allow one with "
+                "`quantgate serve --allow-host NAME`"
+            )
+            return JSONResponse({"detail": detail}, status_code=400)
+        return await call_next(request)
+
+    return check
+
+
+def bearer_check(token: str | None) -> Middleware:
     """An HTTP middleware answering 401 unless `Authorization` carries `token` (none: all pass)."""
     expected = token.encode() if token is not None else None
 

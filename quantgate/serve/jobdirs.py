@@ -3,6 +3,7 @@
     OUT/<job-id>/job.json        the job's state (`RunState`), rewritten at each change
     OUT/<job-id>/<run-id>/       the run directory `quantgate run` writes, locked while it runs
     OUT/<job-id>/stderr.log      the run's messages (`error_message` takes the last error from it)
+    OUT/serve.lock               held by the server using OUT (`claim`), holding its pid
 
 A job the last server left queued never started; one it left running either still runs (its run
 directory's lock is held: `quantgate.rundir.store.RunStore`) or ended when its server did, and
@@ -20,15 +21,46 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from evaluators.errors import UsageError
 from quantgate.rundir.files import DECISION_JSON, SUMMARY_FILE
 from quantgate.rundir.jsonfile import RunWriteError, write_model
 from quantgate.serve.requests import RunState
 
 JOB_FILE = "job.json"
+SERVER_LOCK = "serve.lock"
 MAX_ERROR = 500
 """Characters of a run's error kept in its state."""
 _JOB_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}")
 _BYTES = re.compile(r"""b'(?:[^'\\]|\\.)*'|b"(?:[^"\\]|\\.)*\"""")
+
+
+class OutInUseError(UsageError):
+    """Another server already uses the `--out` directory."""
+
+
+def claim(out: Path) -> int:
+    """Lock `out` for this server (an flock on `OUT/serve.lock`, which holds its pid), so that no two
+    servers settle, rewrite or run each other's jobs; the lock goes with the descriptor returned
+    (closed, or the server's process ending, even by kill -9).
+
+    Raises:
+        OutInUseError: Another live server holds it.
+        OSError: `out` cannot be made or the lock file cannot be opened.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(out / SERVER_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(descriptor, 32).decode("ascii", "replace").strip() or "unknown"
+        os.close(descriptor)
+        raise OutInUseError(
+            f"--out {out} is already used by another quantgate serve (pid {holder}); stop it, or give "
+            "this one another --out"
+        ) from None
+    os.ftruncate(descriptor, 0)
+    os.pwrite(descriptor, str(os.getpid()).encode(), 0)
+    return descriptor
 
 
 def run_directory(job_dir: Path) -> Path | None:

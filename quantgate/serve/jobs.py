@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from evaluators.errors import QuantgateError
 from quantgate.rundir.decision import EXIT_STATUS
 from quantgate.rundir.files import RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
 from quantgate.serve import jobdirs
+from quantgate.serve.environment import allowed_names, run_environment
 from quantgate.serve.requests import JobStatus, RunProgress, RunRequest, RunState
 
 CLI = (sys.executable, "-m", "quantgate")
@@ -102,7 +103,16 @@ class JobQueue:
         run_timeout_s: float | None = None,
         max_queued: int = MAX_QUEUED,
         stop_grace_s: float = STOP_GRACE_S,
+        allow_env: Iterable[str] = (),
     ) -> None:
+        """`allow_env`: variables a run gets besides `RUN_ENVIRONMENT` (`quantgate.serve.environment`).
+
+        Raises:
+            UsageError: `allow_env` names the token or no variable; another server uses `out`
+                (`jobdirs.OutInUseError`).
+        """
+        self.allow_env = allowed_names(allow_env)
+        self._lock = jobdirs.claim(out)  # before anything under `out` is read or rewritten
         self.out = out
         self.command = list(command)
         self.run_timeout_s = run_timeout_s
@@ -201,6 +211,9 @@ class JobQueue:
                     self._stop(job, "close")
             self._wake.notify()
         self._thread.join(timeout=_STOP_WAIT_S)
+        if self._lock >= 0:
+            os.close(self._lock)
+            self._lock = -1
 
     def _update(self, job: _Job, **update: object) -> None:
         job.state = job.state.model_copy(update=update)
@@ -282,7 +295,9 @@ class JobQueue:
         if sys.platform == "linux":
             command = [sys.executable, "-c", _DIE_WITH_PARENT, str(os.getpid()), *command]
         with open(job.directory / "stdout.log", "wb") as out, open(job.directory / "stderr.log", "wb") as err:
-            return subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+            return subprocess.Popen(
+                command, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=run_environment(self.allow_env)
+            )
 
     def _ended(self, job: _Job, status: int) -> None:
         run_dir = jobdirs.run_directory(job.directory)

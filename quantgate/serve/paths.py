@@ -31,6 +31,7 @@ from quantgate.inputs.dataset import (
     bundled_root,
 )
 from quantgate.inputs.task_file import TASK_FILE
+from quantgate.inputs.variants import is_variants_file
 
 DATASET_FILES = (TASK_FILE, SCHEMA_FILE, CASES_FILE, EXAMPLES_FILE, CORPUS_FILE, QUERIES_FILE, *CARD_FILES)
 """Every file a dataset directory is read for (datasets of every task kind, retrieval datasets, the card)."""
@@ -100,6 +101,10 @@ def dataset_argument(text: str, roots: Sequence[Path]) -> str:
     if text in bundled_datasets():
         return str(bundled_root() / text)
     directory = inside_roots(text, roots, what="dataset")
+    if not directory.is_dir():
+        raise UnusableFileError(
+            f"dataset {text!r} is not a directory (give a dataset's directory or a bundled name)"
+        )
     for name in DATASET_FILES:
         if (directory / name).is_symlink() or (directory / name).exists():
             shown = str(Path(text) / name)  # resolves as `directory / name` does
@@ -110,9 +115,28 @@ def dataset_argument(text: str, roots: Sequence[Path]) -> str:
 
 
 def variant_argument(text: str, roots: Sequence[Path]) -> str:
-    """`ollama:TAG` as it is; `llamacpp:PATH` and a variants file with their path inside the roots."""
-    if text.startswith("ollama:"):
+    """A request's `variants` entry as `resolve_variants` will read it, checked as it will be opened
+    (`is_variants_file` tells which): `ollama:TAG` as it is, `llamacpp:PATH` with its path inside the
+    roots, a variants file by its resolved path inside them.
+
+    Raises:
+        PathRefusedError, PathMissingError: As `inside_roots`.
+        UnusableFileError: An `openai:` shorthand (a variants file inside a root names such a
+            server), or a file whose name, given or resolved, does not end in `.toml`.
+    """
+    backend, _, rest = text.partition(":")
+    if backend == "ollama":
         return text
-    if text.startswith("llamacpp:"):
-        return "llamacpp:" + str(inside_roots(text.removeprefix("llamacpp:"), roots, what="model file"))
-    return str(inside_roots(text, roots, what="variants file"))
+    if backend == "llamacpp":
+        return "llamacpp:" + str(inside_roots(rest, roots, what="model file"))
+    if backend == "openai":
+        raise UnusableFileError(
+            f"variant {text!r}: the API takes no openai: shorthand; name a variants file inside a root"
+        )
+    path = inside_roots(text, roots, what="variants file")
+    if not (is_variants_file(text) and is_variants_file(str(path))):
+        raise UnusableFileError(
+            f"variants file {text!r}: its name (and that of the file it leads to) must end in .toml; "
+            "a model is given as llamacpp:PATH"
+        )
+    return str(path)

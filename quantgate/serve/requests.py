@@ -1,7 +1,7 @@
 """What the HTTP API takes and answers: a run request, and a run's state.
 
-Bodies are validated by pydantic (unknown keys refused), so a bad body gets 422 with the
-field named; the gates object is checked against `quantgate.inputs.gates.Gates`, the same
+Bodies are validated by pydantic (unknown keys refused, types strict), so a bad body gets 422
+with the field named; the gates object is checked against `quantgate.inputs.gates.Gates`, the same
 model a gates file goes through. Every field is bounded (`MAX_TEXT`, `MAX_VARIANTS`, finite
 numbers), so no body can make a run's arguments or its state large.
 """
@@ -53,7 +53,8 @@ def _finite(value: Any, where: str) -> None:
 class RunRequest(BaseModel):
     """`POST /runs`: what to evaluate, as `quantgate run` takes it."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
+    """Strict: `"limit": "3"`, `true` or `3.0` and `"report": "yes"` are refused, not converted."""
 
     dataset: PlainText = Field(
         default="contacts-events", description="A bundled dataset's name, or a path inside a root."

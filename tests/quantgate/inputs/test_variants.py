@@ -85,3 +85,20 @@ def test_invalid_files(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(VariantSpecError, match=message):
         load_variants_file(path)
+
+
+def test_an_entry_with_a_backend_prefix_is_a_shorthand_whatever_it_ends_in(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ollama:evil.toml").write_text('[[variants]]\nname = "file"\nbackend = "ollama"\n')
+    [variant] = resolve_variants(["ollama:evil.toml"]).variants
+    assert (variant.name, variant.backend, variant.model) == ("evil.toml", "ollama", "evil.toml")
+    [from_file] = resolve_variants(["./ollama:evil.toml"]).variants  # a file, named as a path
+    assert from_file.name == "file"
+    with pytest.raises(VariantSpecError, match="no GGUF file"):
+        resolve_variants(["llamacpp:x.toml"])
+
+
+@pytest.mark.parametrize("spec", ["ollama:_x", "ollama:-x", "ollama:é", "ollama:/../../x.toml"])
+def test_a_shorthand_whose_name_breaks_the_rule_is_refused_naming_it(spec):
+    with pytest.raises(VariantSpecError, match=f"variant '{spec}': .*starting with a letter or digit"):
+        resolve_variants([spec])

@@ -13,6 +13,8 @@ from fastapi.testclient import TestClient
 FAKE = (sys.executable, str(Path(__file__).with_name("fake_quantgate.py")))
 TOKEN = "s3cret-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+LOCAL = "http://127.0.0.1"
+"""The base URL of the test clients: a Host the server answers to (the default `testserver` is not)."""
 
 
 def until(client: TestClient, job_id: str, *statuses: str, timeout_s: float = 20) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from quantgate.serve import JobQueue, create_app
-from tests.quantgate.serve.api_client import AUTH, FAKE, TOKEN
+from tests.quantgate.serve.api_client import AUTH, FAKE, LOCAL, TOKEN
 
 
 @pytest.fixture
@@ -27,5 +27,5 @@ def client(root: Path, tmp_path: Path) -> Iterator[TestClient]:
     """The API with a token, over a queue running the stand-in (a 1 s grace after SIGTERM)."""
     queue = JobQueue(tmp_path / "runs", command=FAKE, stop_grace_s=1.0)
     app = create_app(roots=[root], out=tmp_path / "runs", token=TOKEN, queue=queue)
-    with TestClient(app, headers=AUTH) as test_client:
+    with TestClient(app, headers=AUTH, base_url=LOCAL) as test_client:
         yield test_client

@@ -17,7 +17,9 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 @contextmanager
-def running_server(roots: Sequence[Path], out: Path, *, token: str | None = None) -> Iterator[str]:
+def running_server(
+    roots: Sequence[Path], out: Path, *, token: str | None = None, flags: Sequence[str] = ()
+) -> Iterator[str]:
     """The server's URL once it answers `/health`; it is stopped on exit. Without `token`,
     `QUANTGATE_TOKEN` is left out of its environment."""
     with socket.socket() as probe:
@@ -26,7 +28,7 @@ def running_server(roots: Sequence[Path], out: Path, *, token: str | None = None
     env = {key: value for key, value in os.environ.items() if key != "QUANTGATE_TOKEN"}
     if token is not None:
         env["QUANTGATE_TOKEN"] = token
-    flags = [arg for root in roots for arg in ("--root", str(root))]
+    flags = [*flags, *(arg for root in roots for arg in ("--root", str(root)))]
     command = [sys.executable, "-m", "quantgate", "serve", "--port", str(port), *flags, "--out", str(out)]
     server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"

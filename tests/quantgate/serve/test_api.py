@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from quantgate.inputs.dataset import bundled_root
 from quantgate.inputs.variants import load_variants_file
 from quantgate.serve import JobQueue, RunRequest, create_app, run_arguments
-from tests.quantgate.serve.api_client import FAKE, TOKEN, until, until_started
+from tests.quantgate.serve.api_client import FAKE, LOCAL, TOKEN, until, until_started
 
 
 def test_every_request_needs_the_token(client: TestClient) -> None:
@@ -157,5 +157,5 @@ def test_the_bearer_scheme_is_case_insensitive(client: TestClient) -> None:
 
 def test_without_a_token_no_header_is_needed(root: Path, tmp_path: Path) -> None:
     app = create_app(roots=[root], out=tmp_path / "runs", queue=JobQueue(tmp_path / "runs", command=FAKE))
-    with TestClient(app) as plain:
+    with TestClient(app, base_url=LOCAL) as plain:
         assert plain.get("/health").status_code == 200

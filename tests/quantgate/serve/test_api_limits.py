@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from quantgate.serve import JobQueue, create_app
 from quantgate.serve.guards import MAX_BODY_BYTES
 from quantgate.serve.requests import MAX_VARIANTS
-from tests.quantgate.serve.api_client import FAKE, until, until_started
+from tests.quantgate.serve.api_client import FAKE, LOCAL, until, until_started
 
 
 def _post(client: TestClient, body: str) -> tuple[int, str]:
@@ -76,11 +76,11 @@ def test_variants_are_bounded_and_go_to_the_run_in_a_file(client: TestClient) ->
 
 def test_a_full_queue_answers_429_and_keeps_nothing(root: Path, tmp_path: Path) -> None:
     queue = JobQueue(tmp_path / "runs", command=FAKE, max_queued=2, stop_grace_s=1.0)
-    with TestClient(create_app(roots=[root], out=tmp_path / "runs", queue=queue)) as plain:
+    with TestClient(create_app(roots=[root], out=tmp_path / "runs", queue=queue), base_url=LOCAL) as plain:
         running = plain.post("/runs", json={"dataset": "slow"}).json()
         until_started(plain, running["id"])
         assert [plain.post("/runs", json={"dataset": "ok"}).status_code for _ in range(3)] == [202, 202, 429]
         assert "2 runs are already waiting" in plain.post("/runs", json={"gates": {"min_cases": 2}}).text
         assert len(plain.get("/runs").json()) == 3
-        assert len(list((tmp_path / "runs").iterdir())) == 3
+        assert len([p for p in (tmp_path / "runs").iterdir() if p.is_dir()]) == 3
         plain.post(f"/runs/{running['id']}/cancel")

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quantgate.serve import JobQueue, create_app
+from tests.quantgate.serve.api_client import LOCAL
 
 ANY_TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=40)
 """Any code points: NULs, control characters, lone surrogates."""
@@ -57,7 +58,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     (root / "escape").symlink_to("/etc")
     out = root.parent / "runs"
     app = create_app(roots=[root], out=out, queue=JobQueue(out, command=("true",)))
-    with TestClient(app, raise_server_exceptions=False) as test_client:
+    with TestClient(app, raise_server_exceptions=False, base_url=LOCAL) as test_client:
         yield test_client
 
 

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from quantgate.serve import JobQueue, JobStatus, RunRequest, RunState, create_app
 from quantgate.serve.jobs import time_limit
-from tests.quantgate.serve.api_client import AUTH, FAKE, TOKEN, until, until_started
+from tests.quantgate.serve.api_client import AUTH, FAKE, LOCAL, TOKEN, until, until_started
 
 
 def _sigterms(tmp_path: Path, job_id: str) -> int:
@@ -59,7 +59,7 @@ def test_the_servers_limit_holds_whatever_the_request_asks(root: Path, tmp_path:
         7,
     )
     queue = JobQueue(tmp_path / "runs", command=FAKE, run_timeout_s=2, stop_grace_s=1.0)
-    with TestClient(create_app(roots=[root], out=tmp_path / "runs", queue=queue)) as plain:
+    with TestClient(create_app(roots=[root], out=tmp_path / "runs", queue=queue), base_url=LOCAL) as plain:
         job = plain.post("/runs", json={"dataset": "stubborn", "timeout_s": 3600}).json()
         state = until(plain, job["id"], "failed", "complete")
         assert state["error"] == "stopped after 2 s wall-clock limit (killed 1 s after SIGTERM)"
@@ -86,7 +86,7 @@ def test_a_restarted_server_lists_the_runs_of_the_last_one(root: Path, tmp_path:
     _job_file(out, "20261203-100000-000003", "queued")
     (out / "not-a-job").mkdir()
     queue = JobQueue(out, command=FAKE)
-    with TestClient(create_app(roots=[root], out=out, queue=queue)) as plain:
+    with TestClient(create_app(roots=[root], out=out, queue=queue), base_url=LOCAL) as plain:
         states = plain.get("/runs").json()
     assert [(s["id"][-1], s["status"], s["error"]) for s in states] == [
         ("1", "complete", None),
@@ -107,7 +107,9 @@ def test_no_run_starts_beside_one_a_dead_server_left_running(root: Path, tmp_pat
     lock = os.open(run_dir, os.O_RDONLY)  # as the orphaned `quantgate run` holds it
     fcntl.flock(lock, fcntl.LOCK_EX)
     queue = JobQueue(out, command=FAKE)
-    with TestClient(create_app(roots=[root], out=out, token=TOKEN, queue=queue), headers=AUTH) as client:
+    with TestClient(
+        create_app(roots=[root], out=out, token=TOKEN, queue=queue), headers=AUTH, base_url=LOCAL
+    ) as client:
         assert client.get("/health").json()["running"] == 1
         assert client.post("/runs/20261203-100000-000001/cancel").status_code == 409
         job = client.post("/runs", json={"dataset": "ok"}).json()

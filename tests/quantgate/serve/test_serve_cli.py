@@ -42,3 +42,26 @@ def test_the_run_timeout_must_be_seconds_above_0(
     flags = ["--root", str(tmp_path), "--out", str(tmp_path / "runs"), "--run-timeout", value]
     assert main(["serve", *flags]) == 2
     assert f"--run-timeout {float(value):g}: give a number of seconds above 0" in capsys.readouterr().err
+
+
+def test_a_second_server_on_the_same_out_refuses_to_start_naming_the_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with running_server([tmp_path], tmp_path / "runs"):
+        pid = (tmp_path / "runs" / "serve.lock").read_text()
+        assert main(["serve", "--root", str(tmp_path), "--out", str(tmp_path / "runs")]) == 2
+        assert f"already used by another quantgate serve (pid {pid})" in capsys.readouterr().err
+
+
+def test_the_server_answers_only_to_known_host_names(tmp_path: Path) -> None:
+    with running_server([tmp_path], tmp_path / "runs", flags=["--allow-host", "box.lan"]) as url:
+        hosts = ("attacker.example", "localhost", "box.lan:8321", "127.0.0.1")
+        assert [httpx.get(f"{url}/health", headers={"Host": host}).status_code for host in hosts] == [
+            400, 200, 200, 200
+        ]  # fmt: skip
+
+
+def test_the_api_token_cannot_be_allowed_to_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    flags = ["--root", str(tmp_path), "--out", str(tmp_path / "runs"), "--allow-env", "QUANTGATE_TOKEN"]
+    assert main(["serve", *flags]) == 2
+    assert "QUANTGATE_TOKEN is the API's token, which no run may read" in capsys.readouterr().err
