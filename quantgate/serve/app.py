@@ -7,7 +7,8 @@
     GET  /runs/{id}/report      report.html         POST /runs/{id}/cancel
     GET  /health                GET /docs (OpenAPI)
 
-A request whose Host the server does not answer to gets 400; with a token (`QUANTGATE_TOKEN`),
+On a server without a token, a request whose Host it does not answer to gets 400 (DNS rebinding);
+with a token (`QUANTGATE_TOKEN`),
 every request, the docs included, needs `Authorization: Bearer <token>`, else 401
 (`quantgate.serve.guards`, with the body limit and the 422 answers). Every file a request leads to
 must lie inside the roots (`quantgate.serve.paths`), else 403. Runs go through `JobQueue`, one at a
@@ -96,7 +97,8 @@ def create_app(
     hosts: Sequence[str] = (),
 ) -> FastAPI:
     """The API over `queue` (by default one writing jobs under `out`); `token`: required bearer token;
-    `hosts`: the Host names it answers to besides the loopback ones (the address bound, `--allow-host`)."""
+    `hosts`: the Host names a token-less server answers to besides the loopback ones (the address
+    bound, `--allow-host`); with a token every Host is answered (the token guards it)."""
     jobs = queue or JobQueue(out)
 
     @asynccontextmanager
@@ -108,7 +110,8 @@ def create_app(
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_middleware(BodyLimit)
     app.middleware("http")(bearer_check(token))
-    app.middleware("http")(host_check(hosts))  # added last: it runs first
+    if token is None:  # a token-less server: a page on another site could reach it by DNS rebinding
+        app.middleware("http")(host_check(hosts))  # added last: it runs first
     _add_run_routes(app, jobs, [Path(r).resolve() for r in roots])
     _add_file_routes(app, jobs)
     return app
