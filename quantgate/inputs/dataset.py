@@ -24,7 +24,7 @@ from quantgate.inputs.problems import Problem as Problem  # re-exported: readers
 from quantgate.inputs.problems import is_repeat
 from quantgate.inputs.problems import validation_problems as validation_problems
 from quantgate.inputs.task_file import TASK_FILE, ExpectedCheck, read_record_schema, task_json
-from quantgate.inputs.utf8 import utf8_encodable
+from quantgate.inputs.utf8 import utf8_encodable, utf8_lines
 
 SCHEMA_FILE = "schema.json"
 CASES_FILE = "cases.jsonl"
@@ -133,18 +133,10 @@ def resolve_dataset(name_or_path: str | Path) -> Path:
 
 
 def _read_lines(file: Path, problems: list[Problem]) -> Iterator[tuple[int, Case]]:
-    name = file.name
-    with file.open(encoding="utf-8", errors="strict") as handle:
-        lineno = 0
-        try:
-            for lineno, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                case = _parse_case(name, lineno, line, problems)
-                if case is not None:
-                    yield lineno, case
-        except UnicodeDecodeError as exc:
-            problems.append(Problem(file=name, line=lineno + 1, message=f"not UTF-8: {exc.reason}"))
+    for lineno, line in utf8_lines(file, problems):
+        case = _parse_case(file.name, lineno, line, problems)
+        if case is not None:
+            yield lineno, case
 
 
 def _parse_case(name: str, lineno: int, line: str, problems: list[Problem]) -> Case | None:
