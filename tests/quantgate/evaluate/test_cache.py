@@ -95,15 +95,16 @@ def _variants(
 
 
 def _options(tmp_path: Path, cache: Path | None, **changes: Any) -> RunOptions:
-    """The run's options; without verification unless asked (a verifying run decodes its latency sample
-    even when the cache holds it: `test_the_latency_sample_is_decoded_in_the_run_even_when_cached`)."""
+    """The run's options; without verification and with a latency sample of one case unless asked
+    (every run decodes its latency sample, the reference's too, even when the cache holds it:
+    `test_the_latency_sample_is_decoded_in_the_run_even_when_cached`)."""
     return RunOptions(
         out=tmp_path / "runs",
         progress=False,
         token_fidelity=False,
         round_size=4,
         reference_cache=cache,
-        **{"verify": False, **changes},
+        **{"verify": False, "latency_cases": 1, **changes},
     )
 
 
@@ -114,25 +115,23 @@ def test_a_second_run_takes_the_reference_from_the_cache(tmp_path):
     assert len(CASES_ANSWERED) == 16  # both variants answered every case
     CASES_ANSWERED.clear()
     second = run_evaluation(dataset, _variants(tmp_path), options=_options(tmp_path, cache))
-    assert len(CASES_ANSWERED) == 8  # only the candidate
+    assert len(CASES_ANSWERED) == 8 + 1  # the candidate, and the reference's latency sample
     summary = load_run(second).summary
     ref, cand = summary.entry("ref"), summary.entry("cand")
     assert ref is not None
     assert cand is not None
-    assert (ref.cases, ref.cached_cases, ref.loads) == (8, 8, 0)
+    assert (ref.cases, ref.cached_cases, ref.loads) == (8, 7, 1)
     assert cand.cached_cases is None
     records = [r for r in read_records(second) if r.variant == "ref"]
-    assert {r.cached_from for r in records} == {first.name}  # each names the run that evaluated it
+    # each cached record names the run that evaluated it; the latency sample is this run's
+    assert {r.case_id: r.cached_from for r in records} == {
+        f"c{i:02d}": None if i == 0 else first.name for i in range(8)
+    }
     before = {r.case_id: r.raw for r in read_records(first) if r.variant == "ref"}
     assert {r.case_id: r.raw for r in records} == before
-    # the reference's figures are as in the first run (its memory: the first run's measurement)
     first_ref = load_run(first).summary.entry("ref")
     assert first_ref is not None
-    assert (ref.field_accuracy, ref.memory_mb, ref.load_s) == (
-        first_ref.field_accuracy,
-        first_ref.memory_mb,
-        first_ref.load_s,
-    )
+    assert ref.field_accuracy == first_ref.field_accuracy
     assert cand.field_accuracy_delta == pytest.approx(-1 / 4 / 8)
 
 
@@ -213,7 +212,7 @@ def test_the_key_names_what_decides_the_answers(tmp_path):
     inputs = key_inputs(session)
     assert inputs is not None
     assert set(inputs) == {
-        "model_sha256", "backend", "options", "slots", "max_repairs", "dataset_sha256",
+        "cache_format", "model_sha256", "backend", "options", "slots", "max_repairs", "dataset_sha256",
         "prompt_prefix_sha256", "quantgate", "llama_cpp_python", "cpu_model", "machine",
     }  # fmt: skip
     assert inputs["dataset_sha256"] == dataset.sha256
@@ -237,6 +236,76 @@ def test_a_reference_with_a_kv_cache_type_has_a_key_of_its_own(tmp_path):
     assert "kv_cache" not in plain  # keys of references without one are unchanged
     assert cached == {**plain, "kv_cache": {"k": "q8_0", "v": "q8_0"}}
     assert cache_key(cached) != cache_key(plain)
+
+
+def _key_of(tmp_path: Path, variants: list[Variant]) -> dict[str, Any] | None:
+    from quantgate.evaluate.session import RunSession
+
+    session = RunSession.__new__(RunSession)  # only what key_inputs reads
+    session.variants, session.reference = variants, "ref"
+    session.dataset, session.options = _dataset(tmp_path / "d", 2), _options(tmp_path, tmp_path / "cache")
+    return key_inputs(session)
+
+
+def test_a_served_reference_is_keyed_by_its_model_name(tmp_path):
+    """A renamed model on the same server does not hit the cache (issue 46): the name is in the key
+    of a served variant, whose file is not read; a model file's key holds its sha256, not its path."""
+    served = Variant(name="ref", backend="openai", model="a", sha256="ab" * 32, options={"base_url": "u"})
+    renamed = served.model_copy(update={"model": "b"})
+    a, b = _key_of(tmp_path, [served]), _key_of(tmp_path, [renamed])
+    assert a is not None
+    assert b is not None
+    assert (a["model"], b["model"]) == ("a", "b")
+    assert cache_key(a) != cache_key(b)
+    filed = _variants(tmp_path).variants[0]
+    moved = filed.model_copy(update={"model": str(tmp_path / "elsewhere.gguf"), "sha256": "cd" * 32})
+    assert "model" not in (_key_of(tmp_path, [moved]) or {})
+
+
+def _cache_files(cache: Path, name: str) -> Path:
+    (directory,) = cache.iterdir()
+    return directory / name
+
+
+def test_an_edited_cached_record_is_a_miss_with_a_warning(tmp_path, capsys):
+    """Labels set to the gold in a cached record took the reference from 12.5% to 100% (issue 46):
+    each record carries its checksum; one that does not match is evaluated again, with a warning,
+    and the run that does so keeps a good record, so the warning is said once."""
+    cache, dataset = tmp_path / "cache", _dataset(tmp_path / "d", 8)
+    variants = _variants(tmp_path, answers=({"case <1>": WRONG}, {}))
+    options = _options(tmp_path, cache, latency_cases=1)  # c00 is decoded by every run
+    run_evaluation(dataset, variants, options=options)
+    records = _cache_files(cache, "records.jsonl")
+    lines = records.read_text().splitlines()
+    records.write_text("".join(line.replace("USD", "EUR") + "\n" for line in lines))  # c01 made right
+    capsys.readouterr()
+    CASES_ANSWERED.clear()
+    second = run_evaluation(dataset, variants, options=options)
+    assert "has 1 record(s) that do not match their checksum (cases c01)" in capsys.readouterr().err
+    ref = load_run(second).summary.entry("ref")
+    assert ref is not None
+    assert ref.cached_cases == 6  # all but the latency sample and the edited case
+    assert CASES_ANSWERED.count("case <1>") == 2  # the reference's and the candidate's
+    assert ref.field_accuracy == pytest.approx(1 - 1 / 4 / 8)  # not the edit's 100%
+    run_evaluation(dataset, variants, options=options)
+    assert "checksum" not in capsys.readouterr().err
+
+
+def test_an_edited_cached_entry_makes_the_whole_key_a_miss(tmp_path, capsys):
+    cache, dataset = tmp_path / "cache", _dataset(tmp_path / "d", 8)
+    options = _options(tmp_path, cache, latency_cases=1)
+    run_evaluation(dataset, _variants(tmp_path), options=options)
+    entry = _cache_files(cache, "entry.json")
+    sealed = json.loads(entry.read_text())
+    sealed.get("content", sealed)["memory_mb"] = 1.0  # {"sha256": ..., "content": the entry}
+    entry.write_text(json.dumps(sealed))
+    capsys.readouterr()
+    second = run_evaluation(dataset, _variants(tmp_path), options=options)
+    assert "entry.json does not match its checksum; the whole entry is not used" in capsys.readouterr().err
+    ref = load_run(second).summary.entry("ref")
+    assert ref is not None
+    assert ref.cached_cases is None
+    assert ref.memory_mb != 1.0
 
 
 GOLDS = ["card_lost", "card_arrival", "top_up_failed", "card_lost"]
@@ -278,7 +347,7 @@ def test_a_cached_classification_reference_scores_as_a_fresh_one(tmp_path):
     first, second = _twice_with_a_cache(tmp_path, dataset, answers)
     ref = second.entry("ref")
     assert ref is not None
-    assert (ref.cached_cases, ref.label_accuracy, ref.macro_f1) == (4, 1.0, 1.0)
+    assert (ref.cached_cases, ref.label_accuracy, ref.macro_f1) == (3, 1.0, 1.0)  # the latency sample decoded
     assert ref.confusion == [[1, 0, 0, 0], [0, 2, 0, 0], [0, 0, 1, 0]]
     for name in ("ref", "cand"):
         assert _kind_figures(second.entry(name)) == _kind_figures(first.entry(name))
@@ -296,7 +365,7 @@ def test_a_cached_generation_reference_scores_as_a_fresh_one(tmp_path):
     first, second = _twice_with_a_cache(tmp_path, dataset, answers)
     ref = second.entry("ref")
     assert ref is not None
-    assert ref.cached_cases == 3
+    assert ref.cached_cases == 2  # g0 is decoded again: the latency sample
     assert ref.chrf == pytest.approx(1.0)  # the reference's texts are the gold
     for name in ("ref", "cand"):
         assert _kind_figures(second.entry(name)) == _kind_figures(first.entry(name))
