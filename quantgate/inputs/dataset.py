@@ -239,6 +239,7 @@ def check_dataset(
     card_file = next((root / n for n in CARD_FILES if (root / n).is_file()), None)
     if card_file is None:
         problems.append(Problem(file="README.md", message="no dataset card (README.md)", severity="warning"))
+    card = _read_card(card_file, problems) if card_file else None
     if parsed is None or any(p.severity == "error" for p in problems):
         return None, problems
     dataset = Dataset(
@@ -248,12 +249,25 @@ def check_dataset(
         spec=parsed.spec,
         cases=tuple(cases),
         examples=tuple(examples),
-        card=card_file.read_text(encoding="utf-8") if card_file else None,
+        card=card,
         sha256=_sha256(root),
         warnings=tuple(problems),
         task=parsed.task,
     )
     return dataset, problems
+
+
+def _read_card(file: Path, problems: list[Problem]) -> str:
+    """The dataset card's text. It is documentation, not data: bytes that are not UTF-8 are replaced
+    (U+FFFD), with a warning naming the first, rather than refusing the dataset."""
+    data = file.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = f"{exc.reason} at byte {exc.start + 1}"
+        message = f"not UTF-8 ({where}); read with the bad bytes replaced"
+        problems.append(Problem(file=file.name, message=message, severity="warning"))
+        return data.decode("utf-8", errors="replace")
 
 
 def load_dataset(name_or_path: str | Path, *, skip_invalid_cases: bool = False) -> Dataset:

@@ -209,3 +209,17 @@ def test_lines_end_as_in_a_text_file(tmp_path):
     assert messages(problems) == [
         "cases.jsonl:4: invalid JSON: Expecting property name enclosed in double quotes (column 2)"
     ]
+
+
+def test_a_card_that_is_not_utf8_is_read_with_a_warning(tmp_path, capsys):
+    """A README.md in Latin-1 crashed loading (issue 46): the card is documentation, so its bad
+    bytes are replaced and a warning names the first."""
+    root = write_dataset(tmp_path / "d", [case(1)])
+    (root / "README.md").write_bytes("# Café\n".encode("latin-1"))
+    dataset = load_dataset(root)
+    assert dataset.card == "# Caf\ufffd\n"
+    assert [str(p) for p in dataset.warnings] == [
+        "README.md: not UTF-8 (invalid continuation byte at byte 6); read with the bad bytes replaced"
+    ]
+    assert main(["datasets", "check", str(root)]) == 0
+    assert "README.md: not UTF-8" in capsys.readouterr().err
