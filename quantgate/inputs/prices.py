@@ -34,7 +34,6 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evaluators.errors import UsageError
-from quantgate.formatting import terminal_text
 from quantgate.inputs.tomlfile import read_toml, validation_message
 
 __all__ = ["ANY_FIELD", "MAX_PRICE", "MIN_TRAFFIC", "CostsError", "Prices", "load_prices"]
@@ -51,9 +50,8 @@ Price = Annotated[float, Field(ge=0.0, le=MAX_PRICE)]
 
 
 def _no_control_characters(text: str) -> str:
-    shown = terminal_text(text)  # each control character as its escape
-    if shown != text:
-        raise ValueError(f"'{shown}' has control characters (such as ESC, a tab or a line break)")
+    if not text.isprintable():  # control and format characters (bidi controls) are not
+        raise ValueError(f"{text!a} has control characters (such as ESC, a tab or a line break)")
     return text
 
 
