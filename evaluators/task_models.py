@@ -13,12 +13,13 @@ from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
 from jsonschema.exceptions import SchemaError
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, field_validator
 
 from evaluators.format import error_path
 from evaluators.validation import check_schema
 
 __all__ = [
+    "MAX_LABELS",
     "ClassificationTask",
     "ExtractionTask",
     "GenerationTask",
@@ -32,6 +33,13 @@ __all__ = [
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """OpenAI's rule for a function name."""
+
+MAX_LABELS = 500
+"""The most labels a classification task may have. Every case's prompt lists every label (and the
+grammar holds each): banking77's 77 labels take about 1,800 characters of it, some 500 tokens, so
+500 labels of that length take about 3,000 tokens of the 8,192-token context the embedded backend
+opens, leaving the rest for the instructions, the examples and the case's text and answer. Far
+more leave no room for a case (with 100,000 labels, a run recorded nothing for minutes)."""
 
 
 class TaskModel(BaseModel):
@@ -69,13 +77,18 @@ class ClassificationTask(TaskModel):
 
     kind: Literal["classification"] = "classification"
     labels: tuple[Annotated[str, Field(min_length=1)], ...]
-    multi_label: bool = False
+    multi_label: StrictBool = False  # "yes" is not true
 
     @field_validator("labels")
     @classmethod
     def _labels_unique(cls, labels: tuple[str, ...]) -> tuple[str, ...]:
         if not labels:
             raise ValueError("at least one label is needed")
+        if len(labels) > MAX_LABELS:
+            raise ValueError(
+                f"{len(labels):,} labels, more than {MAX_LABELS:,}: every case's prompt lists every label, "
+                "and so many leave no room in the model's context for the case"
+            )
         repeated = _first_repeat(labels)
         if repeated is not None:
             raise ValueError(f"label {repeated!r} is listed twice")

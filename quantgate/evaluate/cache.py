@@ -16,6 +16,13 @@ turns the cache off.
     <cache>/<key>/records.jsonl   the reference's records, one per case (CaseRecord)
     <cache>/<key>/entry.json      the reference's last summary entry (its memory and load figures)
 
+Each record line and entry.json is sealed: `{"sha256": ..., "content": ...}`, the sha256 of the
+content (its JSON, keys sorted). A record whose content no longer matches (edited or damaged since
+a run kept it) is a miss: the case is evaluated again, with a warning; an entry.json that no
+longer matches makes the whole key a miss. The checksum catches edits, not forgery (anyone who
+can write the cache can compute one). The key holds the layout's version (`CACHE_FORMAT`), so
+entries kept before checksums, which cannot be checked, are never read.
+
 The cached timings were measured by an earlier run on the same kind of machine; the summary
 counts the cached cases of the reference (`cached_cases`).
 """
@@ -29,10 +36,10 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import platformdirs
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evaluators import CaseScorer
 from graphs.evaluation import retained, score_case
@@ -52,11 +59,22 @@ from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.store import RunStore
 from quantgate.rundir.summary import VariantEntry
 
-__all__ = ["REFERENCE_CACHE_ENV", "ReferenceCache", "cache_key", "default_reference_cache", "key_inputs"]
+__all__ = [
+    "CACHE_FORMAT",
+    "REFERENCE_CACHE_ENV",
+    "ReferenceCache",
+    "cache_key",
+    "default_reference_cache",
+    "key_inputs",
+]
 
 _RECORDS = "records.jsonl"
 _ENTRY = "entry.json"
 _KEY = "key.json"
+
+CACHE_FORMAT = 2
+"""The layout of a key's files, part of the key: 2, record lines and entry.json sealed with their
+sha256; 1 (no `cache_format` in the key), written before checksums, is never read."""
 
 
 REFERENCE_CACHE_ENV = "QUANTGATE_REFERENCE_CACHE"
@@ -92,8 +110,12 @@ def key_inputs(session: RunSession) -> dict[str, Any] | None:
         task=dataset.task,
     )[:-1]
     machine = hardware()
+    # a served model is named, not a file: the name picks the weights on that server
+    served = {} if capabilities(variant).model_file else {"model": variant.model}
     return {
+        "cache_format": CACHE_FORMAT,
         "model_sha256": sha256,
+        **served,
         "backend": variant.backend,
         "options": variant.options,
         "slots": variant_concurrency(options, variant),
@@ -129,8 +151,11 @@ class ReferenceCache:
         self.records: dict[str, CaseRecord] = {}
         self.entry: VariantEntry | None = None
         if directory is not None:
-            self.records = _read_records(directory / _RECORDS)
-            self.entry = _read_entry(directory / _ENTRY)
+            entry, edited = _read_entry(directory / _ENTRY)
+            if edited:  # its figures were changed: the reference is loaded and measured again
+                _warn(directory / _ENTRY, "does not match its checksum; the whole entry is not used")
+                return
+            self.records, self.entry = _read_records(directory / _RECORDS), entry
 
     @classmethod
     def for_session(cls, session: RunSession) -> ReferenceCache:
@@ -183,7 +208,7 @@ class ReferenceCache:
         for record in _latest(track, fresh):
             kept = record.model_copy(update={"cached_from": self.run_id})
             self.records[record.case_id] = kept
-            lines.append(kept.model_dump_json())
+            lines.append(_seal(kept))
         _append(self.directory / _RECORDS, lines)
 
     def keep_entry(self, entry: VariantEntry) -> None:
@@ -191,7 +216,7 @@ class ReferenceCache:
         if self.directory is None or not entry.loads:
             return
         with contextlib.suppress(OSError):
-            (self.directory / _ENTRY).write_text(entry.model_dump_json(indent=1), encoding="utf-8")
+            (self.directory / _ENTRY).write_text(_seal(entry) + "\n", encoding="utf-8")
 
 
 def _latest(track: Track, case_ids: list[str]) -> list[CaseRecord]:
@@ -215,17 +240,68 @@ def _append(path: Path, lines: list[str]) -> None:
         print(f"quantgate: warning: {path} could not be written ({exc})", file=sys.stderr)
 
 
+def _warn(path: Path, what: str) -> None:
+    print(f"quantgate: warning: the reference cache's {path} {what}", file=sys.stderr)
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class _Sealed(BaseModel):
+    """A record line or entry.json of the cache: the content and its checksum (`_checksum`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sha256: str
+    content: dict[str, Any]
+
+    def unsealed(self, model: type[_M]) -> _M | None:
+        """The content through its model; None when it does not match its checksum or the model."""
+        if self.sha256 != _checksum(self.content):
+            return None
+        try:
+            return model.model_validate(self.content)
+        except ValidationError:
+            return None
+
+
+def _checksum(content: dict[str, Any]) -> str:
+    """The sha256 of a JSON object, written with its keys sorted (the same whatever their order)."""
+    return hashlib.sha256(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _seal(model: BaseModel) -> str:
+    """The JSON of a sealed `model`, on one line."""
+    content = json.loads(model.model_dump_json())
+    return _Sealed(sha256=_checksum(content), content=content).model_dump_json()
+
+
 def _read_records(path: Path) -> dict[str, CaseRecord]:
+    """The cached records by case; a line that does not match its checksum is a miss (its case
+    evaluated again), said once for the cases no later line of which does match."""
     if not path.is_file():
         return {}
     found: dict[str, CaseRecord] = {}
-    for record in read_lines(path, CaseRecord, problems=[]):  # a damaged line is one case less
-        found.setdefault(record.case_id, record)
+    edited: set[str] = set()
+    for line in read_lines(path, _Sealed, problems=[]):  # a damaged line is one case less
+        record = line.unsealed(CaseRecord)
+        if record is None:
+            edited.add(str(line.content.get("case_id")))
+        else:
+            found.setdefault(record.case_id, record)
+    edited -= set(found)  # evaluated again since, and kept
+    if edited:
+        cases = ", ".join(sorted(edited)[:5]) + (", ..." if len(edited) > 5 else "")
+        _warn(path, f"has {len(edited)} record(s) that do not match their checksum (cases {cases}): "
+              "edited or damaged since a run kept them; those cases are evaluated again")  # fmt: skip
     return found
 
 
-def _read_entry(path: Path) -> VariantEntry | None:
+def _read_entry(path: Path) -> tuple[VariantEntry | None, bool]:
+    """The cached entry (None when there is none), and whether entry.json does not match its checksum."""
     try:
-        return VariantEntry.model_validate_json(path.read_bytes())
+        sealed = _Sealed.model_validate_json(path.read_bytes())
     except (OSError, ValidationError):
-        return None
+        return None, False
+    entry = sealed.unsealed(VariantEntry)
+    return entry, entry is None

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluators import loads_json
 from evaluators.errors import UsageError
 from quantgate.backends import capabilities
 from quantgate.evaluate.options import DEFAULT_LATENCY_CASES, RunOptions
@@ -36,7 +37,7 @@ from quantgate.evaluate.stopping_rule import DEFAULT_ROUND_SIZE
 from quantgate.hardware import hardware
 from quantgate.inputs.dataset import Dataset, DatasetError, data_file_hashes, load_dataset
 from quantgate.inputs.variants import Variant, VariantSet, VariantSpec
-from quantgate.rundir.files import DATASET_DIR, FIDELITY_FILE, RECORDS_FILE, VARIANTS_FILE
+from quantgate.rundir.files import DATASET_DIR, FIDELITY_FILE, RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
 from quantgate.rundir.jsonfile import RunFileError
 from quantgate.rundir.jsonl import LineProblem
 from quantgate.rundir.lines import CaseRecord
@@ -49,7 +50,7 @@ from quantgate.rundir.store import (
     read_summary,
     set_aside_torn_tail,
 )
-from quantgate.rundir.summary import RunSummary, VariantEntry, VariantsFile
+from quantgate.rundir.summary import COPY_SHA256_SINCE, RunSummary, VariantEntry, VariantsFile
 
 __all__ = ["ReadBack", "ResumeError", "planned_variants", "read_back"]
 
@@ -138,7 +139,10 @@ def _dataset(run_dir: Path, summary: RunSummary, given: Dataset | None) -> Datas
             f"--dataset {given.path}: not the run's dataset (sha256 {given.sha256[:12]}…; the run read "
             f"{summary.dataset.path}, sha256 {summary.dataset.sha256[:12]}…)"
         )
-    _check_copy(run_dir, summary.dataset.copy_sha256)
+    if summary.dataset.copy_sha256 is None:
+        _check_written_before_copy_sha256(run_dir)
+    else:
+        _check_copy(run_dir, summary.dataset.copy_sha256)
     try:
         return load_dataset(run_dir / DATASET_DIR)
     except (DatasetError, FileNotFoundError) as exc:
@@ -147,11 +151,26 @@ def _dataset(run_dir: Path, summary: RunSummary, given: Dataset | None) -> Datas
         ) from None
 
 
-def _check_copy(run_dir: Path, recorded: dict[str, str] | None) -> None:
+def _check_written_before_copy_sha256(run_dir: Path) -> None:
+    """A summary without `dataset.copy_sha256` must be of a format before it (`COPY_SHA256_SINCE`):
+    in a later one it was removed, and the run's copy of its dataset can no longer be checked."""
+    path = run_dir / SUMMARY_FILE
+    try:
+        written = loads_json(path.read_text(encoding="utf-8")).get("format_version", 1)
+    except (OSError, ValueError, AttributeError):  # read as a summary a moment ago: not expected
+        written = None
+    if not isinstance(written, int) or written >= COPY_SHA256_SINCE:
+        raise ResumeError(
+            f"--resume {run_dir}: {path} (format_version {written}) has no dataset.copy_sha256, which "
+            f"every summary of format {COPY_SHA256_SINCE} or later records (the sha256 of each file of "
+            "the run's copy of its dataset): it was removed, so the copy cannot be checked; put it back "
+            "as it was, or start a new run"
+        )
+
+
+def _check_copy(run_dir: Path, recorded: dict[str, str]) -> None:
     """The run's copy of its dataset must be as the run wrote it (summary.json has each file's
     sha256; a summary written before format 6 has none to check)."""
-    if recorded is None:
-        return
     found = data_file_hashes(run_dir / DATASET_DIR)
     changed = sorted(name for name in {*recorded, *found} if recorded.get(name) != found.get(name))
     if changed:

@@ -37,6 +37,7 @@ from quantgate.inputs.dataset import (
     validation_problems,
 )
 from quantgate.inputs.problems import is_repeat
+from quantgate.inputs.utf8 import utf8_lines
 
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
@@ -96,14 +97,7 @@ _Line = TypeVar("_Line", bound=Document)
 def _read(file: Path, model: type[_Line], problems: list[Problem]) -> Iterator[_Line]:
     """The valid lines of a JSONL file; every bad line becomes a problem naming its line."""
     seen: dict[str, str] = {}
-    try:
-        lines = file.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        problems.append(Problem(file=file.name, message=f"not UTF-8: {exc.reason}"))
-        return
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for lineno, line in utf8_lines(file, problems):
         try:
             item = model.model_validate(loads_json(line))
         except json.JSONDecodeError as exc:

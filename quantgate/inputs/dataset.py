@@ -24,7 +24,7 @@ from quantgate.inputs.problems import Problem as Problem  # re-exported: readers
 from quantgate.inputs.problems import is_repeat
 from quantgate.inputs.problems import validation_problems as validation_problems
 from quantgate.inputs.task_file import TASK_FILE, ExpectedCheck, read_record_schema, task_json
-from quantgate.inputs.utf8 import utf8_encodable
+from quantgate.inputs.utf8 import utf8_encodable, utf8_lines
 
 SCHEMA_FILE = "schema.json"
 CASES_FILE = "cases.jsonl"
@@ -133,18 +133,10 @@ def resolve_dataset(name_or_path: str | Path) -> Path:
 
 
 def _read_lines(file: Path, problems: list[Problem]) -> Iterator[tuple[int, Case]]:
-    name = file.name
-    with file.open(encoding="utf-8", errors="strict") as handle:
-        lineno = 0
-        try:
-            for lineno, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                case = _parse_case(name, lineno, line, problems)
-                if case is not None:
-                    yield lineno, case
-        except UnicodeDecodeError as exc:
-            problems.append(Problem(file=name, line=lineno + 1, message=f"not UTF-8: {exc.reason}"))
+    for lineno, line in utf8_lines(file, problems):
+        case = _parse_case(file.name, lineno, line, problems)
+        if case is not None:
+            yield lineno, case
 
 
 def _parse_case(name: str, lineno: int, line: str, problems: list[Problem]) -> Case | None:
@@ -247,6 +239,7 @@ def check_dataset(
     card_file = next((root / n for n in CARD_FILES if (root / n).is_file()), None)
     if card_file is None:
         problems.append(Problem(file="README.md", message="no dataset card (README.md)", severity="warning"))
+    card = _read_card(card_file, problems) if card_file else None
     if parsed is None or any(p.severity == "error" for p in problems):
         return None, problems
     dataset = Dataset(
@@ -256,12 +249,25 @@ def check_dataset(
         spec=parsed.spec,
         cases=tuple(cases),
         examples=tuple(examples),
-        card=card_file.read_text(encoding="utf-8") if card_file else None,
+        card=card,
         sha256=_sha256(root),
         warnings=tuple(problems),
         task=parsed.task,
     )
     return dataset, problems
+
+
+def _read_card(file: Path, problems: list[Problem]) -> str:
+    """The dataset card's text. It is documentation, not data: bytes that are not UTF-8 are replaced
+    (U+FFFD), with a warning naming the first, rather than refusing the dataset."""
+    data = file.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = f"{exc.reason} at byte {exc.start + 1}"
+        message = f"not UTF-8 ({where}); read with the bad bytes replaced"
+        problems.append(Problem(file=file.name, message=message, severity="warning"))
+        return data.decode("utf-8", errors="replace")
 
 
 def load_dataset(name_or_path: str | Path, *, skip_invalid_cases: bool = False) -> Dataset:

@@ -21,7 +21,9 @@ With `request_rate_rps` and `machine_price_per_hour`, each variant is also price
 measured goodput needs for that rate (`quantgate.decide.machine_table`), beside the per-case costs.
 Values are typed strictly (a price is a TOML number, never a string or a boolean; an integer is
 taken as a float), finite, and at most `MAX_PRICE`; `extractions_per_hour` is at least
-`MIN_TRAFFIC`, so that no cost per 1,000 extractions can overflow to infinity.
+`MIN_TRAFFIC`, so that no cost per 1,000 extractions can overflow to infinity. Text (the currency,
+the fields of `review_per_field`) has no control characters, which decision.md and the terminal
+would otherwise carry as they are (an ESC byte).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evaluators.errors import UsageError
 from quantgate.inputs.tomlfile import read_toml, validation_message
@@ -47,6 +49,16 @@ MIN_TRAFFIC = 1e-6
 Price = Annotated[float, Field(ge=0.0, le=MAX_PRICE)]
 
 
+def _no_control_characters(text: str) -> str:
+    if not text.isprintable():  # control and format characters (bidi controls) are not
+        raise ValueError(f"{text!a} has control characters (such as ESC, a tab or a line break)")
+    return text
+
+
+PlainText = Annotated[str, AfterValidator(_no_control_characters)]
+"""Text shown in tables and decision.md as it is: no control characters."""
+
+
 class CostsError(UsageError):
     """A costs file that cannot be used; the message names the file and key."""
 
@@ -57,9 +69,9 @@ class Prices(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     format_version: Literal[1] = 1
-    currency: str = ""
+    currency: PlainText = ""
     review_per_case: Price | None = None
-    review_per_field: dict[str, Price] | None = None
+    review_per_field: dict[PlainText, Price] | None = None
     retry_call: Price | None = None
     node_per_hour: Price | None = None
     memory_per_gib_hour: Price | None = None

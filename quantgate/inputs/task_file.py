@@ -29,6 +29,7 @@ from evaluators import (
 )
 from evaluators.tasks import TASK_KINDS, ExtractionTask, Task, check_expected, field_spec, parse_task
 from quantgate.inputs.problems import Problem, validation_problems
+from quantgate.inputs.schema_refs import SchemaRefError, inline_refs
 from quantgate.inputs.utf8 import utf8_encodable
 
 __all__ = [
@@ -90,6 +91,9 @@ def read_task(root: Path, problems: list[Problem]) -> Task | None:
         message = "missing" if "kind" not in raw else f"{kind!r} is not a task kind"
         problems.append(Problem(file=TASK_FILE, field="kind", message=f"{message} (one of {kinds})"))
         return None
+    raw = _tools_inlined(raw, problems)
+    if raw is None:
+        return None
     try:
         return parse_task(raw)
     except ValidationError as exc:
@@ -98,6 +102,29 @@ def read_task(root: Path, problems: list[Problem]) -> Task | None:
             field = (problem.field or "").removeprefix(str(kind)).lstrip(".") or None
             problems.append(Problem(file=TASK_FILE, field=field, message=problem.message))
         return None
+
+
+def _tools_inlined(raw: dict[str, Any], problems: list[Problem]) -> dict[str, Any] | None:
+    """task.json with each tool's parameters' local `$ref`s inlined (`schema_refs`: they would point
+    elsewhere inside the record schema); None when one cannot be, each such problem added."""
+    tools = raw.get("tools")
+    if not isinstance(tools, list):
+        return raw
+    inlined: list[Any] = []
+    refused = False
+    for index, tool in enumerate(tools):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("parameters"), dict):
+            inlined.append(tool)  # the task's model names what is wrong
+            continue
+        try:
+            function = {**function, "parameters": inline_refs(function["parameters"])}
+        except SchemaRefError as exc:
+            field = ".".join(filter(None, (f"tools[{index}].function.parameters", exc.path)))
+            problems.append(Problem(file=TASK_FILE, field=field, message=exc.message))
+            refused = True
+        inlined.append({**tool, "function": function})
+    return None if refused else {**raw, "tools": inlined}
 
 
 def read_record_schema(root: Path, problems: list[Problem]) -> RecordSchema | None:

@@ -8,7 +8,7 @@ records.jsonl instead of trusting these.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from pydantic import Field
 
@@ -236,6 +236,12 @@ class VariantEntry(VariantSummary, _Throughput, _VariantHead):  # the keys in th
         description="The memory model's predicted RSS beside the measured peak (memory_mb), with the "
         "error. None: no prediction (not an embedded GGUF, e.g. a server variant) or no measured peak.",
     )
+
+
+COPY_SHA256_SINCE: Final = 6
+"""The summary.json format that added `dataset.copy_sha256`, which every evaluation run writes from
+then on: a summary of this format or later without it had it removed, and `--resume` refuses it
+(the run's copy of its dataset could no longer be checked)."""
 
 
 class DatasetInfo(RunFileModel):

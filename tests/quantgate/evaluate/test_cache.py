@@ -215,7 +215,7 @@ def test_the_key_names_what_decides_the_answers(tmp_path):
     inputs = key_inputs(session)
     assert inputs is not None
     assert set(inputs) == {
-        "model_sha256", "backend", "options", "slots", "max_repairs", "dataset_sha256",
+        "cache_format", "model_sha256", "backend", "options", "slots", "max_repairs", "dataset_sha256",
         "prompt_prefix_sha256", "quantgate", "llama_cpp_python", "cpu_model", "machine",
     }  # fmt: skip
     assert inputs["dataset_sha256"] == dataset.sha256
@@ -271,6 +271,80 @@ def _twice_with_a_cache(
         run_evaluation(dataset, _variants(tmp_path, answers=answers), options=options) for _ in range(2)
     ]
     return load_run(first).summary, load_run(second).summary
+
+
+def _key_of(tmp_path: Path, variants: list[Variant]) -> dict[str, Any] | None:
+    from quantgate.evaluate.session import RunSession
+
+    session = RunSession.__new__(RunSession)  # only what key_inputs reads
+    session.variants, session.reference = variants, "ref"
+    session.dataset, session.options = _dataset(tmp_path / "d", 2), _options(tmp_path, tmp_path / "cache")
+    return key_inputs(session)
+
+
+def test_a_served_reference_is_keyed_by_its_model_name(tmp_path):
+    """A renamed model on the same server does not hit the cache (issue 46): the name is in the key
+    of a served variant, whose file is not read; a model file's key holds its sha256, not its path."""
+    served = Variant(name="ref", backend="openai", model="a", sha256="ab" * 32, options={"base_url": "u"})
+    renamed = served.model_copy(update={"model": "b"})
+    a, b = _key_of(tmp_path, [served]), _key_of(tmp_path, [renamed])
+    assert a is not None
+    assert b is not None
+    assert (a["model"], b["model"]) == ("a", "b")
+    assert cache_key(a) != cache_key(b)
+    filed = _variants(tmp_path).variants[0]
+    moved = filed.model_copy(update={"model": str(tmp_path / "elsewhere.gguf"), "sha256": "cd" * 32})
+    assert "model" not in (_key_of(tmp_path, [moved]) or {})
+
+
+def _cache_files(cache: Path, name: str) -> Path:
+    (directory,) = cache.iterdir()
+    return directory / name
+
+
+def test_an_edited_cached_record_is_a_miss_with_a_warning(tmp_path, capsys):
+    """Labels set to the gold in a cached record took the reference from 12.5% to 100% (issue 46):
+    each record carries its checksum; one that does not match is evaluated again, with a warning,
+    and the run that does so keeps a good record, so the warning is said once."""
+    cache, dataset = tmp_path / "cache", _dataset(tmp_path / "d", 8)
+    variants = _variants(tmp_path, answers=({"case <1>": WRONG}, {}))
+    options = _options(tmp_path, cache, latency_cases=1)  # c00 is decoded by every run
+    run_evaluation(dataset, variants, options=options)
+    records = _cache_files(cache, "records.jsonl")
+    lines = records.read_text().splitlines()
+    records.write_text("".join(line.replace("USD", "EUR") + "\n" for line in lines))  # c01 made right
+    capsys.readouterr()
+    CASES_ANSWERED.clear()
+    second = run_evaluation(dataset, variants, options=options)
+    assert "has 1 record(s) that do not match their checksum (cases c01)" in capsys.readouterr().err
+    ref = load_run(second).summary.entry("ref")
+    assert ref is not None
+    assert ref.cached_cases == 6  # all but the latency sample and the edited case
+    assert CASES_ANSWERED.count("case <1>") == 2  # the reference's and the candidate's
+    assert ref.field_accuracy == pytest.approx(1 - 1 / 4 / 8)  # not the edit's 100%
+    run_evaluation(dataset, variants, options=options)
+    assert "checksum" not in capsys.readouterr().err
+
+
+def test_an_edited_cached_entry_makes_the_whole_key_a_miss(tmp_path, capsys):
+    cache, dataset = tmp_path / "cache", _dataset(tmp_path / "d", 8)
+    options = _options(tmp_path, cache, latency_cases=1)
+    run_evaluation(dataset, _variants(tmp_path), options=options)
+    entry = _cache_files(cache, "entry.json")
+    sealed = json.loads(entry.read_text())
+    sealed.get("content", sealed)["memory_mb"] = 1.0  # {"sha256": ..., "content": the entry}
+    entry.write_text(json.dumps(sealed))
+    capsys.readouterr()
+    second = run_evaluation(dataset, _variants(tmp_path), options=options)
+    assert "entry.json does not match its checksum; the whole entry is not used" in capsys.readouterr().err
+    ref = load_run(second).summary.entry("ref")
+    assert ref is not None
+    assert ref.cached_cases is None
+    assert ref.memory_mb != 1.0
+
+
+GOLDS = ["card_lost", "card_arrival", "top_up_failed", "card_lost"]
+TEXTS = {"text 0": "A is a place.", "text 1": "B is a place.", "text 2": "C is a town."}
 
 
 def test_a_cached_classification_reference_scores_as_a_fresh_one(tmp_path):

@@ -63,6 +63,20 @@ def test_a_file_added_to_the_copy_is_refused(tmp_path):
     assert_refused(run_dir, _message(run_dir, EXAMPLES_FILE, "was added"))
 
 
+@pytest.mark.parametrize("version", [13, 11, 6])
+def test_a_copy_sha256_removed_from_a_summary_of_a_format_that_has_it_is_refused(tmp_path, version):
+    """Deleting `dataset.copy_sha256` skipped the check of an edited copy (issue 46): a summary of
+    format 6 or later records it, so its absence is a removal, refused."""
+    run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
+    cases = _copy(run_dir, CASES_FILE)
+    cases.write_text(cases.read_text().replace("case <5>", "case <5>, edited"))
+    summary = json.loads((run_dir / SUMMARY_FILE).read_text())
+    del summary["dataset"]["copy_sha256"]
+    (run_dir / SUMMARY_FILE).write_text(json.dumps({**summary, "format_version": version}))
+    message = f"(format_version {version}) has no dataset.copy_sha256, which every summary of format 6"
+    assert_refused(run_dir, re.escape(f"--resume {run_dir}: {run_dir / SUMMARY_FILE} {message}"))
+
+
 def test_the_card_of_the_copy_may_change_and_a_summary_of_format_5_is_not_checked(tmp_path):
     run_dir = interrupted_run(resume_dataset(tmp_path / "d"), tmp_path, stop_quant="c3")
     (run_dir / DATASET_DIR / "README.md").write_text("notes added by hand\n")  # no data: not checked

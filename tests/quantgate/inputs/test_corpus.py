@@ -72,6 +72,21 @@ def test_every_bad_line_is_named(tmp_path: Path) -> None:
     assert "queries.jsonl:2: relevant:" in message
 
 
+def test_a_line_that_is_not_utf8_is_named_and_a_line_separator_is_text(tmp_path: Path) -> None:
+    """A bad byte names its own line (issue 46; the whole file was refused without a line), and a
+    raw U+2028 inside a JSON string is text, not the end of a line."""
+    root = tmp_path / "set"
+    root.mkdir()
+    lines = [{"id": "d1", "text": "one\u2028two"}, {"id": "d2", "text": "x"}]
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    (root / "corpus.jsonl").write_bytes(text.encode())
+    assert [d.text for d in load_corpus(root).documents] == ["one\u2028two", "x"]
+    with (root / "corpus.jsonl").open("ab") as handle:
+        handle.write(b'{"id": "d3", "text": "\xff"}\n')
+    with pytest.raises(DatasetError, match=r"corpus\.jsonl:3: not UTF-8: invalid start byte at byte 23"):
+        load_corpus(root)
+
+
 def test_a_directory_with_neither_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"no corpus\.jsonl .* and no cases\.jsonl"):
         load_corpus(tmp_path)

@@ -181,3 +181,45 @@ def test_bundled_datasets_cover_the_slices():
 
     tags = {t for name in bundled_datasets() for c in load_dataset(name).cases for t in c.tags}
     assert {"lang:es", "lang:en", "numbers", "dates", "long", "lists", "code"} <= tags
+
+
+def test_a_line_that_is_not_utf8_is_named_and_only_it_is_skipped(tmp_path, capsys):
+    """A bad byte on line 301 of 400 (issue 46): that line is named and skipped, the other 399 kept
+    (decoding the file in blocks named line 264 and dropped the 140 lines after it)."""
+    root = write_dataset(tmp_path / "d", [case(i) for i in range(1, 401)])
+    lines = (root / "cases.jsonl").read_bytes().splitlines(keepends=True)
+    lines[300] = lines[300].replace(b"text 301", b"text \xff\xfe 301")
+    (root / "cases.jsonl").write_bytes(b"".join(lines))
+    _, problems = check_dataset(root)
+    assert messages(problems) == ["cases.jsonl:301: not UTF-8: invalid start byte at byte 30 of the line"]
+    dataset = load_dataset(root, skip_invalid_cases=True)
+    assert len(dataset.cases) == 399
+    assert "c301" not in {c.id for c in dataset.cases}
+    assert [(p.line, p.severity) for p in dataset.warnings] == [(301, "warning")]
+    assert main(["datasets", "check", str(root)]) == 1
+    assert f"{root}/cases.jsonl:301: not UTF-8" in capsys.readouterr().err
+
+
+def test_lines_end_as_in_a_text_file(tmp_path):
+    """Lines split on \\n, \\r\\n or a lone \\r, as a text file reads them; blank lines count."""
+    root = write_dataset(tmp_path / "d", [case(1)])
+    one, two, three = (json.dumps(case(i)).encode() for i in (1, 2, 3))
+    (root / "cases.jsonl").write_bytes(one + b"\r\n\n" + two + b"\r{x\n" + three)
+    _, problems = check_dataset(root)
+    assert messages(problems) == [
+        "cases.jsonl:4: invalid JSON: Expecting property name enclosed in double quotes (column 2)"
+    ]
+
+
+def test_a_card_that_is_not_utf8_is_read_with_a_warning(tmp_path, capsys):
+    """A README.md in Latin-1 crashed loading (issue 46): the card is documentation, so its bad
+    bytes are replaced and a warning names the first."""
+    root = write_dataset(tmp_path / "d", [case(1)])
+    (root / "README.md").write_bytes("# Café\n".encode("latin-1"))
+    dataset = load_dataset(root)
+    assert dataset.card == "# Caf\ufffd\n"
+    assert [str(p) for p in dataset.warnings] == [
+        "README.md: not UTF-8 (invalid continuation byte at byte 6); read with the bad bytes replaced"
+    ]
+    assert main(["datasets", "check", str(root)]) == 0
+    assert "README.md: not UTF-8" in capsys.readouterr().err

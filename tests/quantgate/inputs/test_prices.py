@@ -51,6 +51,12 @@ def test_every_key_is_optional_and_is_read_as_given(tmp_path):
             "give review_per_case or review_per_field, not both",
         ),
         ("node_per_hour = ", "costs.toml: not valid TOML"),
+        # issue 46: a raw ESC byte reached decision.md through the currency
+        (
+            'currency = "E\\u001b[2JUR"',
+            "costs.toml: currency: Value error, 'E\\x1b[2JUR' has control characters (such as ESC, a tab",
+        ),
+        ('review_per_field = {"da\\nte" = 1}', "[key]: Value error, 'da\\nte' has control characters"),
     ],
 )
 def test_a_bad_value_is_named_with_its_file_and_key(tmp_path, text, message):

@@ -145,6 +145,19 @@ def _tool(function):
         ({"kind": "classification", "labels": ["a", "b", "a"]}, "labels: label 'a' is listed twice"),
         ({"kind": "classification", "labels": ["a"], "multi": True}, "multi: Extra inputs are not permitted"),
         ({"kind": "classification"}, "labels: Field required"),
+        (  # issue 46: "yes" was taken as true
+            {"kind": "classification", "labels": ["a"], "multi_label": "yes"},
+            "multi_label: Input should be a valid boolean",
+        ),
+        (
+            {"kind": "classification", "labels": ["a"], "multi_label": 1},
+            "multi_label: Input should be a valid boolean",
+        ),
+        (  # issue 46: 100,000 labels passed, and a run then recorded nothing for minutes
+            {"kind": "classification", "labels": [f"l{i}" for i in range(100_000)]},
+            "labels: 100,000 labels, more than 500: every case's prompt lists every label, and so many "
+            "leave no room in the model's context for the case",
+        ),
         (
             {"kind": "tool_calling", "tools": [WEATHER, WEATHER]},
             "tools: tool name 'get_weather' is used twice",
