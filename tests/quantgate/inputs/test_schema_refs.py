@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from evaluators.task_models import ToolCallingTask
 from quantgate.cli.main import main
 from quantgate.inputs.dataset import check_dataset, load_dataset
 from quantgate.inputs.schema_refs import MAX_SCHEMAS, inline_refs
@@ -56,11 +57,17 @@ def test_pydantic_parameters_are_inlined_and_golds_checked_against_them(tmp_path
     assert "$ref" not in json.dumps(arguments)
     assert "$defs" not in arguments
     assert arguments["properties"]["when"]["properties"]["hour"] == {"title": "Hour", "type": "integer"}
-    assert dataset.task.tools[0].function.parameters == arguments
+    task = dataset.task
+    assert isinstance(task, ToolCallingTask)
+    assert task.tools[0].function.parameters == arguments
 
 
-RECURSIVE = {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}, "$defs": {"Node": {}}}
-RECURSIVE["$defs"]["Node"] = {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}
+NODE: dict[str, Any] = {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}
+RECURSIVE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"next": {"$ref": "#/$defs/Node"}},
+    "$defs": {"Node": NODE},
+}
 WIDE = {
     f"d{i}": {
         "type": "object",

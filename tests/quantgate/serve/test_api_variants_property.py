@@ -19,7 +19,7 @@ from quantgate.serve import JobQueue, create_app
 from tests.quantgate.inputs.tiny_gguf import write_tiny_gguf
 from tests.quantgate.serve.api_client import LOCAL
 
-TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=20)
+TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=20)
 PATHS = st.sampled_from(
     ["/etc/passwd", "/etc", "../outside", "~/x", "~root/x", "ROOT/escape/passwd", "ROOT/tiny.gguf",
      "ROOT/missing.gguf", "ROOT/ok", "ROOT/../outside", "", ".", "tiny.gguf", "/dev/zero", "ROOT/x.toml"]
