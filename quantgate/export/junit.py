@@ -22,6 +22,7 @@ file (a device such as /dev/stdout, a FIFO) is refused.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import stat
@@ -126,13 +127,15 @@ def junit_testsuite(run: DecidedRun) -> ET.Element:
 
 
 def junit_document(runs: Sequence[DecidedRun]) -> ET.ElementTree:
-    """`<testsuites>` holding one `<testsuite>` per decided run, with the totals."""
+    """`<testsuites>` holding one `<testsuite>` per decided run, with the totals (what XML cannot hold
+    escaped)."""
     root = ET.Element("testsuites", name="quantgate")
     suites = [junit_testsuite(run) for run in runs]
     root.extend(suites)
     for attribute in ("tests", "failures", "errors"):
         root.set(attribute, str(sum(int(s.get(attribute, "0")) for s in suites)))
     ET.indent(root)
+    _xml_safe(root)
     return ET.ElementTree(root)
 
 
@@ -172,9 +175,9 @@ def write_junit(path: Path, runs: Sequence[DecidedRun]) -> None:
         UsageError: `path` is not a regular file (a device, a FIFO, a directory).
     """
     path = Path(path)
-    document = junit_document(runs)
-    _xml_safe(document.getroot())
-    content = ET.tostring(document.getroot(), encoding="utf-8", xml_declaration=True) + b"\n"
+    buffer = io.BytesIO()
+    junit_document(runs).write(buffer, encoding="utf-8", xml_declaration=True)
+    content = buffer.getvalue() + b"\n"
     # O_NONBLOCK: opening a FIFO without a reader fails at once (ENXIO) instead of waiting for one
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, 0o666)
     with os.fdopen(descriptor, "wb") as stream:
