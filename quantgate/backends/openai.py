@@ -73,6 +73,7 @@ def openai_endpoint(variant: Variant) -> tuple[str, str, str | None]:
         )
     if not base_url.startswith(("http://", "https://")):
         raise BackendError(f"variant {variant.name}: base_url {base_url!r} is not an http:// or https:// URL")
+    _check_url(variant.name, base_url)
     if not variant.model:
         raise BackendError(f"variant {variant.name}: backend 'openai' needs the server's model name as model")
     key_env = variant.options.get("api_key_env")
@@ -91,6 +92,18 @@ def openai_endpoint(variant: Variant) -> tuple[str, str, str | None]:
             f"export {key_env}=<the server's API key>"
         )
     return base_url.rstrip("/"), variant.model, key
+
+
+def _check_url(name: str, base_url: str) -> None:
+    """Refuse a base URL no client can connect to (`http://[::1/v1`, a port that is not a number),
+    naming the variant, so that the variant fails to open and the others run."""
+    try:
+        parts = urlsplit(base_url)
+        parts.port  # noqa: B018 - parsed on access: a port that is not a number between 0 and 65535 raises
+    except ValueError as exc:
+        raise BackendError(f"variant {name}: base_url {base_url!r} is not a valid URL: {exc}") from None
+    if not parts.hostname:
+        raise BackendError(f"variant {name}: base_url {base_url!r} names no host")
 
 
 APIS = ("chat", "completions")

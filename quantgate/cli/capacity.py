@@ -6,13 +6,18 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING
 
-from evaluators.errors import MissingInputError, UsageError
+from evaluators.errors import MissingInputError
+from quantgate.cli.common import bounded_float, bounded_int
 
 if TYPE_CHECKING:
     from quantgate.cli.common import Commands
     from quantgate.inputs.variants import VariantSet
     from quantgate.loadtest.capacity import VariantCapacity
 
+MAX_MEMORY_GIB = 2**20
+"""The largest `--memory-gib`: 1 PiB, beyond any one machine's memory (and the byte counts stay exact)."""
+MAX_CONTEXT = 2**31 - 1
+"""The largest `--context`: llama.cpp counts a context's tokens in a 32-bit integer."""
 BASELINE_HELP = 215.0
 """The default of --baseline-mib as `--help` shows it, without importing the model at start-up
 (`quantgate.loadtest.capacity.DEFAULT_BASELINE_MIB` is the one definition; a test keeps them equal)."""
@@ -31,15 +36,6 @@ def _variants(specs: list[str] | None) -> VariantSet:
             f"no ladder at {ladder}: build it with `quantgate ladder`, or name variants with --variants"
         )
     return resolve_variants([str(ladder)])
-
-
-def _positive(args: argparse.Namespace) -> None:
-    if not args.memory_gib > 0:
-        raise UsageError(f"--memory-gib must be above 0, got {args.memory_gib}")
-    if args.context < 1:
-        raise UsageError(f"--context must be at least 1 token, got {args.context}")
-    if args.baseline_mib < 0:
-        raise UsageError(f"--baseline-mib must be 0 or more, got {args.baseline_mib}")
 
 
 def _table(found: list[VariantCapacity], args: argparse.Namespace) -> str:
@@ -72,7 +68,6 @@ def _capacity(args: argparse.Namespace) -> int:
     from quantgate.formatting import terminal_text
     from quantgate.loadtest.capacity import capacities
 
-    _positive(args)
     args.type_k = args.type_k or args.kv_cache
     args.type_v = args.type_v or args.kv_cache
     variant_set = _variants(args.variants)
@@ -100,9 +95,19 @@ def add_parser(commands: Commands) -> None:
         help="the parallel sequences each embedded variant fits in a memory budget (the memory model)",
     )
     parser.add_argument(
-        "--memory-gib", type=float, required=True, help="the memory budget, in GiB (2^30 bytes)"
+        "--memory-gib",
+        type=bounded_float(
+            0, MAX_MEMORY_GIB, f"a number of GiB above 0, at most {MAX_MEMORY_GIB}", above=True
+        ),
+        required=True,
+        help=f"the memory budget, in GiB (2^30 bytes; above 0, at most {MAX_MEMORY_GIB}: 1 PiB)",
     )
-    parser.add_argument("--context", type=int, required=True, help="tokens of context of each sequence")
+    parser.add_argument(
+        "--context",
+        type=bounded_int(1, MAX_CONTEXT, f"a number of tokens from 1 to {MAX_CONTEXT}"),
+        required=True,
+        help=f"tokens of context of each sequence (at most {MAX_CONTEXT}, llama.cpp's limit)",
+    )
     parser.add_argument(
         "--variants", nargs="+", metavar="FILE.toml|llamacpp:PATH.gguf",
         help="variants files or shorthands (default: the ladder's variants.toml in the user cache)",
@@ -114,8 +119,11 @@ def add_parser(commands: Commands) -> None:
     parser.add_argument("--type-k", help="K cache type, if not --kv-cache")
     parser.add_argument("--type-v", help="V cache type, if not --kv-cache")
     parser.add_argument(
-        "--baseline-mib", type=float, default=BASELINE_HELP,
-        help=f"RSS of the process before the model loads (default {BASELINE_HELP:g}, measured)",
-    )  # fmt: skip
+        "--baseline-mib",
+        type=bounded_float(0, MAX_MEMORY_GIB * 1024, f"a number of MiB from 0 to {MAX_MEMORY_GIB * 1024}"),
+        default=BASELINE_HELP,
+        help=f"RSS of the process before the model loads, in MiB (default {BASELINE_HELP:g}, measured; "
+        "at most 1 PiB)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.set_defaults(handler=_capacity)

@@ -91,6 +91,19 @@ def non_negative_int(text: str) -> int:
     return _checked(text, int, lambda v: v >= 0, "an integer >= 0")
 
 
+def bounded_float(low: float, high: float, expected: str, *, above: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number from `low` (above it, if `above`) to `high`; `expected` says
+    what for the error (`a number of seconds above 0, at most 86400`). NaN and infinities fail."""
+    return lambda text: _checked(
+        text, float, lambda v: (v > low if above else v >= low) and v <= high, expected
+    )
+
+
+def bounded_int(low: int, high: int, expected: str) -> Callable[[str], int]:
+    """An argparse type: an integer from `low` to `high` (`expected` says what, for the error)."""
+    return lambda text: _checked(text, int, lambda v: low <= v <= high, expected)
+
+
 def cli_dataset(name: str, skip_invalid_cases: bool) -> Dataset:
     """Load a dataset by directory or bundled name, printing its warnings to stderr."""
     dataset = load_dataset(name, skip_invalid_cases=skip_invalid_cases)

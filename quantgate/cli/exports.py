@@ -21,7 +21,8 @@ def add_export_flags(parser: argparse.ArgumentParser) -> None:
         "--junit",
         metavar="FILE",
         help="also write the decision as JUnit XML: a test case per variant and gate, a failed gate a "
-        "<failure> with its evidence, an inconclusive or not measured gate <skipped> (for CI test reports)",
+        "<failure> with its evidence, an inconclusive or not measured gate <skipped> (for CI test reports); "
+        "a regular file, written in place (not a device such as /dev/stdout)",
     )
     group.add_argument(
         "--mlflow",
@@ -39,8 +40,9 @@ def check_export_flags(args: argparse.Namespace) -> None:
     """Refuse a `--junit` path that cannot be written, and `--mlflow` without MLflow, before any work.
 
     Raises:
-        UsageError: The path is a directory, its directory is missing or not writable, the file is
-            not writable, or MLflow is not installed.
+        UsageError: The path is a directory or another file that is not a regular one (a device
+            such as /dev/stdout, a FIFO), its directory is missing or not writable, the file is not
+            writable, or MLflow is not installed.
     """
     if args.junit is not None:
         _check_writable(Path(args.junit))
@@ -52,15 +54,40 @@ def check_export_flags(args: argparse.Namespace) -> None:
 
 
 def _check_writable(path: Path) -> None:
+    from quantgate.export.junit import not_a_file
+
     if path.is_dir():
         raise UsageError(f"--junit {path}: is a directory; give a file name (e.g. {path / 'quantgate.xml'})")
-    parent = path.parent
+    if (kind := not_a_file(path)) is not None:
+        raise UsageError(f"--junit {path}: is {kind}, not a regular file; give a file name")
+    if (stream := _own_output(path)) is not None:  # /dev/stdout redirected to a file, say
+        raise UsageError(
+            f"--junit {path}: is the command's own {stream}, not a file of its own; give a file name"
+        )
+    if path.exists():  # written in place (through a symlink): its directory need not be writable
+        if not os.access(path, os.W_OK):
+            raise UsageError(f"--junit {path}: the file is not writable")
+        return
+    parent = path.resolve().parent  # a dangling symlink's target is created where it points
     if not parent.is_dir():
         raise UsageError(f"--junit {path}: the directory {parent} does not exist; create it first")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"--junit {path}: the directory {parent} is not writable")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise UsageError(f"--junit {path}: the file is not writable")
+
+
+def _own_output(path: Path) -> str | None:
+    """`stdout` or `stderr` if `path` is the file this process writes them to, else None."""
+    try:
+        target = path.stat()
+    except OSError:
+        return None
+    for name, descriptor in (("stdout", 1), ("stderr", 2)):
+        try:
+            if os.path.samestat(target, os.fstat(descriptor)):
+                return name
+        except OSError:  # the stream is closed
+            continue
+    return None
 
 
 def write_exports(run_dir: Path, args: argparse.Namespace, *, quiet: bool = False) -> None:

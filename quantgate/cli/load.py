@@ -16,6 +16,9 @@ from quantgate.cli.common import (
     cli_dataset,
     cli_executor,
     cli_variants,
+    non_negative_int,
+    positive_float,
+    positive_int,
 )
 from quantgate.evaluate.predictions import dump_json
 from quantgate.formatting import terminal_text
@@ -46,8 +49,6 @@ def _levels(args: argparse.Namespace) -> tuple[LoadLevel, ...]:
         raise UsageError(
             "--arrivals poisson takes no concurrency levels; bound requests in flight with --max-in-flight"
         )
-    if args.seed is not None and args.seed < 0:
-        raise UsageError(f"--seed {args.seed}: must be 0 or more")
     return poisson_levels(args.rate, in_flight=args.max_in_flight)
 
 
@@ -115,6 +116,31 @@ def _load(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_arrival_flags(group: argparse._ArgumentGroup) -> None:
+    """`--arrivals` and the flags of Poisson levels."""
+    group.add_argument(
+        "--arrivals",
+        choices=("closed", "poisson"),
+        default="closed",
+        help="closed: concurrency levels of threads (default); poisson: open-loop arrivals at --rate",
+    )
+    group.add_argument(
+        "--rate",
+        metavar="R[,R2,...]",
+        help="poisson: offered rates in requests/s, a level each (0.5,2); from 0.001 (a mean gap of about "
+        "17 minutes: lower, a level takes hours) to 1000 (a gap of 1 ms, what a client can start on time)",
+    )
+    group.add_argument(
+        "--max-in-flight",
+        type=positive_int,
+        metavar="N",
+        help="poisson: requests in flight at most; later arrivals wait in the client (default 4)",
+    )
+    group.add_argument(
+        "--seed", type=non_negative_int, help="poisson: seed of the arrival times (default 35)"
+    )
+
+
 def add_load_flags(parser: argparse.ArgumentParser, *, prefix: str) -> None:
     """The load flags; `prefix` names the concurrency flag (`--load-concurrency` under `run`)."""
     group = parser.add_argument_group("load (bounded: each level stops at --requests or --duration)")
@@ -125,33 +151,31 @@ def add_load_flags(parser: argparse.ArgumentParser, *, prefix: str) -> None:
         help="concurrency levels, named (normal=1,peak=4) or plain (1,4,8); default normal=1,peak=4",
     )
     group.add_argument(
-        "--requests", type=int, metavar="N", help="requests per level (default 8 when no --duration)"
-    )
-    group.add_argument(
-        "--duration", type=float, metavar="S", help="seconds per level after which no request starts"
-    )
-    group.add_argument("--max-tokens", type=int, metavar="N", help="generation limit per request")
-    group.add_argument(
-        "--arrivals",
-        choices=("closed", "poisson"),
-        default="closed",
-        help="closed: concurrency levels of threads (default); poisson: open-loop arrivals at --rate",
-    )
-    group.add_argument(
-        "--rate", metavar="R[,R2,...]", help="poisson: offered rates in requests/s, a level each (0.5,2)"
-    )
-    group.add_argument(
-        "--max-in-flight",
-        type=int,
+        "--requests",
+        type=positive_int,
         metavar="N",
-        help="poisson: requests in flight at most; later arrivals wait in the client (default 4)",
-    )
-    group.add_argument("--seed", type=int, help="poisson: seed of the arrival times (default 35)")
-    group.add_argument(
-        "--ttft-target-ms", type=float, metavar="MS", help="goodput: time-to-first-token target per request"
+        help="requests per level (default 8 when no --duration; at most 100,000: a level keeps each "
+        "request's record in memory)",
     )
     group.add_argument(
-        "--itl-target-ms", type=float, metavar="MS", help="goodput: mean inter-token gap target per request"
+        "--duration",
+        type=positive_float,
+        metavar="S",
+        help="seconds per level after which no request starts (at most 86400, a day, so that a level ends)",
+    )
+    group.add_argument("--max-tokens", type=positive_int, metavar="N", help="generation limit per request")
+    _add_arrival_flags(group)
+    group.add_argument(
+        "--ttft-target-ms",
+        type=positive_float,
+        metavar="MS",
+        help="goodput: time-to-first-token target per request",
+    )
+    group.add_argument(
+        "--itl-target-ms",
+        type=positive_float,
+        metavar="MS",
+        help="goodput: mean inter-token gap target per request",
     )
 
 
@@ -168,7 +192,9 @@ def add_parser(commands: Commands) -> None:
         help="variants .toml files and/or llamacpp:PATH.gguf / ollama:TAG (default: the ladder)",
     )
     load.add_argument(
-        "--limit", type=int, help=f"send the prompts of N cases (default {DEFAULT_LIMIT} without --dataset)"
+        "--limit",
+        type=positive_int,
+        help=f"send the prompts of N cases (default {DEFAULT_LIMIT} without --dataset)",
     )
     load.add_argument("--out", default="runs", help="where run directories go (default: ./runs)")
     load.add_argument("--json", action="store_true", help="print the summary's load section as JSON")

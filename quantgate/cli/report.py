@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from quantgate.cli.common import non_negative_int
 from quantgate.formatting import terminal_text
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def add_parser(commands: Commands) -> None:
     )
     report.add_argument(
         "--max-failures",
-        type=int,
+        type=non_negative_int,
         default=1000,
         metavar="N",
         help="at most N case x variant entries in the failure browser (default %(default)s)",

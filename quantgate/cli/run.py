@@ -25,6 +25,7 @@ from quantgate.cli.common import (
     cli_executor,
     cli_gates,
     cli_variants,
+    non_negative_int,
     positive_float,
     positive_int,
     report_decision,
@@ -250,7 +251,7 @@ def _add_noise_floor_flag(run: argparse.ArgumentParser) -> None:
     """The noise floor's arm: how many cases the reference answers a second time."""
     run.add_argument(
         "--noise-floor-cases",
-        type=int,
+        type=non_negative_int,
         default=DEFAULT_NOISE_FLOOR_CASES,
         metavar="N",
         help=f"the reference answers the first N cases again, one at a time, against its first answers: "
@@ -268,7 +269,10 @@ def _add_run_flags(run: argparse.ArgumentParser) -> None:
         "1 otherwise)",
     )
     run.add_argument(
-        "--max-repairs", type=int, default=2, help="extra attempts after an invalid output (default 2)"
+        "--max-repairs",
+        type=non_negative_int,
+        default=2,
+        help="extra attempts after an invalid output (default 2)",
     )
     run.add_argument("--out", default="runs", help="where run directories go (default: ./runs)")
     run.add_argument("--json", action="store_true", help="print summary.json instead of the table")

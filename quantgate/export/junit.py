@@ -13,22 +13,39 @@ One `<testsuite>` per decided run (per task for a suite), one `<testcase>` per v
 
 The suite's properties record the run id, the dataset, the reference, the outcome and each
 variant's verdict (`verdict:<variant>`). Written with the standard library's `xml.etree`; the
-tests validate it against Jenkins' junit-10.xsd.
+tests validate it against Jenkins' junit-10.xsd. A character XML 1.0 cannot hold (a control
+character of a dataset's name, a lone surrogate) is written as its escape (`\x1b`), so the file
+always parses. The file is written in place: a symlink is written through, an existing file keeps
+its mode, a new one gets the usual mode (0666 less the umask), and a target that is not a regular
+file (a device such as /dev/stdout, a FIFO) is refused.
 """
 
 from __future__ import annotations
 
+import io
 import os
-import tempfile
+import re
+import stat
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
+from evaluators.errors import UsageError
 from quantgate.export.decided_runs import DecidedRun
 from quantgate.rundir.decision import GateResult, VariantDecision
 
 SKIPPED_STATUSES = ("inconclusive", "not_measured")
 """Gate statuses written as `<skipped>`: judged neither pass nor fail."""
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+"""A character XML 1.0 cannot hold, even escaped (https://www.w3.org/TR/xml/#charsets)."""
+_FILE_KINDS = {
+    stat.S_ISDIR: "a directory",
+    stat.S_ISCHR: "a character device",
+    stat.S_ISBLK: "a block device",
+    stat.S_ISFIFO: "a FIFO",
+    stat.S_ISSOCK: "a socket",
+}
 
 
 def _number(value: float | None) -> str:
@@ -110,24 +127,63 @@ def junit_testsuite(run: DecidedRun) -> ET.Element:
 
 
 def junit_document(runs: Sequence[DecidedRun]) -> ET.ElementTree:
-    """`<testsuites>` holding one `<testsuite>` per decided run, with the totals."""
+    """`<testsuites>` holding one `<testsuite>` per decided run, with the totals (what XML cannot hold
+    escaped)."""
     root = ET.Element("testsuites", name="quantgate")
     suites = [junit_testsuite(run) for run in runs]
     root.extend(suites)
     for attribute in ("tests", "failures", "errors"):
         root.set(attribute, str(sum(int(s.get(attribute, "0")) for s in suites)))
     ET.indent(root)
+    _xml_safe(root)
     return ET.ElementTree(root)
 
 
-def write_junit(path: Path, runs: Sequence[DecidedRun]) -> None:
-    """Write the runs' JUnit XML to `path` atomically (a reader never sees half a file)."""
-    path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def _xml_text(text: str) -> str:
+    """`text` with each character XML 1.0 cannot hold written as its escape (`\\x1b`, `\\ud800`)."""
+    return _NOT_XML.sub(lambda found: ascii(found.group())[1:-1], text)
+
+
+def _xml_safe(root: ET.Element) -> None:
+    """Escape what XML cannot hold in every text and attribute value under `root`, in place."""
+    for element in root.iter():
+        if element.text is not None:
+            element.text = _xml_text(element.text)
+        for key, value in element.attrib.items():
+            element.set(key, _xml_text(value))
+
+
+def not_a_file(path: Path) -> str | None:
+    """What `path` is (after symlinks) if it exists and is not a regular file, else None."""
     try:
-        with os.fdopen(handle, "wb") as stream:
-            junit_document(runs).write(stream, encoding="utf-8", xml_declaration=True)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return None
+    return _kind(mode)
+
+
+def _kind(mode: int) -> str | None:
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _FILE_KINDS.items() if test(mode)), "not a regular file")
+
+
+def write_junit(path: Path, runs: Sequence[DecidedRun]) -> None:
+    """Write the runs' JUnit XML to `path`, in place (see the module's docstring).
+
+    Raises:
+        UsageError: `path` is not a regular file (a device, a FIFO, a directory).
+    """
+    path = Path(path)
+    buffer = io.BytesIO()
+    junit_document(runs).write(buffer, encoding="utf-8", xml_declaration=True)
+    content = buffer.getvalue() + b"\n"
+    # O_NONBLOCK: opening a FIFO without a reader fails at once (ENXIO) instead of waiting for one
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, 0o666)
+    with os.fdopen(descriptor, "wb") as stream:
+        kind = _kind(os.fstat(descriptor).st_mode)
+        if kind is not None:
+            raise UsageError(f"--junit {path}: is {kind}, not a regular file; give a file name")
+        os.set_blocking(descriptor, True)
+        stream.truncate(0)
+        stream.write(content)

@@ -22,6 +22,7 @@ from langchain_core.language_models import BaseChatModel
 
 from evaluators.errors import UsageError
 from evaluators.load import LoadRequest
+from quantgate.loadtest.bounds import rate_problem
 from quantgate.loadtest.one_request import Prompt, stream_request
 
 __all__ = [
@@ -41,10 +42,10 @@ sequences at once only queue in the embedded backend (docs/load.md)."""
 
 
 def parse_rates(text: str) -> tuple[float, ...]:
-    """Rates in requests per second from `0.5,2`.
+    """Rates in requests per second from `0.5,2`, each within `quantgate.loadtest.bounds`' bounds.
 
     Raises:
-        UsageError: A rate is not a positive finite number, or one repeats.
+        UsageError: A rate is not a number within the bounds, or one repeats.
     """
     rates: list[float] = []
     for item in (part.strip() for part in text.split(",")):
@@ -54,8 +55,8 @@ def parse_rates(text: str) -> tuple[float, ...]:
             rate = float(item)
         except ValueError:
             rate = float("nan")
-        if not (rate > 0 and np.isfinite(rate)):
-            raise UsageError(f"--rate {item!r}: expected a positive number of requests per second (0.5,2)")
+        if (problem := rate_problem(rate)) is not None:
+            raise UsageError(f"--rate {item!r}: {problem}")
         rates.append(rate)
     if not rates or len(set(rates)) != len(rates):
         raise UsageError(f"--rate {text!r}: give at least one rate, each once")

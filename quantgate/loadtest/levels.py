@@ -52,6 +52,7 @@ from quantgate.loadtest.arrivals import (
     rate_name,
     send_arrivals,
 )
+from quantgate.loadtest.bounds import load_problems
 from quantgate.loadtest.one_request import Prompt, stream_request
 from quantgate.rundir.lines import LoadLine
 from quantgate.rundir.load import Arrivals, LoadLevelEntry, LoadVariantEntry
@@ -151,14 +152,15 @@ class LoadOptions:
     def __post_init__(self) -> None:
         if self.requests is None and self.duration_s is None:
             object.__setattr__(self, "requests", DEFAULT_REQUESTS)
-        if (self.requests is not None and self.requests < 1) or (
-            self.duration_s is not None and self.duration_s <= 0
-        ):
-            raise UsageError("load: --requests must be at least 1 and --duration positive")
-        targets = {"--ttft-target-ms": self.ttft_target_s, "--itl-target-ms": self.itl_target_s}
-        for flag, target in targets.items():
-            if target is not None and not target > 0:
-                raise UsageError(f"load: {flag} must be a positive number of milliseconds")
+        problems = load_problems(
+            requests=self.requests,
+            duration_s=self.duration_s,
+            max_tokens=self.max_tokens,
+            fastest_rate=max((level.rate_per_s or 0.0 for level in self.levels), default=None),
+            targets_s={"--ttft-target-ms": self.ttft_target_s, "--itl-target-ms": self.itl_target_s},
+        )
+        if problems:
+            raise UsageError(f"load: {'; '.join(problems)}")
 
 
 def send_requests(

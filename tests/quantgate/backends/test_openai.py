@@ -41,6 +41,10 @@ def test_a_missing_key_variable_is_named(monkeypatch):
     [
         ({}, "needs the option base_url"),
         ({"base_url": "127.0.0.1:8000/v1"}, "is not an http:// or https:// URL"),
+        ({"base_url": "http://[::1/v1"}, r"base_url 'http://\[::1/v1' is not a valid URL: Invalid IPv6 URL"),
+        ({"base_url": "http://127.0.0.1:port/v1"}, "is not a valid URL: Port could not be cast"),
+        ({"base_url": "http://127.0.0.1:99999/v1"}, "is not a valid URL: Port out of range"),
+        ({"base_url": "http:///v1"}, "names no host"),
         ({"base_url": URL, "api_key_env": ""}, "must be the NAME of an environment variable"),
     ],
 )
@@ -140,3 +144,32 @@ def test_the_model_file_a_server_serves_gives_the_variant_its_sha256(tmp_path):
     assert served.file_size_bytes == 4 + 256 * 8
     with pytest.raises(ValueError, match=r"options\.model_file .*missing\.gguf: no such file"):
         variant(base_url=URL, model_file=str(tmp_path / "missing.gguf"))
+
+
+def test_a_malformed_base_url_skips_its_variant_and_the_others_run(dataset, tmp_path):
+    """`http://[::1/v1` once aborted the whole run (the HTTP client's InvalidURL in the worker, an
+    "unexpected error"): now that variant is skipped, naming why, and the others run (issue 46)."""
+    from quantgate.evaluate.evaluation_run import run_evaluation
+    from quantgate.evaluate.options import RunOptions
+    from quantgate.inputs.variants import VariantSet
+    from quantgate.rundir.store import load_run
+    from tests.fakes import SleepyChatModel
+
+    bad = Variant(name="bad", backend="openai", model="m", options={"base_url": "http://[::1/v1"})
+    variant_set = VariantSet(
+        reference="ref",
+        variants=[
+            Variant.from_chat_model("ref", SleepyChatModel(delay_s=0.001)),
+            bad,
+            Variant.from_chat_model("good", SleepyChatModel(delay_s=0.001)),
+        ],
+    )
+    options = RunOptions(out=tmp_path, progress=False, token_fidelity=False)
+    summary = load_run(run_evaluation(dataset, variant_set, options=options)).summary
+    statuses = {entry.name: (entry.status, entry.error) for entry in summary.variants}
+    assert statuses["ref"] == ("ok", None)
+    assert statuses["good"] == ("ok", None)
+    assert statuses["bad"] == (
+        "skipped",
+        "variant bad: base_url 'http://[::1/v1' is not a valid URL: Invalid IPv6 URL",
+    )

@@ -63,19 +63,38 @@ def test_a_quantized_cache_fits_more(tmp_path, capsys):
     assert q4["sequences"] > f16["sequences"]
 
 
+def test_an_unknown_kv_cache_type_exits_2(tmp_path, capsys):
+    model = write_gemma3_like(tmp_path / "small.gguf")
+    argv = ["capacity", "--memory-gib", "2", "--context", "4096", "--variants", f"llamacpp:{model}"]
+    assert main([*argv, "--kv-cache", "q3_k"]) == 2
+    assert "unknown KV-cache type 'q3_k'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
-    ("extra", "message"),
+    ("flag", "value", "message"),
     [
-        (["--kv-cache", "q3_k"], "unknown KV-cache type 'q3_k'"),
-        (["--memory-gib", "0"], "--memory-gib must be above 0"),
-        (["--context", "0"], "--context must be at least 1"),
+        ("--memory-gib", "0", "a number of GiB above 0, at most 1048576, got 0"),
+        ("--memory-gib", "inf", "a number of GiB above 0, at most 1048576, got inf"),
+        ("--memory-gib", "1e308", "a number of GiB above 0, at most 1048576, got 1e308"),
+        ("--memory-gib", "nan", "a number of GiB above 0, at most 1048576, got nan"),
+        ("--context", "0", "a number of tokens from 1 to 2147483647, got 0"),
+        ("--context", "1" + "0" * 30, "a number of tokens from 1 to 2147483647"),
+        ("--baseline-mib", "nan", "a number of MiB from 0 to 1073741824, got nan"),
+        ("--baseline-mib", "inf", "a number of MiB from 0 to 1073741824, got inf"),
+        ("--baseline-mib", "-1", "a number of MiB from 0 to 1073741824, got -1"),
     ],
 )
-def test_bad_flags_exit_2(tmp_path, capsys, extra, message):
+def test_non_finite_and_absurd_numbers_are_usage_errors(tmp_path, capsys, flag, value, message):
+    """Once OverflowError and ValueError tracebacks (issue 46): now argparse's own error, exit 2."""
     model = write_gemma3_like(tmp_path / "small.gguf")
-    argv = ["capacity", "--memory-gib", "2", "--context", "4096", "--variants", f"llamacpp:{model}", *extra]
-    assert main(argv) == 2
-    assert message in capsys.readouterr().err
+    argv = ["capacity", "--memory-gib", "2", "--context", "4096", "--variants", f"llamacpp:{model}"]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, flag, value])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: expected {message}" in err
+    assert "Traceback" not in err
+    assert "unexpected error" not in err
 
 
 def test_missing_file_and_not_a_gguf_exit_2(tmp_path, capsys):

@@ -154,3 +154,102 @@ def test_run_writes_both_after_the_report(
         filter_string="tags.outcome = 'keep_reference'",
     )
     assert "report.html" in {a.path for a in client.list_artifacts(parent.info.run_id)}
+
+
+def test_control_characters_of_a_dataset_name_are_escaped_so_the_xml_parses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A dataset name with control characters once made a file no XML parser reads (issue 46)."""
+    run = _undecided(tmp_path)
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    summary["dataset"]["name"] = "inv\x01oices\x1b[31m\x00"
+    (run / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    out = tmp_path / "quantgate.xml"
+    assert main(["decide", str(run), "--junit", str(out)]) == 4
+    (suite,) = list(JUnitXml.fromfile(str(out)))
+    properties = {p.name: p.value for p in suite.properties()}
+    assert properties["dataset"] == "inv\\x01oices\\x1b[31m\\x00"
+
+
+def test_xml_text_escapes_only_what_xml_cannot_hold() -> None:
+    from quantgate.export.junit import _xml_text
+
+    assert _xml_text("tab\there\nnew\rline é ✓ \U0001f600 \x7f") == "tab\there\nnew\rline é ✓ \U0001f600 \x7f"
+    assert _xml_text("a\x00b\x08c\ud800d\ufffe") == "a\\x00b\\x08c\\ud800d\\ufffe"
+
+
+def test_a_symlink_is_written_through_and_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = decided_run(tmp_path / "run")
+    (tmp_path / "reports").mkdir()
+    target = tmp_path / "reports" / "quantgate.xml"
+    target.write_text("old", encoding="utf-8")
+    link = tmp_path / "link.xml"
+    link.symlink_to(target)
+    assert main(["decide", str(run), "--junit", str(link)]) == 4
+    assert link.is_symlink()
+    assert link.resolve() == target
+    assert len(list(JUnitXml.fromfile(str(target)))) == 1
+    dangling = tmp_path / "dangling.xml"
+    dangling.symlink_to(tmp_path / "reports" / "new.xml")
+    assert main(["decide", str(run), "--junit", str(dangling)]) == 4
+    assert dangling.is_symlink()
+    assert len(list(JUnitXml.fromfile(str(tmp_path / "reports" / "new.xml")))) == 1
+
+
+def test_a_new_file_gets_the_usual_mode_and_an_existing_one_keeps_its_own(tmp_path: Path) -> None:
+    """The file was once made 0600 whatever the umask (a temporary file renamed over it)."""
+    run = decided_run(tmp_path / "run")
+    new, existing = tmp_path / "new.xml", tmp_path / "existing.xml"
+    existing.write_text("old", encoding="utf-8")
+    existing.chmod(0o640)
+    previous = os.umask(0o022)
+    try:
+        assert main(["decide", str(run), "--junit", str(new)]) == 4
+        assert main(["decide", str(run), "--junit", str(existing)]) == 4
+    finally:
+        os.umask(previous)
+    assert new.stat().st_mode & 0o777 == 0o644
+    assert existing.stat().st_mode & 0o777 == 0o640
+    assert len(list(JUnitXml.fromfile(str(existing)))) == 1  # truncated, then written: no "old" left
+
+
+@pytest.mark.parametrize(
+    ("target", "refusal"),
+    [
+        ("fifo", "is a FIFO, not a regular file"),
+        ("/dev/null", "is a character device, not a regular file"),
+        ("/proc/self/fd/1", "is the command's own stdout"),  # what /dev/stdout points at; a file here
+    ],
+)
+def test_a_target_that_is_not_a_regular_file_is_refused_before_deciding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str, refusal: str
+) -> None:
+    """A device (/dev/stdout, /dev/null) or a FIFO was replaced by a file, or blocked (issue 46): the
+    XML goes to a file of its own, stdout carries the command's output. The devices are reached
+    through a symlink in tmp_path, so that a writer that replaces its target (the bug) replaces
+    the symlink, never the machine's /dev/null."""
+    run = _undecided(tmp_path)
+    path = tmp_path / "target.xml"
+    if target == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to(target)
+    assert main(["decide", str(run), "--junit", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"--junit {path}: {refusal}" in err
+    assert "give a file name" in err
+    assert not (run / DECISION_JSON).exists()  # refused before the decision was made
+    assert path.is_fifo() if target == "fifo" else path.is_symlink()
+
+
+def test_the_writer_itself_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
+    """A target that became a FIFO during the run: refused at once, not waiting for a reader."""
+    from evaluators.errors import UsageError
+    from quantgate.export import decided_runs, write_junit
+
+    runs = decided_runs(decided_run(tmp_path / "run"))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises((UsageError, OSError)):
+        write_junit(fifo, runs)
+    assert fifo.is_fifo()
