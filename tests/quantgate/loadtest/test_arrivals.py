@@ -124,6 +124,7 @@ def test_parse_rates_and_poisson_levels():
     ],
 )
 def test_bad_load_flags_are_usage_errors_naming_the_flag(flags, named, tmp_path, capsys):
+    status: int | str | None
     try:  # a UsageError (exit 2), or argparse's own refusal of a flag's type (SystemExit 2)
         status = main(["load", "--dataset", "tech-config", "--out", str(tmp_path), *flags])
     except SystemExit as exc:
