@@ -21,7 +21,7 @@ import pytest
 from quantgate.inputs.variants import VariantSet
 from tests.quantgate.serve.server_process import ROOT, running_server
 
-pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.n8n]
+pytestmark = [pytest.mark.slow, pytest.mark.n8n]
 
 WORKFLOW = ROOT / "integrations" / "n8n" / "quantgate-evaluation.json"
 CLI_WORKFLOW = ROOT / "integrations" / "n8n" / "quantgate-cli.json"
@@ -94,6 +94,7 @@ def server(ladder: VariantSet, tmp_path: Path) -> Iterator[str]:
         yield url
 
 
+@pytest.mark.model
 def test_the_http_workflow_ends_with_the_runs_decision(
     server: str, ladder: VariantSet, tmp_path: Path
 ) -> None:
@@ -112,6 +113,7 @@ def test_the_http_workflow_ends_with_the_runs_decision(
     assert answer["recommended"] == decision["recommended"]
 
 
+@pytest.mark.model
 def test_the_cli_workflow_branches_on_the_exit_status(ladder: VariantSet, tmp_path: Path) -> None:
     out = tmp_path / "runs"
     workflow = _with_settings(
