@@ -128,7 +128,8 @@ def test_the_cli_workflow_branches_on_the_exit_status(ladder: VariantSet, tmp_pa
     enabled = _execute(workflow, tmp_path, NODES_EXCLUDE='["n8n-nodes-base.localFileTrigger"]')
     last, answer = _last_item(enabled)
     decision = json.loads((out / answer["run_id"] / "decision.json").read_text())
-    assert answer["exit_status"] in (0, 3, 4)
+    # 2 cases, under min_cases (30): Q4_K_M cannot pass, so never 0; 4 or 3 as F16 passes its own gates
+    assert answer["exit_status"] in (3, 4)
     assert answer["outcome"] == decision["outcome"]
     assert last == BRANCHES[decision["outcome"]]
     assert answer["recommended"] == decision["recommended"]
