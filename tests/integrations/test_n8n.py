@@ -21,7 +21,7 @@ import pytest
 from quantgate.inputs.variants import VariantSet
 from tests.quantgate.serve.server_process import ROOT, running_server
 
-pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.n8n]
+pytestmark = [pytest.mark.slow, pytest.mark.n8n]
 
 WORKFLOW = ROOT / "integrations" / "n8n" / "quantgate-evaluation.json"
 CLI_WORKFLOW = ROOT / "integrations" / "n8n" / "quantgate-cli.json"
@@ -94,6 +94,7 @@ def server(ladder: VariantSet, tmp_path: Path) -> Iterator[str]:
         yield url
 
 
+@pytest.mark.model
 def test_the_http_workflow_ends_with_the_runs_decision(
     server: str, ladder: VariantSet, tmp_path: Path
 ) -> None:
@@ -112,6 +113,7 @@ def test_the_http_workflow_ends_with_the_runs_decision(
     assert answer["recommended"] == decision["recommended"]
 
 
+@pytest.mark.model
 def test_the_cli_workflow_branches_on_the_exit_status(ladder: VariantSet, tmp_path: Path) -> None:
     out = tmp_path / "runs"
     workflow = _with_settings(
@@ -126,7 +128,8 @@ def test_the_cli_workflow_branches_on_the_exit_status(ladder: VariantSet, tmp_pa
     enabled = _execute(workflow, tmp_path, NODES_EXCLUDE='["n8n-nodes-base.localFileTrigger"]')
     last, answer = _last_item(enabled)
     decision = json.loads((out / answer["run_id"] / "decision.json").read_text())
-    assert answer["exit_status"] in (0, 3, 4)
+    # 2 cases, under min_cases (30): Q4_K_M cannot pass, so never 0; 4 or 3 as F16 passes its own gates
+    assert answer["exit_status"] in (3, 4)
     assert answer["outcome"] == decision["outcome"]
     assert last == BRANCHES[decision["outcome"]]
     assert answer["recommended"] == decision["recommended"]

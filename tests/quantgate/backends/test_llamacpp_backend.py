@@ -113,3 +113,13 @@ def test_shared_prompt_prefix_stays_in_the_kv_cache():
     decoder._eval_prompt([*few_shot, 20, 21, 22])
     decoder._eval_prompt([*few_shot, 20, 21, 22])
     assert decoder.llama.evaluated == [[*few_shot, 10, 11], [99], [20, 21, 22], [22]]
+
+
+def test_an_unknown_grammar_engine_is_named():
+    with pytest.raises(ValueError, match="grammar_engine must be one of gbnf, llguidance"):
+        EmbeddedEngine("missing.gguf", grammar_engine="regex")  # type: ignore[arg-type]
+
+
+def test_fast_forward_needs_llguidance():
+    with pytest.raises(ValueError, match='fast_forward needs grammar_engine = "llguidance"'):
+        EmbeddedEngine("missing.gguf", grammar_engine="gbnf", slots=1, fast_forward=True)

@@ -120,20 +120,6 @@ def test_unknown_model_is_skipped_with_the_pull_command(ollama_double, tmp_path)
     assert "ollama pull gemma3:12b-it-q4_K_M" in entry.error
 
 
-def test_server_down_is_reported(tmp_path):
-    variant = Variant(name="down", backend="ollama", model="gemma3:270m", options={"host": "127.0.0.1:9"})
-    run_dir = run_evaluation(
-        load_dataset("tech-config"),
-        VariantSet(variants=[variant]),
-        options=RunOptions(limit=1, out=tmp_path, progress=False),
-    )
-    entry = load_run(run_dir).summary.variants[0]
-    assert entry.status == "skipped"
-    assert entry.error is not None
-    assert "not reachable" in entry.error
-    assert "ollama serve" in entry.error
-
-
 def test_doctor_names_missing_tags_with_the_pull_command(ollama_double, monkeypatch, capsys):
     monkeypatch.setenv("OLLAMA_HOST", ollama_double.url)
     assert main(["doctor", "--ollama", "gemma3:270m-q8_0", "gemma3:12b-it-q4_K_M"]) == 1

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import OLLAMA_TAGS
-from tests.ollama_double.models import keep_alive_s, model_name
+from tests.ollama_double.models import model_name
 from tests.ollama_double.server import STREAM_ERROR
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -90,16 +90,7 @@ def test_without_num_ctx_the_context_is_4096_and_a_longer_prompt_is_cut_to_it(pl
     assert short["load_duration"] == 0
 
 
-# keep_alive
-
-
-@pytest.mark.parametrize(
-    ("value", "seconds"),
-    [(None, 300.0), ("10m", 600.0), ("24h", 86400.0), ("1h30m", 5400.0), (3600, 3600.0), ("0", 0.0),
-     (0, 0.0), (-1, None), ("-1m", None), ("2.5s", 2.5), ("300ms", 0.3)],
-)  # fmt: skip
-def test_keep_alive_is_read_as_the_faq_says(value, seconds):
-    assert keep_alive_s(value) == seconds
+# keep_alive (its parsing, which needs no model: test_ollama_double_keep_alive.py)
 
 
 def test_a_model_is_unloaded_when_its_keep_alive_runs_out_and_the_next_request_loads_it(plain_double):

@@ -1,4 +1,5 @@
-"""How transport failures are named for the extraction graph (no server needed)."""
+"""How transport failures are named for the extraction graph, and a run against a server that is
+not there (no server needed)."""
 
 import json
 
@@ -8,7 +9,10 @@ from ollama import ResponseError
 
 from quantgate.backends.ollama import classify, ollama_host
 from quantgate.backends.ollama_chat import truncation_limits
-from quantgate.inputs.variants import Variant
+from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs.dataset import load_dataset
+from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.rundir.store import load_run
 
 
 @pytest.mark.parametrize(
@@ -63,3 +67,17 @@ def test_host_resolution(monkeypatch, option, env, expected):
         monkeypatch.setenv("OLLAMA_HOST", env)
     options = {"host": option} if option else {}
     assert ollama_host(Variant(name="v", backend="ollama", model="m", options=options)) == expected
+
+
+def test_server_down_is_reported(tmp_path):
+    variant = Variant(name="down", backend="ollama", model="gemma3:270m", options={"host": "127.0.0.1:9"})
+    run_dir = run_evaluation(
+        load_dataset("tech-config"),
+        VariantSet(variants=[variant]),
+        options=RunOptions(limit=1, out=tmp_path, progress=False),
+    )
+    entry = load_run(run_dir).summary.variants[0]
+    assert entry.status == "skipped"
+    assert entry.error is not None
+    assert "not reachable" in entry.error
+    assert "ollama serve" in entry.error

@@ -118,8 +118,9 @@ def test_quantgate_run_over_an_openai_variant(llama_server, tmp_path, monkeypatc
     status = main(
         [*args, "--no-report", "--no-cache", "--out", str(tmp_path), "--json", "--variants", str(spec)]
     )
-    # decided: 4 (nothing quantized shown safe) or 3 (gates failed on the answers, e.g. cut at 96 tokens)
-    assert status in (0, 3, 4)
+    # one variant, the reference: no candidate, so never 0; 4 if it passes its own gates, 3 if they
+    # fail on its answers (e.g. cut at 96 tokens; 3 on the 2-core EPYC, not yet shown to be stable)
+    assert status in (3, 4)
     summary = json.loads(capsys.readouterr().out)
     run_dir = tmp_path / summary["run_id"]
     text = (run_dir / "variants.json").read_text()

@@ -95,13 +95,3 @@ def test_grammar_engines_give_schema_valid_answers(ladder, engine_name, fast_for
             assert stats.forced_tokens < stats.output_tokens
     finally:
         engine.close()
-
-
-def test_an_unknown_grammar_engine_is_named():
-    with pytest.raises(ValueError, match="grammar_engine must be one of gbnf, llguidance"):
-        EmbeddedEngine("missing.gguf", grammar_engine="regex")  # type: ignore[arg-type]
-
-
-def test_fast_forward_needs_llguidance():
-    with pytest.raises(ValueError, match='fast_forward needs grammar_engine = "llguidance"'):
-        EmbeddedEngine("missing.gguf", grammar_engine="gbnf", slots=1, fast_forward=True)

@@ -173,7 +173,8 @@ def test_ctrl_c_cancels_the_tasks_and_the_run_resumes_on_the_cluster(
         text=True,
         timeout=600,
     )
-    assert resumed.returncode in (0, 4), resumed.stderr[-2000:]
+    # 6 cases, under min_cases (30): no candidate can pass, and the reference passes: keep it (4)
+    assert resumed.returncode == 4, resumed.stderr[-2000:]
     counts = Counter((r.variant, r.case_id) for r in read_records(run_dir))
     assert len(counts) == 18
     assert set(counts.values()) == {1}  # each case recorded once, across the interruption

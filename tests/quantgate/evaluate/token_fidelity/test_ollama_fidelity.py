@@ -15,9 +15,7 @@ from quantgate.evaluate.token_fidelity.measurement import (
     measure_token_fidelity,
 )
 from quantgate.evaluate.token_fidelity.ollama_forcing import OllamaForcing
-from quantgate.evaluate.token_fidelity.run_step import unmeasured_reason
 from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant
 from tests.conftest import OLLAMA_TAGS
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -83,14 +81,3 @@ def test_the_reference_walk_rebuilds_its_output(ollama_double, cases):
         assert "".join(walk.tokens) == output
         # every position observed; fewer than 20 where tokens share a text (merged)
         assert all(top is not None and 10 < len(top) <= 20 for top in walk.top)
-
-
-def test_pairings_that_cannot_be_measured_say_why():
-    ollama = Variant(name="q4", backend="ollama", model="gemma3:270m-q4_K_M")
-    embedded = Variant(name="f16", backend="llamacpp", model=__file__)
-    assert unmeasured_reason(ollama, ollama, enabled=True) is None
-    assert unmeasured_reason(embedded, embedded, enabled=True) is None
-    reason = unmeasured_reason(ollama, embedded, enabled=True)
-    assert reason is not None
-    assert "same backend" in reason
-    assert "switched off" in (unmeasured_reason(ollama, ollama, enabled=False) or "")

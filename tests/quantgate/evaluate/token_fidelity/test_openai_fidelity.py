@@ -51,6 +51,17 @@ def test_a_chat_variant_and_a_completions_reference_do_not_read_the_same_prompt(
     )
 
 
+def test_pairings_that_cannot_be_measured_say_why():
+    ollama = Variant(name="q4", backend="ollama", model="gemma3:270m-q4_K_M")
+    embedded = Variant(name="f16", backend="llamacpp", model=__file__)
+    assert unmeasured_reason(ollama, ollama, enabled=True) is None
+    assert unmeasured_reason(embedded, embedded, enabled=True) is None
+    reason = unmeasured_reason(ollama, embedded, enabled=True)
+    assert reason is not None
+    assert "same backend" in reason
+    assert "switched off" in (unmeasured_reason(ollama, ollama, enabled=False) or "")
+
+
 @contextmanager
 def _never_opened(
     variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
