@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from evaluators import MAX_DEPTH, error_path, too_deep
+from evaluators.errors import UsageError
 
 __all__ = ["MAX_SCHEMAS", "SchemaRefError", "inline_refs"]
 
@@ -49,7 +50,7 @@ _DYNAMIC = ("$dynamicRef", "$recursiveRef")
 _Path = tuple[str | int, ...]
 
 
-class SchemaRefError(ValueError):
+class SchemaRefError(UsageError):
     """A reference that cannot be inlined; `path` is where it is in the schema (`properties.when.$ref`)."""
 
     def __init__(self, path: _Path, message: str) -> None:

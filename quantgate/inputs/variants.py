@@ -311,6 +311,12 @@ def load_variants_file(path: Path) -> VariantSet:
 SHORTHAND_BACKENDS = ("llamacpp", "ollama", "openai")
 """The backends a `BACKEND:MODEL` shorthand may name."""
 
+SHORTHAND_FILES = frozenset({"llamacpp"})
+"""The shorthands whose MODEL is a local file path (`llamacpp:PATH.gguf`)."""
+
+SHORTHAND_ADDRESSES = frozenset({"openai"})
+"""The shorthands that carry a server's address (`openai:MODEL@BASE_URL`)."""
+
 
 def is_variants_file(item: str) -> bool:
     """Whether a `--variants` entry names a variants file: it ends in `.toml` and does not start with

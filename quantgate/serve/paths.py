@@ -31,7 +31,12 @@ from quantgate.inputs.dataset import (
     bundled_root,
 )
 from quantgate.inputs.task_file import TASK_FILE
-from quantgate.inputs.variants import is_variants_file
+from quantgate.inputs.variants import (
+    SHORTHAND_ADDRESSES,
+    SHORTHAND_BACKENDS,
+    SHORTHAND_FILES,
+    is_variants_file,
+)
 
 DATASET_FILES = (TASK_FILE, SCHEMA_FILE, CASES_FILE, EXAMPLES_FILE, CORPUS_FILE, QUERIES_FILE, *CARD_FILES)
 """Every file a dataset directory is read for (datasets of every task kind, retrieval datasets, the card)."""
@@ -125,14 +130,15 @@ def variant_argument(text: str, roots: Sequence[Path]) -> str:
             server), or a file whose name, given or resolved, does not end in `.toml`.
     """
     backend, _, rest = text.partition(":")
-    if backend == "ollama":
-        return text
-    if backend == "llamacpp":
-        return "llamacpp:" + str(inside_roots(rest, roots, what="model file"))
-    if backend == "openai":
+    if backend in SHORTHAND_ADDRESSES:
         raise UnusableFileError(
-            f"variant {text!r}: the API takes no openai: shorthand; name a variants file inside a root"
+            f"variant {text!r}: the API takes no {backend}: shorthand (it names a server's address); name a "
+            "variants file inside a root"
         )
+    if backend in SHORTHAND_FILES:
+        return f"{backend}:" + str(inside_roots(rest, roots, what="model file"))
+    if backend in SHORTHAND_BACKENDS:
+        return text
     path = inside_roots(text, roots, what="variants file")
     if not (is_variants_file(text) and is_variants_file(str(path))):
         raise UnusableFileError(
