@@ -110,12 +110,14 @@ def test_a_worker_process_is_given_the_seconds_left_and_stops_there(tmp_path):
     data = load_dataset(dataset)
     slow = slow_backend.slow_variant
     variants = VariantSet(reference="ref", variants=[slow("ref", delay_s=0.0), slow("cand", delay_s=0.1)])
-    run_dir = run_evaluation(data, variants, options=_options(tmp_path, 0.45))
+    # 0.8 s: the reference's round takes up to 0.2 s here, and the candidate's first case in its
+    # worker up to 0.26 s (measured: the later ones 0.1 s), so at least 2 of its cases fit
+    run_dir = run_evaluation(data, variants, options=_options(tmp_path, 0.8))
     summary = load_run(run_dir).summary
     cand = summary.entry("cand")
     assert cand is not None
     assert cand.sequential is not None
-    assert 2 <= cand.sequential.cases <= 6  # not the round's 10: its worker set its own deadline
+    assert 2 <= cand.sequential.cases <= 8  # not the round's 10: its worker set its own deadline
     assert cand.sequential.stopped == "budget"
     assert summary.evaluation_s is not None
-    assert summary.evaluation_s < 0.45 + 0.1 + 0.3
+    assert summary.evaluation_s < 0.8 + 0.1 + 0.3
