@@ -33,11 +33,12 @@ from quantgate.backends.greedy import Generation, GreedyDecoder
 from quantgate.backends.kv_cache import kv_cache_params
 from quantgate.backends.label_context import ContinuationScorer
 from quantgate.backends.label_scores import LABEL_SCORING_KEY, closed_label_set, label_metadata
-from quantgate.backends.logprobs import TokenTop
+from quantgate.backends.logprobs import TokenTop, given_answer, logprob_metadata
 from quantgate.backends.schema_grammar import (
     GRAMMAR_ENGINES,
     GrammarEngineName,
     UnenforcedKeyword,
+    gbnf_grammar,
     grammar_schema,
     unenforced_keywords,
 )
@@ -56,30 +57,6 @@ choice (`grammar_engine="llguidance"`). Measured against each other in
 
 _TOKENIZER_CTX = 512
 """With slots, the `Llama`'s own context only serves tokenization: kept small."""
-
-_JSON_STRING_CHAR = r'char ::= [^"\\\x00-\x1f] |'
-"""A JSON string character: the converter's rule also allows raw control characters
-(a literal newline), which JSON forbids inside strings."""
-
-
-_NUMBER_EXPONENT = "([eE] [-+]? integral-part)?"
-_SHORT_EXPONENT = "([eE] [-+]? [0-9] [0-9]?)?"
-"""A number's exponent: the converter allows 16 digits (`1e999` reads as infinity, which no
-validator can check); two keep every number a double can hold."""
-
-
-def gbnf_grammar(schema: Mapping[str, Any], max_array_items: int = 20) -> str:
-    """The GBNF grammar of a JSON schema (arrays capped at `max_array_items`) that the embedded
-    backend decodes with, and an OpenAI-compatible server's `api = "completions"` variants send as
-    `grammar`: llama.cpp's converter, JSON strings without raw control characters, short exponents,
-    and an optional space first (the prompt ends with `JSON:`)."""
-    import llama_cpp
-
-    prepared = grammar_schema(schema, max_array_items, "gbnf")
-    gbnf = str(llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(prepared)))
-    gbnf = gbnf.replace(r'char ::= [^"\\] |', _JSON_STRING_CHAR, 1)
-    gbnf = gbnf.replace(_NUMBER_EXPONENT, _SHORT_EXPONENT, 1)
-    return gbnf.replace("root ::= ", 'root ::= " "? ', 1)
 
 
 def physical_cores() -> int:
@@ -334,7 +311,7 @@ class LlamaCppChatModel(StreamingChatModel):
         grammar = self.engine.grammar(self.json_schema) if self.json_schema else None
         stats = Generation(top_logprobs=[] if kwargs.get("top_logprobs") else None)  # `TOP_LOGPROBS_KWARG`
         answer: list[str] = []
-        given, tops = _given_answer(kwargs.get("answer"))  # the reference's answer (`VERIFY_KWARG`)
+        given, tops = given_answer(kwargs.get("answer"))  # the reference's answer (`VERIFY_KWARG`)
         generated = self.engine.generate(
             prompt, grammar, self.max_tokens, stats, answer=given, answer_top=tops
         )
@@ -360,36 +337,12 @@ class LlamaCppChatModel(StreamingChatModel):
                     "obtained": stats.obtained,
                     "answer_tokens": stats.answer_tokens,
                     "verified_tokens": stats.verified_tokens if stats.answer_tokens is not None else None,
-                    **_logprob_metadata(stats),
+                    **logprob_metadata(stats.top_logprobs, stats.fidelity),
                     **scores,
                 },
                 chunk_position="last",
             )
         )
-
-
-def _given_answer(given: Any) -> tuple[str | None, list[TokenTop] | None]:
-    """The answer to verify and its top log-probabilities, from a call's `answer` keyword: its text,
-    or a mapping with `text` and, when its model kept them, `top_logprobs`."""
-    if isinstance(given, Mapping):
-        return given.get("text"), given.get("top_logprobs")
-    return given, None
-
-
-def _logprob_metadata(stats: Generation) -> dict[str, Any]:
-    """This model's own top log-probabilities per token, when asked for, and its figures against the
-    given answer's, when it verified one that had them (`logprobs.ForcedFidelity`)."""
-    metadata: dict[str, Any] = {}
-    if stats.top_logprobs is not None:
-        metadata["top_logprobs"] = stats.top_logprobs
-    if stats.fidelity is not None:
-        metadata["fidelity"] = {
-            "kld": stats.fidelity.kld,
-            "top1": stats.fidelity.top1,
-            "delta_p": stats.fidelity.delta_p,
-            "kinds": stats.fidelity.kinds,
-        }
-    return metadata
 
 
 @contextmanager

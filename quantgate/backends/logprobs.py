@@ -16,7 +16,7 @@ Each row costs a max, a logsumexp and a comparison over the vocabulary (about 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -31,7 +31,9 @@ __all__ = [
     "TokenTop",
     "aligned",
     "forced_position",
+    "given_answer",
     "log_normalizer",
+    "logprob_metadata",
     "top_logprobs",
 ]
 
@@ -72,10 +74,10 @@ class ForcedFidelity:
         self.delta_p.append(delta_p)
 
 
-def log_normalizer(row: np.ndarray[Any, Any]) -> float:
+def log_normalizer(row: np.ndarray[Any, Any], peak: float | None = None) -> float:
     """log sum exp of a logits row (float32 exponentials, pairwise-summed: about 0.2 ms for 262,144
-    logits)."""
-    top = float(row.max())
+    logits); `peak`: the row's largest logit, when already known."""
+    top = float(row.max()) if peak is None else peak
     return top + math.log(float(np.exp(row - top).sum()))
 
 
@@ -96,7 +98,7 @@ def top_logprobs(row: np.ndarray[Any, Any], token: int, k: int = TOP_LOGPROBS) -
     """The `k` most probable tokens of a logits row and their log-probabilities, with the token
     chosen there (which the grammar may have taken from outside them)."""
     peak = float(row.max())
-    lse = peak + math.log(float(np.exp(row - peak).sum()))
+    lse = log_normalizer(row, peak)
     return TokenTop(token=int(token), top=[[int(i), float(row[i]) - lse] for i in _top_ids(row, peak, k)])
 
 
@@ -118,3 +120,27 @@ def aligned(answer: Sequence[int], tops: Sequence[TokenTop] | None) -> list[Toke
     if tops is None or [t["token"] for t in tops[: len(answer)]] != list(answer):
         return None
     return list(tops[: len(answer)])
+
+
+def given_answer(given: Any) -> tuple[str | None, list[TokenTop] | None]:
+    """The answer to verify and its top log-probabilities, from a chat model call's `answer` keyword
+    (`VERIFY_KWARG`): its text, or a mapping with `text` and, when its model kept them, `top_logprobs`."""
+    if isinstance(given, Mapping):
+        return given.get("text"), given.get("top_logprobs")
+    return given, None
+
+
+def logprob_metadata(tops: list[TokenTop] | None, fidelity: ForcedFidelity | None) -> dict[str, Any]:
+    """An answer's metadata: the model's own top log-probabilities per token, when asked for, and its
+    figures against the given answer's, when it verified one that had them."""
+    metadata: dict[str, Any] = {}
+    if tops is not None:
+        metadata["top_logprobs"] = tops
+    if fidelity is not None:
+        metadata["fidelity"] = {
+            "kld": fidelity.kld,
+            "top1": fidelity.top1,
+            "delta_p": fidelity.delta_p,
+            "kinds": fidelity.kinds,
+        }
+    return metadata

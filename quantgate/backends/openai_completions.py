@@ -126,7 +126,7 @@ def completion_body(kind: str, schema: Mapping[str, Any], extra_body: Mapping[st
     `grammar` (its GBNF grammar), `json_schema` (`response_format`), or nothing (`none`)."""
     body = dict(extra_body)
     if kind == "grammar":
-        from quantgate.backends.llamacpp import gbnf_grammar
+        from quantgate.backends.schema_grammar import gbnf_grammar
 
         body["grammar"] = gbnf_grammar(schema, MAX_ARRAY_ITEMS)
     elif kind == "json_schema":

@@ -306,3 +306,28 @@ def _gbnf_unenforced(node: Any, path: str, formats: frozenset[str]) -> Iterator[
     for key in ("$defs", "definitions"):
         for name, value in (node.get(key) or {}).items():
             yield from _gbnf_unenforced(value, f"{key}.{name}", formats)
+
+
+_JSON_STRING_CHAR = r'char ::= [^"\\\x00-\x1f] |'
+"""A JSON string character: the converter's rule also allows raw control characters
+(a literal newline), which JSON forbids inside strings."""
+
+
+_NUMBER_EXPONENT = "([eE] [-+]? integral-part)?"
+_SHORT_EXPONENT = "([eE] [-+]? [0-9] [0-9]?)?"
+"""A number's exponent: the converter allows 16 digits (`1e999` reads as infinity, which no
+validator can check); two keep every number a double can hold."""
+
+
+def gbnf_grammar(schema: Mapping[str, Any], max_array_items: int = 20) -> str:
+    """The GBNF grammar of a JSON schema (arrays capped at `max_array_items`) that the embedded
+    backend decodes with, and an OpenAI-compatible server's `api = "completions"` variants send as
+    `grammar`: llama.cpp's converter, JSON strings without raw control characters, short exponents,
+    and an optional space first (the prompt ends with `JSON:`)."""
+    import llama_cpp
+
+    prepared = grammar_schema(schema, max_array_items, "gbnf")
+    gbnf = str(llama_cpp.llama_grammar.json_schema_to_gbnf(json.dumps(prepared)))
+    gbnf = gbnf.replace(r'char ::= [^"\\] |', _JSON_STRING_CHAR, 1)
+    gbnf = gbnf.replace(_NUMBER_EXPONENT, _SHORT_EXPONENT, 1)
+    return gbnf.replace("root ::= ", 'root ::= " "? ', 1)
