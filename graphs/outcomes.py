@@ -11,7 +11,7 @@ from typing import Any, TypedDict
 from evaluators import CaseScore, CaseScorer, FieldAccuracy, case_language
 from evaluators.format import FormatResult
 from evaluators.latency import CaseLatency, case_latency
-from evaluators.tasks import Task
+from evaluators.tasks import Task, kind_of
 from graphs.extraction import ExtractionResult
 
 
@@ -105,7 +105,7 @@ def keeps_values(task: Task) -> bool:
     """Whether the outcomes of `task` keep each field's values (`retained`'s `keep_values`): the
     figures of every kind but extraction read them (a classification's labels, a generation's texts,
     a tool-calling's calls)."""
-    return task.kind != "extraction"
+    return kind_of(task).keeps_values
 
 
 def retained(outcome: CaseOutcome, *, keep_record: bool, keep_values: bool) -> CaseOutcome:

@@ -1,0 +1,102 @@
+"""Task kinds: what a dataset asks of the model, declared in its `task.json` (docs/tasks.md).
+
+Each kind is one `TaskKind` object in its own module (`extraction.py`, `classification.py`,
+`tool_calling.py`, `generation.py`) holding everything that differs per kind: its task model
+(`evaluators.task_models`), record schema's field tree, gold checks, case scorer, prompt
+instruction, the values its outcomes keep, what its failures show, its figures with their titles
+and formats, and the production opener of its runs. `TASK_KINDS` maps a kind's name to its object;
+shared code asks `kind_of(task)` and never compares a kind's name. `register_kind` adds a kind
+(a plugin's, or a test's toy kind) without touching this package.
+
+Adding a kind: the "Adding a task kind" recipe in docs/development.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from evaluators.errors import UsageError
+from evaluators.format import FormatProblem
+from evaluators.kinds.classification import CLASSIFICATION
+from evaluators.kinds.extraction import EXTRACTION, instructions
+from evaluators.kinds.generation import GENERATION
+from evaluators.kinds.kind import CaseFieldScorer, ExpectedCheck, FigureTable, KindFigure, TaskKind
+from evaluators.kinds.tool_calling import TOOL_CALLING, show_call
+from evaluators.schema import FieldSpec
+from evaluators.task_models import Task
+
+__all__ = [
+    "TASK_KINDS",
+    "CaseFieldScorer",
+    "ExpectedCheck",
+    "FigureTable",
+    "KindFigure",
+    "TaskKind",
+    "case_field_scorer",
+    "check_expected",
+    "field_spec",
+    "instructions",
+    "kind_of",
+    "parse_task",
+    "register_kind",
+    "show_call",
+    "unregister_kind",
+]
+
+TASK_KINDS: dict[str, TaskKind] = {kind.name: kind for kind in (EXTRACTION, CLASSIFICATION, TOOL_CALLING, GENERATION)}
+"""Every task kind, by its name (its task.json `kind`)."""
+
+
+def register_kind(kind: TaskKind) -> None:
+    """Add a task kind (its name is its model's `kind`).
+
+    Raises:
+        ValueError: A kind of that name is registered already.
+    """
+    if kind.name in TASK_KINDS:
+        raise ValueError(f"task kind {kind.name!r} is registered already")
+    TASK_KINDS[kind.name] = kind
+
+
+def unregister_kind(name: str) -> None:
+    """Remove a kind `register_kind` added (a test's toy kind)."""
+    TASK_KINDS.pop(name, None)
+
+
+def kind_of(task: Task | Any) -> TaskKind:
+    """The kind object of a task (anything with a registered `kind`)."""
+    return TASK_KINDS[task.kind]
+
+
+def parse_task(raw: Any) -> Task:
+    """A task from its JSON value, by its kind's `parse` (pydantic's `ValidationError` on a bad one;
+    a value without a registered `kind` goes to the built-in models' union, which names it)."""
+    kind = TASK_KINDS.get(raw.get("kind")) if isinstance(raw, Mapping) else None
+    parsed: Task = (kind or EXTRACTION).parse_task(raw)
+    return parsed
+
+
+def case_field_scorer(task: Task) -> CaseFieldScorer:
+    """The kind's per-case scorer.
+
+    Raises:
+        UsageError: The kind's scorer is not wired yet.
+    """
+    entry = kind_of(task)
+    if entry.score is None:
+        raise UsageError(
+            f"scoring {task.kind} cases is not yet supported ({entry.scorer_module} is not wired "
+            "into its kind in evaluators/kinds/); `quantgate datasets check` can check the dataset"
+        )
+    return entry.score
+
+
+def check_expected(task: Task, expected: Mapping[str, Any]) -> list[FormatProblem]:
+    """What is wrong with a gold `expected` for this task, beyond its record schema."""
+    return list(kind_of(task).check_expected(task, expected))
+
+
+def field_spec(task: Task, record_schema: Mapping[str, Any]) -> FieldSpec:
+    """The scored fields of a task's records (its kind's `field_spec`)."""
+    return kind_of(task).field_spec(record_schema)

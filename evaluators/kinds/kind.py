@@ -1,0 +1,155 @@
+"""`TaskKind`: everything that differs between task kinds, one object per kind.
+
+Shared code asks the task's kind object (`evaluators.kinds.kind_of`) and never compares a
+kind's name: the model of its task.json, how a task is parsed, its record's field tree, its gold
+checks, its case scorer, its prompt instruction, what its outcomes keep, what its failures show,
+its figures (titles and formats) with the section's title, and the production opener of its runs.
+The objects hold data and pure functions only (this is the evaluators' layer); the layers above
+read them (`graphs.prompting`, `quantgate.render.task_figures`, `quantgate.analysis`, ...).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from evaluators.fields import FieldAccuracy, score_fields
+from evaluators.format import FormatProblem
+from evaluators.matchers import MatchOptions
+from evaluators.schema import FieldSpec, parse_schema
+from evaluators.task_models import Task, TaskModel
+
+__all__ = ["CaseFieldScorer", "ExpectedCheck", "FigureTable", "KindFigure", "TaskKind", "score_by_field"]
+
+
+class CaseFieldScorer(Protocol):
+    """Scores one case's record against its gold record: a kind's per-case score."""
+
+    def __call__(
+        self,
+        *,
+        outputs: Mapping[str, Any],
+        reference_outputs: Mapping[str, Any],
+        task: Task,
+        spec: FieldSpec,
+        options: MatchOptions,
+        lang: str | None,
+    ) -> FieldAccuracy: ...
+
+
+ExpectedCheck = Callable[[Any, Mapping[str, Any]], Sequence[FormatProblem]]
+"""(task, expected) -> problems, each located from `expected` (`expected.label`)."""
+
+
+def score_by_field(
+    *,
+    outputs: Mapping[str, Any],
+    reference_outputs: Mapping[str, Any],
+    task: Task,
+    spec: FieldSpec,
+    options: MatchOptions,
+    lang: str | None,
+) -> FieldAccuracy:
+    """Field by field (`evaluators.fields`); on a classification's enum this is label accuracy,
+    and on its multi-label array the set F1."""
+    return score_fields(
+        outputs=outputs, reference_outputs=reference_outputs, schema=spec, options=options, lang=lang
+    )
+
+
+def _no_check(task: Any, expected: Mapping[str, Any]) -> Sequence[FormatProblem]:
+    return ()
+
+
+def _record_json(record: Mapping[str, Any]) -> Any:
+    return json.dumps(record, ensure_ascii=False, sort_keys=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class KindFigure:
+    """One figure of a task kind: the one definition of its title and format, which the terminal
+    table, decision.md, suite_decision.md, the HTML report and the notebook frame all use
+    (`quantgate.render.task_figures` reads it from a variant's summary entry).
+
+    Attributes:
+        key: Its key in a variant's entry of summary.json (`worst_recall`: made from `classes`).
+        title: Its column's title.
+        template: Its format (`str.format`); None: a share, in % with one decimal.
+        scale: Shown as value x scale (chrF: the summary keeps it / 100, shown 0-100).
+    """
+
+    key: str
+    title: str
+    template: str | None = None
+    scale: float = 1.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class FigureTable:
+    """A kind's section of figures under a run: its figures in the order shown, its note.
+
+    Attributes:
+        shown: The kind as the section names it (`multi-label classification`).
+        figures: Its figures, in the order shown.
+        note: What the figures mean, under the table.
+        when_measured: The table is the kind's when some variant measured this key (a multi-label
+            run's `subset_accuracy`); None: the kind's table otherwise.
+    """
+
+    shown: str
+    figures: tuple[KindFigure, ...]
+    note: str
+    when_measured: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskKind:
+    """What one kind of task does.
+
+    Attributes:
+        model: The pydantic model of its task.json (its `kind` default is the kind's name).
+        score: Its per-case scorer; None while it is not wired (scoring then refuses the kind).
+        check_expected: Checks a gold `expected` beyond the record schema, with messages
+            that say what task.json allows (a label outside the set, an unknown tool).
+        scorer_module: Where its scorer lives (or will), for messages and docs.
+        field_spec: The scored fields, from the record schema: its field tree unless the kind
+            scores a construct the tree does not read (tool calling's `anyOf`).
+        parse: A task of the kind from its JSON value (pydantic's `ValidationError` on a bad one).
+        instruction: The prompt's system text, from the task and its record schema.
+        keeps_values: Its outcomes keep each field's gold and predicted values, which its
+            figures read (`graphs.outcomes.retained`).
+        shown_value: The part of a record (or of a case's gold) its failures show.
+        title: The title of its section in the HTML report.
+        figure_tables: Its figure sections (none: its figures are the summary table's own).
+        opener: The `quantgate.production` function that opens its runs.
+    """
+
+    model: type[TaskModel]
+    score: CaseFieldScorer | None
+    check_expected: ExpectedCheck = _no_check
+    scorer_module: str = "evaluators/fields.py"
+    field_spec: Callable[[Mapping[str, Any]], FieldSpec] = parse_schema
+    parse: Callable[[Any], Any] | None = None
+    instruction: Callable[[Any, Mapping[str, Any]], str] | None = None
+    keeps_values: bool = True
+    shown_value: Callable[[Mapping[str, Any]], Any] = _record_json
+    title: str = ""
+    figure_tables: tuple[FigureTable, ...] = ()
+    opener: str = "open_extractor"
+
+    @property
+    def name(self) -> str:
+        """The kind's name, its task.json `kind` (the model's `kind` default)."""
+        return str(self.model.model_fields["kind"].default)
+
+    def parse_task(self, raw: Any) -> Any:
+        """A task of this kind from its JSON value (`parse`, else the model's validation)."""
+        return (self.parse or self.model.model_validate)(raw)
+
+    def figure_table(self, measured: Callable[[str], bool]) -> FigureTable | None:
+        """Its figure section for a run: the first whose `when_measured` key some variant measured
+        (`measured(key)`), else the first without one; None when the kind has none."""
+        chosen = next((t for t in self.figure_tables if t.when_measured and measured(t.when_measured)), None)
+        return chosen or next((t for t in self.figure_tables if t.when_measured is None), None)
