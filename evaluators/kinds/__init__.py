@@ -37,6 +37,7 @@ __all__ = [
     "check_expected",
     "field_spec",
     "instructions",
+    "kind_named",
     "kind_of",
     "parse_task",
     "register_kind",
@@ -44,7 +45,9 @@ __all__ = [
     "unregister_kind",
 ]
 
-TASK_KINDS: dict[str, TaskKind] = {kind.name: kind for kind in (EXTRACTION, CLASSIFICATION, TOOL_CALLING, GENERATION)}
+TASK_KINDS: dict[str, TaskKind] = {
+    kind.name: kind for kind in (EXTRACTION, CLASSIFICATION, TOOL_CALLING, GENERATION)
+}
 """Every task kind, by its name (its task.json `kind`)."""
 
 
@@ -67,6 +70,12 @@ def unregister_kind(name: str) -> None:
 def kind_of(task: Task | Any) -> TaskKind:
     """The kind object of a task (anything with a registered `kind`)."""
     return TASK_KINDS[task.kind]
+
+
+def kind_named(name: str | None) -> TaskKind:
+    """The kind a run names (summary.json's `dataset.task`): extraction for None (a run written
+    before task kinds) or a kind not registered here, whose records are then shown as extraction's."""
+    return TASK_KINDS.get(name or EXTRACTION.name, EXTRACTION)
 
 
 def parse_task(raw: Any) -> Task:

@@ -81,8 +81,7 @@ _MULTI_LABEL = FigureTable(
         KindFigure(key="hamming_loss", title="Hamming loss", template=_F1),
         KindFigure(key="no_answer", title="no answer", template=_COUNT),
     ),
-    note="subset accuracy: the whole label set right; Hamming loss: share of "
-    "wrong (case, label) decisions",
+    note="subset accuracy: the whole label set right; Hamming loss: share of wrong (case, label) decisions",
     when_measured="subset_accuracy",
 )
 

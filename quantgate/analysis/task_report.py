@@ -10,16 +10,11 @@ from typing import Any
 
 import pandas as pd
 
+from evaluators.kinds import kind_named
 from quantgate.analysis.run_view import RunView
 from quantgate.analysis.task_view import class_recall, label_confusion, task_kind
 from quantgate.formatting import MISSING, percent
 from quantgate.render.task_figures import task_figures
-
-KIND_TITLES = {
-    "classification": "Classification",
-    "generation": "Generation",
-    "tool_calling": "Tool calling",
-}
 
 
 def _known(value: Any) -> float | None:
@@ -56,14 +51,11 @@ def task_context(view: RunView) -> dict[str, Any] | None:
     figures = task_figures(view.run.summary)
     if figures is None:
         return None
-    recall = None
-    if kind == "classification":
-        table = class_recall(view)
-        if not table.empty:
-            recall = _table(table, "class", _recall_text)
+    recall_table = class_recall(view)  # empty but for a classification run
+    recall = None if recall_table.empty else _table(recall_table, "class", _recall_text)
     return {
         "kind": kind,
-        "title": KIND_TITLES[kind],
+        "title": kind_named(kind).title,
         "figure_rows": [figures.header, *figures.rows],
         "figure_note": figures.note,
         "recall_rows": recall,

@@ -2,7 +2,7 @@
 
 `task_figures` reads each variant's kind figures from summary.json (the evaluators'
 `ClassificationSummary`, `GenerationSummary`, `ToolCallSummary`: one definition of each figure;
-`quantgate.render.task_figures.KIND_FIGURES`: which are shown, their titles and formats);
+its kind object's `figure_tables` (`evaluators.kinds`): which are shown, their titles and formats);
 `class_recall` and `label_confusion` detail a classification run; `task_failures` lists the
 failing cases as the kind reads them: labels, calls or texts, gold beside the reference's and
 the candidate's. A figure not measured is NaN in a frame, never 0; a value a variant did not
@@ -11,16 +11,15 @@ give (no valid record) is None.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import Any
 
 import pandas as pd
 
-from evaluators.generation import generated_text
+from evaluators.kinds import TaskKind, kind_named, show_call
 from evaluators.task_models import ClassificationTask
 from quantgate.analysis.run_view import RunView, failing_cases, only_variant_fails
-from quantgate.render.task_figures import KIND_FIGURES, task_kind_of
+from quantgate.render.task_figures import figure_table, figure_value
 
 EXTRACTION = "extraction"
 
@@ -35,11 +34,14 @@ def task_kind(view: RunView) -> str:
 
 def task_figures(view: RunView) -> pd.DataFrame:
     """One row per variant (summary.json's order), one column per figure of the run's kind: its
-    key (`quantgate.render.task_figures.KIND_FIGURES`, which titles and formats it, for the terminal
+    key (its kind's `figure_tables`, `evaluators.kinds`, which title and format it, for the terminal
     and the report alike); NaN where not measured. No column for extraction."""
-    figures = KIND_FIGURES.get(task_kind_of(view.run.summary), ())
+    section = figure_table(view.run.summary)
+    figures = section.figures if section is not None else ()
     keys = [figure.key for figure in figures]
-    rows = {entry.name: [figure.value(entry) for figure in figures] for entry in view.run.summary.variants}
+    rows = {
+        entry.name: [figure_value(figure, entry) for figure in figures] for entry in view.run.summary.variants
+    }
     table = pd.DataFrame.from_dict(rows, orient="index", columns=keys, dtype=float)
     return table.rename_axis(index="variant")
 
@@ -87,29 +89,9 @@ def label_confusion(view: RunView, variant: str) -> pd.DataFrame:
     return table.rename_axis(index=f"{view.reference} (reference)", columns=variant)
 
 
-def show_call(call: Any) -> str:
-    """A tool call as one line, `name(argument=value, ...)` with JSON values; `no call` for null."""
-    if call is None:
-        return "no call"
-    if not isinstance(call, dict):
-        return json.dumps(call, ensure_ascii=False)
-    arguments = call.get("arguments")
-    pairs = arguments.items() if isinstance(arguments, dict) else []
-    shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in pairs)
-    return f"{call.get('name')}({shown})"
-
-
-def _value(kind: str, record: dict[str, Any] | None) -> Any:
+def _value(kind: TaskKind, record: dict[str, Any] | None) -> Any:
     """The part of a record (or of a case's gold) the kind shows; None without a record."""
-    if record is None:
-        return None
-    if kind == "classification":
-        return record.get("labels", record.get("label"))
-    if kind == "tool_calling":
-        return show_call(record.get("call"))
-    if kind == "generation":
-        return generated_text(record)
-    return json.dumps(record, ensure_ascii=False, sort_keys=True)
+    return None if record is None else kind.shown_value(record)
 
 
 def task_failures(view: RunView) -> pd.DataFrame:
@@ -120,7 +102,7 @@ def task_failures(view: RunView) -> pd.DataFrame:
     score (the case's field accuracy: for generation its sentence chrF / 100), reference_right
     (the reference got right a field the candidate got wrong), error_kind.
     """
-    kind = task_kind(view)
+    kind = kind_named(view.run.summary.dataset.task)
     lost = only_variant_fails(view)
     regressed = set(zip(lost["variant"], lost["case_id"], strict=True))
     reference = view.records.get(view.reference, {})

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from evaluators.kinds import kind_of
 from evaluators.task_models import ClassificationTask, Task
 from graphs.extraction import Attempt, ExtractionResult
 from quantgate.inputs.problems import Problem
@@ -37,14 +38,6 @@ from quantgate.production.extractor import (
 from quantgate.production.guard import OnlineGuard
 
 AnswerT = TypeVar("AnswerT")
-
-OPENERS = {
-    "extraction": "open_extractor",
-    "classification": "open_classifier",
-    "tool_calling": "open_tool_caller",
-    "generation": "open_generator",
-}
-"""The opener that fits a run of each task kind."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,18 +185,20 @@ def _generation(result: ExtractionResult, valid: bool) -> Generation:
     return Generation(valid=valid, result=result, text=text if isinstance(text, str) else None)
 
 
-def _run_task(chosen: ChosenVariant, kind: str) -> Task:
-    """The run's task, refused with the opener that fits when it is not of `kind`."""
+def _run_task(chosen: ChosenVariant, opener: str) -> Task:
+    """The run's task, refused with the opener that fits it (its kind's `opener`) when that is not
+    `opener`."""
     problems: list[Problem] = []
     task = read_task(chosen.dataset_dir, problems) if chosen.dataset_dir.is_dir() else None
     if task is None:
         why = "; ".join(str(p) for p in problems[:2]) or "the run's copy of its cases is missing"
         raise ProductionError(f"{chosen.dataset_dir}: cannot tell the run's task ({why})")
-    if task.kind != kind:
+    fits = kind_of(task).opener
+    if fits != opener:
         article = "an" if task.kind[0] in "aeiou" else "a"
         raise ProductionError(
             f"{chosen.run_dir}: run {chosen.run_dir.name} is {article} {task.kind} run; "
-            f"use {OPENERS[task.kind]}, not {OPENERS[kind]}"
+            f"use {fits}, not {opener}"
         )
     return task
 
@@ -211,13 +206,13 @@ def _run_task(chosen: ChosenVariant, kind: str) -> Task:
 @contextmanager
 def _open_runner(
     source: str | Path | ChosenVariant,
-    kind: str,
+    opener: str,
     answers: Callable[[Task], Callable[[ExtractionResult, bool], AnswerT]],
     examples: Sequence[Example] | None,
     guard: OnlineGuard | None,
 ) -> Iterator[TaskRunner[AnswerT]]:
     chosen = source if isinstance(source, ChosenVariant) else load_chosen(source)
-    task = _run_task(chosen, kind)  # before the model is loaded
+    task = _run_task(chosen, opener)  # before the model is loaded
     with open_extractor(chosen, examples=examples, guard=guard) as extractor:
         yield TaskRunner(extractor=extractor, task=task, to_answer=answers(task))
 
@@ -241,7 +236,7 @@ def open_classifier(
             names the opener that fits it) or its copy of the cases is gone.
         BackendError: The backend could not open the variant.
     """
-    return _open_runner(source, "classification", _classification, examples, guard)
+    return _open_runner(source, "open_classifier", _classification, examples, guard)
 
 
 def open_tool_caller(
@@ -262,7 +257,7 @@ def open_tool_caller(
         ProductionError: As `open_classifier`.
         BackendError: The backend could not open the variant.
     """
-    return _open_runner(source, "tool_calling", lambda task: _tool_call, examples, guard)
+    return _open_runner(source, "open_tool_caller", lambda task: _tool_call, examples, guard)
 
 
 def open_generator(
@@ -283,4 +278,4 @@ def open_generator(
         ProductionError: As `open_classifier`.
         BackendError: The backend could not open the variant.
     """
-    return _open_runner(source, "generation", lambda task: _generation, examples, guard)
+    return _open_runner(source, "open_generator", lambda task: _generation, examples, guard)
