@@ -38,7 +38,7 @@ class CaseScorer:
         task: The dataset's task; its kind's scorer scores the fields.
 
     Raises:
-        UsageError: The task's kind has no scorer wired yet (`evaluators.tasks.TASK_KINDS`).
+        UsageError: The task's kind has no scorer wired yet (`evaluators.kinds.TASK_KINDS`).
     """
 
     schema: Mapping[str, Any]

@@ -53,7 +53,7 @@ def score_text(
 ) -> FieldAccuracy:
     """Score one generated text against the gold text (or the reference model's text).
 
-    The kind's case scorer in `evaluators.tasks.TASK_KINDS` (its `CaseFieldScorer` signature).
+    The kind's case scorer in `evaluators.kinds.TASK_KINDS` (its `CaseFieldScorer` signature).
 
     Args:
         outputs: The predicted record `{"text": ...}`; None when the system produced nothing

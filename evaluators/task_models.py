@@ -2,8 +2,9 @@
 kind, told apart by `kind`, each deriving its record schema (`record_schema()`; None for
 extraction, whose record schema is the dataset's schema.json).
 
-What each kind does beyond its declaration (scoring, gold checks) is in `evaluators.tasks`; a
-scorer module needs only these models (`evaluators.tasks` imports the scorers).
+What each kind does beyond its declaration (scoring, gold checks, prompt, figures) is its kind
+object in `evaluators.kinds`; a scorer module needs only these models (`evaluators.kinds` imports
+the scorers).
 """
 
 from __future__ import annotations

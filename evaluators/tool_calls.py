@@ -220,7 +220,7 @@ def score_tool_call_case(
     options: MatchOptions,
     lang: str | None,
 ) -> FieldAccuracy:
-    """`score_call` as the tool-calling kind's case scorer (`evaluators.tasks.CaseFieldScorer`):
+    """`score_call` as the tool-calling kind's case scorer (`evaluators.kinds.CaseFieldScorer`):
     the tools are the task's, `spec` (the one field `call`) and `lang` are not needed."""
     return score_call(
         outputs=outputs, reference_outputs=reference_outputs, tools=task_tools(task), options=options

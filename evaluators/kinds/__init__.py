@@ -81,7 +81,8 @@ def kind_named(name: str | None) -> TaskKind:
 def parse_task(raw: Any) -> Task:
     """A task from its JSON value, by its kind's `parse` (pydantic's `ValidationError` on a bad one;
     a value without a registered `kind` goes to the built-in models' union, which names it)."""
-    kind = TASK_KINDS.get(raw.get("kind")) if isinstance(raw, Mapping) else None
+    name = raw.get("kind") if isinstance(raw, Mapping) else None
+    kind = TASK_KINDS.get(name) if isinstance(name, str) else None
     parsed: Task = (kind or EXTRACTION).parse_task(raw)
     return parsed
 

@@ -3,7 +3,7 @@
 Format validity is judged on the model's own last text, strictly (a run's `format_valid`); an
 error is a backend failure or no valid record after the repairs (the run counts both); latency is
 the call's model time summed over attempts; agreement is field agreement with a shadow
-reference's record, scored by the scorer of the run's task kind (`evaluators.tasks.TASK_KINDS`: field
+reference's record, scored by the scorer of the run's task kind (`evaluators.kinds.TASK_KINDS`: field
 by field for extraction and classification, the whole call for tool calling, chrF for generation).
 """
 

@@ -2,8 +2,8 @@
 
 `summary_table.py` (the table `quantgate run` prints), `load_table.py` (the load figures),
 `embedding_table.py` (the embedding figures), `cost_rows.py` (the decision's cost table),
-`task_figures.py` (a run's task-kind figures: classification, generation, tool calling; its
-`KIND_FIGURES`, their one table of titles and formats, serves the HTML report too),
+`task_figures.py` (a run's task-kind figures: classification, generation, tool calling; which,
+with titles and formats, its kind object says, `evaluators.kinds`; the HTML report reads it too),
 `decision_markdown.py` (decision.md) and `suite_grid.py` (a suite's grid, suite_decision.md).
 Each reads the run files' models (`quantgate.rundir`) and shows numbers with `quantgate.formatting`.
 The HTML report and run comparison read runs through the analysis view, so they stay in
