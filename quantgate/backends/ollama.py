@@ -29,19 +29,13 @@ import httpx
 import psutil
 
 from quantgate.backends import BackendError, OpenedVariant
-from quantgate.backends.ollama_chat import (
-    DEFAULT_FIRST_TOKEN_TIMEOUT_S,
-    DEFAULT_NOTICE_EVERY_S,
-    DEFAULT_NUM_KEEP,
-    DEFAULT_TIMEOUT_S,
-    OllamaChatModel,
-    classify,
-)
+from quantgate.backends.ollama_chat import DEFAULT_NOTICE_EVERY_S, DEFAULT_NUM_KEEP, OllamaChatModel, classify
 from quantgate.backends.ollama_tools import TOOLS_DECODING, task_tools
 from quantgate.backends.schema_grammar import grammar_schema, unenforced_keywords
+from quantgate.backends.streaming import DEFAULT_FIRST_TOKEN_TIMEOUT_S, DEFAULT_TIMEOUT_S
 from quantgate.inputs.variants import Variant
 
-__all__ = ["DEFAULT_NUM_CTX", "DEFAULT_TIMEOUT_S", "OllamaServer", "classify", "ollama_host", "open_ollama"]
+__all__ = ["DEFAULT_NUM_CTX", "OllamaServer", "classify", "ollama_host", "open_ollama"]
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 DEFAULT_NUM_CTX = 8192

@@ -10,10 +10,9 @@ graph retries when a retry can help and otherwise records on the case:
   error in the middle of a 200 stream (docs.ollama.com/api/errors: "If an error occurs
   mid-stream, the error will be returned as an object in the application/x-ndjson format with
   an error property"), or answering something that is not Ollama's JSON at all;
-- time: the first token must come within `first_token_timeout_s` (waiting in the server's
-  queue and reading the prompt included), no silence may last longer, and the whole answer
-  must end within `timeout_s`. While it waits for a first token, the call says so on stderr
-  every `notice_every_s` seconds ("waiting for Ollama ... 40 s of 120 s");
+- time: the limits of `quantgate.backends.streaming.TimedChatModel` (first token, silence, whole
+  answer). While it waits for a first token, the call says so on stderr every `notice_every_s`
+  seconds ("waiting for Ollama ... 40 s of 120 s");
 - a prompt the server cut to its context (`server_truncated`): Ollama cuts a prompt longer than
   its context silently, keeping its first `num_keep` tokens and its end, and logs
   `truncating input prompt limit=L prompt=P keep=4 new=L`; the prompt it then evaluates has
@@ -25,25 +24,18 @@ graph retries when a retry can help and otherwise records on the case:
 from __future__ import annotations
 
 import json
-import sys
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
-from tqdm import tqdm
 
 from graphs.extraction import ModelCallError
 from quantgate.backends.ollama_tools import is_malformed_call, tool_answer
-from quantgate.backends.streaming import StreamingChatModel
+from quantgate.backends.streaming import TimedChatModel, WaitingNotice, status_error
 
-DEFAULT_FIRST_TOKEN_TIMEOUT_S = 120.0
-DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_NOTICE_EVERY_S = 20.0
 DEFAULT_NUM_KEEP = 4
 """Ollama's `num_keep`: the prompt tokens its truncation keeps at the start."""
@@ -56,19 +48,12 @@ def classify(exc: BaseException) -> ModelCallError:
     if isinstance(exc, ModelCallError):
         return exc
     if isinstance(exc, ResponseError):
-        status = exc.status_code
-        if status == -1:  # an {"error": ...} line inside a 200 stream (the client gives it no status)
+        if exc.status_code == -1:  # an {"error": ...} line in a 200 stream (the client gives it no status)
             return ModelCallError(
                 "stream_error", f"the server reported an error in the middle of its answer: {exc.error}",
                 retryable=True,
             )  # fmt: skip
-        if status == 404:
-            return ModelCallError("not_found", f"model not found: {exc.error}", retryable=False)
-        if status in (429, 503):
-            return ModelCallError("busy", f"server busy ({status}): {exc.error}", retryable=True)
-        if status >= 500:
-            return ModelCallError("server_error", f"server error {status}: {exc.error}", retryable=True)
-        return ModelCallError("bad_request", f"request refused ({status}): {exc.error}", retryable=False)
+        return status_error(exc.status_code, exc.error)
     if isinstance(exc, httpx.TimeoutException):
         return ModelCallError("timeout", f"timed out: {exc}", retryable=True)
     if isinstance(exc, httpx.ConnectError | ConnectionError):
@@ -86,62 +71,32 @@ def truncation_limits(num_ctx: int, num_keep: int = DEFAULT_NUM_KEEP) -> frozens
     return frozenset({num_ctx, num_keep + (num_ctx - num_keep) // 2})
 
 
-class _Waiting:
-    """Says on stderr, every `every_s` seconds until `stop`, how long a call has waited."""
-
-    def __init__(self, what: str, limit_s: float, every_s: float) -> None:
-        self.what, self.limit_s, self.every_s = what, limit_s, every_s
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True, name="quantgate-waiting")
-
-    def _run(self) -> None:
-        started = time.monotonic()
-        while not self._stopped.wait(self.every_s):
-            waited = time.monotonic() - started
-            tqdm.write(
-                f"quantgate: waiting for {self.what}: {waited:.0f} s of {self.limit_s:g}", file=sys.stderr
-            )
-
-    def __enter__(self) -> _Waiting:
-        if self.every_s > 0:
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopped.set()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-
-class OllamaChatModel(StreamingChatModel):
+class OllamaChatModel(TimedChatModel):
     """`ChatOllama` whose failures, slowness and cut prompts are raised as `ModelCallError`s.
 
     Attributes:
-        inner: The `ChatOllama` that makes the call; its client's read timeout should be
-            `min(first_token_timeout_s, timeout_s)`, so that a silent server ends the call.
+        inner: The `ChatOllama` that makes the call (the time limits: `TimedChatModel`).
         host: The server, for messages.
         num_ctx: The context sent with each call (`options.num_ctx`).
         num_keep: The server's `num_keep`.
-        first_token_timeout_s: Longest wait for the first token (and longest silence).
-        timeout_s: Longest a whole answer may take.
         notice_every_s: How often a call still waiting for its first token says so (0: never).
         tools: The task's tools, sent as Ollama's `tools` (a tool-calling task; `inner` then has no
             `format`); the answer is read back into the task's record (`ollama_tools`).
     """
 
-    inner: BaseChatModel
     host: str = ""
     num_ctx: int | None = None
     num_keep: int = DEFAULT_NUM_KEEP
-    first_token_timeout_s: float = DEFAULT_FIRST_TOKEN_TIMEOUT_S
-    timeout_s: float = DEFAULT_TIMEOUT_S
     notice_every_s: float = DEFAULT_NOTICE_EVERY_S
     tools: list[dict[str, Any]] | None = None
 
     @property
     def _llm_type(self) -> str:
         return "quantgate-ollama"
+
+    @property
+    def server(self) -> str:
+        return self.host
 
     def _stream(
         self,
@@ -154,40 +109,26 @@ class OllamaChatModel(StreamingChatModel):
             return self._chunks(messages, stop, **kwargs)
         return tool_answer(self._chunks(messages, stop, tools=self.tools, **kwargs))
 
+    def _is_silence(self, exc: BaseException) -> bool:
+        return isinstance(exc, httpx.TimeoutException)
+
+    def _failure(self, exc: Exception, received: int) -> BaseException:
+        if self.tools is not None and is_malformed_call(exc):
+            return exc  # an answer, not a failure of the call: `tool_answer` records it
+        return classify(exc)
+
     def _chunks(
         self, messages: list[BaseMessage], stop: list[str] | None = None, **kwargs: Any
     ) -> Iterator[ChatGenerationChunk]:
-        started = time.monotonic()
         model = getattr(self.inner, "model", "the model")
         what = f"Ollama at {self.host} to answer with {model} (first token)"
         prompt_tokens: int | None = None
-        with _Waiting(what, self.first_token_timeout_s, self.notice_every_s) as waiting:
-            try:
-                for chunk in self.inner.stream(messages, stop=stop, **kwargs):
-                    waiting.stop()
-                    if time.monotonic() - started > self.timeout_s:
-                        raise ModelCallError(
-                            "timeout", f"the answer took longer than {self.timeout_s:g} s (timeout_s)",
-                            retryable=True,
-                        )  # fmt: skip
-                    prompt_tokens = chunk.response_metadata.get("prompt_eval_count", prompt_tokens)
-                    yield ChatGenerationChunk(message=chunk)
-            except httpx.TimeoutException as exc:
-                raise self._silence(started) from exc
-            except Exception as exc:
-                if self.tools is not None and is_malformed_call(exc):
-                    raise  # an answer, not a failure of the call: `tool_answer` records it
-                raise classify(exc) from exc
+        with WaitingNotice(what, self.first_token_timeout_s, self.notice_every_s) as waiting:
+            for chunk in self._timed(messages, stop, **kwargs):
+                waiting.stop()
+                prompt_tokens = chunk.response_metadata.get("prompt_eval_count", prompt_tokens)
+                yield ChatGenerationChunk(message=chunk)
         self._check_truncation(prompt_tokens)
-
-    def _silence(self, started: float) -> ModelCallError:
-        silent = min(self.first_token_timeout_s, self.timeout_s)
-        return ModelCallError(
-            "timeout",
-            f"no answer from {self.host} for {silent:g} s (first_token_timeout_s; waited "
-            f"{time.monotonic() - started:.0f} s in all): the server is hung, or busy with other requests",
-            retryable=True,
-        )
 
     def _check_truncation(self, prompt_tokens: int | None) -> None:
         if self.num_ctx is None or prompt_tokens is None:

@@ -6,8 +6,8 @@ what can go wrong into `ModelCallError`s with a kind (`classify`), which the ext
 retries when a retry can help and otherwise records on the case:
 
 - `connection`: nothing listens at the base URL, or the connection dropped before an answer;
-- `timeout`: no byte for `min(first_token_timeout_s, timeout_s)` seconds (the client's read
-  timeout), or an answer still streaming after `timeout_s`;
+- `timeout`: the time limits of `quantgate.backends.streaming.TimedChatModel` broken (no byte for
+  `min(first_token_timeout_s, timeout_s)` seconds, or an answer still streaming after `timeout_s`);
 - `unauthorized` (401/403: the API key), `not_found` (404: the model or the path), `busy` (429,
   503), `server_error` (other 5xx), `bad_request` (other 4xx), each with the body's message;
 - `bad_response`: a 200 whose body is not the API's JSON or event stream (an HTML page: a base URL
@@ -22,22 +22,17 @@ the server reports none the output tokens are the streamed content chunks, one t
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 
 from graphs.extraction import ModelCallError
-from quantgate.backends.streaming import StreamingChatModel
+from quantgate.backends.streaming import TimedChatModel, status_error
 
-DEFAULT_FIRST_TOKEN_TIMEOUT_S = 120.0
-DEFAULT_TIMEOUT_S = 600.0
-
-__all__ = ["DEFAULT_FIRST_TOKEN_TIMEOUT_S", "DEFAULT_TIMEOUT_S", "OpenAIServerChatModel", "classify"]
+__all__ = ["OpenAIServerChatModel", "classify"]
 
 
 def _named(exc: BaseException, *names: str) -> bool:
@@ -62,19 +57,6 @@ def _body_message(exc: Any) -> str:
     return " ".join(text.split())[:300]
 
 
-def _status_error(status: int, message: str) -> ModelCallError:
-    if status in (401, 403):
-        what = f"the server refused the API key ({status}): {message}; check the variable api_key_env names"
-        return ModelCallError("unauthorized", what, retryable=False)
-    if status == 404:
-        return ModelCallError("not_found", f"model or path not found (404): {message}", retryable=False)
-    if status in (429, 503):
-        return ModelCallError("busy", f"server busy ({status}): {message}", retryable=True)
-    if status >= 500:
-        return ModelCallError("server_error", f"server error {status}: {message}", retryable=True)
-    return ModelCallError("bad_request", f"request refused ({status}): {message}", retryable=False)
-
-
 def classify(exc: BaseException) -> ModelCallError:
     """Name a failed call to an OpenAI-compatible server and say whether a retry can help."""
     import openai
@@ -82,7 +64,9 @@ def classify(exc: BaseException) -> ModelCallError:
     if isinstance(exc, ModelCallError):
         return exc
     if isinstance(exc, openai.APIStatusError):
-        return _status_error(exc.status_code, _body_message(exc))
+        return status_error(
+            exc.status_code, _body_message(exc), unauthorized="check the variable api_key_env names"
+        )
     if isinstance(exc, openai.APITimeoutError) or _named(exc, "TimeoutException"):
         return ModelCallError("timeout", f"timed out: {exc}", retryable=True)
     if isinstance(exc, openai.APIConnectionError) or _named(exc, "ConnectError") or isinstance(exc, OSError):
@@ -107,25 +91,24 @@ def _is_timeout(exc: BaseException) -> bool:
     return isinstance(exc, openai.APITimeoutError | TimeoutError) or _named(exc, "TimeoutException")
 
 
-class OpenAIServerChatModel(StreamingChatModel):
+class OpenAIServerChatModel(TimedChatModel):
     """`ChatOpenAI` whose failures and slowness are raised as `ModelCallError`s (see the module).
 
     Attributes:
-        inner: The `ChatOpenAI` that makes the call (streaming; no retries of its own; its read
-            timeout `min(first_token_timeout_s, timeout_s)`).
+        inner: The `ChatOpenAI` that makes the call (streaming; no retries of its own; the time
+            limits: `TimedChatModel`).
         base_url: The server, for messages.
-        first_token_timeout_s: Longest wait for the first token (and longest silence).
-        timeout_s: Longest a whole answer may take.
     """
 
-    inner: BaseChatModel
     base_url: str = ""
-    first_token_timeout_s: float = DEFAULT_FIRST_TOKEN_TIMEOUT_S
-    timeout_s: float = DEFAULT_TIMEOUT_S
 
     @property
     def _llm_type(self) -> str:
         return "quantgate-openai"
+
+    @property
+    def server(self) -> str:
+        return self.base_url
 
     def _stream(
         self,
@@ -134,31 +117,26 @@ class OpenAIServerChatModel(StreamingChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        started = time.monotonic()
         events, chunks, usage, finished = 0, 0, False, False
-        try:
-            for chunk in self.inner.stream(messages, stop=stop, **kwargs):
-                if time.monotonic() - started > self.timeout_s:
-                    what = f"the answer took longer than {self.timeout_s:g} s (timeout_s)"
-                    raise ModelCallError("timeout", what, retryable=True)
-                events += 1
-                chunks += 1 if chunk.content else 0
-                usage = usage or bool(chunk.usage_metadata)
-                finished = finished or bool(chunk.response_metadata.get("finish_reason"))
-                yield ChatGenerationChunk(message=chunk)
-        except ModelCallError:
-            raise
-        except Exception as exc:
-            if _is_timeout(exc):
-                raise self._silence(started) from exc
-            if events == 0 and "No generation chunks" in str(exc):  # LangChain's word for an empty stream
-                raise self._unfinished(0, 0) from exc
-            raise classify(exc) from exc
+        for chunk in self._timed(messages, stop, **kwargs):
+            events += 1
+            chunks += 1 if chunk.content else 0
+            usage = usage or bool(chunk.usage_metadata)
+            finished = finished or bool(chunk.response_metadata.get("finish_reason"))
+            yield ChatGenerationChunk(message=chunk)
         if not finished:
             raise self._unfinished(events, chunks)
         if not usage:
             counted = {"input_tokens": 0, "output_tokens": chunks, "total_tokens": chunks}
             yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=counted))  # type: ignore[arg-type]
+
+    def _is_silence(self, exc: BaseException) -> bool:
+        return _is_timeout(exc)
+
+    def _failure(self, exc: Exception, received: int) -> BaseException:
+        if received == 0 and "No generation chunks" in str(exc):  # LangChain's word for an empty stream
+            return self._unfinished(0, 0)
+        return classify(exc)
 
     def _unfinished(self, events: int, chunks: int) -> ModelCallError:
         """No event at all: not the API's stream; some, then an end without a `finish_reason`: cut
@@ -175,12 +153,3 @@ class OpenAIServerChatModel(StreamingChatModel):
             "(llama-cpp-python's server does so when another request arrives: --interrupt_requests False)"
         )
         return ModelCallError("stream_cut", what, retryable=True)
-
-    def _silence(self, started: float) -> ModelCallError:
-        silent = min(self.first_token_timeout_s, self.timeout_s)
-        return ModelCallError(
-            "timeout",
-            f"no answer from {self.base_url} for {silent:g} s (first_token_timeout_s / timeout_s; waited "
-            f"{time.monotonic() - started:.0f} s in all): the server is hung, or busy with other requests",
-            retryable=True,
-        )

@@ -23,6 +23,7 @@ from quantgate.evaluate.label_confidence import add_gold_probability_shifts
 from quantgate.evaluate.model_shapes import memory_model_entry
 from quantgate.evaluate.noise_floor_kld import measure_noise_floor_kld
 from quantgate.evaluate.options import RunOptions, run_cases, select_cases
+from quantgate.evaluate.recorded_options import recorded_options
 from quantgate.evaluate.rescore import prior_outcomes
 from quantgate.evaluate.resume import read_back
 from quantgate.evaluate.rounds import evaluate_in_rounds
@@ -42,7 +43,7 @@ from quantgate.rundir.build import (
 from quantgate.rundir.files import DATASET_DIR
 from quantgate.rundir.jsonfile import RunWriteError
 from quantgate.rundir.store import RunStore
-from quantgate.rundir.summary import ExamplesInfo, RunOptionsInfo, RunSummary, VariantsFile
+from quantgate.rundir.summary import ExamplesInfo, RunSummary, VariantsFile
 
 __all__ = [
     "RunOptions",
@@ -67,26 +68,6 @@ def order_variants(variant_set: VariantSet, reference: str | None) -> tuple[list
         raise UsageError(f"reference {name!r} is not one of the variants ({', '.join(names)})")
     ordered = sorted(variant_set.variants, key=lambda v: v.name != name)
     return ordered, name
-
-
-def _options_info(options: RunOptions) -> RunOptionsInfo:
-    sequential = options.sequential
-    return RunOptionsInfo(
-        limit=None if sequential else options.limit,
-        concurrency=options.concurrency,
-        max_repairs=options.max_repairs,
-        method="sequential" if sequential else "fixed",
-        betting_truncation=options.truncation,
-        round_size=options.round_size if sequential else None,
-        max_cases=options.max_cases if sequential else None,
-        budget_minutes=options.budget_s / 60 if sequential and options.budget_s is not None else None,
-        gates=options.gates,
-        token_fidelity=options.token_fidelity,
-        token_fidelity_cases=options.token_fidelity_cases,
-        verify=options.verify,
-        latency_cases=options.latency_cases,
-        noise_floor_cases=options.noise_floor_cases,
-    )
 
 
 def _copy_cases(dataset: Dataset, cases: Sequence[Case], store: RunStore) -> dict[str, str]:
@@ -292,7 +273,7 @@ def run_evaluation(
             run_id=store.run_id,
             dataset=dataset_info(dataset, len(cases), copy_sha256=copied),
             reference=reference_name,
-            options=_options_info(options),
+            options=recorded_options(options),
             examples=ExamplesInfo(source=chosen.source, ids=list(chosen.ids)),
             baselines=baselines_info(baselines),
         )

@@ -32,8 +32,8 @@ from typing import Any
 from evaluators import loads_json
 from evaluators.errors import UsageError
 from quantgate.backends import capabilities
-from quantgate.evaluate.options import DEFAULT_LATENCY_CASES, RunOptions
-from quantgate.evaluate.stopping_rule import DEFAULT_ROUND_SIZE
+from quantgate.evaluate.options import RunOptions
+from quantgate.evaluate.recorded_options import resumed_options
 from quantgate.hardware import hardware
 from quantgate.inputs.dataset import Dataset, DatasetError, data_file_hashes, load_dataset
 from quantgate.inputs.variants import Variant, VariantSet, VariantSpec
@@ -276,23 +276,11 @@ def _options(summary: RunSummary, run_dir: Path, *, budget_s: float | None, prog
     info = summary.options
     assert info is not None  # _summary checked
     assert info.gates is not None
-    return RunOptions(
-        limit=info.limit,
-        concurrency=info.concurrency,
-        max_repairs=info.max_repairs,
+    return resumed_options(
+        info,
         out=run_dir.parent,
         progress=progress,
-        token_fidelity=info.token_fidelity is not False,
-        sequential=info.method == "sequential",
-        gates=info.gates,
-        round_size=info.round_size or DEFAULT_ROUND_SIZE,
-        max_cases=info.max_cases,
         budget_s=budget_s if info.method == "sequential" else None,
-        truncation=info.truncation,
-        token_fidelity_cases=info.token_fidelity_cases,
-        verify=info.verify is True,
-        latency_cases=DEFAULT_LATENCY_CASES if info.latency_cases is None else info.latency_cases,
-        noise_floor_cases=info.noise_floor_cases or 0,
     )
 
 

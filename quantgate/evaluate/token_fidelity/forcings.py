@@ -34,7 +34,8 @@ OPENAI_METHOD = (
 
 
 def _ollama_forcing(variant: Variant) -> OllamaForcing:
-    from quantgate.backends.ollama import DEFAULT_NUM_CTX, DEFAULT_TIMEOUT_S, ollama_host
+    from quantgate.backends.ollama import DEFAULT_NUM_CTX, ollama_host
+    from quantgate.backends.streaming import DEFAULT_TIMEOUT_S
 
     options = variant.options
     return OllamaForcing(

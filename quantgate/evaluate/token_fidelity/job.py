@@ -1,5 +1,6 @@
-"""What the run's token-fidelity step is given (`FidelityStep`), and what one measurement needs
-(`FidelityJob`), for the run's reference and for a runtime pair's base alike."""
+"""What the run's token-fidelity step is given (`FidelityStep`), what one measurement needs
+(`FidelityJob`), and what a variant's summary entry is given back (`figure_or_reason`), for the
+run's reference and for a runtime pair's base alike."""
 
 from __future__ import annotations
 
@@ -10,9 +11,31 @@ from pathlib import Path
 from quantgate.evaluate.executor import VariantExecutor
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.variants import Variant
-from quantgate.rundir.summary import VariantEntry
+from quantgate.rundir.files import FIDELITY_FILE
+from quantgate.rundir.summary import TokenFidelityEntry, VariantEntry
 
-__all__ = ["FidelityJob", "FidelityStep"]
+__all__ = ["NO_POSITION", "SWITCHED_OFF", "FidelityJob", "FidelityStep", "figure_or_reason", "no_outputs"]
+
+SWITCHED_OFF = "not measured: token fidelity was switched off (--no-token-fidelity)"
+NO_POSITION = f"not measured: no position could be compared (see {FIDELITY_FILE})"
+
+
+def no_outputs(followed: str) -> str:
+    """Why nothing is measured against `followed` (the reference, a pair's base): no output to follow."""
+    return f"not measured: no case answered validly by {followed} at first try"
+
+
+def figure_or_reason(
+    found: TokenFidelityEntry | None, reason: str | None
+) -> tuple[TokenFidelityEntry | None, str | None]:
+    """A variant's token fidelity and why it is missing, as its summary entry gets them: the
+    measurement `found` when it compared a position; else why not (none compared, or `reason`,
+    the reason it was not measured)."""
+    if found is not None and found.positions:
+        return found, None
+    if found is not None:
+        return None, NO_POSITION
+    return None, reason or "not measured"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -33,7 +33,13 @@ from quantgate.backends.llamacpp import LlamaCppChatModel
 from quantgate.evaluate.executor import VariantCall, VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.evaluate.token_fidelity.forcings import forcing_problem, logprobs_forcing
-from quantgate.evaluate.token_fidelity.job import FidelityJob, FidelityStep
+from quantgate.evaluate.token_fidelity.job import (
+    SWITCHED_OFF,
+    FidelityJob,
+    FidelityStep,
+    figure_or_reason,
+    no_outputs,
+)
 from quantgate.evaluate.token_fidelity.measurement import (
     case_prompt,
     measure_ollama_token_fidelity,
@@ -75,7 +81,7 @@ def unmeasured_reason(variant: Variant, reference: Variant, *, enabled: bool) ->
     completions variant the text quantgate renders).
     """
     if not enabled:
-        return "not measured: token fidelity was switched off (--no-token-fidelity)"
+        return SWITCHED_OFF
     kind = capabilities(variant).token_fidelity
     if kind is None:
         return f"not measured: the {variant.backend} backend exposes no logits"
@@ -279,18 +285,9 @@ def annotate(
 ) -> None:
     """Put each variant's token fidelity (or why it is missing) into its summary entry."""
     for entry in entries:
-        if entry.status != "ok" or entry.is_reference:
-            continue
-        found = measured.get(entry.name)
-        entry.token_fidelity = found if found is not None and found.positions else None
-        if entry.token_fidelity is not None:
-            entry.token_fidelity_missing = None
-        elif found is not None:
-            entry.token_fidelity_missing = (
-                f"not measured: no position could be compared (see {FIDELITY_FILE})"
-            )
-        else:
-            entry.token_fidelity_missing = reasons.get(entry.name, "not measured")
+        if entry.status == "ok" and not entry.is_reference:
+            found = figure_or_reason(measured.get(entry.name), reasons.get(entry.name))
+            entry.token_fidelity, entry.token_fidelity_missing = found
 
 
 def _measure_by_kind(
@@ -364,8 +361,7 @@ def _against_reference(step: FidelityStep) -> None:
     records = latest_records(read_records(step.run_dir)).get(reference_name, {})
     outputs = reference_outputs(records, cases=[case.id for case in step.cases])
     if targets and not outputs:
-        missing = "not measured: no case answered validly by the reference at first try"
-        reasons |= {v.name: missing for v in targets}
+        reasons |= {v.name: no_outputs("the reference") for v in targets}
         targets = []
     template = FidelityJob(
         reference=reference,

@@ -43,7 +43,13 @@ from quantgate.evaluate.executor import VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.evaluate.token_fidelity.embedded_forcing import EmbeddedForcing
 from quantgate.evaluate.token_fidelity.forcings import logprobs_forcing
-from quantgate.evaluate.token_fidelity.job import FidelityJob, FidelityStep
+from quantgate.evaluate.token_fidelity.job import (
+    SWITCHED_OFF,
+    FidelityJob,
+    FidelityStep,
+    figure_or_reason,
+    no_outputs,
+)
 from quantgate.evaluate.token_fidelity.measurement import measure_ollama_token_fidelity
 from quantgate.evaluate.token_fidelity.ollama_forcing import Forcing
 from quantgate.evaluate.token_fidelity.openai_forcing import OpenAIForcing
@@ -66,8 +72,6 @@ RUNTIME_METHOD = (
     "per output position a lower bound of KL(base || variant) from the two top-{k} lists (tokens "
     "outside both merged into one bucket, nats) and top-1 agreement, pooled over positions"
 )
-
-NO_POSITION = f"not measured: no position could be compared (see {FIDELITY_FILE})"
 
 
 def pair_reason(base: Variant, variant: Variant) -> str | None:
@@ -197,22 +201,14 @@ def _annotate(
     by_name = {entry.name: entry for entry in entries}
     for base, name in pairs:
         entry = by_name[name]
-        found = measured.get(name)
         entry.runtime_token_fidelity_base = base
-        entry.runtime_token_fidelity = found if found is not None and found.positions else None
-        if entry.runtime_token_fidelity is not None:
-            entry.runtime_token_fidelity_missing = None
-        elif found is not None:
-            entry.runtime_token_fidelity_missing = (
-                f"not measured: no position could be compared (see {FIDELITY_FILE})"
-            )
-        else:
-            entry.runtime_token_fidelity_missing = reasons.get(name, "not measured")
+        found = figure_or_reason(measured.get(name), reasons.get(name))
+        entry.runtime_token_fidelity, entry.runtime_token_fidelity_missing = found
 
 
 def _step_reason(enabled: bool, executor: VariantExecutor | None) -> str | None:
     if not enabled:
-        return "not measured: token fidelity was switched off (--no-token-fidelity)"
+        return SWITCHED_OFF
     if executor is not None and executor.remote:
         return "not measured: runtime pairs are measured on this machine only, not on a cluster"
     return None
@@ -242,9 +238,7 @@ def runtime_pair_fidelity(step: FidelityStep, *, outputs_of: OutputSelector) -> 
     for base, chosen in members.items():
         outputs = outputs_of(records.get(base, {}), cases=[case.id for case in step.cases])
         if not outputs:
-            reasons |= {
-                v.name: f"not measured: no case answered validly by {base} at first try" for v in chosen
-            }
+            reasons |= {v.name: no_outputs(base) for v in chosen}
             continue
         job = FidelityJob(reference=by_name[base], variants=tuple(chosen), dataset=step.dataset,
                           cases=tuple(step.cases), outputs=outputs, run_dir=step.run_dir,

@@ -82,7 +82,7 @@ def test_a_silent_server_ends_in_a_timeout_naming_the_limit():
     assert caught.value.kind == "timeout"
     assert caught.value.retryable
     assert str(caught.value).startswith(
-        "no answer from http://gpu-box:11434 for 30 s (first_token_timeout_s;"
+        "no answer from http://gpu-box:11434 for 30 s (first_token_timeout_s / timeout_s;"
     )
 
 

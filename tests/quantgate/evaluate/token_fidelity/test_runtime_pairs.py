@@ -13,10 +13,11 @@ import pytest
 from langchain_core.messages import BaseMessage, HumanMessage
 
 import quantgate.evaluate.token_fidelity.embedded_forcing as embedded_forcing
+import quantgate.evaluate.token_fidelity.run_step as run_step
 import quantgate.evaluate.token_fidelity.runtime_pairs as runtime_pairs
 from quantgate.backends import BackendError
 from quantgate.evaluate.token_fidelity.embedded_forcing import EmbeddedForcing, top_logprobs
-from quantgate.evaluate.token_fidelity.job import FidelityJob, FidelityStep
+from quantgate.evaluate.token_fidelity.job import NO_POSITION, FidelityJob, FidelityStep
 from quantgate.evaluate.token_fidelity.ollama_forcing import ForcedPositions
 from quantgate.evaluate.token_fidelity.run_step import reference_outputs, token_fidelity_step
 from quantgate.evaluate.token_fidelity.runtime_pairs import measure_member, runtime_pair_fidelity
@@ -211,7 +212,7 @@ def test_reasons_when_switched_off_without_base_outputs_or_when_the_worker_fails
     monkeypatch.setattr(runtime_pairs, "_measure_in_worker", lambda job: {"S": _entry(0)})
     [_, empty] = _step(pair, tmp_path)
     assert empty.runtime_token_fidelity is None
-    assert empty.runtime_token_fidelity_missing == runtime_pairs.NO_POSITION
+    assert empty.runtime_token_fidelity_missing == NO_POSITION
 
 
 def test_a_pair_is_measured_when_the_reference_failed(tmp_path, monkeypatch):
@@ -232,3 +233,23 @@ def test_a_pair_is_measured_when_the_reference_failed(tmp_path, monkeypatch):
     )  # fmt: skip
     assert (entries[2].runtime_token_fidelity, entries[2].runtime_token_fidelity_base) == (_entry(40), "E")
     assert entries[1].token_fidelity is None  # against the skipped reference: nothing
+
+
+def test_a_measurement_reaches_a_summary_entry_alike_against_the_reference_and_a_pairs_base():
+    measured = {"A": _entry(40), "B": _entry(0)}
+    reasons = {"C": "not measured: why"}
+    against_reference = _entries(["R", "A", "B", "C", "D"])
+    run_step.annotate(against_reference, measured, reasons)
+    against_base = _entries(["R", "A", "B", "C", "D"])
+    runtime_pairs._annotate(against_base, [("R", n) for n in "ABCD"], measured, reasons)
+    expected = [
+        (measured["A"], None),
+        (None, NO_POSITION),
+        (None, "not measured: why"),
+        (None, "not measured"),
+    ]
+    assert [(e.token_fidelity, e.token_fidelity_missing) for e in against_reference[1:]] == expected
+    pairs = [(e.runtime_token_fidelity, e.runtime_token_fidelity_missing) for e in against_base[1:]]
+    assert pairs == expected
+    assert against_reference[0].token_fidelity_missing is None  # the reference is not measured against itself
+    assert {e.runtime_token_fidelity_base for e in against_base[1:]} == {"R"}
