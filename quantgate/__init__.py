@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         load_dataset,
     )
     from quantgate.inputs.gates import Gates, load_gates
-    from quantgate.inputs.variants import Variant, VariantSet
+    from quantgate.inputs.variants import Variant, VariantSet, load_variants_file
     from quantgate.ladder.quantize import build_ladder
     from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels
     from quantgate.loadtest.load_run import run_load
@@ -95,7 +95,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "load_dataset",
     ),
     "quantgate.inputs.gates": ("Gates", "load_gates"),
-    "quantgate.inputs.variants": ("Variant", "VariantSet"),
+    "quantgate.inputs.variants": ("Variant", "VariantSet", "load_variants_file"),
     "quantgate.ladder.quantize": ("build_ladder",),
     "quantgate.loadtest.levels": ("LoadLevel", "LoadOptions", "parse_levels"),
     "quantgate.loadtest.load_run": ("run_load",),
@@ -179,6 +179,7 @@ __all__ = [
     "load_gates",
     "load_run",
     "load_run_view",
+    "load_variants_file",
     "open_classifier",
     "open_extractor",
     "open_generator",

@@ -23,7 +23,9 @@ HEAVY = ("pandas", "matplotlib", "jinja2", "fastapi", "uvicorn", "starlette", "q
 
 def _imported_after(statement: str) -> set[str]:
     """Top-level package names in `sys.modules` after running `statement` in a fresh interpreter."""
-    code = f"import json, sys\n{statement}\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    code = (
+        f"import json, sys\n{statement}\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, cwd=ROOT
@@ -78,3 +80,28 @@ def test_the_type_checking_imports_match_the_lazy_table() -> None:
         for alias in node.names
     }
     assert imported == {(module, name) for name, module in quantgate._MODULE_OF.items()}
+
+
+def test_the_production_example_imports_only_public_names() -> None:
+    tree = ast.parse((ROOT / "examples" / "production.py").read_text(encoding="utf-8"))
+    project = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom)
+        and (node.module or "").split(".")[0] in ("quantgate", "graphs", "evaluators")
+    ]
+    assert project, "the example imports nothing from quantgate"
+    for node in project:
+        public = importlib.import_module(node.module or "").__all__
+        assert {alias.name for alias in node.names} <= set(public), node.module
+
+
+def test_the_public_packages_list_their_names_and_docs_api_names_them() -> None:
+    api = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    for package in ("quantgate", "quantgate.production", "graphs", "evaluators"):
+        module = importlib.import_module(package)
+        missing = [name for name in module.__all__ if not hasattr(module, name)]
+        assert missing == [], (package, missing)
+        assert f"`{package}`" in api, package
+    undocumented = [name for name in quantgate.__all__ if f"`{name}`" not in api]
+    assert undocumented == []
