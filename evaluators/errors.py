@@ -21,7 +21,25 @@ Each error class also derives from the built-in exception its callers catch (`Va
 
 from __future__ import annotations
 
-__all__ = ["MissingInputError", "QuantgateError", "UsageError"]
+import importlib.util
+
+__all__ = [
+    "EXTRAS",
+    "MissingExtraError",
+    "MissingInputError",
+    "QuantgateError",
+    "UsageError",
+    "require_extra",
+]
+
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "serve": ("fastapi", "uvicorn"),
+    "embed": ("qdrant_client",),
+    "report": ("matplotlib", "jinja2"),
+    "cluster": ("ray",),
+    "mlflow": ("mlflow",),
+}
+"""The optional extras of pyproject.toml and the top-level modules each brings (one command each)."""
 
 
 class QuantgateError(Exception):
@@ -34,3 +52,33 @@ class UsageError(QuantgateError, ValueError):
 
 class MissingInputError(UsageError, FileNotFoundError):
     """An input the user named is not there (a dataset directory, a variants file, a run)."""
+
+
+class MissingExtraError(UsageError, ModuleNotFoundError):
+    """An optional extra is not installed: the message names it and the pip command that installs it."""
+
+    def __init__(self, extra: str, feature: str) -> None:
+        super().__init__(
+            f"{feature} needs the optional extra '{extra}' ({', '.join(EXTRAS[extra])}), which is not "
+            f"installed: pip install 'quantgate[{extra}]'"
+        )
+        self.extra = extra
+
+
+def require_extra(extra: str, feature: str) -> None:
+    """Check that the modules of an optional extra are installed, before the work that needs them.
+
+    Args:
+        extra: The extra's name in pyproject.toml (a key of `EXTRAS`).
+        feature: What needs it, as the message's subject ("quantgate serve", "the HTML report").
+
+    Raises:
+        MissingExtraError: One of its modules is not installed (or is blocked in `sys.modules`).
+    """
+    for module in EXTRAS[extra]:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a module set to None, or a broken half-install
+            found = False
+        if not found:
+            raise MissingExtraError(extra, feature)

@@ -31,19 +31,23 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
+import psutil
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
-from graphs.extraction import ExtractionContext
-from graphs.extraction import graph as extraction_graph
-from quantgate.decide.recommendation import decide
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.evaluate.memory_sampler import rss_mb
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import load_variants_file
-from quantgate.ladder.quantize import build_ladder
-from quantgate.production.extractor import load_chosen, open_extractor
-from quantgate.production.guard import GuardedExtractionState, OnlineGuard, SignalReading, guard_node
+from graphs import ExtractionContext, build_extraction_graph
+from quantgate import (
+    OnlineGuard,
+    RunOptions,
+    build_ladder,
+    decide,
+    load_chosen,
+    load_dataset,
+    load_variants_file,
+    open_extractor,
+    run_evaluation,
+)
+from quantgate.production import GuardedExtractionState, SignalReading, guard_node
 
 
 class Organizer(BaseModel):
@@ -99,11 +103,16 @@ def alert(crossed: list[SignalReading]) -> None:
         print(f"ROLLBACK SIGNAL: {reading}")
 
 
+def _rss_mb() -> float:
+    """This process's resident memory in MiB (the embedded model is loaded here)."""
+    return float(psutil.Process().memory_info().rss) / 2**20
+
+
 def production_graph(guard: OnlineGuard) -> Any:
     """The application's graph: the evaluated extraction graph as a node, then the guard."""
     builder = StateGraph(GuardedExtractionState, context_schema=ExtractionContext)
-    builder.add_node("extraction", extraction_graph)
-    builder.add_node("guard", guard_node(guard, memory_mb=rss_mb))  # embedded: the model is in this process
+    builder.add_node("extraction", build_extraction_graph())
+    builder.add_node("guard", guard_node(guard, memory_mb=_rss_mb))  # embedded: the model is in this process
     builder.add_edge(START, "extraction")
     builder.add_edge("extraction", "guard")
     builder.add_edge("guard", END)

@@ -36,6 +36,8 @@ from evaluators.tasks import ExtractionTask, Task, field_spec
 from graphs.long_inputs import prompt_messages
 from graphs.prompting import build_messages, native_tools_text, prompt_text, repair_turn
 
+DEFAULT_MAX_REPAIRS = 2
+"""Extra attempts after an invalid output, unless a run or a deployment says otherwise."""
 _SAFETY_TOKENS = 16
 
 
@@ -84,7 +86,7 @@ class ExtractionContext:
     model: BaseChatModel
     schema: Mapping[str, Any]
     examples: Sequence[tuple[str, Mapping[str, Any]]] = ()
-    max_repairs: int = 2
+    max_repairs: int = DEFAULT_MAX_REPAIRS
     context_window: int | None = None
     max_output_tokens: int = 512
     count_tokens: Callable[[str], int] | None = None

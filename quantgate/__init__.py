@@ -1,58 +1,133 @@
-"""quantgate: is a quantized LLM good enough to replace its reference for structured extraction?"""
+"""quantgate: is a quantized LLM good enough to replace its reference for structured extraction?
 
-from evaluators.errors import QuantgateError, UsageError
-from quantgate.analysis.compare import compare_runs
-from quantgate.analysis.report import write_report
-from quantgate.analysis.run_view import RunView, latest_run, load_run_view
-from quantgate.backends import BackendCapabilities, capabilities, register_backend
-from quantgate.decide.recommendation import decide, load_decision
-from quantgate.embeddings import EmbeddingOptions, VectorIndex, add_embeddings, run_embeddings
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.evaluate.predictions import PredictionLine, ScoreReport, read_predictions, score_predictions
-from quantgate.inputs.corpus import Corpus, load_corpus
-from quantgate.inputs.dataset import (
-    Case,
-    Dataset,
-    DatasetError,
-    Problem,
-    bundled_datasets,
-    check_dataset,
-    load_dataset,
-)
-from quantgate.inputs.gates import Gates, load_gates
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.ladder.quantize import build_ladder
-from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels
-from quantgate.loadtest.load_run import run_load
-from quantgate.production.extractor import (
-    ChosenVariant,
-    Extractor,
-    ProductionError,
-    load_chosen,
-    open_extractor,
-)
-from quantgate.production.guard import OnlineGuard
-from quantgate.production.tasks import (
-    Classification,
-    Generation,
-    ToolCall,
-    ToolCallAnswer,
-    open_classifier,
-    open_generator,
-    open_tool_caller,
-)
-from quantgate.rundir import (
-    CaseRecord,
-    Decision,
-    Run,
-    RunFileError,
-    RunSummary,
-    VariantEntry,
-    load_run,
-    write_schemas,
-)
+The names below are loaded on first use (PEP 562), so that `import quantgate.production` does not
+pay for the evaluation, the report or the server. The public surface is listed in docs/api.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evaluators.errors import QuantgateError, UsageError
+    from quantgate.analysis.compare import compare_runs
+    from quantgate.analysis.report import write_report
+    from quantgate.analysis.run_view import RunView, latest_run, load_run_view
+    from quantgate.backends import BackendCapabilities, capabilities, register_backend
+    from quantgate.decide.recommendation import decide, load_decision
+    from quantgate.embeddings import EmbeddingOptions, VectorIndex, add_embeddings, run_embeddings
+    from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
+    from quantgate.evaluate.predictions import (
+        PredictionLine,
+        ScoreReport,
+        read_predictions,
+        score_predictions,
+    )
+    from quantgate.inputs.corpus import Corpus, load_corpus
+    from quantgate.inputs.dataset import (
+        Case,
+        Dataset,
+        DatasetError,
+        Problem,
+        bundled_datasets,
+        check_dataset,
+        load_dataset,
+    )
+    from quantgate.inputs.gates import Gates, load_gates
+    from quantgate.inputs.variants import Variant, VariantSet, load_variants_file
+    from quantgate.ladder.quantize import build_ladder
+    from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels
+    from quantgate.loadtest.load_run import run_load
+    from quantgate.production import (
+        ChosenVariant,
+        Classification,
+        Extractor,
+        Generation,
+        OnlineGuard,
+        ProductionError,
+        ToolCall,
+        ToolCallAnswer,
+        load_chosen,
+        open_classifier,
+        open_extractor,
+        open_generator,
+        open_tool_caller,
+    )
+    from quantgate.rundir import (
+        CaseRecord,
+        Decision,
+        Run,
+        RunFileError,
+        RunSummary,
+        VariantEntry,
+        load_run,
+        write_schemas,
+    )
 
 __version__ = "0.1.0"
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "evaluators.errors": ("QuantgateError", "UsageError"),
+    "quantgate.analysis.compare": ("compare_runs",),
+    "quantgate.analysis.report": ("write_report",),
+    "quantgate.analysis.run_view": ("RunView", "latest_run", "load_run_view"),
+    "quantgate.backends": ("BackendCapabilities", "capabilities", "register_backend"),
+    "quantgate.decide.recommendation": ("decide", "load_decision"),
+    "quantgate.embeddings": ("EmbeddingOptions", "VectorIndex", "add_embeddings", "run_embeddings"),
+    "quantgate.evaluate.evaluation_run": ("RunOptions", "run_evaluation"),
+    "quantgate.evaluate.predictions": (
+        "PredictionLine",
+        "ScoreReport",
+        "read_predictions",
+        "score_predictions",
+    ),
+    "quantgate.inputs.corpus": ("Corpus", "load_corpus"),
+    "quantgate.inputs.dataset": (
+        "Case",
+        "Dataset",
+        "DatasetError",
+        "Problem",
+        "bundled_datasets",
+        "check_dataset",
+        "load_dataset",
+    ),
+    "quantgate.inputs.gates": ("Gates", "load_gates"),
+    "quantgate.inputs.variants": ("Variant", "VariantSet", "load_variants_file"),
+    "quantgate.ladder.quantize": ("build_ladder",),
+    "quantgate.loadtest.levels": ("LoadLevel", "LoadOptions", "parse_levels"),
+    "quantgate.loadtest.load_run": ("run_load",),
+    "quantgate.production": (
+        "ChosenVariant",
+        "Classification",
+        "Extractor",
+        "Generation",
+        "OnlineGuard",
+        "ProductionError",
+        "ToolCall",
+        "ToolCallAnswer",
+        "load_chosen",
+        "open_classifier",
+        "open_extractor",
+        "open_generator",
+        "open_tool_caller",
+    ),
+    "quantgate.rundir": (
+        "CaseRecord",
+        "Decision",
+        "Run",
+        "RunFileError",
+        "RunSummary",
+        "VariantEntry",
+        "load_run",
+        "write_schemas",
+    ),
+}
+"""Where each public name is defined: the module imported on the name's first use."""
+
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "BackendCapabilities",
@@ -104,6 +179,7 @@ __all__ = [
     "load_gates",
     "load_run",
     "load_run_view",
+    "load_variants_file",
     "open_classifier",
     "open_extractor",
     "open_generator",
@@ -118,3 +194,30 @@ __all__ = [
     "write_report",
     "write_schemas",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Import the module that defines a public name on its first use (PEP 562)."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'quantgate' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+class _LazyPackage(types.ModuleType):
+    """The package whose public names a subpackage of the same name cannot replace: importing
+    `quantgate.decide` binds that subpackage here, where `quantgate.decide` is the function."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _MODULE_OF and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _LazyPackage

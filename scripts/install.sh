@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install quantgate into ./.venv: `bash scripts/install.sh` for the tool, `bash scripts/install.sh test`
-# for the tool and its test extra. The README's two commands and .ci/run call this script.
+# for the tool and its test extra (every optional extra with it); `bash scripts/install.sh serve` adds the
+# serve extra, and so on (pyproject.toml lists them). The README's two commands and .ci/run call this script.
 #
 # llama-cpp-python compiles llama.cpp for this machine's CPU (-march=native). On a CPU that
 # advertises Intel AMX, llama.cpp then uses AMX tile instructions, which trap (SIGILL) where the
@@ -17,8 +18,5 @@ if [[ -z "${CMAKE_ARGS:-}" && -z "${QUANTGATE_KEEP_AMX:-}" ]] && grep -qw amx_ti
 fi
 [[ -d .venv ]] || python3 -m venv .venv
 . .venv/bin/activate
-if [[ -n "$extra" ]]; then
-  pip install -e ".[$extra]"
-else
-  pip install -e .
-fi
+# The report extra always: `quantgate run` ends by writing the HTML report. `test` brings every extra.
+pip install -e ".[report${extra:+,$extra}]"

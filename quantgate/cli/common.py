@@ -355,7 +355,7 @@ def add_executor_flags(parser: argparse.ArgumentParser) -> None:
         default="local",
         help="local: every variant kept warm in a worker process here, evaluated in interleaved rounds on "
         "the same cases (default); ray: each variant as a Ray task, side by side on a cluster's nodes "
-        "(needs: pip install 'quantgate[ray]')",
+        "(needs: pip install 'quantgate[cluster]')",
     )
     group.add_argument(
         "--ray-address",

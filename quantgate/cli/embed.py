@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evaluators.errors import UsageError
+from evaluators.errors import UsageError, require_extra
 from quantgate.cli.common import (
     DEFAULT_DATASET,
     add_executor_flags,
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 
 def _embed(args: argparse.Namespace) -> int:
+    require_extra("embed", "quantgate embed")
     from quantgate.backends import capabilities
     from quantgate.embeddings.embedding_run import EmbeddingOptions, run_embeddings
     from quantgate.evaluate.predictions import dump_json

@@ -7,7 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
-from evaluators.errors import UsageError
+from evaluators.errors import UsageError, require_extra
 from quantgate.formatting import terminal_text
 
 EXPORT_FLAGS = ("junit", "mlflow")
@@ -47,10 +47,7 @@ def check_export_flags(args: argparse.Namespace) -> None:
     if args.junit is not None:
         _check_writable(Path(args.junit))
     if args.mlflow is not None:
-        import importlib.util
-
-        if importlib.util.find_spec("mlflow") is None:
-            raise UsageError("--mlflow needs MLflow, an optional extra: pip install 'quantgate[mlflow]'")
+        require_extra("mlflow", "--mlflow")
 
 
 def _check_writable(path: Path) -> None:

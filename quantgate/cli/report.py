@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evaluators.errors import require_extra
 from quantgate.cli.common import non_negative_int
 from quantgate.formatting import terminal_text
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 
 
 def _report(args: argparse.Namespace) -> int:
+    require_extra("report", "quantgate report")
     from quantgate.analysis.report import write_report
     from quantgate.analysis.suite_report import is_suite_dir, write_suite_report
     from quantgate.rundir.completeness import run_completeness

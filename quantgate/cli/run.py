@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluators.errors import UsageError
+from evaluators.errors import UsageError, require_extra
 from quantgate.cli.common import (
     DEFAULT_BUDGET_MINUTES,
     DEFAULT_RUN_DATASET,
@@ -62,6 +62,8 @@ def _run(args: argparse.Namespace, *, defaults: Mapping[str, Any]) -> int:
     gates = cli_gates(args)  # a bad gates file fails before the run, not after it
     cli_costs(args)  # so does a bad costs file
     check_output_dir(Path(args.out))
+    if args.embeddings:
+        require_extra("embed", "--embeddings")
     load = load_options(args) if args.load else None
     default_budget = None if args.dataset else DEFAULT_BUDGET_MINUTES
     options = cli_run_options(args, gates=gates, default_budget=default_budget)

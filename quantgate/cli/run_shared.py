@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evaluators.errors import UsageError
+from evaluators.errors import MissingExtraError, UsageError, require_extra
 
 if TYPE_CHECKING:
     from quantgate.evaluate.options import RunOptions
@@ -57,7 +57,13 @@ def cli_run_options(args: argparse.Namespace, *, gates: Gates, default_budget: f
 
 def write_report_after_run(run_dir: Path, *, quiet: bool) -> None:
     """Write the HTML report (of a suite's directory: each task's and the suite's, with its task x
-    variant grid); a failure here is reported and the run, already on disk, is kept."""
+    variant grid); a failure here is reported and the run, already on disk, is kept. Without the
+    `report` extra, one line says how to install it and write the report later."""
+    try:
+        require_extra("report", "the HTML report")
+    except MissingExtraError as exc:
+        print(f"quantgate: {exc}; then: quantgate report {run_dir}", file=sys.stderr)
+        return
     from quantgate.analysis.report import write_report
     from quantgate.analysis.suite_report import is_suite_dir, write_suite_report
 

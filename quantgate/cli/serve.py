@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evaluators.errors import UsageError
+from evaluators.errors import UsageError, require_extra
 from quantgate.cli.common import check_output_dir
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ def _local(host: str) -> bool:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    require_extra("serve", "quantgate serve")
     import uvicorn
 
     from quantgate.serve import TOKEN_ENV, JobQueue, create_app

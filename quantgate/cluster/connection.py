@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
-from evaluators.errors import QuantgateError
+from evaluators.errors import QuantgateError, require_extra
 
 __all__ = ["ClusterError", "connected", "normal_priority_workers"]
 
@@ -34,14 +34,12 @@ def connected(address: str | None, *, runtime_env: dict[str, Any] | None = None)
     as it is.
 
     Raises:
-        ClusterError: Ray is not installed, or the cluster cannot be reached.
+        MissingExtraError: Ray is not installed (the `cluster` extra).
+        ClusterError: The cluster cannot be reached.
     """
-    try:
-        import ray
-    except ImportError:
-        raise ClusterError(
-            "the Ray executor needs Ray, which is not installed: pip install 'quantgate[ray]'"
-        ) from None
+    require_extra("cluster", "the Ray executor")
+    import ray
+
     started_here = not ray.is_initialized()
     if started_here:
         address = address or os.environ.get("RAY_ADDRESS") or None

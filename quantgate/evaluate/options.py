@@ -1,6 +1,6 @@
 """How a run is configured, and what it builds from its options: the case selection and
-the extraction graph's context for an opened variant. The run, the token-fidelity step, the
-load test and production all build the extraction context here, so they prompt alike.
+the extraction graph's context for an opened variant (built, as production builds it, by
+`quantgate.backends.extraction_context`, so that they prompt alike).
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from pathlib import Path
 from evaluators.betting import DEFAULT_TRUNCATION
 from evaluators.errors import UsageError
 from graphs.evaluation import CaseInput
-from graphs.extraction import ExtractionContext
+from graphs.extraction import DEFAULT_MAX_REPAIRS, ExtractionContext
 from quantgate.backends import OpenedVariant, capabilities
+from quantgate.backends.extraction_context import variant_context
 from quantgate.evaluate.stopping_rule import DEFAULT_ROUND_SIZE
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.examples import DEFAULT_EXAMPLES, interleaved
@@ -84,7 +85,7 @@ class RunOptions:
 
     limit: int | None = None
     concurrency: int | None = None
-    max_repairs: int = 2
+    max_repairs: int = DEFAULT_MAX_REPAIRS
     out: Path = field(default_factory=lambda: Path("runs"))
     progress: bool = True
     token_fidelity: bool = True
@@ -152,17 +153,5 @@ def select_cases(cases: Sequence[Case], limit: int | None) -> list[Case]:
 
 
 def extraction_context(dataset: Dataset, opened: OpenedVariant, options: RunOptions) -> ExtractionContext:
-    """The extraction graph's context for a dataset and an opened variant (prompt, limits, retries)."""
-    return ExtractionContext(
-        model=opened.chat_model,
-        schema=dataset.schema,
-        examples=[(e.text, e.expected) for e in dataset.examples if e.expected is not None],
-        max_repairs=options.max_repairs,
-        context_window=opened.context_window,
-        max_output_tokens=opened.max_output_tokens,
-        count_tokens=opened.count_tokens,
-        max_retries=opened.max_retries,
-        retry_backoff_s=opened.retry_backoff_s,
-        task=dataset.task,
-        native_tools=opened.native_tools,
-    )
+    """The extraction graph's context for a dataset and an opened variant, with the run's repairs."""
+    return variant_context(dataset, opened, max_repairs=options.max_repairs)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluators.errors import QuantgateError, UsageError
+from evaluators.errors import QuantgateError, require_extra
 from quantgate.export.decided_runs import DecidedRun
 from quantgate.rundir.decision import VariantDecision
 from quantgate.rundir.files import DECISION_JSON, DECISION_MD, REPORT_DIR, SUMMARY_FILE
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 
 DEFAULT_STORE = "mlruns"
 """The file store's directory when neither the flag nor `MLFLOW_TRACKING_URI` names one."""
-
-INSTALL_HINT = "pip install 'quantgate[mlflow]'"
 
 SERVER_PATIENCE = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "60"}
 """MLflow's HTTP settings unless set: its defaults (7 retries with backoff, 120 s per request) kept a
@@ -198,14 +196,13 @@ def log_to_mlflow(runs: Sequence[DecidedRun], uri: str | None = None) -> list[st
     """Log each decided run to MLflow at `uri` (see `tracking_uri`); return the parent runs' ids.
 
     Raises:
-        UsageError: MLflow is not installed.
+        MissingExtraError: MLflow is not installed (the `mlflow` extra).
         MlflowExportError: MLflow refused or failed (the store, the server).
     """
     resolved = tracking_uri(uri)
-    try:
-        from mlflow.exceptions import MlflowException
-    except ImportError as exc:
-        raise UsageError(f"--mlflow needs MLflow, an optional extra: {INSTALL_HINT}") from exc
+    require_extra("mlflow", "--mlflow")
+    from mlflow.exceptions import MlflowException
+
     try:
         client = _client(resolved)
         return [_log_run(client, run) for run in runs]

@@ -34,10 +34,10 @@ from evaluators.errors import QuantgateError
 from evaluators.format import FormatEvaluator
 from evaluators.schema import field_names
 from evaluators.tasks import ExtractionTask, Task, field_spec
-from graphs.extraction import ExtractionContext, ExtractionResult
+from graphs.extraction import DEFAULT_MAX_REPAIRS, ExtractionContext, ExtractionResult
 from graphs.extraction import graph as extraction_graph
 from quantgate.backends import capabilities, open_variant
-from quantgate.evaluate.options import RunOptions, extraction_context
+from quantgate.backends.extraction_context import variant_context
 from quantgate.inputs.dataset import Case, Dataset, DatasetError, load_dataset
 from quantgate.inputs.file_hashes import file_sha256
 from quantgate.inputs.record_schema import RecordType, record_schema
@@ -179,7 +179,7 @@ def load_chosen(
         run_dir=directory,
         variant=variant,
         decision=decision,
-        max_repairs=RunOptions().max_repairs if options is None else options.max_repairs,
+        max_repairs=DEFAULT_MAX_REPAIRS if options is None else options.max_repairs,
     )
 
 
@@ -271,7 +271,7 @@ def _examples(
 def _dataset_view(
     chosen: ChosenVariant, schema: dict[str, Any], examples: Sequence[tuple[str, dict[str, Any]]], task: Task
 ) -> Dataset:
-    """Your schema and examples as a dataset, so `extraction_context` builds the context (the
+    """Your schema and examples as a dataset, so `variant_context` builds the context (the
     run's task, whose prompt the variant was judged on, when the schema is the run's)."""
     return Dataset(
         name=f"{chosen.run_dir.name}-production",
@@ -310,7 +310,7 @@ def _open(
     with open_variant(chosen.variant, json_schema) as opened:
         task = evaluated.task if schema is None and evaluated is not None else ExtractionTask()
         view = _dataset_view(chosen, json_schema, shots, task)
-        context = extraction_context(view, opened, RunOptions(max_repairs=chosen.max_repairs))
+        context = variant_context(view, opened, max_repairs=chosen.max_repairs)
         yield Extractor(
             chosen=chosen,
             context=context,

@@ -3,7 +3,7 @@
 Records are appended and flushed one line per case as soon as the case finishes, so an
 interrupted run keeps everything done so far (`quantgate.rundir.jsonl`: torn and damaged
 lines). JSON files are replaced atomically and parsed by their models
-(`quantgate.rundir.jsonfile`). pandas DataFrames are views built from the records.
+(`quantgate.rundir.jsonfile`). pandas DataFrames are views built from the records (`quantgate.rundir.frames`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from evaluators.errors import QuantgateError
 from quantgate.rundir.decision import Decision
@@ -34,6 +33,9 @@ from quantgate.rundir.jsonfile import RunFileError, parse_model, read_model, wri
 from quantgate.rundir.jsonl import JsonLines, LineProblem, read_lines, set_aside_torn_tail
 from quantgate.rundir.lines import CaseRecord, FidelityLine, LoadLine
 from quantgate.rundir.summary import RunSummary, VariantsFile
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "JsonLines",
@@ -53,7 +55,6 @@ __all__ = [
     "read_model",
     "read_records",
     "read_summary",
-    "records_frame",
     "set_aside_torn_tail",
     "write_json",
     "write_model",
@@ -209,22 +210,9 @@ class Run:
 
     def to_frame(self) -> pd.DataFrame:
         """All records as a DataFrame; per-field scores become `field:<name>` columns."""
+        from quantgate.rundir.frames import records_frame  # pandas only for this view
+
         return records_frame(self.records())
-
-
-_NESTED = {"fields", "outcomes", "agreement_fields", "attempt_timings"}
-
-
-def records_frame(records: Iterable[CaseRecord]) -> pd.DataFrame:
-    """A DataFrame view of records, one row per case x variant (no record: no row, the columns kept)."""
-    rows = []
-    for record in records:
-        row = record.model_dump(exclude=_NESTED)
-        row.update({f"field:{name}": score for name, score in record.fields.items()})
-        rows.append(row)
-    if not rows:
-        return pd.DataFrame(columns=[name for name in CaseRecord.model_fields if name not in _NESTED])
-    return pd.DataFrame(rows)
 
 
 def load_run(run_dir: str | Path) -> Run:

@@ -4,7 +4,7 @@ It has 2 CPUs and one unit of a custom resource, `ollama`, as a node with an Oll
 would declare. Ray removed `local_mode`, so this is a real local cluster (a raylet and worker
 processes). It lives in the test process only while a module's tests use it: a Ray connected
 there would be used by every executor, whatever address it is given. The tests skip when Ray is
-not installed (`pip install 'quantgate[ray]'`).
+not installed (`pip install 'quantgate[cluster]'`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ _TIMING = {"ttft_s", "total_s", "prompt_tokens_per_s", "generation_tokens_per_s"
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[Any]:
-    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'quantgate[ray]'")
+    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'quantgate[cluster]'")
     with normal_priority_workers():
         ray.init(num_cpus=2, resources={"ollama": OLLAMA_UNITS}, include_dashboard=False, log_to_driver=False)
     try:

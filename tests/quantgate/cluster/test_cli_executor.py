@@ -56,15 +56,16 @@ def test_load_and_embed_take_the_executor_flags(command, tmp_path, capsys):  # b
 
 def test_without_ray_installed_it_says_how_to_install_it(inputs, tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
-    assert _run(inputs, tmp_path, "--executor", "ray") == EXIT_FAILURE
-    assert "the Ray executor needs Ray, which is not installed: pip install 'quantgate[ray]'" in (
-        capsys.readouterr().err
+    assert _run(inputs, tmp_path, "--executor", "ray") == EXIT_USAGE
+    assert capsys.readouterr().err == (
+        "quantgate: error: the Ray executor needs the optional extra 'cluster' (ray), which is not "
+        "installed: pip install 'quantgate[cluster]'\n"
     )
 
 
 @pytest.mark.slow
 def test_a_run_on_a_local_ray_started_for_it_has_its_workers_at_normal_priority(inputs, tmp_path, capsys):
-    pytest.importorskip("ray", reason="Ray is not installed: pip install 'quantgate[ray]'")
+    pytest.importorskip("ray", reason="Ray is not installed: pip install 'quantgate[cluster]'")
     assert _run(inputs, tmp_path, "--executor", "ray", "--json") == 4  # one variant: keep the reference
     (run_dir,) = (tmp_path / "runs").iterdir()
     (line,) = load_run(run_dir).variants.variants

@@ -59,7 +59,7 @@ def _answers(port: int) -> bool:
 @pytest.fixture(scope="module")
 def head_node() -> Iterator[str]:
     """The address of a one-node cluster (2 CPUs, `ollama` = 1) started by `ray start --head`."""
-    pytest.importorskip("ray", reason="Ray is not installed: pip install 'quantgate[ray]'")
+    pytest.importorskip("ray", reason="Ray is not installed: pip install 'quantgate[cluster]'")
     port = _free_port()
     # a short path: Ray's Unix sockets live under it, and their paths are limited to 107 bytes
     with tempfile.TemporaryDirectory(prefix="qg-ray-", dir="/tmp") as temp, ExitStack() as stack:

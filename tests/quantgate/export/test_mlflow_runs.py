@@ -111,7 +111,7 @@ def test_the_tracking_uri_defaults_to_the_environment_then_mlruns(
 
 
 def test_without_mlflow_the_message_names_the_extra(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "mlflow.exceptions", None)  # importing it raises ImportError
+    monkeypatch.setitem(sys.modules, "mlflow", None)  # MLflow not installed: importing it raises ImportError
     with pytest.raises(UsageError, match=r"pip install 'quantgate\[mlflow\]'"):
         log_to_mlflow(decided_runs(run_dir), "file:///nowhere")
 
