@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import pydantic
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
@@ -40,6 +41,7 @@ from tqdm import tqdm
 
 from graphs.extraction import ModelCallError
 from quantgate.backends.ollama_tools import is_malformed_call, tool_answer
+from quantgate.backends.server_fields import error_message, refusal
 from quantgate.backends.streaming import StreamingChatModel
 
 DEFAULT_FIRST_TOKEN_TIMEOUT_S = 120.0
@@ -49,6 +51,16 @@ DEFAULT_NUM_KEEP = 4
 """Ollama's `num_keep`: the prompt tokens its truncation keeps at the start."""
 
 
+def ollama_error_text(exc: Any) -> str:
+    """What an `ollama.ResponseError` said, as a run may record it: the message of Ollama's JSON
+    error, else what the body was (an HTML page, its size), never the body itself (the client
+    keeps a body that is not JSON whole as the error)."""
+    response = getattr(exc.__context__, "response", None)  # the client raises it from httpx's error
+    if exc.status_code != -1 and response is not None:
+        return refusal(response)
+    return error_message({"error": exc.error}) or "no error message"
+
+
 def classify(exc: BaseException) -> ModelCallError:
     """Name a transport failure and say whether a retry can help."""
     from ollama import ResponseError
@@ -56,19 +68,19 @@ def classify(exc: BaseException) -> ModelCallError:
     if isinstance(exc, ModelCallError):
         return exc
     if isinstance(exc, ResponseError):
-        status = exc.status_code
+        status, message = exc.status_code, ollama_error_text(exc)
         if status == -1:  # an {"error": ...} line inside a 200 stream (the client gives it no status)
             return ModelCallError(
-                "stream_error", f"the server reported an error in the middle of its answer: {exc.error}",
+                "stream_error", f"the server reported an error in the middle of its answer: {message}",
                 retryable=True,
             )  # fmt: skip
         if status == 404:
-            return ModelCallError("not_found", f"model not found: {exc.error}", retryable=False)
+            return ModelCallError("not_found", f"model not found: {message}", retryable=False)
         if status in (429, 503):
-            return ModelCallError("busy", f"server busy ({status}): {exc.error}", retryable=True)
+            return ModelCallError("busy", f"server busy ({status}): {message}", retryable=True)
         if status >= 500:
-            return ModelCallError("server_error", f"server error {status}: {exc.error}", retryable=True)
-        return ModelCallError("bad_request", f"request refused ({status}): {exc.error}", retryable=False)
+            return ModelCallError("server_error", f"server error {status}: {message}", retryable=True)
+        return ModelCallError("bad_request", f"request refused ({status}): {message}", retryable=False)
     if isinstance(exc, httpx.TimeoutException):
         return ModelCallError("timeout", f"timed out: {exc}", retryable=True)
     if isinstance(exc, httpx.ConnectError | ConnectionError):
@@ -77,7 +89,10 @@ def classify(exc: BaseException) -> ModelCallError:
         what = f"the server's answer is not Ollama's JSON lines ({exc}); is it an Ollama server?"
         return ModelCallError("bad_response", what, retryable=False)
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | ValueError):
-        return ModelCallError("stream_cut", f"the answer stream was cut: {exc}", retryable=True)
+        cause = (
+            type(exc).__name__ if isinstance(exc, pydantic.ValidationError) else exc
+        )  # it quotes the input
+        return ModelCallError("stream_cut", f"the answer stream was cut: {cause}", retryable=True)
     return ModelCallError("backend_error", f"{type(exc).__name__}: {exc}", retryable=False)
 
 

@@ -74,7 +74,7 @@ def body_note(content_type: str | None, size: int) -> str:
     if "html" in media:
         return f"an HTML page ({size} bytes)"
     if _MEDIA_TYPE.fullmatch(media):
-        return f"a {media} body ({size} bytes)"
+        return f"a body of type {media} ({size} bytes)"
     return f"a body with no valid content type ({size} bytes)"
 
 
