@@ -30,8 +30,10 @@ import psutil
 
 from quantgate.backends import BackendError, OpenedVariant
 from quantgate.backends.ollama_chat import DEFAULT_NOTICE_EVERY_S, DEFAULT_NUM_KEEP, OllamaChatModel, classify
+from quantgate.backends.ollama_fields import digest_field, running_fields, shown_fields, version_field
 from quantgate.backends.ollama_tools import TOOLS_DECODING, task_tools
 from quantgate.backends.schema_grammar import grammar_schema, unenforced_keywords
+from quantgate.backends.server_fields import described, refusal
 from quantgate.backends.streaming import DEFAULT_FIRST_TOKEN_TIMEOUT_S, DEFAULT_TIMEOUT_S
 from quantgate.inputs.variants import Variant
 
@@ -73,29 +75,38 @@ class OllamaServer:
             model = kwargs.get("json", {}).get("model")
             raise BackendError(f"model {model!r} not found on {self.host}; run: ollama pull {model}")
         if response.status_code >= 400:
-            raise BackendError(f"{self.host}{path} answered {response.status_code}: {response.text[:200]}")
+            raise BackendError(f"{self.host}{path} answered {response.status_code}: {refusal(response)}")
         try:
             body = response.json()
         except ValueError:
             body = None
         if not isinstance(body, dict):
-            kind = response.headers.get("content-type", "no content type")
             raise BackendError(
-                f"{self.host}{path} answered {response.status_code} with a body that is not Ollama's JSON "
-                f"({kind}: {response.text[:80]!r}); is {self.host} an Ollama server? Set OLLAMA_HOST or the "
-                "variant's host option to the right address."
+                f"{self.host}{path} answered {response.status_code} with {described(response)}, not "
+                f"Ollama's JSON; is {self.host} an Ollama server? Set OLLAMA_HOST or the variant's host "
+                "option to the right address."
             )
         return body
 
-    def version(self) -> str:
-        return str(self._call("GET", "/api/version").get("version"))
+    def version(self) -> str | None:
+        """The server's version (`/api/version`); None when it is not a version string."""
+        return version_field(self._call("GET", "/api/version").get("version"))
 
     def show(self, model: str) -> dict[str, Any]:
+        """The model's `/api/show` answer, as it came (`shown_fields` keeps what is recorded)."""
         return self._call("POST", "/api/show", json={"model": model})
 
+    def models(self) -> list[dict[str, Any]]:
+        """The server's models (`/api/tags`), each as a JSON object."""
+        listed = self._call("GET", "/api/tags").get("models")
+        return [m for m in listed if isinstance(m, dict)] if isinstance(listed, list) else []
+
     def digest(self, model: str) -> str | None:
-        tags = self._call("GET", "/api/tags").get("models", [])
-        return next((m.get("digest") for m in tags if model in (m.get("model"), m.get("name"))), None)
+        """The model's digest (`/api/tags`); None when not listed or not a digest."""
+        found = next(
+            (m.get("digest") for m in self.models() if model in (m.get("model"), m.get("name"))), None
+        )
+        return digest_field(found)
 
     def load(self, model: str, keep_alive: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
         """Load `model` with an empty generation, with the options the run's calls will send
@@ -104,8 +115,12 @@ class OllamaServer:
         return self._call("POST", "/api/generate", json=body)
 
     def running(self, model: str) -> dict[str, Any] | None:
-        loaded = self._call("GET", "/api/ps").get("models", [])
-        return next((m for m in loaded if model in (m.get("model"), m.get("name"))), None)
+        """The model's `/api/ps` entry, its typed fields only (`running_fields`); None when the
+        server does not list it as loaded."""
+        loaded = self._call("GET", "/api/ps").get("models")
+        entries = [m for m in loaded if isinstance(m, dict)] if isinstance(loaded, list) else []
+        found = next((m for m in entries if model in (m.get("model"), m.get("name"))), None)
+        return running_fields(found) if found is not None else None
 
     def local_pid(self) -> int | None:
         """PID of the process listening on the server's port, when it runs on this machine."""
@@ -222,7 +237,7 @@ def _check_tools(variant: Variant, schema: Mapping[str, Any], show: Mapping[str,
         return
     raise BackendError(
         f"variant {variant.name}: {variant.model} does not support tools (its /api/show capabilities: "
-        f"{', '.join(map(str, capabilities)) or 'none'}): a tool-calling task sends the task's tools, which "
+        f"{', '.join(capabilities) or 'none'}): a tool-calling task sends the task's tools, which "
         "Ollama refuses for a model whose template has no tool calls; choose a tag that supports tools"
     )
 
@@ -233,13 +248,13 @@ def open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
     settings = _Settings.of(variant)
     server = OllamaServer(settings.host, settings.timeout_s)
     version = server.version()
-    show = server.show(variant.model)
+    show = shown_fields(server.show(variant.model))
     _check_tools(variant, schema, show)
     started = time.perf_counter()
     loaded = server.load(variant.model, settings.keep_alive, {"num_ctx": settings.num_ctx})
     cold_load_s = time.perf_counter() - started
     running = server.running(variant.model) or {}
-    details = show.get("details", {})
+    details = show["details"]
     _warn_on_context(variant, running, settings.num_ctx)
     context = min(settings.num_ctx, _served_context(running) or settings.num_ctx)
     yield OpenedVariant(

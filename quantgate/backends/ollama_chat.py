@@ -28,17 +28,29 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import pydantic
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 
 from graphs.extraction import ModelCallError
 from quantgate.backends.ollama_tools import is_malformed_call, tool_answer
+from quantgate.backends.server_fields import error_message, refusal
 from quantgate.backends.streaming import TimedChatModel, WaitingNotice, status_error
 
 DEFAULT_NOTICE_EVERY_S = 20.0
 DEFAULT_NUM_KEEP = 4
 """Ollama's `num_keep`: the prompt tokens its truncation keeps at the start."""
+
+
+def ollama_error_text(exc: Any) -> str:
+    """What an `ollama.ResponseError` said, as a run may record it: the message of Ollama's JSON
+    error, else what the body was (an HTML page, its size), never the body itself (the client
+    keeps a body that is not JSON whole as the error)."""
+    response = getattr(exc.__context__, "response", None)  # the client raises it from httpx's error
+    if exc.status_code != -1 and response is not None:
+        return refusal(response)
+    return error_message({"error": exc.error}) or "no error message"
 
 
 def classify(exc: BaseException) -> ModelCallError:
@@ -48,12 +60,13 @@ def classify(exc: BaseException) -> ModelCallError:
     if isinstance(exc, ModelCallError):
         return exc
     if isinstance(exc, ResponseError):
-        if exc.status_code == -1:  # an {"error": ...} line in a 200 stream (the client gives it no status)
+        status, message = exc.status_code, ollama_error_text(exc)
+        if status == -1:  # an {"error": ...} line inside a 200 stream (the client gives it no status)
             return ModelCallError(
-                "stream_error", f"the server reported an error in the middle of its answer: {exc.error}",
+                "stream_error", f"the server reported an error in the middle of its answer: {message}",
                 retryable=True,
             )  # fmt: skip
-        return status_error(exc.status_code, exc.error)
+        return status_error(status, message)
     if isinstance(exc, httpx.TimeoutException):
         return ModelCallError("timeout", f"timed out: {exc}", retryable=True)
     if isinstance(exc, httpx.ConnectError | ConnectionError):
@@ -62,7 +75,10 @@ def classify(exc: BaseException) -> ModelCallError:
         what = f"the server's answer is not Ollama's JSON lines ({exc}); is it an Ollama server?"
         return ModelCallError("bad_response", what, retryable=False)
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | ValueError):
-        return ModelCallError("stream_cut", f"the answer stream was cut: {exc}", retryable=True)
+        cause = (
+            type(exc).__name__ if isinstance(exc, pydantic.ValidationError) else exc
+        )  # it quotes the input
+        return ModelCallError("stream_cut", f"the answer stream was cut: {cause}", retryable=True)
     return ModelCallError("backend_error", f"{type(exc).__name__}: {exc}", retryable=False)
 
 

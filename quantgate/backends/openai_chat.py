@@ -30,6 +30,7 @@ from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 
 from graphs.extraction import ModelCallError
+from quantgate.backends.server_fields import described, error_message
 from quantgate.backends.streaming import TimedChatModel, status_error
 
 __all__ = ["OpenAIServerChatModel", "classify"]
@@ -42,19 +43,20 @@ def _named(exc: BaseException, *names: str) -> bool:
 
 
 def _body_message(exc: Any) -> str:
-    """The error message of a 4xx/5xx answer: the JSON body's `error.message` (or `detail`), else
-    a note that the body was an HTML page, else its first characters."""
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        message = error.get("message") if isinstance(error, dict) else error
-        return " ".join(str(message or body.get("detail") or body).split())[:300]
+    """The error message of a 4xx/5xx answer: the JSON body's `error.message` (or `error`,
+    `detail`), else what the body was (an HTML page: a proxy, or not an OpenAI API?), never
+    quoting it (`quantgate.backends.server_fields`)."""
+    message = error_message(getattr(exc, "body", None))
+    if message is not None:
+        return message
     response = getattr(exc, "response", None)
-    text = getattr(response, "text", "") or str(body or exc)
-    content_type = getattr(response, "headers", {}).get("content-type", "") if response is not None else ""
-    if "html" in content_type or text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
-        return f"an HTML page, not the API's JSON ({text.strip()[:120]!r}): a proxy, or not an OpenAI API?"
-    return " ".join(text.split())[:300]
+    if response is None:
+        return "no error message"
+    note = described(response)
+    if note.startswith("an HTML page"):
+        size = len(response.content)
+        return f"an HTML page, not the API's JSON ({size} bytes): a proxy, or not an OpenAI API?"
+    return f"{note}, not the API's JSON"
 
 
 def classify(exc: BaseException) -> ModelCallError:
@@ -75,7 +77,8 @@ def classify(exc: BaseException) -> ModelCallError:
     if _named(exc, "RemoteProtocolError", "ReadError", "StreamError"):
         return ModelCallError("stream_cut", f"the answer stream was cut: {exc}", retryable=True)
     if isinstance(exc, openai.APIError):  # an error event inside a 200 stream
-        what = f"the server reported an error in the middle of its answer: {exc.message}"
+        told = error_message({"error": exc.message}) or "no message"
+        what = f"the server reported an error in the middle of its answer: {told}"
         return ModelCallError("stream_error", what, retryable=True)
     if isinstance(exc, json.JSONDecodeError | openai.APIResponseValidationError):
         what = f"the server's answer is not the OpenAI API's JSON ({exc}); is base_url the API's root (/v1)?"

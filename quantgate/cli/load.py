@@ -42,7 +42,7 @@ def _levels(args: argparse.Namespace) -> tuple[LoadLevel, ...]:
         for flag, value in poisson_only.items():
             if value is not None:
                 raise UsageError(f"{flag} applies to --arrivals poisson only")
-        return parse_levels(args.load_concurrency or DEFAULT_LEVELS)
+        return parse_levels(args.load_concurrency or DEFAULT_LEVELS, flag=args.load_concurrency_flag)
     if args.rate is None:
         raise UsageError("--arrivals poisson needs --rate R[,R2,...] (requests per second)")
     if args.load_concurrency is not None:
@@ -144,6 +144,7 @@ def _add_arrival_flags(group: argparse._ArgumentGroup) -> None:
 def add_load_flags(parser: argparse.ArgumentParser, *, prefix: str) -> None:
     """The load flags; `prefix` names the concurrency flag (`--load-concurrency` under `run`)."""
     group = parser.add_argument_group("load (bounded: each level stops at --requests or --duration)")
+    parser.set_defaults(load_concurrency_flag=f"--{prefix}concurrency")
     group.add_argument(
         f"--{prefix}concurrency",
         dest="load_concurrency",

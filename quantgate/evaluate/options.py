@@ -104,14 +104,15 @@ class RunOptions:
     noise_floor_cases: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("limit", "max_cases", "token_fidelity_cases"):
+        """Refuse the counts the command line refuses, naming the option (as its flag)."""
+        for name in ("limit", "max_cases", "token_fidelity_cases", "concurrency"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise UsageError(f"{name.replace('_', '-')} must be at least 1, got {value}")
-        if self.latency_cases < 0:
-            raise UsageError(f"latency-cases must be 0 or more, got {self.latency_cases}")
-        if self.noise_floor_cases < 0:
-            raise UsageError(f"noise-floor-cases must be 0 or more, got {self.noise_floor_cases}")
+        for name in ("latency_cases", "noise_floor_cases", "max_repairs", "examples"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise UsageError(f"{name.replace('_', '-')} must be 0 or more, got {value}")
         if self.round_size < 1:
             raise UsageError(f"round size must be at least 1, got {self.round_size}")
         if self.budget_s is not None and self.budget_s <= 0:

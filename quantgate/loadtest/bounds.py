@@ -17,6 +17,20 @@ requests takes hours, and a rate such as 1e-300 draws gaps too long to sleep (an
 MAX_RATE = 1000.0
 """The highest Poisson rate: a gap of a millisecond, about what one client thread can start on time."""
 
+MAX_CONCURRENCY = 64
+"""Requests in flight at most (a closed level's concurrency, `--max-in-flight`): each is a client
+thread with its own connection, and an embedded variant opens a model instance (or a slot of one)
+per request in flight, each with its own memory; a server serves a few requests at once (llama-server's
+`--parallel`, Ollama's `OLLAMA_NUM_PARALLEL`), so far more only queue there, while 10**6 threads would
+exhaust the machine before the level began."""
+
+
+def concurrency_problem(flag: str, concurrency: int) -> str | None:
+    """Why `concurrency` requests in flight are out of bounds, naming `flag`; None when they are not."""
+    if 1 <= concurrency <= MAX_CONCURRENCY:
+        return None
+    return f"{flag} {concurrency}: must be from 1 to {MAX_CONCURRENCY} requests in flight"
+
 
 def rate_problem(rate: float) -> str | None:
     """Why `rate` (requests per second) cannot be a Poisson level's, or None (NaN fails)."""

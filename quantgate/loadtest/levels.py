@@ -52,7 +52,7 @@ from quantgate.loadtest.arrivals import (
     rate_name,
     send_arrivals,
 )
-from quantgate.loadtest.bounds import load_problems
+from quantgate.loadtest.bounds import concurrency_problem, load_problems
 from quantgate.loadtest.one_request import Prompt, stream_request
 from quantgate.rundir.lines import LoadLine
 from quantgate.rundir.load import Arrivals, LoadLevelEntry, LoadVariantEntry
@@ -76,11 +76,15 @@ class LoadLevel:
         return "closed" if self.rate_per_s is None else "poisson"
 
 
-def parse_levels(text: str) -> tuple[LoadLevel, ...]:
+def parse_levels(text: str, *, flag: str = "--concurrency") -> tuple[LoadLevel, ...]:
     """Levels from `normal=1,peak=4` or `1,4,8` (then named by their number).
 
+    Args:
+        text: The levels.
+        flag: The flag that gave them, for errors (`--load-concurrency` under `run`).
+
     Raises:
-        UsageError: A level is not a positive integer, or a name repeats.
+        UsageError: A level is not a positive integer or above `MAX_CONCURRENCY`, or a name repeats.
     """
     levels: list[LoadLevel] = []
     for item in (part.strip() for part in text.split(",")):
@@ -91,6 +95,9 @@ def parse_levels(text: str) -> tuple[LoadLevel, ...]:
             raise UsageError(
                 f"concurrency level {item!r}: expected a positive integer, as in normal=1,peak=4"
             )
+        problem = concurrency_problem(flag, int(value))
+        if problem is not None:
+            raise UsageError(f"concurrency level {item!r}: {problem}")
         levels.append(LoadLevel(name=name.strip() or value.strip(), concurrency=int(value)))
     names = [level.name for level in levels]
     if not levels or len(set(names)) != len(names):
@@ -106,8 +113,9 @@ def poisson_levels(text: str, *, in_flight: int | None = None) -> tuple[LoadLeve
         UsageError: A rate is not a positive number or repeats, or `in_flight` is below 1.
     """
     in_flight = DEFAULT_IN_FLIGHT if in_flight is None else in_flight
-    if in_flight < 1:
-        raise UsageError(f"--max-in-flight {in_flight}: must be at least 1")
+    problem = concurrency_problem("--max-in-flight", in_flight)
+    if problem is not None:
+        raise UsageError(problem)
     return tuple(
         LoadLevel(name=rate_name(rate), concurrency=in_flight, rate_per_s=rate) for rate in parse_rates(text)
     )

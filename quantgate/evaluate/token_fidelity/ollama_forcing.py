@@ -39,6 +39,7 @@ import httpx
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from quantgate.backends import BackendError
+from quantgate.backends.ollama_chat import ollama_error_text
 
 DEFAULT_TOP_LOGPROBS = 20
 _ROLES = ((SystemMessage, "system"), (HumanMessage, "user"), (AIMessage, "assistant"))
@@ -220,7 +221,7 @@ def _checked(stream: Iterator[Any], host: str, model: str) -> Iterator[Any]:
             yield chunk
     except ResponseError as exc:
         raise BackendError(
-            f"Ollama server at {host} ({model}) answered {exc.status_code}: {exc.error}"
+            f"Ollama server at {host} ({model}) answered {exc.status_code}: {ollama_error_text(exc)}"
         ) from exc
 
 

@@ -41,6 +41,7 @@ import httpx
 from langchain_core.messages import BaseMessage
 
 from quantgate.backends import BackendError
+from quantgate.backends.server_fields import described, refusal
 from quantgate.evaluate.token_fidelity.ollama_forcing import (
     DEFAULT_TOP_LOGPROBS,
     ForcedPositions,
@@ -227,14 +228,14 @@ class OpenAIForcing:
         if response.status_code != 200:
             raise BackendError(
                 f"OpenAI-compatible server at {self.base_url} ({self.model}) answered {response.status_code} "
-                f"to {url.rsplit('/', 1)[-1]}: {response.text[:300]}"
+                f"to {url.rsplit('/', 1)[-1]}: {refusal(response)}"
             )
         try:
             answer = response.json()
         except ValueError as exc:
-            raise BackendError(f"{url} answered with no JSON: {response.text[:200]}") from exc
+            raise BackendError(f"{url} answered {described(response)}, not JSON") from exc
         if not isinstance(answer, dict):
-            raise BackendError(f"{url} answered {str(answer)[:200]}, not a JSON object")
+            raise BackendError(f"{url} answered a JSON {type(answer).__name__}, not a JSON object")
         return answer
 
 

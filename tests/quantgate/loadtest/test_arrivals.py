@@ -16,7 +16,7 @@ from quantgate.loadtest.arrivals import (
     poisson_schedule,
     send_arrivals,
 )
-from quantgate.loadtest.levels import LoadLevel, LoadOptions, poisson_levels
+from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels, poisson_levels
 from quantgate.render.load_table import render_load
 from quantgate.rundir.load import LoadSection
 from quantgate.rundir.store import load_run
@@ -106,6 +106,9 @@ def test_parse_rates_and_poisson_levels():
             parse_rates(bad)
     with pytest.raises(ValueError, match="--max-in-flight"):
         poisson_levels("1", in_flight=0)
+    with pytest.raises(ValueError, match="'peak=65': --load-concurrency 65: must be from 1 to 64"):
+        parse_levels("normal=1,peak=65", flag="--load-concurrency")
+    assert [level.concurrency for level in parse_levels("1,64")] == [1, 64]
 
 
 @pytest.mark.parametrize(
@@ -119,6 +122,11 @@ def test_parse_rates_and_poisson_levels():
         (["--rate", "1"], "--rate"),
         (["--seed", "3"], "--seed"),
         (["--max-in-flight", "2"], "--max-in-flight"),
+        (["--concurrency", "normal=1,peak=100000"], "--concurrency 100000: must be from 1 to 64 requests"),
+        (
+            ["--arrivals", "poisson", "--rate", "1", "--max-in-flight", "65"],
+            "--max-in-flight 65: must be from 1",
+        ),
         (["--ttft-target-ms", "0"], "--ttft-target-ms"),
         (["--itl-target-ms", "-5"], "--itl-target-ms"),
     ],
