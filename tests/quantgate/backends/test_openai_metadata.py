@@ -110,7 +110,7 @@ def test_only_typed_bounded_fields_of_a_json_answer_are_kept():
     assert meta["props"] == {"build_info": None, "model_path": None, "total_slots": None,
                              "chat_template_sha256": hashlib.sha256(SECRET.encode()).hexdigest(),
                              "n_ctx": None}  # fmt: skip
-    assert meta["metrics"] == "not recorded: GET /metrics answered a text/plain body (50 bytes)"
+    assert meta["metrics"] == "not recorded: GET /metrics answered a body of type text/plain (50 bytes)"
 
 
 def test_a_long_model_list_is_cut_but_still_tells_whether_the_model_is_there():
