@@ -19,6 +19,19 @@ from tests.fakes import write_tiny_dataset
 if TYPE_CHECKING:
     from tests.model_fixtures import LlamaCppServerProcess, OllamaDoubleProcess
 
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """As root, a test marked `unprivileged` runs in a child without root's file privileges
+    (`tests/unprivileged.py`)."""
+    from tests.unprivileged import MARKER, file_permissions_bind, run_without_privileges
+
+    if pyfuncitem.get_closest_marker(MARKER) is None or file_permissions_bind():
+        return None
+    run_without_privileges(pyfuncitem)
+    return True
+
+
 settings.register_profile("quantgate", database=None)  # no example database written into the checkout
 settings.load_profile("quantgate")
 
