@@ -19,6 +19,19 @@ from tests.fakes import write_tiny_dataset
 if TYPE_CHECKING:
     from tests.model_fixtures import LlamaCppServerProcess, OllamaDoubleProcess
 
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """As root, a test marked `unprivileged` runs in a child without root's file privileges
+    (`tests/unprivileged.py`)."""
+    from tests.unprivileged import MARKER, file_permissions_bind, run_without_privileges
+
+    if pyfuncitem.get_closest_marker(MARKER) is None or file_permissions_bind():
+        return None
+    run_without_privileges(pyfuncitem)
+    return True
+
+
 settings.register_profile("quantgate", database=None)  # no example database written into the checkout
 settings.load_profile("quantgate")
 
@@ -100,11 +113,29 @@ def bundled_dataset_dir(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture(scope="session")
-def ladder(tmp_path_factory: pytest.TempPathFactory) -> VariantSet:
+def bundled_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled Gemma 3 270M Q4_K_M, assembled once from its package (a core dependency) into the
+    session ladder's directory: the real model's GGUF on any machine, without llama.cpp."""
+    from quantgate.ladder.quantize import default_source
+
+    return default_source(tmp_path_factory.mktemp("ladder"))
+
+
+@pytest.fixture(scope="session")
+def reference_ladder(bundled_gguf: Path) -> VariantSet:
+    """The ladder's F16 reference, dequantized once from the bundled file with gguf (no llama.cpp;
+    about 15 s on 2 cores), beside it: the session ladder keeps it."""
+    from quantgate.ladder.quantize import build_ladder
+
+    return build_ladder(quants=[], out=bundled_gguf.parent, progress=False)[0]
+
+
+@pytest.fixture(scope="session")
+def ladder(reference_ladder: VariantSet) -> VariantSet:
     """The real ladder (F16, Q8_0, Q4_K_M), built once for the whole session."""
     from tests.model_fixtures import build_test_ladder
 
-    return build_test_ladder(tmp_path_factory.mktemp("ladder"))
+    return build_test_ladder(Path(reference_ladder.variants[0].model).parent)
 
 
 @pytest.fixture(scope="session")

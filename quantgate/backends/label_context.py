@@ -11,7 +11,9 @@ one unified KV buffer, a full-size sliding-window cache, as `batch.LlamaBatchCon
 continuation k gets sequence k + 1, which shares the prompt's cells. The prompt's uncached tail
 (in every sequence) and all continuations' tokens go in one batch (split only past `n_batch`
 entries), with logits only on the rows that predict a continuation token: one decode per case
-instead of two per label, the output matrix read once for all rows.
+instead of two per label, the output matrix read once for all rows. llama.cpp caps a context's
+sequences (`llama_max_parallel_sequences`, 256): past 255 labels, they are scored in groups of
+255, one decode each, the prompt's cells kept in sequence 0 between them (`scorer_sequences`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,14 @@ def log_normalizer(row: np.ndarray[Any, Any]) -> float:
     return top + math.log(float(np.exp(values - top).sum()))
 
 
+def scorer_sequences(continuations: int) -> int:
+    """The sequences of a scorer of `continuations` at once: one each and the prompt's, at most
+    llama.cpp's limit per context (more continuations are scored in groups)."""
+    import llama_cpp
+
+    return min(continuations + 1, int(llama_cpp.llama_max_parallel_sequences()))
+
+
 class ContinuationScorer:
     """A multi-sequence context over a loaded `llama_cpp.Llama`'s model, for scoring continuations."""
 
@@ -67,16 +77,24 @@ class ContinuationScorer:
         self._cached: list[int] = []  # the tokens sequence 0 holds
 
     def logprobs(self, prompt: Sequence[int], continuations: Sequence[Sequence[int]]) -> list[float]:
-        """Σ_i log P(continuation[i] | prompt, continuation[:i]) for each continuation.
+        """Σ_i log P(continuation[i] | prompt, continuation[:i]) for each continuation, in groups
+        of as many continuations as the context has sequences besides the prompt's.
 
         Raises:
-            ValueError: No prompt tokens, an empty continuation, more continuations than
-                sequences, or more tokens than the context holds.
+            ValueError: No prompt tokens, an empty continuation, or more tokens in a group than
+                the context holds.
         """
         if not prompt or not continuations or not all(continuations):
             raise ValueError("a prompt and non-empty continuations are needed")
-        if len(continuations) + 1 > self.sequences:
-            raise ValueError(f"{len(continuations)} continuations for {self.sequences - 1} sequences")
+        if self.sequences < 2:
+            raise ValueError(f"a context of {self.sequences} sequence has none for a continuation")
+        group = self.sequences - 1
+        totals: list[float] = []
+        for start in range(0, len(continuations), group):
+            totals += self._group_logprobs(prompt, continuations[start : start + group])
+        return totals
+
+    def _group_logprobs(self, prompt: Sequence[int], continuations: Sequence[Sequence[int]]) -> list[float]:
         needed = len(prompt) + sum(len(c) - 1 for c in continuations)
         if needed > self.n_ctx:
             raise ValueError(f"{needed} tokens to score, more than the context of {self.n_ctx}")

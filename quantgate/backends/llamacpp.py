@@ -31,7 +31,7 @@ from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.grammar import GrammarChecker, GrammarEngine, LlguidanceChecker, lark_of_schema
 from quantgate.backends.greedy import Generation, GreedyDecoder
 from quantgate.backends.kv_cache import kv_cache_params
-from quantgate.backends.label_context import ContinuationScorer
+from quantgate.backends.label_context import ContinuationScorer, scorer_sequences
 from quantgate.backends.label_scores import LABEL_SCORING_KEY, closed_label_set, label_metadata
 from quantgate.backends.logprobs import TokenTop, given_answer, logprob_metadata
 from quantgate.backends.schema_grammar import (
@@ -242,17 +242,19 @@ class EmbeddedEngine:
     def label_metadata(self, prompt: str, raw: str, schema: Mapping[str, Any] | None) -> dict[str, float]:
         """With `score_labels`, a single-label classification answer's label probabilities and the
         seconds they took (`label_scores.label_metadata`, in a context of one sequence per label
-        plus the prompt's, made at the first answer, one case at a time); empty otherwise."""
+        plus the prompt's, at most llama.cpp's 256, made at the first answer, one case at a time);
+        empty otherwise."""
         labels = closed_label_set(schema) if self.score_labels else None
         if labels is None:
             return {}
         started = time.perf_counter()
         with self._scoring_lock:
-            if self._scorer is None or self._scorer.sequences < len(labels.labels) + 1:
+            sequences = scorer_sequences(len(labels.labels))
+            if self._scorer is None or self._scorer.sequences < sequences:
                 if self._scorer is not None:
                     self._scorer.close()
                 self._scorer = ContinuationScorer(
-                    self.llama, sequences=len(labels.labels) + 1, n_ctx=self.n_ctx, n_threads=self.n_threads
+                    self.llama, sequences=sequences, n_ctx=self.n_ctx, n_threads=self.n_threads
                 )
             scores = label_metadata(self.llama, self._scorer, prompt, raw, labels)
         return {**scores, LABEL_SCORING_KEY: time.perf_counter() - started} if scores else {}

@@ -96,3 +96,53 @@ def test_all_labels_in_one_batch_give_the_log_probabilities_of_teacher_forcing_e
     assert again == pytest.approx(expected, abs=0.01)
     assert all(value < 0 for value in first)
     assert len({round(v, 1) for v in expected}) == 3  # three different labels: a mix-up would show
+
+
+def test_more_labels_than_llama_cpp_has_sequences_are_all_scored(ladder: VariantSet) -> None:
+    """300 labels: llama.cpp gives a context at most 256 sequences, so they are scored in two groups
+    (255 and 45) beside the prompt's sequence; a context of 301 would not be made at all."""
+    from quantgate.backends.label_scores import LABEL_SCORING_KEY
+    from quantgate.backends.llamacpp import open_llamacpp
+
+    labels = [f"label_{i:03d}" for i in range(300)]
+    schema = {
+        "type": "object",
+        "properties": {"label": {"type": "string", "enum": labels}},
+        "required": ["label"],
+        "additionalProperties": False,
+    }
+    q4 = next(v for v in ladder.variants if v.name == "Q4_K_M")
+    variant = q4.model_copy(update={"options": {"score_labels": True}})
+    with open_llamacpp(variant, schema) as opened:
+        answer = opened.chat_model.invoke([("user", "Pick label_123 and answer in JSON.")])
+    probabilities = reported_label_probabilities(answer.response_metadata, labels)
+    assert probabilities is not None  # every one of the 300 labels has its probability
+    assert math.fsum(probabilities.values()) == pytest.approx(1.0, abs=1e-9)
+    chosen = json_label(answer.text)
+    assert max(probabilities, key=lambda label: probabilities[label]) == chosen
+    assert answer.response_metadata[LABEL_SCORING_KEY] > 0
+
+
+def test_continuations_scored_in_groups_get_the_log_probabilities_of_teacher_forcing(
+    ladder: VariantSet,
+) -> None:
+    from quantgate.backends.label_context import ContinuationScorer
+    from quantgate.backends.label_scores import sequence_logprob
+    from quantgate.backends.llamacpp import EmbeddedEngine
+    from quantgate.backends.teacher_forcing import forced_logits
+
+    f16 = next(v for v in ladder.variants if v.name == "F16")
+    engine = EmbeddedEngine(f16.model, n_ctx=1024)
+    llama = engine.llama
+    prompt = llama.tokenize(b"Card payments are declined when the")
+    texts = (b" card expired", b" PIN is wrong", b" bank", b" limit is reached", b" card is frozen")
+    labels = [llama.tokenize(text, add_bos=False) for text in texts]
+    scorer = ContinuationScorer(llama, sequences=3, n_ctx=1024, n_threads=engine.n_threads)  # 2, 2, 1
+    try:
+        expected = [sequence_logprob(forced_logits(llama, prompt, label), label) for label in labels]
+        grouped = scorer.logprobs(prompt, labels)
+    finally:
+        scorer.close()
+        engine.close()
+    assert grouped == pytest.approx(expected, abs=0.01)  # batch-size effects only (~1e-3 nats)
+    assert len({round(v, 1) for v in expected}) == 5  # five different labels: a mix-up would show

@@ -16,7 +16,7 @@ from quantgate.cli.main import main
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import load_run, read_records
+from quantgate.rundir.store import load_run, read_decision, read_records
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 
@@ -118,9 +118,13 @@ def test_quantgate_run_over_an_openai_variant(llama_server, tmp_path, monkeypatc
     status = main(
         [*args, "--no-report", "--no-cache", "--out", str(tmp_path), "--json", "--variants", str(spec)]
     )
-    # one variant, the reference: no candidate, so never 0; 4 if it passes its own gates, 3 if they
-    # fail on its answers (e.g. cut at 96 tokens; 3 on the 2-core EPYC, not yet shown to be stable)
-    assert status in (3, 4)
+    # One variant, the reference: no candidate, so never 0, and 3, not 4, as the reference fails its
+    # own gates. tech-config's schema requires 11 keys; the server honours json_object, not the schema,
+    # and the greedy zero-shot answers write each key spaced with an invented value: at 96 tokens they
+    # have reached 8 and 9 keys (tc-en-001's gold record alone is 105 tokens written compactly), so
+    # both end at the output limit: valid 0 of 2 and errors 2 of 2. Greedy, with a fixed seed and one
+    # request at a time, the same server gives the same answers (the noise floor finds them identical).
+    assert status == 3
     summary = json.loads(capsys.readouterr().out)
     run_dir = tmp_path / summary["run_id"]
     text = (run_dir / "variants.json").read_text()
@@ -129,12 +133,15 @@ def test_quantgate_run_over_an_openai_variant(llama_server, tmp_path, monkeypatc
     assert recorded["options"]["base_url"] == llama_server.url
     assert recorded["options"]["api_key_env"] == "QG_TEST_UNUSED_KEY"
     assert recorded["runtime"]["response_format"] == "json_object"
+    gates = {gate.gate: (gate.status, gate.value) for gate in read_decision(run_dir).variants["served"].gates}
+    assert gates["min_format_validity"] == ("fail", 0.0)
+    assert gates["max_error_rate"] == ("fail", 1.0)
     records = list(read_records(run_dir))
     assert len(records) == 2
     for record in records:
-        assert record.error_kind in (None, "output_limit")  # a zero-shot answer may run past 96 tokens
+        assert record.error_kind == "output_limit"
+        assert record.output_tokens == 96
         assert (record.ttft_s or 0) > 0
-        assert (record.output_tokens or 0) > 1
         assert (record.generation_tokens_per_s or 0) > 0
         assert record.input_tokens is None  # not reported by this server: missing, not 0
 

@@ -47,7 +47,7 @@ def test_a_junit_path_that_cannot_be_written_is_refused_before_deciding(
     assert not (run / DECISION_JSON).exists()  # refused before the decision was made
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes anywhere")
+@pytest.mark.unprivileged  # root writes anywhere: as root, it runs without that privilege
 def test_an_unwritable_junit_directory_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = _undecided(tmp_path)
     locked = tmp_path / "locked"

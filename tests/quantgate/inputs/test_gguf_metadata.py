@@ -1,5 +1,5 @@
 """A GGUF's metadata read from its header (a tiny file written with gguf's own writer, and the
-ladder's Gemma 3 file when it is there), and the errors of a bad file."""
+bundled Gemma 3 270M file the ladder starts from), and the errors of a bad file."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from gguf import GGUFWriter
 from evaluators.memory_model import model_shape
 from quantgate.inputs.gguf_files import ModelFileError
 from quantgate.inputs.gguf_metadata import read_gguf_metadata
-from quantgate.ladder.quantize import default_ladder_dir
 
 
 def write_gemma3_like(path: Path, *, block_count: int | None = 6, vocabulary: int = 2000) -> Path:
@@ -66,11 +65,8 @@ def test_missing_file_and_not_a_gguf(tmp_path):
         read_gguf_metadata(text)
 
 
-def test_the_ladder_file_has_gemma3_270m_shape():
-    path = default_ladder_dir() / "gemma-3-270m-Q4_K_M.gguf"
-    if not path.is_file():
-        pytest.skip(f"no ladder file at {path} (build it with `quantgate ladder`)")
-    shape = model_shape(read_gguf_metadata(path))
+def test_the_ladder_file_has_gemma3_270m_shape(bundled_gguf: Path) -> None:
+    shape = model_shape(read_gguf_metadata(bundled_gguf))
     assert (shape.n_layer, shape.n_head_kv[0], shape.key_length, shape.sliding_window) == (18, 1, 256, 512)
     assert shape.n_vocab == 262144
     assert sum(shape.kv_bytes_per_cell()) == 18432
