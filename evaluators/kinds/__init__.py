@@ -19,7 +19,7 @@ Adding a kind: the "Adding a task kind" recipe in docs/development.md.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, SerializeAsAny, ValidatorFunctionWrapHandler, WrapValidator
 
@@ -158,12 +158,17 @@ def _registered_figures(value: Any, handler: ValidatorFunctionWrapHandler) -> An
     return handler(value)
 
 
-KindFiguresField = Annotated[
-    SerializeAsAny[
-        Annotated[ClassificationSummary | GenerationSummary | ToolCallSummary, Field(discriminator="kind")]
-    ],
-    WrapValidator(_registered_figures),
-]
+if TYPE_CHECKING:
+    KindFiguresField = KindFigures  # what a reader narrows (`isinstance`) to its kind's model
+else:
+    KindFiguresField = Annotated[
+        SerializeAsAny[
+            Annotated[
+                ClassificationSummary | GenerationSummary | ToolCallSummary, Field(discriminator="kind")
+            ]
+        ],
+        WrapValidator(_registered_figures),
+    ]
 """The type of `kind_figures`: the figures of a registered kind, by their `kind` (the JSON Schema
 lists the built-in kinds'; a plugin kind's figures are its `figures_model`'s)."""
 

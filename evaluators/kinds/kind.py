@@ -118,7 +118,7 @@ class KindFigure:
     (`quantgate.render.task_figures` reads it from a variant's summary entry).
 
     Attributes:
-        key: Its key in a variant's entry of summary.json (`worst_recall`: made from `classes`).
+        key: Its key in a variant's `kind_figures` in summary.json (`worst_recall`: made from `classes`).
         title: Its column's title.
         template: Its format (`str.format`); None: a share, in % with one decimal.
         scale: Shown as value x scale (chrF: the summary keeps it / 100, shown 0-100).

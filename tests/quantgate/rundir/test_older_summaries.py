@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from evaluators.classification import ClassificationSummary
 from evaluators.generation import GenerationSummary
@@ -18,6 +19,7 @@ from quantgate.render.summary_table import render_summary
 from quantgate.render.task_figures import task_figures
 from quantgate.rundir.files import SUMMARY_FILE
 from quantgate.rundir.jsonfile import RunFileError, parse_model
+from quantgate.rundir.schemas import json_schema
 from quantgate.rundir.store import read_summary
 from quantgate.rundir.summary import RunSummary
 
@@ -60,14 +62,17 @@ def test_the_figures_read_from_format_13_are_those_counted_by_hand():
     quant = classification.variants[1].kind_figures
     assert isinstance(quant, ClassificationSummary)
     # c1 and c4 (gold card_arrival) taken for card_lost and top_up_failed: 4 of 6, macro-F1 32/63
-    assert (quant.label_accuracy, quant.macro_f1) == (pytest.approx(4 / 6), pytest.approx(32 / 63))
+    assert quant.label_accuracy == pytest.approx(4 / 6)
+    assert quant.macro_f1 == pytest.approx(32 / 63)
     assert quant.confusion == [[0, 1, 1, 0], [0, 3, 0, 0], [0, 0, 1, 0]]
     texts = generation.variants[1].kind_figures
     assert isinstance(texts, GenerationSummary)
-    assert (texts.generation_cases, texts.length_ratio) == (2, pytest.approx((1 + 5 / 13) / 2))
+    assert texts.generation_cases == 2
+    assert texts.length_ratio == pytest.approx((1 + 5 / 13) / 2)
     calls = tools.variants[1].kind_figures
     assert isinstance(calls, ToolCallSummary)
-    assert (calls.tool_selection_accuracy, calls.false_abstention_rate) == (0.5, pytest.approx(1 / 3))
+    assert calls.tool_selection_accuracy == 0.5
+    assert calls.false_abstention_rate == pytest.approx(1 / 3)
 
 
 def test_a_format_13_summary_shows_its_kind_figures_as_format_13_did():
@@ -95,3 +100,14 @@ def test_another_kinds_figure_measured_in_a_format_13_summary_is_refused_by_name
     written["variants"][1]["chrf"] = 0.5  # a generation figure in a classification run
     with pytest.raises(RunFileError, match=r"^summary\.json: .*variants\.1\.chrf: Extra inputs"):
         parse_model(RunSummary, written, where="summary.json")
+
+
+@pytest.mark.parametrize("kind", ["classification", "generation", "tool_calling"])
+def test_a_summary_read_from_format_13_validates_against_the_summary_schema(kind):
+    summary = parse_model(RunSummary, _written(kind), where=f"{kind}.json")
+    schema = json_schema(RunSummary, SUMMARY_FILE)
+    errors = list(Draft202012Validator(schema).iter_errors(summary.model_dump(mode="json")))
+    assert errors == []
+    wrong = summary.model_dump(mode="json")
+    wrong["variants"][1]["kind_figures"]["kind"] = "no_such_kind"
+    assert list(Draft202012Validator(schema).iter_errors(wrong))  # the tag is one of the built-in kinds
