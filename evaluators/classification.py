@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
 from evaluators.aggregate import mean
 from evaluators.rates import proportion
-from evaluators.results import EvaluatorResult
+from evaluators.results import EvaluatorResult, KindFigures
 
 __all__ = [
     "CALIBRATION_BINS",
@@ -65,11 +65,12 @@ class ClassFigures(EvaluatorResult):
     f1: float | None = None
 
 
-class ClassificationSummary(EvaluatorResult):
-    """A variant's classification figures; every one None when not measured (an extraction run).
+class ClassificationSummary(KindFigures):
+    """A variant's classification figures (its `kind_figures` in summary.json); each None when not
+    measured.
 
     Attributes:
-        classification_cases: Cases with a gold label (None: not a classification run).
+        classification_cases: Cases with a gold label.
         no_answer: Cases without an answer (invalid or missing output), counted wrong.
         label_accuracy: Share of cases whose predicted label is the gold one (single-label).
         macro_f1: Mean F1 over the labels that are gold or predicted at least once.
@@ -91,6 +92,7 @@ class ClassificationSummary(EvaluatorResult):
             the reference's probabilities are known, None for the reference and when not measured.
     """
 
+    kind: Literal["classification"] = "classification"
     classification_cases: int | None = None
     no_answer: int | None = None
     label_accuracy: float | None = None

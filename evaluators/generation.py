@@ -14,7 +14,7 @@ as an empty text, as a blank string counts as null in `evaluators.fields`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 from sacrebleu.metrics.chrf import CHRF
@@ -22,7 +22,7 @@ from sacrebleu.metrics.chrf import CHRF
 from evaluators.aggregate import mean
 from evaluators.fields import FieldAccuracy, FieldScore, Outcome
 from evaluators.matchers import MatchOptions
-from evaluators.results import EvaluatorResult
+from evaluators.results import KindFigures
 from evaluators.schema import FieldSpec
 
 __all__ = ["TEXT_FIELD", "GenerationSummary", "generated_text", "score_text", "summarize_generation"]
@@ -92,11 +92,9 @@ def score_text(
     return FieldAccuracy(fields={TEXT_FIELD: field})
 
 
-class GenerationSummary(EvaluatorResult):
-    """A variant's figures on a generation dataset.
-
-    Every field defaults to None (not measured), so that the summary of a run of another kind
-    carries an empty part; the names are unique among the parts of a variant's summary.
+class GenerationSummary(KindFigures):
+    """A variant's figures on a generation dataset (its `kind_figures` in summary.json); each None
+    when not measured.
 
     Attributes:
         generation_cases: Cases scored (every case, including those without output).
@@ -110,6 +108,7 @@ class GenerationSummary(EvaluatorResult):
         empty_text_share: Share of cases whose output is missing or empty.
     """
 
+    kind: Literal["generation"] = "generation"
     generation_cases: int | None = Field(
         default=None, description="Cases scored, including those without output."
     )

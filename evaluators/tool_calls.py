@@ -23,14 +23,14 @@ import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
 from evaluators.fields import FieldAccuracy, FieldScore, Outcome, score_fields
 from evaluators.format import FormatEvaluator
 from evaluators.matchers import DEFAULT_OPTIONS, MatchOptions
-from evaluators.results import EvaluatorResult
+from evaluators.results import KindFigures
 from evaluators.schema import FieldSpec, SchemaSupportError, parse_schema
 from evaluators.task_models import Task
 
@@ -227,9 +227,9 @@ def score_tool_call_case(
     )
 
 
-class ToolCallSummary(EvaluatorResult):
-    """The tool-calling figures of one variant's cases; None where no case measures a figure, and
-    all None for a task of another kind (the keys are unique among a variant summary's parts).
+class ToolCallSummary(KindFigures):
+    """The tool-calling figures of one variant's cases (its `kind_figures` in summary.json); None
+    where no case measures a figure.
 
     Attributes:
         tool_call_cases: Cases scored (those with no record count as wrong everywhere they count).
@@ -244,6 +244,7 @@ class ToolCallSummary(EvaluatorResult):
             against the chosen tool's `parameters` (a tool not in the list is invalid).
     """
 
+    kind: Literal["tool_calling"] = "tool_calling"
     tool_call_cases: int | None = Field(
         default=None, description="Tool-calling cases scored, including those without a record."
     )

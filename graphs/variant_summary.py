@@ -5,7 +5,9 @@ The graph adds a node per entry of `EVALUATORS`, routes to them when the cases a
 them into `aggregate`, which builds the `VariantSummary` from their parts; `outcomes_summary`
 runs the same entries outside the graph. Adding a per-variant figure: a field in a part's type
 (in `evaluators/`), or a new part, its evaluator function, its entry here and its type among the
-bases of `VariantSummary` (which `quantgate.rundir.summary.VariantEntry` subclasses).
+bases of `VariantSummary` (which `quantgate.rundir.summary.VariantEntry` subclasses). A figure of
+one task kind is its kind's (`evaluators.kinds`: its `figures_model` and `make_figures`), which
+`score_kind` asks.
 """
 
 from __future__ import annotations
@@ -15,20 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any, Self, get_type_hints
 
 from evaluators import CaseFailures, CaseScore, DatasetScore, ReferenceAgreement, aggregate
-from evaluators.classification import (
-    ClassificationSummary,
-    reported_label_probabilities,
-    summarize_labels,
-    summarize_multi_label,
-)
-from evaluators.fields import FieldScore
-from evaluators.generation import TEXT_FIELD, GenerationSummary, summarize_generation
+from evaluators.kinds import KindFiguresPart, LabeledCase, kind_figures
 from evaluators.latency import LatencySummary, summarize_latency
 from evaluators.memory import MemoryReading, MemorySummary, summarize_memory
 from evaluators.rates import share
 from evaluators.results import EvaluatorResult
-from evaluators.tasks import ClassificationTask, ExtractionTask, Task
-from evaluators.tool_calls import ToolCallSummary, summarize_tool_calls, task_tools
+from evaluators.tasks import ExtractionTask, Task
 from evaluators.verification import VerificationSummary, summarize_verification
 from graphs.outcomes import CaseOutcome
 
@@ -107,84 +101,26 @@ def score_memory(evidence: Evidence) -> MemorySummary:
     return summarize_memory(evidence.memory() if evidence.memory else MemoryReading())
 
 
-def _values_kept(scored: Sequence[FieldScore]) -> bool:
-    """Every labeled case kept its gold value (`graphs.outcomes.retained`'s `keep_values`): a case
-    without it cannot be scored, so the kind's figures are not measured rather than wrong."""
-    return all(s.expected is not None for s in scored)
-
-
-def score_classification(evidence: Evidence) -> ClassificationSummary:
-    """A classification's accuracy, macro-F1, per-class figures and confusion matrix (multi-label:
-    subset accuracy, micro-F1, Hamming loss) from the labeled cases' label field; none for
-    another kind, or when a labeled case's gold label was not kept. A case without a valid record
-    has no answer."""
-    task = evidence.task
-    if not isinstance(task, ClassificationTask):
-        return ClassificationSummary()
-    labeled = [o for o in evidence.outcomes if o.score.fields is not None]
-    scored = [o.score.fields.fields[task.field] for o in labeled if o.score.fields is not None]
-    if not _values_kept(scored):
-        return ClassificationSummary()
-    gold = [s.expected for s in scored]
-    predicted = [None if s.outcome == "no_output" else s.predicted for s in scored]
-    if task.multi_label:
-        return summarize_multi_label(labels=task.labels, gold=gold, predicted=predicted)
-    last = [o.extraction.attempts[-1].get("reported") or {} if o.extraction.attempts else {} for o in labeled]
-    probabilities = [reported_label_probabilities(r, task.labels) for r in last]
-    return summarize_labels(labels=task.labels, gold=gold, predicted=predicted, probabilities=probabilities)
-
-
-def _text_record(value: Any) -> dict[str, Any] | None:
-    return None if value is None else {TEXT_FIELD: value}
-
-
-def score_generation(evidence: Evidence) -> GenerationSummary:
-    """chrF against the gold and the reference's texts, length ratios, empty texts, over the labeled
-    cases (generation only; none for another kind). The texts are the `text` field's values: the
-    variant's and the gold as its score has them, the reference's as its agreement has them (a case
-    the reference did not answer has none); none when a labeled case's gold text was not kept."""
-    if evidence.task.kind != "generation":
-        return GenerationSummary()
-    labeled = [o for o in evidence.outcomes if o.score.fields is not None]
-    scored = [o.score.fields.fields[TEXT_FIELD] for o in labeled if o.score.fields is not None]
-    if not _values_kept(scored):
-        return GenerationSummary()
-    reference = [o.agreement.fields[TEXT_FIELD].expected if o.agreement else None for o in labeled]
-    return summarize_generation(
-        outputs=[_text_record(s.predicted) for s in scored],
-        reference_outputs=[_text_record(s.expected) for s in scored],
-        reference_model_outputs=[_text_record(r) for r in reference] if evidence.against_reference else None,
+def _labeled_case(outcome: CaseOutcome) -> LabeledCase | None:
+    """What the kind's figures read of an outcome: its field scores, its agreement with the
+    reference, its last attempt's reported numbers (None: the case has no gold)."""
+    if outcome.score.fields is None:
+        return None
+    attempts = outcome.extraction.attempts
+    return LabeledCase(
+        fields=outcome.score.fields.fields,
+        agreement=outcome.agreement.fields if outcome.agreement is not None else None,
+        reported=(attempts[-1].get("reported") or {}) if attempts else {},
     )
 
 
-_CALL_FIELD = "call"
-"""The one field of a tool-calling record: the call, or null for no call."""
-
-
-def _calls_kept(score: FieldScore) -> bool:
-    """The case's calls were kept (`keep_values`): no outcome that needs a call lacks it (a gold of
-    no call is None, so a kept and a dropped "no call" look alike; the outcomes tell them apart)."""
-    gold_needed = score.outcome in ("wrong", "missed")
-    predicted_needed = score.outcome in ("wrong", "false_positive")
-    return not (gold_needed and score.expected is None) and not (predicted_needed and score.predicted is None)
-
-
-def score_tool_calls(evidence: Evidence) -> ToolCallSummary:
-    """Tool selection, argument accuracy (overall and per argument), exact calls, abstention, false
-    abstention and schema validity over the labeled cases (tool calling only; none for another kind,
-    or when a case's calls were not kept). The calls are the `call` field's gold and predicted values
-    as its score has them; a case without a valid record has no output."""
-    task = evidence.task
-    if task.kind != "tool_calling":
-        return ToolCallSummary()
-    scored = [o.score.fields.fields[_CALL_FIELD] for o in evidence.outcomes if o.score.fields is not None]
-    if not all(_calls_kept(s) for s in scored):
-        return ToolCallSummary()
-    return summarize_tool_calls(
-        outputs=[None if s.outcome == "no_output" else {_CALL_FIELD: s.predicted} for s in scored],
-        reference_outputs=[{_CALL_FIELD: s.expected} for s in scored],
-        tools=task_tools(task),
-    )
+def score_kind(evidence: Evidence) -> KindFiguresPart:
+    """The figures of the run's task kind (`evaluators.kinds`: the kind's `make_figures`) over the
+    labeled cases: a classification's label figures, a generation's chrF, tool calling's call
+    figures; none for a kind without its own (extraction)."""
+    labeled = [case for case in map(_labeled_case, evidence.outcomes) if case is not None]
+    figures = kind_figures(evidence.task, labeled, against_reference=evidence.against_reference)
+    return KindFiguresPart(kind_figures=figures)
 
 
 @dataclass(frozen=True)
@@ -218,9 +154,7 @@ EVALUATORS: tuple[EvaluatorNode, ...] = (
     EvaluatorNode(score_latency),
     EvaluatorNode(score_agreement),
     EvaluatorNode(score_memory, of_outcomes=False),
-    EvaluatorNode(score_classification),
-    EvaluatorNode(score_generation),
-    EvaluatorNode(score_tool_calls),
+    EvaluatorNode(score_kind),
     EvaluatorNode(score_verification),
 )
 """The evaluator nodes, in the order of their parts' keys in the summary."""
@@ -228,9 +162,7 @@ EVALUATORS: tuple[EvaluatorNode, ...] = (
 
 class VariantSummary(
     VerificationSummary,
-    ToolCallSummary,
-    GenerationSummary,
-    ClassificationSummary,
+    KindFiguresPart,
     MemorySummary,
     ReferenceAgreement,
     LatencySummary,

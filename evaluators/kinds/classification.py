@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from evaluators.classification import (
+    ClassificationSummary,
+    reported_label_probabilities,
+    summarize_labels,
+    summarize_multi_label,
+)
 from evaluators.format import FormatProblem
-from evaluators.kinds.kind import FigureTable, KindFigure, TaskKind, score_by_field
+from evaluators.kinds.kind import FigureTable, KindFigure, LabeledCase, TaskKind, gold_kept, score_by_field
 from evaluators.task_models import ClassificationTask, parse_task
 
 __all__ = ["CLASSIFICATION"]
@@ -51,6 +57,24 @@ def _instruction(task: ClassificationTask, schema: Mapping[str, Any]) -> str:
     )
 
 
+def _figures(
+    task: ClassificationTask, cases: Sequence[LabeledCase], *, against_reference: bool
+) -> ClassificationSummary | None:
+    """Accuracy, macro-F1, per-class figures and confusion matrix (multi-label: subset accuracy,
+    micro-F1, Hamming loss) from the labeled cases' label field, with the calibration of the
+    reported label probabilities; none when a case's gold label was not kept. A case without a
+    valid record has no answer."""
+    scored = [case.fields[task.field] for case in cases]
+    if not gold_kept(scored):
+        return None
+    gold = [s.expected for s in scored]
+    predicted = [None if s.outcome == "no_output" else s.predicted for s in scored]
+    if task.multi_label:
+        return summarize_multi_label(labels=task.labels, gold=gold, predicted=predicted)
+    probabilities = [reported_label_probabilities(case.reported, task.labels) for case in cases]
+    return summarize_labels(labels=task.labels, gold=gold, predicted=predicted, probabilities=probabilities)
+
+
 _SINGLE_LABEL = FigureTable(
     shown="classification",
     figures=(
@@ -93,6 +117,8 @@ CLASSIFICATION = TaskKind(
     instruction=_instruction,
     shown_value=lambda record: record.get("labels", record.get("label")),
     title="Classification",
+    figures_model=ClassificationSummary,
+    make_figures=_figures,
     figure_tables=(_MULTI_LABEL, _SINGLE_LABEL),
     opener="open_classifier",
 )

@@ -3,7 +3,8 @@
 Shared code asks the task's kind object (`evaluators.kinds.kind_of`) and never compares a
 kind's name: the model of its task.json, how a task is parsed, its record's field tree, its gold
 checks, its case scorer, its prompt instruction, what its outcomes keep, what its failures show,
-its figures (titles and formats) with the section's title, and the production opener of its runs.
+its figures per variant (their model, how they are made from the labeled cases, their titles and
+formats) with the section's title, and the production opener of its runs.
 The objects hold data and pure functions only (this is the evaluators' layer); the layers above
 read them (`graphs.prompting`, `quantgate.render.task_figures`, `quantgate.analysis`, ...).
 """
@@ -12,16 +13,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from evaluators.fields import FieldAccuracy, score_fields
+from evaluators.fields import FieldAccuracy, FieldScore, score_fields
 from evaluators.format import FormatProblem
 from evaluators.matchers import MatchOptions
+from evaluators.results import KindFigures
 from evaluators.schema import FieldSpec, parse_schema
 from evaluators.task_models import Task, TaskModel
 
-__all__ = ["CaseFieldScorer", "ExpectedCheck", "FigureTable", "KindFigure", "TaskKind", "score_by_field"]
+__all__ = [
+    "CaseFieldScorer",
+    "ExpectedCheck",
+    "FigureTable",
+    "FiguresMaker",
+    "KindFigure",
+    "LabeledCase",
+    "TaskKind",
+    "gold_kept",
+    "score_by_field",
+]
 
 
 class CaseFieldScorer(Protocol):
@@ -37,6 +49,38 @@ class CaseFieldScorer(Protocol):
         options: MatchOptions,
         lang: str | None,
     ) -> FieldAccuracy: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabeledCase:
+    """What a kind's figures read of one labeled case of a variant: plain data from its outcome
+    (`graphs.variant_summary` makes it, so that the kinds need nothing of the graphs).
+
+    Attributes:
+        fields: The case's field scores against its gold, by field (with the gold and predicted
+            values when the kind `keeps_values`).
+        agreement: Its field scores against the reference's record (None: the variant is the
+            reference, or the reference has no record of the case).
+        reported: The numbers its last attempt reported (label probabilities; empty: none).
+    """
+
+    fields: Mapping[str, FieldScore]
+    agreement: Mapping[str, FieldScore] | None = None
+    reported: Mapping[str, Any] = field(default_factory=dict)
+
+
+class FiguresMaker(Protocol):
+    """Makes a variant's figures of its kind from its labeled cases (None: not measured)."""
+
+    def __call__(
+        self, task: Any, cases: Sequence[LabeledCase], *, against_reference: bool
+    ) -> KindFigures | None: ...
+
+
+def gold_kept(scored: Sequence[FieldScore]) -> bool:
+    """Every labeled case kept its gold value (`TaskKind.keeps_values`): a case without it cannot be
+    scored, so the kind's figures are not measured rather than wrong."""
+    return all(s.expected is not None for s in scored)
 
 
 ExpectedCheck = Callable[[Any, Mapping[str, Any]], Sequence[FormatProblem]]
@@ -74,7 +118,7 @@ class KindFigure:
     (`quantgate.render.task_figures` reads it from a variant's summary entry).
 
     Attributes:
-        key: Its key in a variant's entry of summary.json (`worst_recall`: made from `classes`).
+        key: Its key in a variant's `kind_figures` in summary.json (`worst_recall`: made from `classes`).
         title: Its column's title.
         template: Its format (`str.format`); None: a share, in % with one decimal.
         scale: Shown as value x scale (chrF: the summary keeps it / 100, shown 0-100).
@@ -122,6 +166,9 @@ class TaskKind:
             figures read (`graphs.outcomes.retained`).
         shown_value: The part of a record (or of a case's gold) its failures show.
         title: The title of its section in the HTML report.
+        figures_model: The type of its figures per variant, a variant's `kind_figures` in
+            summary.json (None: the kind has none beyond the common figures).
+        make_figures: Makes them from a variant's labeled cases (None: none).
         figure_tables: Its figure sections (none: its figures are the summary table's own).
         opener: The `quantgate.production` function that opens its runs.
     """
@@ -136,6 +183,8 @@ class TaskKind:
     keeps_values: bool = True
     shown_value: Callable[[Mapping[str, Any]], Any] = _record_json
     title: str = ""
+    figures_model: type[KindFigures] | None = None
+    make_figures: FiguresMaker | None = None
     figure_tables: tuple[FigureTable, ...] = ()
     opener: str = "open_extractor"
 

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from evaluators.fields import FieldScore
 from evaluators.format import FormatProblem, error_path
-from evaluators.kinds.kind import FigureTable, KindFigure, TaskKind
+from evaluators.kinds.kind import FigureTable, KindFigure, LabeledCase, TaskKind
 from evaluators.schema import FieldSpec
 from evaluators.task_models import ToolCallingTask, parse_task
-from evaluators.tool_calls import score_tool_call_case
+from evaluators.tool_calls import ToolCallSummary, score_tool_call_case, summarize_tool_calls, task_tools
 from evaluators.validation import SchemaValidator
 
 __all__ = ["TOOL_CALLING", "show_call"]
@@ -75,6 +76,35 @@ def show_call(call: Any) -> str:
     return f"{call.get('name')}({shown})"
 
 
+_CALL_FIELD = "call"
+"""The one field of a tool-calling record: the call, or null for no call."""
+
+
+def _calls_kept(score: FieldScore) -> bool:
+    """The case's calls were kept (`keeps_values`): no outcome that needs a call lacks it (a gold of
+    no call is None, so a kept and a dropped "no call" look alike; the outcomes tell them apart)."""
+    gold_needed = score.outcome in ("wrong", "missed")
+    predicted_needed = score.outcome in ("wrong", "false_positive")
+    return not (gold_needed and score.expected is None) and not (predicted_needed and score.predicted is None)
+
+
+def _figures(
+    task: ToolCallingTask, cases: Sequence[LabeledCase], *, against_reference: bool
+) -> ToolCallSummary | None:
+    """Tool selection, argument accuracy (overall and per argument), exact calls, abstention, false
+    abstention and schema validity; none when a case's calls were not kept. The calls are the `call`
+    field's gold and predicted values as its score has them; a case without a valid record has no
+    output."""
+    scored = [case.fields[_CALL_FIELD] for case in cases]
+    if not all(_calls_kept(s) for s in scored):
+        return None
+    return summarize_tool_calls(
+        outputs=[None if s.outcome == "no_output" else {_CALL_FIELD: s.predicted} for s in scored],
+        reference_outputs=[{_CALL_FIELD: s.expected} for s in scored],
+        tools=task_tools(task),
+    )
+
+
 _FIGURES = FigureTable(
     shown="tool calling",
     figures=(
@@ -100,6 +130,8 @@ TOOL_CALLING = TaskKind(
     instruction=_instruction,
     shown_value=lambda record: show_call(record.get("call")),
     title="Tool calling",
+    figures_model=ToolCallSummary,
+    make_figures=_figures,
     figure_tables=(_FIGURES,),
     opener="open_tool_caller",
 )

@@ -1,7 +1,7 @@
 """A run's figures and failures in the terms of its task kind (docs/tasks.md).
 
-`task_figures` reads each variant's kind figures from summary.json (the evaluators'
-`ClassificationSummary`, `GenerationSummary`, `ToolCallSummary`: one definition of each figure;
+`task_figures` reads each variant's kind figures from summary.json (its `kind_figures`: the
+kind's `figures_model`, such as `ClassificationSummary`; one definition of each figure;
 its kind object's `figure_tables` (`evaluators.kinds`): which are shown, their titles and formats);
 `class_recall` and `label_confusion` detail a classification run; `task_failures` lists the
 failing cases as the kind reads them: labels, calls or texts, gold beside the reference's and
@@ -52,7 +52,7 @@ def class_recall(view: RunView) -> pd.DataFrame:
     measured). Empty for a run of another kind."""
     rows: dict[str, dict[str, Any]] = {}
     for entry in view.run.summary.variants:
-        for label, figures in (entry.classes or {}).items():
+        for label, figures in (getattr(entry.kind_figures, "classes", None) or {}).items():
             row = rows.setdefault(label, {"support": figures.support})
             row[entry.name] = figures.recall
     columns = ["support", *(e.name for e in view.run.summary.variants)]

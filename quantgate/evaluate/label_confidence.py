@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from evaluators.classification import reported_label_probabilities
+from evaluators.classification import ClassificationSummary, reported_label_probabilities
 from evaluators.label_confidence import GoldProbabilityShift, gold_probability_shift
 from evaluators.task_models import ClassificationTask
 from quantgate.evaluate.session import RunSession
@@ -72,12 +72,14 @@ def gold_probability_shifts(
 
 
 def set_gold_probability_shifts(summary: RunSummary, shifts: Mapping[str, GoldProbabilityShift]) -> None:
-    """Put each variant's change in its summary entry (a variant without one keeps None)."""
+    """Put each variant's change in its classification figures (`kind_figures`; a variant without
+    one keeps None)."""
     for entry in summary.variants:
         shift = shifts.get(entry.name)
         if shift is not None and not entry.is_reference and entry.status != "skipped":
-            for key, value in shift:
-                setattr(entry, key, value)
+            figures = entry.kind_figures
+            own = figures if isinstance(figures, ClassificationSummary) else ClassificationSummary()
+            entry.kind_figures = own.model_copy(update=dict(shift))
 
 
 def add_gold_probability_shifts(session: RunSession) -> None:

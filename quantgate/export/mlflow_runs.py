@@ -75,11 +75,13 @@ def variant_metrics(variant: VariantDecision, entry: VariantEntry | None) -> dic
     have a figure: the decision's are what its gates judged). None is left out."""
     metrics: dict[str, float | int | None] = {}
     if entry is not None:
-        metrics |= {
-            key: value
-            for key, value in entry.model_dump(mode="json").items()
-            if isinstance(value, int | float) and not isinstance(value, bool)
-        }
+        figures = entry.model_dump(mode="json")
+        for group in (figures, figures.get("kind_figures") or {}):  # its kind's figures by their names
+            metrics |= {
+                key: value
+                for key, value in group.items()
+                if isinstance(value, int | float) and not isinstance(value, bool)
+            }
     if variant.measured is not None:
         metrics |= variant.measured.model_dump(exclude={"memory_source"})
     metrics["footprint_mb"] = variant.footprint_mb

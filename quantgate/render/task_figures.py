@@ -5,7 +5,7 @@ titles and formats are its kind object's (`evaluators.kinds`: `TaskKind.figure_t
 notebook's frame takes their keys.
 
 An extraction run has none (its figures are the summary table's own columns). Every cell comes
-from the variant's entry in summary.json; a figure not measured shows as `—`, never 0.
+from the variant's `kind_figures` in summary.json; a figure not measured shows as `—`, never 0.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def figure_value(figure: KindFigure, entry: VariantEntry) -> float | None:
     if figure.key == "worst_recall":
         worst = worst_recall(entry)
         return None if worst is None else worst[1]
-    value = getattr(entry, figure.key, None)
+    value = getattr(entry.kind_figures, figure.key, None)
     return None if value is None else float(value)
 
 
@@ -52,7 +52,8 @@ def figure_text(figure: KindFigure, entry: VariantEntry) -> str:
 def worst_recall(entry: VariantEntry) -> tuple[str, float] | None:
     """The class with the lowest recall among those with support, first in the task's label order
     on a tie (None: no class figures)."""
-    recalls = [(label, c.recall) for label, c in (entry.classes or {}).items() if c.recall is not None]
+    classes = getattr(entry.kind_figures, "classes", None) or {}
+    recalls = [(label, c.recall) for label, c in classes.items() if c.recall is not None]
     if not recalls:
         return None
     return min(recalls, key=lambda pair: pair[1])
@@ -73,7 +74,7 @@ def figure_table(summary: RunSummary) -> FigureTable | None:
     an extraction run, or a kind not registered here: `kind_named`)."""
 
     def measured(key: str) -> bool:
-        return any(getattr(entry, key, None) is not None for entry in summary.variants)
+        return any(getattr(entry.kind_figures, key, None) is not None for entry in summary.variants)
 
     return kind_named(summary.dataset.task).figure_table(measured)
 

@@ -51,7 +51,7 @@ verified then decoded), and each attempt's text and `obtained` in `attempt_timin
 version, keys that may be absent) the reference's `top_logprobs` per token and a verifying
 candidate's `fidelity` per position read.
 Records of versions 1 to 3 are still read (as version 4, the keys added since unknown)."""
-SUMMARY_FORMAT_VERSION: Final[Literal[13]] = 13
+SUMMARY_FORMAT_VERSION: Final[Literal[14]] = 14
 """Of summary.json. 2: each variant says whether it is complete and which cases it lacks
 (`complete`, `missing_cases`). 3: the options record the gates and the token-fidelity
 settings a resumed run goes on with, and each variant how many of its cases a resumed run
@@ -77,8 +77,11 @@ reference (`latency_against_reference`), the memory model beside its peak (`memo
 run's noise floor (`noise_floor`, `noise_floor_missing`), the machine's load per round
 (`machine_load`), and the options `verify`, `latency_cases`, `noise_floor_cases`. 13 (issue 45): a
 candidate's token fidelity over the positions it read while verifying (`verified_fidelity`:
-`evaluators.verified_fidelity.VerifiedFidelity`). Summaries of versions 1 to 12 are still read (as
-version 13, the keys added since unknown, the gates off)."""
+`evaluators.verified_fidelity.VerifiedFidelity`). 14 (issue 47): a variant's figures of its task
+kind, which 7 to 13 kept flat in its entry (null for the other kinds), are one sub-object tagged
+with the kind, `kind_figures` (the kind's `figures_model`: `evaluators.kinds`; null for extraction).
+Summaries of versions 1 to 13 are still read (as version 14, the keys added since unknown, the gates
+off, the flat figures of 7 to 13 moved into `kind_figures`: `quantgate.rundir.older_summaries`)."""
 NOISE_FLOOR_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of noise_floor.jsonl: the reference's answers to the noise-floor sample, rerun one case at a time."""
 LOAD_FORMAT_VERSION: Final[Literal[2]] = 2

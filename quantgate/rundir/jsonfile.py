@@ -3,7 +3,7 @@
 Every file of a run directory is parsed by its pydantic model (`quantgate.rundir.lines`,
 `.summary`, `.decision`); a file written by another quantgate is refused with a message naming
 it and its `format_version`, and one of a model's `older_format_versions` is read as the current
-version.
+version (through the model's `upgraded(value, version)` where it has one: a key that moved).
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ def validated(model: type[ModelT], value: Any) -> ModelT | str:
         known = _known_version(model)
         older: tuple[int, ...] = getattr(model, "older_format_versions", ())
         if version in older:
-            value = {**value, "format_version": known}
+            upgraded = getattr(model, "upgraded", None)  # where a key moved since `version`
+            value = {**(upgraded(value, version) if upgraded is not None else value), "format_version": known}
         elif version != known:
             readable = ", ".join(str(v) for v in sorted({*older, known}))
             return (

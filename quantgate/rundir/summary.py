@@ -23,6 +23,7 @@ from quantgate.rundir.files import SUMMARY_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel, VariantStatus
 from quantgate.rundir.load import LoadSection
 from quantgate.rundir.model_shape import MemoryModelCheck
+from quantgate.rundir.older_summaries import upgraded_summary
 from quantgate.rundir.round_loads import RoundLoadEntry
 from quantgate.rundir.run_options import RunMethod as RunMethod
 from quantgate.rundir.run_options import RunOptionsInfo as RunOptionsInfo
@@ -317,8 +318,8 @@ class RunSummary(RunFileModel):
     that died (or is still going).
     """
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
-    format_version: Literal[13] = SUMMARY_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
+    format_version: Literal[14] = SUMMARY_FORMAT_VERSION
     run_id: str
     quantgate_version: str | None
     status: Literal["running", "complete", "interrupted"]
@@ -361,6 +362,11 @@ class RunSummary(RunFileModel):
         "other processes' CPU share, steal, load average, busy. None: not recorded (a run on Ray, a run "
         "written before it was recorded).",
     )
+
+    @classmethod
+    def upgraded(cls, value: dict[str, Any], version: int) -> dict[str, Any]:
+        """A summary of an older format in this format's shape (`quantgate.rundir.older_summaries`)."""
+        return upgraded_summary(value, version)
 
     def entry(self, name: str) -> VariantEntry | None:
         """The entry of the variant called `name`."""

@@ -215,7 +215,8 @@ def test_the_figures_over_a_variant_s_cases():
 
 
 def test_a_figure_without_cases_is_none_never_zero():
-    assert ToolCallSummary().model_dump() == dict.fromkeys(ToolCallSummary.model_fields)  # another kind's run
+    nothing = dict.fromkeys(ToolCallSummary.model_fields) | {"kind": "tool_calling"}
+    assert ToolCallSummary().model_dump() == nothing  # its `kind` tag, nothing measured
     empty = summarize_tool_calls(outputs=[], reference_outputs=[], tools=TOOLS)
     assert empty == ToolCallSummary(tool_call_cases=0, argument_accuracy_by_name={})
     only_calls = summarize_tool_calls(

@@ -1,14 +1,17 @@
 """A task kind added from outside the package: a toy `yes_no` kind registered here (and removed
 again) goes through the parts that ask a task's kind object: task.json parsing, the gold check,
-the prompt, a case run with a fake chat model and its score, what outcomes keep, what a failure
+the prompt, a case run with a fake chat model and its score, what outcomes keep, its own figures
+per variant (made by the kind, kept in summary.json's `kind_figures` and read back), what a failure
 shows, the figure section under a run, the report's title and the production opener."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import json
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import pytest
+from pydantic import ValidationError
 
 from evaluators.case import CaseScorer
 from evaluators.format import FormatProblem
@@ -16,6 +19,8 @@ from evaluators.kinds import (
     TASK_KINDS,
     FigureTable,
     KindFigure,
+    KindFigures,
+    LabeledCase,
     TaskKind,
     check_expected,
     kind_named,
@@ -24,11 +29,16 @@ from evaluators.kinds import (
     unregister_kind,
 )
 from evaluators.kinds.kind import score_by_field
+from evaluators.memory import MemorySummary
 from evaluators.task_models import TaskModel
+from graphs.evaluation import CaseInput, CaseOutcome, EvaluationContext
+from graphs.evaluation import graph as evaluation
 from graphs.extraction import ExtractionContext, ExtractionResult, graph
 from graphs.outcomes import keeps_values
 from graphs.prompting import build_messages
+from graphs.variant_summary import outcomes_summary
 from quantgate.render.task_figures import task_figures, task_kind_of
+from quantgate.rundir.jsonfile import read_model, write_model
 from quantgate.rundir.summary import DatasetInfo, RunSummary, VariantEntry
 from tests.fakes import QueuedChatModel
 
@@ -57,6 +67,20 @@ def _check(task: YesNoTask, expected: Mapping[str, Any]) -> list[FormatProblem]:
     return []
 
 
+class YesNoFigures(KindFigures):
+    """The toy kind's figures per variant."""
+
+    kind: Literal["yes_no"] = "yes_no"
+    right_answers: float | None = None
+    answered_yes: int | None = None
+
+
+def _figures(task: YesNoTask, cases: Sequence[LabeledCase], *, against_reference: bool) -> YesNoFigures:
+    scored = [case.fields["answer"] for case in cases]
+    right = sum(s.score for s in scored) / len(scored) if scored else None
+    return YesNoFigures(right_answers=right, answered_yes=sum(s.predicted is True for s in scored))
+
+
 ANSWER = 'Answer with {"answer": true} or {"answer": false}.'
 
 YES_NO = TaskKind(
@@ -66,10 +90,12 @@ YES_NO = TaskKind(
     instruction=lambda task, schema: f"{task.question} " + ANSWER,
     shown_value=lambda record: "yes" if record.get("answer") else "no",
     title="Yes or no",
+    figures_model=YesNoFigures,
+    make_figures=_figures,
     figure_tables=(
         FigureTable(
             shown="yes/no",
-            figures=(KindFigure(key="label_accuracy", title="right answers"),),
+            figures=(KindFigure(key="right_answers", title="right answers"),),
             note="right answers: share of cases answered as the gold",
         ),
     ),
@@ -115,6 +141,44 @@ def test_a_toy_kind_runs_a_case_with_its_prompt_and_its_scorer(yes_no):
     assert keeps_values(task) is True
 
 
+def _outcomes(task: Any, answers: list[bool], golds: list[bool]) -> list[CaseOutcome]:
+    """The graph's outcomes of the toy task's cases, answered by a fake chat model."""
+    schema = task.record_schema()
+    model = QueuedChatModel(outputs=[json.dumps({"answer": a}) for a in answers])
+    context = EvaluationContext(
+        extraction=ExtractionContext(model=model, schema=schema, task=task, max_repairs=0),
+        scorer=CaseScorer(schema=schema, task=task),
+    )
+    cases = [
+        CaseInput(id=f"c{i}", text=f"text {i}", expected={"answer": g}, tags=[]) for i, g in enumerate(golds)
+    ]
+    outcomes: list[CaseOutcome] = evaluation.invoke({"cases": cases}, context=context)["outcomes"]
+    return outcomes
+
+
+def test_a_toy_kind_makes_its_own_figures_which_summary_json_keeps(yes_no, tmp_path):
+    task = _task()
+    outcomes = _outcomes(task, answers=[True, False, True, True], golds=[True, True, False, True])
+    summary = outcomes_summary(outcomes, against_reference=False, memory=MemorySummary(), task=task)
+    assert summary.kind_figures == YesNoFigures(right_answers=0.5, answered_yes=3)  # c0, c3 right
+    run = RunSummary(
+        run_id="r1",
+        quantgate_version="test",
+        status="complete",
+        dataset=DatasetInfo(name="x", path="x", sha256="x", cases=4, task="yes_no"),
+        variants=[VariantEntry.extending(summary, name="R", backend="test", is_reference=True)],
+    )
+    write_model(tmp_path / "summary.json", run)
+    written = json.loads((tmp_path / "summary.json").read_text())
+    assert written["variants"][0]["kind_figures"] == {
+        "kind": "yes_no",
+        "right_answers": 0.5,
+        "answered_yes": 3,
+    }
+    read = read_model(tmp_path / "summary.json", RunSummary)
+    assert read.variants[0].kind_figures == YesNoFigures(right_answers=0.5, answered_yes=3)
+
+
 def test_a_toy_kinds_figures_title_and_failures_come_from_its_object(yes_no):
     summary = RunSummary(
         run_id="r1",
@@ -122,8 +186,10 @@ def test_a_toy_kinds_figures_title_and_failures_come_from_its_object(yes_no):
         status="complete",
         dataset=DatasetInfo(name="x", path="x", sha256="x", cases=4, task="yes_no"),
         variants=[
-            VariantEntry(name="R", backend="test", is_reference=True, label_accuracy=1.0),
-            VariantEntry(name="Q", backend="test", label_accuracy=0.75),
+            VariantEntry(
+                name="R", backend="test", is_reference=True, kind_figures=YesNoFigures(right_answers=1.0)
+            ),
+            VariantEntry(name="Q", backend="test", kind_figures=YesNoFigures(right_answers=0.75)),
         ],
     )
     figures = task_figures(summary)
@@ -141,3 +207,10 @@ def test_a_toy_kinds_figures_title_and_failures_come_from_its_object(yes_no):
 
 def test_without_the_toy_kind_its_runs_read_as_extraction():
     assert kind_named("yes_no") is kind_named(None) is TASK_KINDS["extraction"]
+
+
+def test_without_the_toy_kind_its_figures_are_refused_by_name():
+    entry = {"name": "R", "backend": "test", "kind_figures": {"kind": "yes_no", "right_answers": 0.5}}
+    with pytest.raises(ValidationError, match="kind_figures") as caught:
+        VariantEntry.model_validate(entry)
+    assert "'yes_no'" in str(caught.value)  # the tag that no registered kind has

@@ -140,16 +140,20 @@ def test_a_classification_run_summary_carries_its_label_figures() -> None:
         task, {t: {"label": a} for t, a in answers.items()}, [{"label": g} for g in golds]
     )
     summary = graph.invoke({"cases": cases}, context=context)["summary"]
-    assert (summary.classification_cases, summary.no_answer, summary.label_accuracy) == (5, 1, 2 / 5)
-    assert summary.confusion == [[0, 1, 1, 0], [0, 2, 0, 0], [0, 0, 0, 1]]
-    assert summary.macro_f1 == pytest.approx(4 / 15)
-    assert summary.classes["card_lost"].precision == pytest.approx(2 / 3)
+    figures = summary.kind_figures
+    assert isinstance(figures, ClassificationSummary)
+    assert (figures.kind, figures.classification_cases, figures.no_answer) == ("classification", 5, 1)
+    assert figures.label_accuracy == 2 / 5
+    assert figures.confusion == [[0, 1, 1, 0], [0, 2, 0, 0], [0, 0, 0, 1]]
+    assert figures.macro_f1 == pytest.approx(4 / 15)
+    assert figures.classes is not None
+    assert figures.classes["card_lost"].precision == pytest.approx(2 / 3)
     assert summary.field_accuracy == pytest.approx(2 / 5)  # the label field: the same figure
     again = outcomes_summary(
         graph.invoke({"cases": cases}, context=context)["outcomes"], against_reference=False,
         memory=MemorySummary(), task=task,
     )  # fmt: skip
-    assert again.confusion == summary.confusion
+    assert again.kind_figures == figures
 
 
 @pytest.mark.parametrize("kind", ["classification", "generation"])
@@ -159,22 +163,18 @@ def test_outcomes_without_their_values_have_no_kind_figures_rather_than_an_error
     task: ClassificationTask | GenerationTask
     if kind == "classification":
         task, gold = ClassificationTask(labels=tuple(LABELS)), {"label": "card_lost"}
-        part: type[EvaluatorResult] = ClassificationSummary
     else:
-        task, gold, part = GenerationTask(), {"text": "A is a place."}, GenerationSummary
+        task, gold = GenerationTask(), {"text": "A is a place."}
     context, cases = _task_run(task, {"text 0": gold}, [gold])
     outcomes = graph.invoke({"cases": cases}, context=context)["outcomes"]
     assert outcomes[0].score.fields.fields[next(iter(gold))].expected  # the graph kept the values
     bare = [retained(o, keep_record=True, keep_values=False) for o in outcomes]
     summary = outcomes_summary(bare, against_reference=False, memory=MemorySummary(), task=task)
-    assert all(getattr(summary, key) is None for key in part.model_fields)
-    kept = outcomes_summary(outcomes, against_reference=False, memory=MemorySummary(), task=task)
-    assert (kept.label_accuracy, kept.chrf) == ((1.0, None) if kind == "classification" else (None, 1.0))
-
-
-def test_an_extraction_run_has_no_classification_figures() -> None:
-    summary = outcomes_summary([], against_reference=False, memory=MemorySummary())
-    assert all(getattr(summary, key) is None for key in ClassificationSummary.model_fields)
+    assert summary.kind_figures is None
+    kept = outcomes_summary(outcomes, against_reference=False, memory=MemorySummary(), task=task).kind_figures
+    assert kept is not None
+    figure = "label_accuracy" if kind == "classification" else "chrf"
+    assert (kept.kind, getattr(kept, figure)) == (kind, 1.0)
 
 
 def test_a_generation_run_summary_carries_its_chrf_figures() -> None:
@@ -189,7 +189,8 @@ def test_a_generation_run_summary_carries_its_chrf_figures() -> None:
     }
     answers = {text: {"text": value} for text, value in outputs.items()}
     context, cases = _task_run(task, answers, [{"text": g} for g in golds], reference_records=reference)
-    summary = graph.invoke({"cases": cases}, context=context)["summary"]
+    summary = graph.invoke({"cases": cases}, context=context)["summary"].kind_figures
+    assert isinstance(summary, GenerationSummary)
     texts = [outputs["text 0"], outputs["text 1"], ""]
     assert summary.chrf == CHRF().corpus_score(texts, [golds]).score / 100
     # against the reference: c0 and c1 only (it wrote nothing for c2)
@@ -197,16 +198,18 @@ def test_a_generation_run_summary_carries_its_chrf_figures() -> None:
     assert summary.chrf_reference == against.score / 100
     assert summary.length_ratio == pytest.approx((27 / 33 + 20 / 37 + 0 / 15) / 3)
     assert summary.length_ratio_reference == pytest.approx((27 / 25 + 20 / 18) / 2)
-    assert (summary.generation_cases, summary.empty_text_share) == (3, pytest.approx(1 / 3))
+    assert summary.generation_cases == 3
+    assert summary.empty_text_share == pytest.approx(1 / 3)
     again = outcomes_summary(
         graph.invoke({"cases": cases}, context=context)["outcomes"], against_reference=True,
         memory=MemorySummary(), task=task,
     )  # fmt: skip
-    assert again.chrf == summary.chrf
-    assert again.chrf_reference == summary.chrf_reference
+    assert again.kind_figures == summary
 
 
-def test_an_extraction_run_has_no_generation_nor_tool_calling_figures() -> None:
+def test_an_extraction_run_has_no_kind_figures() -> None:
     summary = outcomes_summary([], against_reference=False, memory=MemorySummary())
-    assert all(getattr(summary, key) is None for key in GenerationSummary.model_fields)
-    assert all(getattr(summary, key) is None for key in ToolCallSummary.model_fields)
+    assert summary.kind_figures is None
+    assert not {*GenerationSummary.model_fields, *ToolCallSummary.model_fields} & set(
+        type(summary).model_fields
+    )

@@ -256,8 +256,9 @@ def _texts(*texts: str) -> dict[str, str]:
 def _kind_figures(entry: Any) -> dict[str, Any]:
     """An entry's figures of its task kind and accuracy (its timings and memory left out)."""
     assert entry is not None
-    keep = ClassificationSummary.model_fields.keys() | GenerationSummary.model_fields.keys()
-    figures = entry.model_dump(include=keep | {"field_accuracy", "agreement_with_reference", "cases"})
+    figures = entry.model_dump(
+        include={"kind_figures", "field_accuracy", "agreement_with_reference", "cases"}
+    )
     return dict(figures)
 
 
@@ -354,15 +355,18 @@ def test_a_cached_classification_reference_scores_as_a_fresh_one(tmp_path):
     first, second = _twice_with_a_cache(tmp_path, dataset, answers)
     ref = second.entry("ref")
     assert ref is not None
-    assert (ref.cached_cases, ref.label_accuracy, ref.macro_f1) == (4, 1.0, 1.0)
-    assert ref.confusion == [[1, 0, 0, 0], [0, 2, 0, 0], [0, 0, 1, 0]]
+    labels = ref.kind_figures
+    assert isinstance(labels, ClassificationSummary)
+    assert (ref.cached_cases, labels.label_accuracy, labels.macro_f1) == (4, 1.0, 1.0)
+    assert labels.confusion == [[1, 0, 0, 0], [0, 2, 0, 0], [0, 0, 1, 0]]
     for name in ("ref", "cand"):
         assert _kind_figures(second.entry(name)) == _kind_figures(first.entry(name))
     cand = second.entry("cand")
     assert cand is not None
-    assert cand.label_accuracy == pytest.approx(3 / 4)
+    assert isinstance(cand.kind_figures, ClassificationSummary)
+    assert cand.kind_figures.label_accuracy == pytest.approx(3 / 4)
     # F1: card_arrival 0 (TP 0, FN 1), card_lost 2·2/(2·2+1) = 4/5, top_up_failed 1
-    assert cand.macro_f1 == pytest.approx((0 + 4 / 5 + 1) / 3)
+    assert cand.kind_figures.macro_f1 == pytest.approx((0 + 4 / 5 + 1) / 3)
 
 
 def test_a_cached_generation_reference_scores_as_a_fresh_one(tmp_path):
@@ -373,6 +377,7 @@ def test_a_cached_generation_reference_scores_as_a_fresh_one(tmp_path):
     ref = second.entry("ref")
     assert ref is not None
     assert ref.cached_cases == 3
-    assert ref.chrf == pytest.approx(1.0)  # the reference's texts are the gold
+    assert isinstance(ref.kind_figures, GenerationSummary)
+    assert ref.kind_figures.chrf == pytest.approx(1.0)  # the reference's texts are the gold
     for name in ("ref", "cand"):
         assert _kind_figures(second.entry(name)) == _kind_figures(first.entry(name))

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from evaluators.classification import ClassificationSummary
 from evaluators.tasks import ClassificationTask
 from quantgate.analysis.report import write_report
 from quantgate.decide.recommendation import decide
@@ -57,9 +58,12 @@ def test_a_classification_run_scores_label_accuracy_and_is_decided(dataset, tmp_
     assert quant.agreement_with_reference == pytest.approx(4 / 6)
     # the classification figures (labels card_arrival, card_lost, top_up_failed): c1 and c4, gold
     # card_arrival, taken for card_lost and top_up_failed; F1 0, 6/7 (TP 3, FP 1), 2/3 (TP 1, FP 1)
-    assert quant.confusion == CONFUSION
-    assert quant.macro_f1 == pytest.approx(32 / 63)
-    assert (ref.label_accuracy, ref.macro_f1) == (1.0, 1.0)
+    figures, ref_figures = quant.kind_figures, ref.kind_figures
+    assert isinstance(figures, ClassificationSummary)
+    assert isinstance(ref_figures, ClassificationSummary)
+    assert figures.confusion == CONFUSION
+    assert figures.macro_f1 == pytest.approx(32 / 63)
+    assert (ref_figures.label_accuracy, ref_figures.macro_f1) == (1.0, 1.0)
     assert summary.baselines is not None
     assert summary.baselines.majority == pytest.approx(3 / 6)  # always card_lost: right on 3 of 6
     quant_records = {r.case_id: r for r in read_records(run_dir) if r.variant == "quant"}
@@ -113,4 +117,5 @@ def test_an_interrupted_classification_run_is_resumed(dataset, tmp_path):
     quant = summary.entry("quant")
     assert quant is not None
     assert quant.field_accuracy == pytest.approx(4 / 6)
-    assert quant.confusion == CONFUSION  # the cases read back keep their labels too
+    assert isinstance(quant.kind_figures, ClassificationSummary)
+    assert quant.kind_figures.confusion == CONFUSION  # the cases read back keep their labels too

@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 from pydantic import Field
 
+from evaluators.classification import ClassificationSummary
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
@@ -73,7 +74,9 @@ def _run(tmp_path: Any) -> Any:
 
 def test_a_run_sets_each_variants_gold_label_shift_and_the_table_shows_it(tmp_path):
     summary = read_summary(_run(tmp_path))
-    ref, quant = summary.variants
+    ref, quant = (entry.kind_figures for entry in summary.variants)
+    assert isinstance(ref, ClassificationSummary)
+    assert isinstance(quant, ClassificationSummary)
     # per case: 0.7 - 0.9 = -0.2, 0.35 - 0.3 = +0.05, 0.6 - 0.6 = 0, 0.5 - 0.8 = -0.3: mean -0.45 / 4;
     # the reference was unsure (< 0.5) of c1 only: +0.05; sure of c0, c2, c3: -0.5 / 3
     assert quant.gold_probability_pairs == 4

@@ -55,9 +55,13 @@ def test_a_tool_calling_run_summary_carries_the_tool_calling_figures(tmp_path):
     run_dir = run_evaluation(
         dataset, variants, options=RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False)
     )
-    ref, quant = read_summary(run_dir).variants
+    ref_entry, quant_entry = read_summary(run_dir).variants
+    ref, quant = ref_entry.kind_figures, quant_entry.kind_figures
+    assert isinstance(ref, ToolCallSummary)
+    assert isinstance(quant, ToolCallSummary)
     # the reference: every call exact; its arguments: t0 city, t1 city and unit, t2 amount and to
-    assert ref.model_dump(include=set(ToolCallSummary.model_fields)) == {
+    assert ref.model_dump() == {
+        "kind": "tool_calling",
         "tool_call_cases": 5,
         "tool_selection_accuracy": 1.0,
         "argument_accuracy": 1.0,
@@ -81,12 +85,13 @@ def test_a_tool_calling_run_summary_carries_the_tool_calling_figures(tmp_path):
     assert quant.argument_accuracy == pytest.approx(3 / 4)
     assert quant.argument_accuracy_by_name == {"get_weather.city": 1.0, "get_weather.unit": 0.5}
     assert quant.exact_call_rate == pytest.approx(1 / 5)
-    assert quant.field_accuracy == pytest.approx(1 / 5)  # the case score is the exact call
+    assert quant_entry.field_accuracy == pytest.approx(1 / 5)  # the case score is the exact call
     assert quant.abstention_accuracy == 0.0
     assert quant.false_abstention_rate == pytest.approx(1 / 4)
     assert quant.schema_validity == 1.0
-    assert quant.label_accuracy is None  # another kind's figures: not measured
-    assert quant.chrf is None
+    assert "label_accuracy" not in quant_entry.model_dump()["kind_figures"]  # another kind's: not there
+    assert "chrf" not in quant_entry.model_dump()
     stored = json.loads((run_dir / "summary.json").read_text())
     (quant_json,) = [v for v in stored["variants"] if v["name"] == "quant"]
-    assert quant_json["exact_call_rate"] == pytest.approx(1 / 5)
+    assert quant_json["kind_figures"]["kind"] == "tool_calling"
+    assert quant_json["kind_figures"]["exact_call_rate"] == pytest.approx(1 / 5)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 
+from evaluators.classification import ClassificationSummary
 from quantgate.cli.main import main
 from quantgate.inputs.variants import VariantSet
 from quantgate.rundir.store import read_records, read_summary
@@ -89,12 +90,20 @@ def test_a_run_on_the_clinc_set_scores_and_decides(tmp_path, monkeypatch, capsys
     assert summary.examples is not None
     assert (summary.examples.source, len(summary.examples.ids)) == ("dataset", 6)
     ref, quant = summary.variants
-    assert (ref.cases, ref.field_accuracy, ref.label_accuracy, ref.macro_f1) == (18, 1.0, 1.0, 1.0)
-    assert quant.label_accuracy == quant.field_accuracy == pytest.approx(15 / 18)
+    labels, ref_labels = quant.kind_figures, ref.kind_figures
+    assert isinstance(labels, ClassificationSummary)
+    assert isinstance(ref_labels, ClassificationSummary)
+    assert (ref.cases, ref.field_accuracy, ref_labels.label_accuracy, ref_labels.macro_f1) == (
+        18,
+        1.0,
+        1.0,
+        1.0,
+    )
+    assert labels.label_accuracy == quant.field_accuracy == pytest.approx(15 / 18)
     assert quant.agreement_with_reference == pytest.approx(15 / 18)
-    assert quant.confusion == CLINC_CONFUSION
+    assert labels.confusion == CLINC_CONFUSION
     # F1 per label: timer, weather, definition 6/7 (TP 3, FP 1); translate, alarm, oos 4/5 (TP 2, FN 1)
-    assert quant.macro_f1 == pytest.approx((3 * 6 / 7 + 3 * 4 / 5) / 6)
+    assert labels.macro_f1 == pytest.approx((3 * 6 / 7 + 3 * 4 / 5) / 6)
     assert summary.baselines is not None
     assert summary.baselines.majority == pytest.approx(3 / 18)  # 3 cases per label
     wrong = {r.case_id for r in read_records(run_dir) if r.variant == "quant" and r.fields["label"] == 0.0}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sacrebleu.metrics.chrf import CHRF
 
-from evaluators.classification import ClassFigures
+from evaluators.classification import ClassFigures, ClassificationSummary
 from quantgate.cli.main import main
 from quantgate.decide.suite import decide_suite
 from quantgate.evaluate.options import RunOptions
@@ -105,10 +105,14 @@ def test_an_extraction_run_has_no_task_section():
 def test_multi_label_figures_and_a_skipped_variant_show_missing_as_missing():
     entries = [
         VariantEntry(
-            name="R", backend="test", is_reference=True, subset_accuracy=0.5, micro_f1=0.8, macro_f1=0.75,
-            hamming_loss=0.125, no_answer=0,
+            name="R", backend="test", is_reference=True, kind_figures=ClassificationSummary(
+                subset_accuracy=0.5, micro_f1=0.8, macro_f1=0.75, hamming_loss=0.125, no_answer=0,
+            ),
         ),
-        VariantEntry(name="Q", backend="test", subset_accuracy=0.25, micro_f1=None, no_answer=1),
+        VariantEntry(
+            name="Q", backend="test",
+            kind_figures=ClassificationSummary(subset_accuracy=0.25, micro_f1=None, no_answer=1),
+        ),
         VariantEntry(name="gone", backend="test", status="skipped", error="no file"),
     ]  # fmt: skip
     summary = RunSummary(
@@ -187,16 +191,19 @@ def test_measured_calibration_the_gold_label_shift_and_the_first_of_tied_worst_r
         "c": ClassFigures(support=0, predicted=1, recall=None),  # no gold cases: not a recall
     }
     reference = VariantEntry(
-        name="R", backend="test", is_reference=True, label_accuracy=0.5, macro_f1=0.5, classes=classes,
-        no_answer=0, calibrated_cases=4, expected_calibration_error=0.0625, brier_score=0.21875,
-        gold_label_probability=0.625,
+        name="R", backend="test", is_reference=True, kind_figures=ClassificationSummary(
+            label_accuracy=0.5, macro_f1=0.5, classes=classes, no_answer=0, calibrated_cases=4,
+            expected_calibration_error=0.0625, brier_score=0.21875, gold_label_probability=0.625,
+        ),
     )  # fmt: skip
     # Q's gold-label probability moved -0.25 on the 3 cases R was sure of, +0.05 on its 1 unsure
     # one: (3 x -0.25 + 0.05) / 4 = -0.175; the reference has no shift against itself: —
     quant = VariantEntry(
-        name="Q", backend="test", label_accuracy=0.25, no_answer=1, gold_label_probability=0.45,
-        gold_probability_pairs=4, gold_probability_change=-0.175, gold_probability_change_unsure=0.05,
-        gold_probability_change_sure=-0.25, reference_unsure_cases=1,
+        name="Q", backend="test", kind_figures=ClassificationSummary(
+            label_accuracy=0.25, no_answer=1, gold_label_probability=0.45, gold_probability_pairs=4,
+            gold_probability_change=-0.175, gold_probability_change_unsure=0.05,
+            gold_probability_change_sure=-0.25, reference_unsure_cases=1,
+        ),
     )  # fmt: skip
     summary = RunSummary(
         run_id="r1",
