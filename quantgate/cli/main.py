@@ -96,9 +96,11 @@ def _unforeseen(exc: Exception, argv: Sequence[str] | None) -> str:
     line = f"{kind}: {message[0]}{' ...' if len(message) > 1 else ''}" if message else kind
     command = shlex.join(["quantgate", *(sys.argv[1:] if argv is None else argv)])
     try:
+        # a byte that is not UTF-8 (a lone surrogate) in the command or the error is written as \udcff
         with tempfile.NamedTemporaryFile(
-            "w", prefix="quantgate-error-", suffix=".log", delete=False, encoding="utf-8"
-        ) as log:
+            "w", prefix="quantgate-error-", suffix=".log", delete=False, encoding="utf-8",
+            errors="backslashreplace",
+        ) as log:  # fmt: skip
             log.write(f"quantgate {package_version('quantgate')}: {command}\n\n")
             log.write("".join(traceback.format_exception(exc)))
     except OSError as log_error:  # a full disk, say: the error itself still gets its line

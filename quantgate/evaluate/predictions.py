@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from evaluators import CaseScore, CaseScorer, DatasetScore, MatchOptions, aggregate
 from evaluators.errors import MissingInputError, UsageError
 from quantgate.inputs.dataset import Dataset, Problem, validation_problems
+from quantgate.inputs.utf8 import utf8_lines
 
 
 class PredictionLine(BaseModel):
@@ -35,16 +36,15 @@ def read_predictions(path: Path) -> tuple[dict[str, PredictionLine], list[Proble
     """Read a predictions file, keeping every good line and naming every bad one.
 
     Returns:
-        Predictions by id (the first line of an id wins) and the problems found.
+        Predictions by id (the first line of an id wins) and the problems found (a line that is
+        not UTF-8 among them).
 
     Raises:
-        UsageError: The file is missing (a `MissingInputError`), unreadable or not UTF-8.
+        UsageError: The file is missing (a `MissingInputError`) or cannot be read.
     """
     predictions: dict[str, PredictionLine] = {}
     problems: list[Problem] = []
-    for lineno, line in enumerate(_lines(path), start=1):
-        if not line.strip():
-            continue
+    for lineno, line in _lines(path, problems):
         try:
             prediction = PredictionLine.model_validate_json(line)
         except ValidationError as exc:
@@ -59,13 +59,14 @@ def read_predictions(path: Path) -> tuple[dict[str, PredictionLine], list[Proble
     return predictions, problems
 
 
-def _lines(path: Path) -> list[str]:
-    """The lines of a predictions file; one that cannot be read is the user's to fix."""
+def _lines(path: Path, problems: list[Problem]) -> list[tuple[int, str]]:
+    """The non-blank lines of a predictions file with their numbers, each decoded on its own (a line
+    that is not UTF-8 is a problem naming it); a file that cannot be read is the user's to fix."""
     try:
-        return path.read_text(encoding="utf-8").split("\n")
+        return list(utf8_lines(path, problems))
     except FileNotFoundError:
         raise MissingInputError(f"{path}: no such predictions file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise UsageError(f"{path}: cannot read it: {exc}") from None
 
 

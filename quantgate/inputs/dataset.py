@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -200,6 +201,15 @@ def _skip_invalid_lines(lines: list[tuple[int, Case]], file: str, problems: list
     return [case for lineno, case in lines if lineno not in bad]
 
 
+def _utf8_path(path: Path) -> bool:
+    """Whether a path (bytes that are not UTF-8 read as lone surrogates) is UTF-8 text."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_dataset(
     path: str | Path, *, skip_invalid_cases: bool = False
 ) -> tuple[Dataset | None, list[Problem]]:
@@ -217,6 +227,9 @@ def check_dataset(
     root = Path(path)
     if not root.is_dir():
         return None, [Problem(file=str(root), message="not a directory")]
+    if not _utf8_path(root):  # the run's files, all UTF-8, record its path and name
+        message = "its path is not UTF-8 text, which the run's files cannot record; rename the directory"
+        return None, [Problem(file=str(os.fsencode(root)), message=message)]
     problems: list[Problem] = []
     parsed = read_record_schema(root, problems)
     check = ExpectedCheck(task=parsed.task, schema=parsed.schema) if parsed else None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from quantgate.formatting import terminal_text
+
 __all__ = ["escape_markdown", "markdown_table"]
 
 _MARKDOWN_ESCAPES = str.maketrans(
@@ -16,10 +18,13 @@ def escape_markdown(value: object) -> str:
 
     `<`, `>` (and `&`) become HTML entities, which every Markdown renderer shows as the
     characters; backslash, backtick, `*`, `_`, `[`, `]` and `|` are backslash-escaped; a line
-    break becomes a visible `\\n`, so it cannot end a table row or start a block.
+    break becomes a visible `\\n`, so it cannot end a table row or start a block; any other control
+    character (ESC, a bidi control, a lone surrogate) is written as its escape (`\\x1b`), so that
+    a name from a user's file cannot act on a terminal showing the file.
     """
     text = str(value).translate(_MARKDOWN_ESCAPES)
-    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\\\n")
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\\\n")
+    return terminal_text(text, lines=True)
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

@@ -4,7 +4,10 @@ size limit, and validation errors answered without echoing the input.
 A request whose `Host` is not a name the server answers to gets 400 before anything else: the
 loopback names (`localhost`, 127.0.0.0/8, `::1`), the address it binds, and the names the operator
 allows (`--allow-host`); bound to every address (`0.0.0.0`, `::`), any IP address. So a web page
-whose name an attacker points at 127.0.0.1 (DNS rebinding) cannot reach a token-less server.
+whose name an attacker points at 127.0.0.1 (DNS rebinding) cannot reach a token-less server. A page
+of any site can still make its visitor's browser send a request to 127.0.0.1 itself (a form's POST,
+`Host: 127.0.0.1`); the browser names the page's site in `Origin`, and a token-less server answers
+403 when that is not a name it answers to.
 
 `Authorization: Bearer <token>` is compared in constant time; the scheme is case-insensitive
 (RFC 7235). A body over `MAX_BODY_BYTES` gets 413 before any of it is parsed. FastAPI's 422
@@ -16,8 +19,10 @@ answer.
 from __future__ import annotations
 
 import ipaddress
+import re
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
+from urllib.parse import urlsplit
 
 from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -35,11 +40,13 @@ Middleware = Callable[[Request, Callable[[Request], Awaitable[Response]]], Await
 
 
 def _host_name(header: str) -> str:
-    """The name of a `Host` header, without its port, in lower case, without a final dot."""
+    """The name of a `Host` header, without its port, in lower case, without a final dot; "" for
+    a bracketed address followed by anything but a port (`[::1]evil.example`)."""
     name = header.strip().lower()
     if name.startswith("["):  # [::1]:8321
-        name = name[1 : name.find("]")] if "]" in name else ""
-    elif name.count(":") == 1:
+        address, bracket, port = name[1:].partition("]")
+        return address if bracket and (not port or re.fullmatch(r":\d+", port)) else ""
+    if name.count(":") == 1:
         name = name.partition(":")[0]
     return name.rstrip(".")
 
@@ -62,8 +69,20 @@ def host_allowed(header: str, hosts: Sequence[str]) -> bool:
     return address is not None and (address in bound or bool(bound & _WILDCARDS))
 
 
+def origin_allowed(header: str, hosts: Sequence[str]) -> bool:
+    """Whether a request's `Origin` (the site of the web page that sent it) is one the server
+    answers to as a `Host`: an http(s) origin with such a name; `null` and other schemes are not."""
+    try:
+        parts = urlsplit(header.strip())
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.netloc) and host_allowed(parts.netloc, hosts)
+
+
 def host_check(hosts: Sequence[str]) -> Middleware:
-    """An HTTP middleware answering 400 to a request whose `Host` the server does not answer to."""
+    """An HTTP middleware answering 400 to a request whose `Host` the server does not answer to,
+    and 403 to one a web page of another site sent (its `Origin` names no such host): a browser
+    sends a page's POST to 127.0.0.1 with `Host: 127.0.0.1`, so only `Origin` tells it apart."""
 
     async def check(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         if not host_allowed(request.headers.get("host", ""), hosts):
@@ -72,6 +91,13 @@ def host_check(hosts: Sequence[str]) -> Middleware:
                 "`quantgate serve --allow-host NAME`"
             )
             return JSONResponse({"detail": detail}, status_code=400)
+        origin = request.headers.get("origin")
+        if origin is not None and not origin_allowed(origin, hosts):
+            detail = (
+                "a request from a web page of another site (its Origin) is refused; its operator can "
+                "allow a site's name with `quantgate serve --allow-host NAME`"
+            )
+            return JSONResponse({"detail": detail}, status_code=403)
         return await call_next(request)
 
     return check

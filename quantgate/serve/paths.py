@@ -35,7 +35,9 @@ from quantgate.inputs.variants import (
     SHORTHAND_ADDRESSES,
     SHORTHAND_BACKENDS,
     SHORTHAND_FILES,
+    VariantSpecError,
     is_variants_file,
+    parse_spec,
 )
 
 DATASET_FILES = (TASK_FILE, SCHEMA_FILE, CASES_FILE, EXAMPLES_FILE, CORPUS_FILE, QUERIES_FILE, *CARD_FILES)
@@ -126,10 +128,16 @@ def variant_argument(text: str, roots: Sequence[Path]) -> str:
 
     Raises:
         PathRefusedError, PathMissingError: As `inside_roots`.
-        UnusableFileError: An `openai:` shorthand (a variants file inside a root names such a
-            server), or a file whose name, given or resolved, does not end in `.toml`.
+        UnusableFileError: A shorthand without its model, an `openai:` shorthand (a variants file
+            inside a root names such a server), or a file whose name, given or resolved, does not
+            end in `.toml`.
     """
     backend, _, rest = text.partition(":")
+    if backend in SHORTHAND_BACKENDS and not rest:  # refused as `quantgate run` refuses it, no root named
+        try:
+            parse_spec(text)
+        except VariantSpecError as exc:
+            raise UnusableFileError(str(exc)) from None
     if backend in SHORTHAND_ADDRESSES:
         raise UnusableFileError(
             f"variant {text!r}: the API takes no {backend}: shorthand (it names a server's address); name a "

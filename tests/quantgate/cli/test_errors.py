@@ -90,3 +90,16 @@ def test_a_log_that_cannot_be_written_still_gets_its_line(monkeypatch, capsys, t
     line = _one_line(capsys)
     assert line.startswith("quantgate: error: TypeError: unsupported operand (an unexpected error; ")
     assert "could not be logged" in line
+
+
+def test_an_error_quoting_bytes_that_are_not_utf8_still_gets_its_line(monkeypatch, capsys, log_dir):
+    """A command line holding a byte that is not UTF-8 (a file name, read as a lone surrogate) made
+    the handler itself fail writing the log: two raw tracebacks instead of one line (issue 46)."""
+    _raising(monkeypatch, OSError("cannot read d\udcff"))
+    monkeypatch.setattr("sys.argv", ["quantgate", "datasets", "list", "d\udcff"])
+    assert main(["datasets", "list"]) == 1
+    line = _one_line(capsys)
+    assert line.startswith("quantgate: error: OSError: cannot read d\\udcff (an unexpected error, likely")
+    found = re.search(r"its traceback is in (\S+)\)$", line)
+    assert found is not None, line
+    assert "OSError: cannot read d\\udcff" in Path(found.group(1)).read_text(encoding="utf-8")

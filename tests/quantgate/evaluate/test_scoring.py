@@ -55,6 +55,28 @@ def test_malformed_prediction_lines_are_named_and_the_rest_scored(tmp_path, caps
     assert "missing predictions (1, scored as failures): c2" in out
 
 
+def test_a_prediction_line_that_is_not_utf8_is_named_and_the_rest_scored(tmp_path, capsys):
+    """One bad byte refused the whole predictions file, naming no line (the same defect as a
+    dataset's, issue 46): the line is named and skipped, every other one is scored."""
+    root = write_dataset(tmp_path / "d", [case(1, 5.0), case(2, 7.0), case(3, 1.0)])
+    lines = [
+        json.dumps({"id": f"c{i}", "output": {"total": t, "when": None}}) for i, t in ((1, 5), (2, 7), (3, 1))
+    ]
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_bytes(
+        b"\n".join([lines[0].encode(), b'{"id": "c2", "raw": "\xff\xfe"}', lines[2].encode()])
+    )
+    found, problems = read_predictions(predictions)
+    assert sorted(found) == ["c1", "c3"]
+    assert [(p.line, p.message) for p in problems] == [
+        (2, "not UTF-8: invalid start byte at byte 22 of the line")
+    ]
+    assert main(["score", "--dataset", str(root), "--predictions", str(predictions)]) == 1
+    out, err = capsys.readouterr()
+    assert "p.jsonl:2: not UTF-8" in err
+    assert "missing predictions (1, scored as failures): c2" in out
+
+
 def test_unparseable_raw_output_fails_its_fields(tmp_path):
     root = write_dataset(tmp_path / "d", [case(1, 5.0)])
     predictions = write_predictions(tmp_path / "p.jsonl", [{"id": "c1", "raw": "total is five"}])

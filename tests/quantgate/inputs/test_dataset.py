@@ -223,3 +223,17 @@ def test_a_card_that_is_not_utf8_is_read_with_a_warning(tmp_path, capsys):
     ]
     assert main(["datasets", "check", str(root)]) == 0
     assert "README.md: not UTF-8" in capsys.readouterr().err
+
+
+def test_a_dataset_directory_whose_name_is_not_utf8_is_refused_by_name(tmp_path, capsys):
+    """`run --dataset $'d\\xff'` ended in two raw tracebacks (its name cannot be written to the run's
+    UTF-8 files); it is refused naming the byte, before any run directory (issue 46)."""
+    directory = write_dataset(tmp_path / "d\udcff", [case(1), case(2)])
+    with pytest.raises(DatasetError, match=r"b'.*d\\xff'.*not UTF-8"):
+        load_dataset(directory)
+    argv = ["run", "--dataset", str(directory), "--variants", "ollama:x", "--out", str(tmp_path / "runs")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "not UTF-8" in err
+    assert not (tmp_path / "runs").exists()

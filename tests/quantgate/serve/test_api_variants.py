@@ -125,3 +125,12 @@ def test_a_shorthand_whose_name_breaks_the_name_rule_gets_422(
     status, detail = _answer(client, [entry.replace("ROOT", str(root))])
     assert status == 422, detail
     assert "starting with a letter or digit" in detail
+
+
+def test_a_shorthand_without_a_path_gets_422_without_the_roots(client: TestClient, root: Path) -> None:
+    """`llamacpp:` named the server's first root ('no GGUF file at /srv/root') where `quantgate run`
+    says the form: the API answers as the run does, naming no path of the server (issue 46)."""
+    status, detail = _answer(client, ["llamacpp:"])
+    assert status == 422, detail
+    assert "expected BACKEND:MODEL" in detail
+    assert str(root) not in detail

@@ -71,6 +71,8 @@ def test_the_api_token_is_never_in_a_runs_environment(monkeypatch: pytest.Monkey
         ("10.0.0.5", ("0.0.0.0",), 200),
         ("box.lan", ("0.0.0.0",), 400),
         ("", (), 400),
+        ("[::1]evil.example", (), 400),
+        ("[::1]:8321:evil", (), 400),
     ],
 )
 def test_only_known_hosts_are_answered(
@@ -83,6 +85,43 @@ def test_only_known_hosts_are_answered(
     assert [answer.status_code for answer in answers] == [status] * 3
     if status == 400:
         assert "--allow-host" in answers[0].json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("origin", "status"),
+    [
+        ("http://attacker.example", 403),
+        ("https://127.0.0.1.attacker.example:8321", 403),
+        ("null", 403),
+        ("file://", 403),
+        ("http://127.0.0.1:8321", 200),
+        ("http://localhost:8321", 200),
+        (None, 200),
+    ],
+)
+def test_a_token_less_server_refuses_requests_from_other_sites_pages(
+    root: Path, tmp_path: Path, origin: str | None, status: int
+) -> None:
+    """A page on any site could cancel a run of a token-less server: its browser sends the POST to
+    127.0.0.1 with `Host: 127.0.0.1` (no DNS rebinding needed) and `Origin` naming the page's site,
+    which went unchecked (issue 46's second review). Such a request is refused before it acts."""
+    queue = JobQueue(tmp_path / "runs", command=FAKE)
+    app = create_app(roots=[root], out=tmp_path / "runs", queue=queue)
+    headers = {"Origin": origin} if origin is not None else {}
+    with TestClient(app, base_url=LOCAL) as plain:
+        job_id = plain.post("/runs", json={"dataset": "slow"}).json()["id"]
+        answers = [
+            plain.post(f"/runs/{job_id}/cancel", headers=headers),
+            plain.post("/runs", json={"dataset": "ok"}, headers=headers),
+            plain.get("/runs", headers=headers),
+        ]
+        assert [answer.status_code for answer in answers] == [status, 202 if status == 200 else 403, status]
+        state = plain.get(f"/runs/{job_id}").json()["status"]
+    if status == 403:
+        assert "Origin" in answers[0].json()["detail"]
+        assert state in ("queued", "running")
+    else:
+        assert state == "cancelled"
 
 
 def test_a_second_server_on_one_out_refuses_to_start(root: Path, tmp_path: Path) -> None:
