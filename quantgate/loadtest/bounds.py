@@ -16,6 +16,10 @@ MIN_RATE = 0.001
 requests takes hours, and a rate such as 1e-300 draws gaps too long to sleep (an overflow)."""
 MAX_RATE = 1000.0
 """The highest Poisson rate: a gap of a millisecond, about what one client thread can start on time."""
+MAX_TOKENS = 1_048_576
+"""The generation limit per request at most (2**20 tokens): no model context is longer than this
+on the backends quantgate drives, and llama.cpp and the servers take the limit as a C `int`, which
+a number such as 10**20 overflows."""
 
 MAX_CONCURRENCY = 64
 """Requests in flight at most (a closed level's concurrency, `--max-in-flight`): each is a client
@@ -67,8 +71,8 @@ def load_problems(
             f"--rate {fastest_rate:g} for --duration {duration_s:g} s is about {arrivals:,.0f} arrivals "
             f"per level, more than {MAX_REQUESTS:,}: give --requests too"
         )
-    if max_tokens is not None and max_tokens < 1:
-        problems.append(f"--max-tokens {max_tokens}: must be at least 1")
+    if max_tokens is not None and not 1 <= max_tokens <= MAX_TOKENS:
+        problems.append(f"--max-tokens {max_tokens}: must be from 1 to {MAX_TOKENS:,} tokens")
     for flag, target in targets_s.items():
         if target is not None and not 0 < target < math.inf:
             problems.append(f"{flag} must be a positive number of milliseconds")

@@ -46,6 +46,14 @@ REFUSED = [
     (["run", "--load", "--duration", "inf"], "argument --duration: expected a positive number, got inf"),
     (["load", "--max-tokens", "-5"], "argument --max-tokens: expected a positive integer, got -5"),
     (["load", "--max-tokens", "0"], "argument --max-tokens: expected a positive integer, got 0"),
+    (
+        ["load", "--max-tokens", "99999999999999999999"],
+        "--max-tokens 99999999999999999999: must be from 1 to 1,048,576",
+    ),
+    (
+        ["run", "--load", "--max-tokens", "1048577"],
+        "--max-tokens 1048577: must be from 1 to 1,048,576 tokens",
+    ),
     (["load", "--limit", "-5"], "argument --limit: expected a positive integer, got -5"),
     (["load", "--requests", "-1"], "argument --requests: expected a positive integer, got -1"),
     (["load", "--requests", "1000000000"], "--requests 1000000000: must be from 1 to 100,000 per level"),
