@@ -34,8 +34,7 @@ from evaluators.schema import FieldSpec
 from evaluators.tasks import ExtractionTask, Task, field_spec
 from graphs.long_inputs import prompt_messages
 from graphs.prompting import build_messages, native_tools_text, prompt_text, repair_turn
-from graphs.streamed import ModelCallError as ModelCallError  # still importable from here
-from graphs.streamed import failure_kind, stream_timed
+from graphs.streamed import ModelCallError, failure_kind, stream_timed
 
 DEFAULT_MAX_REPAIRS = 2
 """Extra attempts after an invalid output, unless a run or a deployment says otherwise."""

@@ -27,7 +27,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGenerationChunk
 from pydantic import Field, PrivateAttr
 
-from graphs.extraction import ModelCallError
+from graphs.streamed import ModelCallError
 from quantgate.backends.streaming import MessagesChatModel
 from quantgate.evaluate.warm_up import WARM_UP_TEXT
 
