@@ -28,35 +28,17 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from evaluators.errors import QuantgateError
 from evaluators.format import FormatEvaluator, parse_json_output
 from evaluators.normalize import normalize_record
 from evaluators.schema import FieldSpec
 from evaluators.tasks import ExtractionTask, Task, field_spec
 from graphs.long_inputs import prompt_messages
 from graphs.prompting import build_messages, native_tools_text, prompt_text, repair_turn
+from graphs.streamed import ModelCallError, failure_kind, stream_timed
 
 DEFAULT_MAX_REPAIRS = 2
 """Extra attempts after an invalid output, unless a run or a deployment says otherwise."""
 _SAFETY_TOKENS = 16
-
-
-class ModelCallError(QuantgateError, RuntimeError):
-    """What a model may raise to say what kind of failure it was and whether to retry.
-
-    Backends translate their transport errors into this (server down, busy, timeout, a
-    stream cut in the middle); the graph knows nothing about any particular server.
-
-    Attributes:
-        kind: A short name: `connection`, `busy`, `server_error`, `timeout`, `stream_cut`,
-            `not_found`, ...
-        retryable: Whether calling again may succeed.
-    """
-
-    def __init__(self, kind: str, message: str, *, retryable: bool) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.retryable = retryable
 
 
 @dataclass(kw_only=True)
@@ -234,19 +216,6 @@ def prepare(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict
     return {"messages": messages, "truncated": dropped > 0, "input_tokens_dropped": dropped}
 
 
-def _stream_once(
-    model: BaseChatModel, messages: list[BaseMessage], options: Mapping[str, Any]
-) -> tuple[Any, float | None, float]:
-    started = time.perf_counter()
-    ttft: float | None = None
-    message = None
-    for chunk in model.stream(messages, **options):
-        if ttft is None and chunk.content:
-            ttft = time.perf_counter() - started
-        message = chunk if message is None else message + chunk
-    return message, ttft, time.perf_counter() - started
-
-
 def extract(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict[str, Any]:
     """Call the model (streaming, to time the first token); record raw text and usage.
 
@@ -258,22 +227,18 @@ def extract(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict
     earlier = state.get("retries", 0)  # retries of previous (repaired) attempts
     options = _call_options(state, ctx)
     while True:
-        try:
-            message, ttft, total = _stream_once(ctx.model, state["messages"], options)
+        answer = stream_timed(ctx.model, state["messages"], options)
+        exc = answer.error
+        if exc is None:
             break
-        except ModelCallError as exc:
-            if not exc.retryable or retries >= ctx.max_retries:
-                return _failed(exc, exc.kind, earlier + retries)
-            time.sleep(ctx.retry_backoff_s * 2**retries)
-            retries += 1
-        except Exception as exc:  # any backend failure is recorded on the case, never raised
-            kind = "timeout" if "timeout" in type(exc).__name__.lower() else "backend_error"
-            return _failed(exc, kind, earlier + retries)
-    usage: Mapping[str, Any] = (message.usage_metadata if message is not None else None) or {}
-    metadata: Mapping[str, Any] = message.response_metadata if message is not None else {}
+        if not isinstance(exc, ModelCallError) or not exc.retryable or retries >= ctx.max_retries:
+            return _failed(exc, failure_kind(exc), earlier + retries)
+        time.sleep(ctx.retry_backoff_s * 2**retries)
+        retries += 1
+    usage, metadata = answer.usage, answer.metadata
     attempt = Attempt(
-        ttft_s=ttft,
-        total_s=total,
+        ttft_s=answer.ttft_s(),
+        total_s=answer.total_s(),
         input_tokens=usage.get("input_tokens") or None,  # 0: not reported (a prompt has tokens)
         output_tokens=usage.get("output_tokens"),
         finish_reason=metadata.get("finish_reason") or metadata.get("done_reason"),
@@ -282,7 +247,7 @@ def extract(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict
         },
         retries=retries,
     )
-    raw = message.text if message is not None else ""
+    raw = answer.text
     attempt["text"] = raw
     if isinstance(metadata.get("obtained"), str):
         attempt["obtained"] = metadata["obtained"]

@@ -4,6 +4,8 @@ and a tiny dataset of five cases written from them (no real model anywhere).
 - `QueuedChatModel` streams queued outputs, with usage metadata and optional failures.
 - `VerifyingChatModel` is a `QueuedChatModel` that takes an answer to verify, as the embedded backend.
 - `SleepyChatModel` streams one output slowly, refusing calls beyond a limit (load tests).
+- `DelayedChatModel` streams pieces each after its own delay, or fails where told; `assert_delay`
+  checks a time measured through it (stream timing).
 - `SCHEMA` and `GOOD`: an invoice schema and a valid record of it.
 - `write_tiny_dataset` writes them as a dataset (the `dataset` fixture in `tests/conftest.py`).
 - `TOTAL_SCHEMA`, `case` and `write_dataset`: a two-field schema and datasets written case by case.
@@ -21,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGenerationChunk
 from pydantic import Field, PrivateAttr
 
-from graphs.extraction import ModelCallError
+from graphs.streamed import ModelCallError
 from quantgate.backends.streaming import MessagesChatModel
 from quantgate.evaluate.warm_up import WARM_UP_TEXT
 
@@ -175,6 +178,38 @@ class SleepyChatModel(MessagesChatModel):
         finally:
             with self._lock:
                 self._active -= 1
+
+
+class DelayedChatModel(MessagesChatModel):
+    """Streams `steps` in order: for each (delay, piece), sleeps `delay_s` seconds, then yields the
+    piece, or raises it when it is an exception; after the last, a chunk without content carrying
+    the usage (output tokens: the pieces yielded)."""
+
+    steps: list[tuple[float, Any]]
+
+    @property
+    def _llm_type(self) -> str:
+        return "delayed-fake"
+
+    def _answer(self, messages: list[BaseMessage]) -> Iterator[ChatGenerationChunk]:
+        for delay_s, piece in self.steps:
+            time.sleep(delay_s)
+            if isinstance(piece, BaseException):
+                raise piece
+            yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+        n = len(self.steps)
+        usage: UsageMetadata = {"input_tokens": 10, "output_tokens": n, "total_tokens": 10 + n}
+        yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=usage))
+
+
+SLACK_S = 0.08
+"""How much later than asked a `DelayedChatModel`'s sleep may end on a busy machine (never earlier)."""
+
+
+def assert_delay(measured: float | None, given: float, slack: float = SLACK_S) -> None:
+    """`measured` is the delay `given`, or up to `slack` later."""
+    assert measured is not None
+    assert given <= measured < given + slack
 
 
 def write_tiny_dataset(root: Path) -> Path:

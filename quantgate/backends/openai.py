@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import psutil
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from graphs.extraction import ModelCallError
+from graphs.streamed import ModelCallError
 from quantgate.backends import BackendError, OpenedVariant
 from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.openai_chat import OpenAIServerChatModel, classify

@@ -26,7 +26,7 @@ from langchain_core.language_models import BaseLLM
 from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from graphs.extraction import ModelCallError
+from graphs.streamed import ModelCallError
 from quantgate.backends import BackendError
 from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.openai_chat import classify

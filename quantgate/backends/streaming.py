@@ -26,7 +26,7 @@ from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from tqdm import tqdm
 
-from graphs.extraction import ModelCallError
+from graphs.streamed import ModelCallError
 
 __all__ = [
     "DEFAULT_FIRST_TOKEN_TIMEOUT_S",

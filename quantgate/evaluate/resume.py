@@ -15,7 +15,8 @@ Reading it back:
   and the evaluator nodes summarize them with the new ones;
 - a torn last line of records.jsonl (a write cut off) is set aside in `records.jsonl.torn`,
   and its case runs again; any other damaged line stops the resume, naming the line;
-- the same dataset (its sha256) and the same variants are required when given again.
+- the same dataset (its sha256) and the same variants are required when given again, and the
+  run's copy of its dataset must be as the run wrote it (`quantgate.evaluate.resume_inputs`).
 
 So each (variant, case) is recorded exactly once, and the records written before are left
 as they are.
@@ -29,15 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluators import loads_json
-from evaluators.errors import UsageError
-from quantgate.backends import capabilities
 from quantgate.evaluate.options import RunOptions
 from quantgate.evaluate.recorded_options import resumed_options
+from quantgate.evaluate.resume_inputs import ResumeError, run_dataset, run_variants, variants_file
 from quantgate.hardware import hardware
-from quantgate.inputs.dataset import Dataset, DatasetError, data_file_hashes, load_dataset
-from quantgate.inputs.variants import Variant, VariantSet, VariantSpec
-from quantgate.rundir.files import DATASET_DIR, FIDELITY_FILE, RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
+from quantgate.inputs.dataset import Dataset
+from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.rundir.files import FIDELITY_FILE, RECORDS_FILE
 from quantgate.rundir.jsonfile import RunFileError
 from quantgate.rundir.jsonl import LineProblem
 from quantgate.rundir.lines import CaseRecord
@@ -45,18 +44,13 @@ from quantgate.rundir.store import (
     RunBusyError,
     RunStore,
     latest_records,
-    read_model,
     read_records,
     read_summary,
     set_aside_torn_tail,
 )
-from quantgate.rundir.summary import COPY_SHA256_SINCE, RunSummary, VariantEntry, VariantsFile
+from quantgate.rundir.summary import RunSummary, VariantEntry, VariantsFile
 
 __all__ = ["ReadBack", "ResumeError", "planned_variants", "read_back"]
-
-
-class ResumeError(UsageError):
-    """A run directory that cannot be resumed; the message names it and says why."""
 
 
 @dataclass(kw_only=True)
@@ -131,100 +125,6 @@ def open_candidates(summary: RunSummary) -> list[str]:
         and e.sequential.settled is None
         and e.sequential.stopped == "budget"
     ]
-
-
-def _dataset(run_dir: Path, summary: RunSummary, given: Dataset | None) -> Dataset:
-    if given is not None and given.sha256 != summary.dataset.sha256:
-        raise ResumeError(
-            f"--dataset {given.path}: not the run's dataset (sha256 {given.sha256[:12]}…; the run read "
-            f"{summary.dataset.path}, sha256 {summary.dataset.sha256[:12]}…)"
-        )
-    if summary.dataset.copy_sha256 is None:
-        _check_written_before_copy_sha256(run_dir)
-    else:
-        _check_copy(run_dir, summary.dataset.copy_sha256)
-    try:
-        return load_dataset(run_dir / DATASET_DIR)
-    except (DatasetError, FileNotFoundError) as exc:
-        raise ResumeError(
-            f"--resume {run_dir}: the run's copy of its dataset cannot be read: {exc}"
-        ) from None
-
-
-def _check_written_before_copy_sha256(run_dir: Path) -> None:
-    """A summary without `dataset.copy_sha256` must be of a format before it (`COPY_SHA256_SINCE`):
-    in a later one it was removed, and the run's copy of its dataset can no longer be checked."""
-    path = run_dir / SUMMARY_FILE
-    try:
-        written = loads_json(path.read_text(encoding="utf-8")).get("format_version", 1)
-    except (OSError, ValueError, AttributeError):  # read as a summary a moment ago: not expected
-        written = None
-    if not isinstance(written, int) or written >= COPY_SHA256_SINCE:
-        raise ResumeError(
-            f"--resume {run_dir}: {path} (format_version {written}) has no dataset.copy_sha256, which "
-            f"every summary of format {COPY_SHA256_SINCE} or later records (the sha256 of each file of "
-            "the run's copy of its dataset): it was removed, so the copy cannot be checked; put it back "
-            "as it was, or start a new run"
-        )
-
-
-def _check_copy(run_dir: Path, recorded: dict[str, str]) -> None:
-    """The run's copy of its dataset must be as the run wrote it (summary.json has each file's
-    sha256; a summary written before format 6 has none to check)."""
-    found = data_file_hashes(run_dir / DATASET_DIR)
-    changed = sorted(name for name in {*recorded, *found} if recorded.get(name) != found.get(name))
-    if changed:
-        name = changed[0]
-        how = "is gone" if name not in found else "was added" if name not in recorded else "was changed"
-        raise ResumeError(
-            f"--resume {run_dir}: {run_dir / DATASET_DIR / name} {how} since the run started (summary.json "
-            "records the sha256 of each file of the run's copy of its dataset); put it back as it was, "
-            "or start a new run"
-        )
-
-
-def _planned(metadata: VariantsFile) -> list[Variant]:
-    spec_keys = set(VariantSpec.model_fields)
-    return [Variant.model_validate(line.model_dump(include=spec_keys)) for line in metadata.variants]
-
-
-def _identity(variant: VariantSpec) -> dict[str, Any]:
-    """What makes two specs the same variant: a model file may have moved if its sha256 is known."""
-    kept = variant.model_dump(exclude={"chat_model"})
-    if variant.sha256:
-        kept.pop("model")
-    return kept
-
-
-def _differences(given: VariantSpec, planned: VariantSpec) -> str:
-    mine, theirs = _identity(given), _identity(planned)
-    keys = sorted(k for k in {*mine, *theirs} if mine.get(k) != theirs.get(k))
-    return "; ".join(f"{k} {mine.get(k)!r} where the run has {theirs.get(k)!r}" for k in keys)
-
-
-def _variants(run_dir: Path, metadata: VariantsFile, given: VariantSet | None) -> list[Variant]:
-    planned = _planned(metadata)
-    if given is None:
-        own = [v.name for v in planned if capabilities(v).from_python]
-        if own:
-            raise ResumeError(
-                f"--resume {run_dir}: variant {own[0]} is a chat model given from Python; resume it from "
-                "Python, passing the same variants (resume_evaluation(..., variant_set=...))"
-            )
-        return planned
-    by_name = {v.name: v for v in given.variants}
-    if set(by_name) != {v.name for v in planned}:
-        raise ResumeError(
-            f"--variants: {', '.join(sorted(by_name))}; the run's variants are "
-            f"{', '.join(v.name for v in planned)}: resume with the same variants"
-        )
-    for variant in planned:
-        if not capabilities(variant).from_python and _identity(by_name[variant.name]) != _identity(variant):
-            raise ResumeError(
-                f"--variants: variant {variant.name} is not the run's: "
-                f"{_differences(by_name[variant.name], variant)}"
-            )
-    return [by_name[v.name] for v in planned]
 
 
 def _records(run_dir: Path, dataset: Dataset, names: Iterable[str]) -> dict[str, dict[str, CaseRecord]]:
@@ -312,13 +212,6 @@ def _set_aside_fidelity(run_dir: Path) -> None:
         )
 
 
-def _plan(run_dir: Path) -> VariantsFile:
-    try:
-        return read_model(run_dir / VARIANTS_FILE, VariantsFile)
-    except RunFileError as exc:
-        raise ResumeError(f"--resume {run_dir}: {exc}") from None
-
-
 def planned_variants(run_dir: str | Path, *, finished: bool = False) -> VariantSet:
     """The variants an interrupted run was started with (variants.json), to check and resume with.
 
@@ -333,7 +226,9 @@ def planned_variants(run_dir: str | Path, *, finished: bool = False) -> VariantS
     """
     directory = Path(run_dir)
     summary = _readable_summary(directory) if finished else _summary(directory)
-    return VariantSet(reference=summary.reference, variants=_variants(directory, _plan(directory), None))
+    return VariantSet(
+        reference=summary.reference, variants=run_variants(directory, variants_file(directory), None)
+    )
 
 
 def read_back(
@@ -361,9 +256,9 @@ def read_back(
     """
     directory = Path(run_dir)
     summary = _summary(directory)
-    copy = _dataset(directory, summary, dataset)
-    metadata = _plan(directory)
-    variants = _variants(directory, metadata, variant_set)
+    copy = run_dataset(directory, summary, dataset)
+    metadata = variants_file(directory)
+    variants = run_variants(directory, metadata, variant_set)
     going_on = summary.status == "complete"  # a sequential run whose budget left candidates open
     budget = _budget(summary, directory, budget_s, going_on=going_on)
     try:

@@ -7,15 +7,13 @@ wait in the client before it could be sent counts in its time to first token, as
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from evaluators.load import INVALID_OUTPUT, LoadRequest
-from graphs.extraction import ModelCallError
+from graphs.streamed import ModelCallError, failure_kind, stream_timed
 
 __all__ = ["Prompt", "stream_request"]
 
@@ -41,29 +39,12 @@ def stream_request(
         arrived: The scheduled arrival (`perf_counter` time) of an open-loop request: times are
             measured from it, and the wait until sending is `queued_s`. None: from sending.
     """
-    started = time.perf_counter()
-    origin = started if arrived is None else arrived
-    first: float | None = None
-    last = started
-    chunks = 0
-    message = None
-    error: tuple[str, str] | None = None
-    try:
-        for chunk in model.stream(prompt[1]):
-            if chunk.content:
-                last = time.perf_counter()
-                first = last if first is None else first
-                chunks += 1
-            message = chunk if message is None else message + chunk
-    except ModelCallError as exc:
-        error = (exc.kind, str(exc))
-    except Exception as exc:  # any backend failure is counted, never raised
-        kind = "timeout" if "timeout" in type(exc).__name__.lower() else "backend_error"
-        error = (kind, f"{type(exc).__name__}: {exc}")
-    total = time.perf_counter() - origin
-    usage: Mapping[str, Any] = (message.usage_metadata if message is not None else None) or {}
-    tokens = usage.get("output_tokens") or (chunks or None)
-    valid = None if error else check(message.text if message is not None else "")
+    answer = stream_timed(model, prompt[1])
+    origin = answer.started if arrived is None else arrived
+    exc = answer.error
+    error = (failure_kind(exc), _message(exc)) if exc is not None else None
+    tokens = answer.usage.get("output_tokens") or (answer.chunks or None)
+    valid = None if error else check(answer.text)
     if error is None and not valid:
         error = (INVALID_OUTPUT, "the answer does not parse as JSON matching the schema")
     return LoadRequest(
@@ -71,12 +52,18 @@ def stream_request(
         slot=slot,
         case_id=prompt[0],
         started_s=origin - t0,
-        ttft_s=first - origin if first is not None else None,
-        total_s=total,
+        ttft_s=answer.ttft_s(origin),
+        total_s=answer.total_s(origin),
         output_tokens=tokens if not error or error[0] == INVALID_OUTPUT else None,
-        inter_token_s=(last - first) / (chunks - 1) if first is not None and chunks > 1 else None,
+        inter_token_s=answer.inter_token_s,
         valid=valid,
         error_kind=error[0] if error else None,
         error=error[1] if error else None,
-        queued_s=started - arrived if arrived is not None else None,
+        queued_s=answer.started - arrived if arrived is not None else None,
     )
+
+
+def _message(exc: Exception) -> str:
+    """A failure's message as recorded: a `ModelCallError` says what happened, any other exception
+    is named by its class."""
+    return str(exc) if isinstance(exc, ModelCallError) else f"{type(exc).__name__}: {exc}"

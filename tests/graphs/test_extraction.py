@@ -145,7 +145,7 @@ def test_builder_compiles_a_fresh_graph():
 
 
 def test_retryable_model_errors_are_retried_and_counted():
-    from graphs.extraction import ModelCallError
+    from graphs.streamed import ModelCallError
 
     busy = ModelCallError("busy", "server busy", retryable=True)
     model = QueuedChatModel(outputs=[busy, busy, json.dumps(GOOD)])
@@ -157,7 +157,7 @@ def test_retryable_model_errors_are_retried_and_counted():
 
 
 def test_model_errors_end_the_case_with_their_kind():
-    from graphs.extraction import ModelCallError
+    from graphs.streamed import ModelCallError
 
     gone = ModelCallError("not_found", "model 'x' not found", retryable=False)
     result = run(QueuedChatModel(outputs=[gone]), retry_backoff_s=0.0)

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk
 from pydantic import Field
 
-from graphs.extraction import ModelCallError
+from graphs.streamed import ModelCallError
 from quantgate.backends.ollama_chat import OllamaChatModel
 from quantgate.backends.streaming import MessagesChatModel
 

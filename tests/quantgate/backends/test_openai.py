@@ -8,7 +8,7 @@ import httpx2
 import openai
 import pytest
 
-from graphs.extraction import ModelCallError
+from graphs.streamed import ModelCallError
 from quantgate.backends import BackendError, capabilities, open_variant
 from quantgate.backends.openai import openai_endpoint
 from quantgate.backends.openai_chat import classify

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from graphs.extraction import ModelCallError
+from graphs.streamed import ModelCallError
 from quantgate.backends import BackendError, open_variant
 from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.openai import _chat, _Settings

@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 
-from graphs.extraction import ModelCallError
+from graphs.streamed import ModelCallError
 from quantgate.evaluate import rounds
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.evaluate.pool import PROCESS_OVERHEAD_MB, warm_capacity
