@@ -36,7 +36,7 @@ CASES = [
     ("score --dataset {bad}/missing --predictions {bad}/preds.jsonl", 2, "no dataset directory"),
     ("score --dataset contacts-events --predictions {bad}/missing.jsonl", 2, "{bad}/missing.jsonl"),
     ("score --dataset contacts-events --predictions {bad}/preds.jsonl", 1, "preds.jsonl:1"),
-    ("score --dataset contacts-events --predictions {bad}/latin1.jsonl", 2, "latin1.jsonl: cannot read it"),
+    ("score --dataset contacts-events --predictions {bad}/latin1.jsonl", 1, "latin1.jsonl:1: not UTF-8"),
     ("score --dataset contacts-events --predictions {bad}", 2, "{bad}: cannot read it: [Errno 21]"),
     ("run --dataset {bad}/missing", 2, "no dataset directory {bad}/missing"),
     ("run --dataset {bad}/ds", 2, "no usable cases"),
