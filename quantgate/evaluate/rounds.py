@@ -7,7 +7,8 @@ reference runs those of them it has no record of (none when the reference cache 
 then each open candidate runs them, one variant at a time, so that no two variants' timings
 overlap. After each round, in a sequential run, each candidate's accuracy gates are judged
 (`quantgate.evaluate.stopping_rule`); a settled candidate is freed and its entry written, and
-the next rounds go to the candidates still open. The rounds end when no candidate is open,
+the next rounds go to the candidates still open (when every candidate is skipped, the reference
+runs on alone, as in a run of the reference only). The rounds end when no candidate is open,
 the cases run out, or the budget would be spent: a round starts only when its expected time
 (each variant's last seconds per case) fits in what is left of `--budget`, which counts case
 evaluation only (loads and warm-ups are measured apart, in `load_s` and the cold first token).
@@ -138,10 +139,11 @@ class _Rounds:
 
     def _open(self) -> list[Track]:
         """The variants the next round is for: the open candidates, or the reference alone in a run
-        of the reference only (with candidates that all failed, there is nothing to compare)."""
+        of the reference only, which a run whose every candidate failed (skipped) becomes: the
+        reference still runs its cases, as it would without them."""
         if self.reference.error is not None:
             return []
-        if self.candidates:
+        if any(t.error is None for t in self.candidates):
             return [t for t in self.candidates if t.open]
         return [self.reference] if self.reference.open else []
 
