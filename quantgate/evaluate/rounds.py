@@ -183,8 +183,10 @@ class _Rounds:
         return None if self.budget_s is None else self.budget_s - self.spent_s
 
     def _expected_s(self, cases: list[str]) -> float:
-        """The time the round would take, at each variant's last measured rate."""
-        participants = [t for t in (self.reference, *self._open()) if not t.placed and t.lacking(cases)]
+        """The time the round would take, at each variant's last measured rate (the reference's
+        once, also when it runs alone)."""
+        tracks = [self.reference, *(t for t in self._open() if t is not self.reference)]
+        participants = [t for t in tracks if not t.placed and t.lacking(cases)]
         rates = [t.case_s for t in participants if t.case_s is not None]
         fallback = max(rates) if rates else 0.0
         return sum(
