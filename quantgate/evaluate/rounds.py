@@ -7,7 +7,8 @@ reference runs those of them it has no record of (none when the reference cache 
 then each open candidate runs them, one variant at a time, so that no two variants' timings
 overlap. After each round, in a sequential run, each candidate's accuracy gates are judged
 (`quantgate.evaluate.stopping_rule`); a settled candidate is freed and its entry written, and
-the next rounds go to the candidates still open. The rounds end when no candidate is open,
+the next rounds go to the candidates still open (when every candidate is skipped, the reference
+runs on alone, as in a run of the reference only). The rounds end when no candidate is open,
 the cases run out, or the budget would be spent: a round starts only when its expected time
 (each variant's last seconds per case) fits in what is left of `--budget`, which counts case
 evaluation only (loads and warm-ups are measured apart, in `load_s` and the cold first token).
@@ -138,10 +139,11 @@ class _Rounds:
 
     def _open(self) -> list[Track]:
         """The variants the next round is for: the open candidates, or the reference alone in a run
-        of the reference only (with candidates that all failed, there is nothing to compare)."""
+        of the reference only, which a run whose every candidate failed (skipped) becomes: the
+        reference still runs its cases, as it would without them."""
         if self.reference.error is not None:
             return []
-        if self.candidates:
+        if any(t.error is None for t in self.candidates):
             return [t for t in self.candidates if t.open]
         return [self.reference] if self.reference.open else []
 
@@ -181,8 +183,10 @@ class _Rounds:
         return None if self.budget_s is None else self.budget_s - self.spent_s
 
     def _expected_s(self, cases: list[str]) -> float:
-        """The time the round would take, at each variant's last measured rate."""
-        participants = [t for t in (self.reference, *self._open()) if not t.placed and t.lacking(cases)]
+        """The time the round would take, at each variant's last measured rate (the reference's
+        once, also when it runs alone)."""
+        tracks = [self.reference, *(t for t in self._open() if t is not self.reference)]
+        participants = [t for t in tracks if not t.placed and t.lacking(cases)]
         rates = [t.case_s for t in participants if t.case_s is not None]
         fallback = max(rates) if rates else 0.0
         return sum(

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from quantgate.cli.main import main
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
@@ -121,3 +122,37 @@ def test_nothing_listening_skips_the_variant_saying_so(tmp_path):
     assert records == []
     assert f"127.0.0.1:{port}" in (entry.error or "")
     assert "server not reachable" in (entry.error or "")
+
+
+def test_an_openai_reference_runs_its_case_beside_an_ollama_candidate_that_is_skipped(tmp_path):
+    """The reported run: `run --limit 1` with an `openai` reference (here a server whose answers
+    are per-case errors) and an `ollama` candidate whose server is not reachable."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # free once closed: nothing listens there
+    server = html_server(200)
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    file = tmp_path / "variants.toml"
+    file.write_text(
+        f'[[variants]]\nname = "ref"\nbackend = "openai"\nmodel = "m"\n'
+        f'options = {{ base_url = "{url}", retry_backoff_s = 0, max_retries = 0 }}\n'
+        f'[[variants]]\nname = "down"\nbackend = "ollama"\nmodel = "m"\n'
+        f'options = {{ host = "http://127.0.0.1:{port}" }}\n'
+    )
+    out = tmp_path / "runs"
+    args = ["run", "--dataset", "tech-config", "--variants", str(file), "--limit", "1", "--out", str(out)]
+    try:
+        code = main([*args, "--no-report", "--examples", "0"])
+    finally:
+        server.shutdown()
+    (run_dir,) = out.iterdir()
+    run = load_run(run_dir)
+    assert [(e.name, e.status, e.cases) for e in run.summary.variants] == [
+        ("ref", "ok", 1),
+        ("down", "skipped", None),
+    ]
+    assert f"127.0.0.1:{port}" in (run.summary.variants[1].error or "")
+    assert [(r.variant, r.error_kind) for r in read_records(run_dir)] == [("ref", "bad_response")]
+    # decided, not "no records of the reference": the reference itself fails its validity gate
+    assert code == 3
+    assert "not even the reference" in (run_dir / "decision.md").read_text()

@@ -121,3 +121,23 @@ def test_a_worker_process_is_given_the_seconds_left_and_stops_there(tmp_path):
     assert cand.sequential.stopped == "budget"
     assert summary.evaluation_s is not None
     assert summary.evaluation_s < 0.8 + 0.1 + 0.3
+
+
+def test_a_reference_running_alone_expects_its_own_time_once(tmp_path):
+    """Every candidate skipped: the reference runs alone, and the next round's expected time is its
+    own seconds per case (counted once), so the rounds that fit in the budget run."""
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a model")
+    variants = VariantSet(
+        reference="ref",
+        variants=[
+            Variant.from_chat_model("ref", SleepyChatModel(delay_s=0.15)),  # 0.6 s a case
+            Variant(name="broken", backend="llamacpp", model=str(broken)),
+        ],
+    )
+    options = RunOptions(
+        out=tmp_path / "runs", progress=False, token_fidelity=False, round_size=1, concurrency=1, budget_s=1.5
+    )
+    summary = load_run(run_evaluation(_dataset(tmp_path / "d", 5), variants, options=options)).summary
+    # the second round is expected to take 0.6 s: 1.2 s fit in 1.5; a third would not (1.8 s)
+    assert summary.entry("ref").cases == 2  # type: ignore[union-attr]

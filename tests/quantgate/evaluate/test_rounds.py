@@ -191,14 +191,34 @@ def test_a_candidate_that_cannot_load_is_skipped_and_the_others_go_on(tmp_path):
     summary = load_run(run_evaluation(dataset, variants, options=options)).summary
     statuses = {e.name: (e.status, e.cases) for e in summary.variants}
     assert statuses == {"ref": ("ok", 8), "broken": ("skipped", None), "good": ("ok", 8)}
-    only_broken = VariantSet(reference="ref", variants=variants.variants[:2])
-    summary = load_run(run_evaluation(dataset, only_broken, options=options)).summary
-    # no candidate left to compare: the reference does not run on alone
+    assert "broken.gguf" in (summary.entry("broken").error or "")  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("sequential", [False, True])
+def test_the_reference_runs_its_cases_when_every_candidate_is_skipped(tmp_path, sequential):
+    dataset = _dataset(tmp_path / "d", 8)
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a model")
+    variants = VariantSet(
+        reference="ref",
+        variants=[
+            Variant.from_chat_model("ref", _model()),
+            Variant(name="broken", backend="llamacpp", model=str(broken)),
+        ],
+    )
+    options = _options(tmp_path, round_size=4, sequential=sequential)
+    run_dir = run_evaluation(dataset, variants, options=options)
+    summary = load_run(run_dir).summary
+    # as in a run of the reference alone: its 8 cases, in two rounds, stopped when they ran out
     assert {e.name: (e.status, e.cases) for e in summary.variants} == {
-        "ref": ("ok", 0),
+        "ref": ("ok", 8),
         "broken": ("skipped", None),
     }
-    assert "broken.gguf" in (summary.entry("broken").error or "")  # type: ignore[union-attr]
+    ref = summary.entry("ref")
+    assert ref is not None
+    # not "settled" (every candidate settled), which no candidate was
+    assert (ref.sequential.stopped if ref.sequential else None) == ("cases" if sequential else None)
+    assert sorted(r.case_id for r in read_records(run_dir)) == [f"c{i:02d}" for i in range(8)]
 
 
 def test_a_candidate_whose_worker_dies_mid_run_keeps_its_records_and_is_skipped(tmp_path):
@@ -215,6 +235,8 @@ def test_a_candidate_whose_worker_dies_mid_run_keeps_its_records_and_is_skipped(
     assert "worker process died" in (summary.entry("dies").error or "")  # type: ignore[union-attr]
     kept = [r.case_id for r in read_records(run_dir) if r.variant == "dies"]
     assert kept == ["c0", "c1", "c2", "c3"]  # the first round's records stay
+    # the reference goes on alone to the run's last case, as in a run of the reference only
+    assert [r.case_id for r in read_records(run_dir) if r.variant == "ref"] == [f"c{i}" for i in range(12)]
     assert (run_dir / RECORDS_FILE).is_file()
 
 
