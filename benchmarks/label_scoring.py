@@ -31,8 +31,8 @@ from typing import Any
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import OpenedVariant
 from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.greedy import Generation
-from quantgate.backends.label_scores import (
+from quantgate.backends.llamacpp.greedy import Generation
+from quantgate.backends.llamacpp.label_scores import (
     LABEL_SCORING_KEY,
     chosen_label,
     closed_label_set,
@@ -42,8 +42,8 @@ from quantgate.backends.label_scores import (
     normalize_logprobs,
     sequence_logprob,
 )
-from quantgate.backends.llamacpp import EmbeddedEngine, LlamaCppChatModel
-from quantgate.backends.teacher_forcing import forced_logits
+from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine, LlamaCppChatModel
+from quantgate.backends.llamacpp.teacher_forcing import forced_logits
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import load_variants_file

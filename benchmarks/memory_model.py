@@ -60,7 +60,7 @@ def child(model: str, context: int, sequences: int, kv_cache: str) -> None:
     """Load, decode, print {"baseline": bytes, "peak": bytes} (llama.cpp logs to stderr)."""
     from llama_cpp import Llama
 
-    from quantgate.backends.batch import LlamaBatchContext
+    from quantgate.backends.llamacpp.batch import LlamaBatchContext
 
     baseline = _peak_rss()
     llama = Llama(

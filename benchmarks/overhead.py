@@ -29,8 +29,8 @@ from typing import Any
 
 from graphs.prompting import build_messages
 from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.greedy import Generation
-from quantgate.backends.llamacpp import EmbeddedEngine
+from quantgate.backends.llamacpp.greedy import Generation
+from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation, select_cases
 from quantgate.hardware import hardware
 from quantgate.inputs.dataset import load_dataset

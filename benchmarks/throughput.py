@@ -2,7 +2,7 @@
 
 In one process and one sitting, on one model file:
 
-1. raw: llama.cpp's low-level API (`quantgate.backends.batch.LlamaBatchContext`, no
+1. raw: llama.cpp's low-level API (`quantgate.backends.llamacpp.batch.LlamaBatchContext`, no
    scheduler, grammar, LangChain or graph): the first real prompt is read into sequence 0,
    its KV copied into N sequences, and `--steps` greedy argmax steps are decoded in lock-step,
    one batch of N tokens per step, at the prompts' depth (what `llama-batched-bench` measures).
@@ -45,9 +45,9 @@ from langchain_core.messages import BaseMessage
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import EMBEDDED_SLOTS, OpenedVariant
 from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.batch import LlamaBatchContext
-from quantgate.backends.greedy import common_prefix
-from quantgate.backends.llamacpp import (
+from quantgate.backends.llamacpp.batch import LlamaBatchContext
+from quantgate.backends.llamacpp.greedy import common_prefix
+from quantgate.backends.llamacpp.llamacpp import (
     EmbeddedEngine,
     LlamaCppChatModel,
     physical_cores,

@@ -42,9 +42,9 @@ from graphs.extraction import graph as extraction_graph
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import EMBEDDED_SLOTS, VERIFY_KWARG, open_variant
 from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.greedy import common_prefix
-from quantgate.backends.llamacpp import EmbeddedEngine, LlamaCppChatModel
-from quantgate.backends.teacher_forcing import forced_logits
+from quantgate.backends.llamacpp.greedy import common_prefix
+from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine, LlamaCppChatModel
+from quantgate.backends.llamacpp.teacher_forcing import forced_logits
 from quantgate.evaluate.options import RunOptions, extraction_context, run_cases
 from quantgate.hardware import hardware, package_version
 from quantgate.inputs.dataset import Case, load_dataset

@@ -6,7 +6,7 @@ RSS ≈ process baseline + weights + vocabulary + KV cache + output buffers + co
 - vocabulary: llama.cpp's token tables, `VOCAB_BYTES_PER_TOKEN` per entry (an estimate);
 - KV cache: per cell, `n_head_kv * (key_length * bytes(type_k) + value_length * bytes(type_v))`
   summed over the layers. Cells: the context of each parallel sequence times the sequences (one
-  unified buffer, as `quantgate.backends.batch` builds it); a sliding-window layer holds all of them
+  unified buffer, as `quantgate.backends.llamacpp.batch` builds it); a sliding-window layer holds all of them
   with a full-size SWA cache (`swa_full`, the backend's setting), else
   `min(n_ctx, pad256(sliding_window * n_seq_max + n_ubatch))` (llama.cpp's `llama_kv_cache_iswa`);
 - output buffers: `n_vocab` float32 logits per sequence of each context;

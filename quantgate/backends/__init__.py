@@ -133,7 +133,9 @@ def _open_chat_model(
 def _open_llamacpp(
     variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
 ) -> Iterator[OpenedVariant]:
-    from quantgate.backends.llamacpp import open_llamacpp  # loads llama.cpp's bindings: only when used
+    from quantgate.backends.llamacpp.llamacpp import (
+        open_llamacpp,
+    )  # loads llama.cpp's bindings: only when used
 
     with open_llamacpp(variant, schema, slots=slots) as opened:
         yield opened
@@ -143,7 +145,7 @@ def _open_llamacpp(
 def _open_ollama(
     variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
 ) -> Iterator[OpenedVariant]:
-    from quantgate.backends.ollama import open_ollama
+    from quantgate.backends.ollama.ollama import open_ollama
 
     with open_ollama(variant, schema) as opened:
         yield opened
@@ -153,7 +155,7 @@ def _open_ollama(
 def _open_openai(
     variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
 ) -> Iterator[OpenedVariant]:
-    from quantgate.backends.openai import open_openai
+    from quantgate.backends.openai.openai import open_openai
 
     with open_openai(variant, schema) as opened:
         yield opened

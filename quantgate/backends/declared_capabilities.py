@@ -102,7 +102,7 @@ OPENAI_CAPABILITIES = BackendCapabilities(
     token_fidelity="logprobs", logprobs_api="openai", process_isolation=True, parallel="server",
     memory="server", json_schema=True,
 )  # fmt: skip
-"""An OpenAI-compatible server (`quantgate.backends.openai`): it schedules concurrent requests
+"""An OpenAI-compatible server (`quantgate.backends.openai.openai`): it schedules concurrent requests
 itself; JSON schema through `response_format` where the server takes it (the variant's
 `runtime.decoding` says when it took none); token fidelity from the log-probabilities it returns,
 where the prompt text it reads is known (`api = "completions"`, or a server with llama.cpp's

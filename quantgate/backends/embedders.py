@@ -46,7 +46,7 @@ EmbeddingsOpener = Callable[[Variant], AbstractContextManager[OpenedEmbeddings]]
 
 @contextmanager
 def _open_llamacpp(variant: Variant) -> Iterator[OpenedEmbeddings]:
-    from quantgate.backends.llamacpp_embeddings import LlamaCppEmbeddings
+    from quantgate.backends.llamacpp.llamacpp_embeddings import LlamaCppEmbeddings
 
     path = Path(variant.model)
     if not path.is_file():
@@ -85,7 +85,7 @@ def _open_llamacpp(variant: Variant) -> Iterator[OpenedEmbeddings]:
 def _open_ollama(variant: Variant) -> Iterator[OpenedEmbeddings]:
     from langchain_ollama import OllamaEmbeddings
 
-    from quantgate.backends.ollama import OllamaServer, ollama_host
+    from quantgate.backends.ollama.ollama import OllamaServer, ollama_host
 
     host = ollama_host(variant)
     timeout_s = float(variant.options.get("timeout_s", 600))

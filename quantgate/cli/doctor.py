@@ -78,7 +78,7 @@ def _ladder(directory: Path) -> Check:
 
 def _ollama(tags: Sequence[str]) -> list[Check]:
     from quantgate.backends import BackendError
-    from quantgate.backends.ollama import OllamaServer, ollama_host
+    from quantgate.backends.ollama.ollama import OllamaServer, ollama_host
     from quantgate.inputs.variants import Variant
 
     host = ollama_host(Variant(name="doctor", backend="ollama", model=""))

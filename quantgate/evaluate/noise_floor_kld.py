@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from evaluators.fidelity import TokenFidelitySummary, summarize_token_fidelity, token_fidelity
 from quantgate.backends import BackendError, capabilities, open_variant
-from quantgate.backends.llamacpp import LlamaCppChatModel
-from quantgate.backends.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
+from quantgate.backends.llamacpp.llamacpp import LlamaCppChatModel
+from quantgate.backends.llamacpp.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.evaluate.session import RunSession
 from quantgate.evaluate.token_fidelity.measurement import case_prompt

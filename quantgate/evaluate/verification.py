@@ -4,14 +4,14 @@ it decodes in full for its latency figures.
 The reference answers each round's cases first (or its cache has them). A candidate whose backend
 declares `verification` is handed the reference's answers to the same prompts (one per model call:
 the first attempt, then each repair) and reads them at prefill speed, keeping each token it would
-have chosen itself and decoding from the first where it would not (`quantgate.backends.slots`). Its
+have chosen itself and decoding from the first where it would not (`quantgate.backends.llamacpp.slots`). Its
 record is then the one decoding gives, up to llama.cpp's batch-shape rounding (measured in
 `benchmarks/verify.py`, docs/performance.md), and says how it was obtained
 (`evaluators.verification`).
 
 The reference keeps its top log-probabilities per token while it decodes the cases candidates will
 verify (`reference_options`), and each candidate compares every row it reads with them: token
-fidelity on every verified case, at no extra forward pass (`quantgate.backends.logprobs`). The
+fidelity on every verified case, at no extra forward pass (`quantgate.backends.llamacpp.logprobs`). The
 latency sample is decoded without them, so that every variant's timed cases do the same work.
 
 Verified cases have no decoding latency, so the run's first `RunOptions.latency_cases` cases (the

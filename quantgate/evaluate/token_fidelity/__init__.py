@@ -2,9 +2,9 @@
 
 `run_step.py` is the step of `quantgate run` (which variants can be measured, how, and what goes
 into the summary); `measurement.py` measures embedded variants on full logits and Ollama variants
-on top-k log-probabilities; `ollama_forcing.py` (Ollama's API) and `quantgate.backends.teacher_forcing`
-(llama.cpp) make a model follow the reference's output. The figures themselves (KLD, top-1 agreement, their
-summaries) are defined in `evaluators.fidelity`.
+on top-k log-probabilities; `ollama_forcing.py` (Ollama's API) and
+`quantgate.backends.llamacpp.teacher_forcing` (llama.cpp) make a model follow the reference's output.
+The figures themselves (KLD, top-1 agreement, their summaries) are defined in `evaluators.fidelity`.
 """
 
 from quantgate.evaluate.token_fidelity.measurement import (

@@ -22,7 +22,7 @@ from scipy.special import log_softmax
 
 from quantgate.backends import BackendError
 from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
+from quantgate.backends.llamacpp.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
 from quantgate.evaluate.token_fidelity.ollama_forcing import (
     DEFAULT_TOP_LOGPROBS,
     ForcedPositions,

@@ -34,7 +34,7 @@ OPENAI_METHOD = (
 
 
 def _ollama_forcing(variant: Variant) -> OllamaForcing:
-    from quantgate.backends.ollama import DEFAULT_NUM_CTX, ollama_host
+    from quantgate.backends.ollama.ollama import DEFAULT_NUM_CTX, ollama_host
     from quantgate.backends.streaming import DEFAULT_TIMEOUT_S
 
     options = variant.options
@@ -51,7 +51,7 @@ def _ollama_forcing(variant: Variant) -> OllamaForcing:
 
 
 def _openai_forcing(variant: Variant) -> OpenAIForcing:
-    from quantgate.backends.openai import completion_prompt, openai_endpoint
+    from quantgate.backends.openai.openai import completion_prompt, openai_endpoint
 
     base_url, model, api_key = openai_endpoint(variant)
     options = variant.options

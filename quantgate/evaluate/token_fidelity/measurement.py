@@ -41,8 +41,8 @@ from graphs.extraction import ExtractionContext
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import BackendError
 from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.llamacpp import EmbeddedEngine
-from quantgate.backends.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
+from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine
+from quantgate.backends.llamacpp.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
 from quantgate.evaluate.token_fidelity.ollama_forcing import ForcedPositions, Forcing
 from quantgate.inputs.variants import KVCache
 

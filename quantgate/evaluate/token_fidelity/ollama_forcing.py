@@ -39,7 +39,7 @@ import httpx
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from quantgate.backends import BackendError
-from quantgate.backends.ollama_chat import ollama_error_text
+from quantgate.backends.ollama.ollama_chat import ollama_error_text
 
 DEFAULT_TOP_LOGPROBS = 20
 _ROLES = ((SystemMessage, "system"), (HumanMessage, "user"), (AIMessage, "assistant"))

@@ -36,8 +36,8 @@ from langchain_core.messages import BaseMessage
 from evaluators.fidelity import TokenFidelitySummary
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import BackendError, capabilities, open_variant
-from quantgate.backends.llamacpp import LlamaCppChatModel
-from quantgate.backends.openai import completion_prompt
+from quantgate.backends.llamacpp.llamacpp import LlamaCppChatModel
+from quantgate.backends.openai.openai import completion_prompt
 from quantgate.backends.runtime_pairs import same_file_pairs
 from quantgate.evaluate.executor import VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from quantgate.backends.grammar import GrammarChecker, LlguidanceChecker
-from quantgate.backends.llamacpp import EmbeddedEngine
+from quantgate.backends.llamacpp.grammar import GrammarChecker, LlguidanceChecker
+from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine
 from quantgate.backends.schema_grammar import GrammarEngineName
 
 _CHARACTERS = '{}[]",: 0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-.+@_%/\\'

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from graphs.prompting import build_messages
-from quantgate.backends.llamacpp import open_llamacpp
+from quantgate.backends.llamacpp.llamacpp import open_llamacpp
 from quantgate.evaluate.options import select_cases
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import KVCache, Variant

@@ -9,8 +9,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from graphs.prompting import repair_message
 from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.greedy import GreedyDecoder
-from quantgate.backends.llamacpp import EmbeddedEngine
+from quantgate.backends.llamacpp.greedy import GreedyDecoder
+from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine
 from quantgate.backends.schema_grammar import grammar_schema
 
 SCHEMA: dict[str, Any] = {

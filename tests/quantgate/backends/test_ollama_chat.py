@@ -14,7 +14,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from pydantic import Field
 
 from graphs.streamed import ModelCallError
-from quantgate.backends.ollama_chat import OllamaChatModel
+from quantgate.backends.ollama.ollama_chat import OllamaChatModel
 from quantgate.backends.streaming import MessagesChatModel
 
 

@@ -7,8 +7,8 @@ import httpx
 import pytest
 from ollama import ResponseError
 
-from quantgate.backends.ollama import classify, ollama_host
-from quantgate.backends.ollama_chat import truncation_limits
+from quantgate.backends.ollama.ollama import classify, ollama_host
+from quantgate.backends.ollama.ollama_chat import truncation_limits
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant, VariantSet

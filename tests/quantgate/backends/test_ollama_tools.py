@@ -8,8 +8,8 @@ import pytest
 
 from graphs.extraction import graph
 from graphs.prompting import NATIVE_TOOL_INSTRUCTION, NO_TOOL_ANSWER
-from quantgate.backends.ollama import open_ollama
-from quantgate.backends.ollama_tools import MALFORMED_CALL, TOOLS_DECODING
+from quantgate.backends.ollama.ollama import open_ollama
+from quantgate.backends.ollama.ollama_tools import MALFORMED_CALL, TOOLS_DECODING
 from quantgate.cli.main import main
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.evaluate.warm_up import WARM_UP_TEXT

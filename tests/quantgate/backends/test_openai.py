@@ -10,8 +10,8 @@ import pytest
 
 from graphs.streamed import ModelCallError
 from quantgate.backends import BackendError, capabilities, open_variant
-from quantgate.backends.openai import openai_endpoint
-from quantgate.backends.openai_chat import classify
+from quantgate.backends.openai.openai import openai_endpoint
+from quantgate.backends.openai.openai_chat import classify
 from quantgate.inputs.variants import Variant, VariantSpecError, parse_spec
 
 URL = "http://127.0.0.1:8000/v1"
@@ -125,7 +125,7 @@ def test_failures_are_named_by_kind(error, kind, retryable, said):
 
 def test_the_record_says_how_answers_were_held_to_the_schema():
     from quantgate.backends import structured_output_note
-    from quantgate.backends.openai import NO_SCHEMA_DECODING
+    from quantgate.backends.openai.openai import NO_SCHEMA_DECODING
 
     assert structured_output_note("openai", {"decoding": NO_SCHEMA_DECODING}) == (
         "no response_format: validation and repairs only"

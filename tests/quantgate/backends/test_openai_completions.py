@@ -15,8 +15,8 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from graphs.streamed import ModelCallError
 from quantgate.backends import BackendError, open_variant
 from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.openai import _chat, _Settings
-from quantgate.backends.openai_completions import PROBE_LITERAL, probe_verdict
+from quantgate.backends.openai.openai import _chat, _Settings
+from quantgate.backends.openai.openai_completions import PROBE_LITERAL, probe_verdict
 from quantgate.backends.schema_grammar import gbnf_grammar
 from quantgate.inputs.variants import Variant
 

@@ -12,8 +12,8 @@ import pytest
 
 from graphs.prompting import build_messages
 from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.greedy import Generation
-from quantgate.backends.llamacpp import EmbeddedEngine
+from quantgate.backends.llamacpp.greedy import Generation
+from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine
 from quantgate.evaluate.options import select_cases
 from quantgate.inputs.dataset import load_dataset
 

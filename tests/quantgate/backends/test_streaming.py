@@ -13,8 +13,8 @@ from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk
 
 from graphs.streamed import ModelCallError
-from quantgate.backends.ollama_chat import OllamaChatModel
-from quantgate.backends.openai_chat import OpenAIServerChatModel
+from quantgate.backends.ollama.ollama_chat import OllamaChatModel
+from quantgate.backends.openai.openai_chat import OpenAIServerChatModel
 from quantgate.backends.streaming import MessagesChatModel, TimedChatModel, status_error
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from quantgate.backends import BackendError
 from quantgate.backends.embedders import open_embeddings
-from quantgate.backends.llamacpp_embeddings import LlamaCppEmbeddings
+from quantgate.backends.llamacpp.llamacpp_embeddings import LlamaCppEmbeddings
 from quantgate.cli.main import main
 from quantgate.embeddings import VectorIndex
 from quantgate.inputs.variants import Variant, VariantSet, write_variants_file

@@ -13,7 +13,7 @@ import pytest
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import open_variant
 from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.llamacpp import LlamaCppChatModel
+from quantgate.backends.llamacpp.llamacpp import LlamaCppChatModel
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.evaluate.token_fidelity.job import FidelityJob
 from quantgate.evaluate.token_fidelity.runtime_pairs import measure_pairs

@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from quantgate.backends.greedy import Generation, common_prefix
-from quantgate.backends.logprobs import ForcedFidelity, TokenTop, aligned, top_logprobs
-from quantgate.backends.slot_sequences import BatchContext, SlotBatch, SlotRequest, SlotSequence
+from quantgate.backends.llamacpp.greedy import Generation, common_prefix
+from quantgate.backends.llamacpp.logprobs import ForcedFidelity, TokenTop, aligned, top_logprobs
+from quantgate.backends.llamacpp.slot_sequences import BatchContext, SlotBatch, SlotRequest, SlotSequence
 
 _END = object()
 

@@ -6,11 +6,11 @@ Modelfile parameters), then loads the model with an empty `/api/generate` carryi
 run's `num_ctx`, so the cold load is timed on its own and never counted in a case's latency,
 then reads `/api/ps` (size in memory, size in VRAM, context length). Chat calls go through
 `ChatOllama` with `format` set to the dataset's JSON schema, temperature 0, a fixed seed and
-`num_ctx`; what can go wrong in a call is `quantgate.backends.ollama_chat`. The schema is sent
+`num_ctx`; what can go wrong in a call is `quantgate.backends.ollama.ollama_chat`. The schema is sent
 rewritten for llama.cpp's JSON-schema converter, which the server runs (`grammar_schema`), and
 what that converter cannot enforce is recorded as `runtime.unenforced_schema_keywords`.
 For a tool-calling task the task's tools are sent as Ollama's `tools` instead, with no `format`
-(`quantgate.backends.ollama_tools`), and the variant says so (`native_tools`), so that the prompt
+(`quantgate.backends.ollama.ollama_tools`), and the variant says so (`native_tools`), so that the prompt
 asks for a tool call rather than JSON; `runtime.decoding` says which way a variant's calls went.
 """
 
@@ -29,9 +29,14 @@ import httpx
 import psutil
 
 from quantgate.backends import BackendError, OpenedVariant
-from quantgate.backends.ollama_chat import DEFAULT_NOTICE_EVERY_S, DEFAULT_NUM_KEEP, OllamaChatModel, classify
-from quantgate.backends.ollama_fields import digest_field, running_fields, shown_fields, version_field
-from quantgate.backends.ollama_tools import TOOLS_DECODING, task_tools
+from quantgate.backends.ollama.ollama_chat import (
+    DEFAULT_NOTICE_EVERY_S,
+    DEFAULT_NUM_KEEP,
+    OllamaChatModel,
+    classify,
+)
+from quantgate.backends.ollama.ollama_fields import digest_field, running_fields, shown_fields, version_field
+from quantgate.backends.ollama.ollama_tools import TOOLS_DECODING, task_tools
 from quantgate.backends.schema_grammar import grammar_schema, unenforced_keywords
 from quantgate.backends.server_fields import described, refusal
 from quantgate.backends.streaming import DEFAULT_FIRST_TOKEN_TIMEOUT_S, DEFAULT_TIMEOUT_S

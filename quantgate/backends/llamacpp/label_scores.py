@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from evaluators.classification import LABEL_PROBABILITY_KEY as PROBABILITY_KEY
-from quantgate.backends.label_context import ContinuationScorer, log_normalizer
+from quantgate.backends.llamacpp.label_context import ContinuationScorer, log_normalizer
 
 LABEL_SCORING_KEY = "label_scoring_s"
 """Seconds the label probabilities took (part of the attempt's `total_s`)."""

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from quantgate.backends.greedy import common_prefix
+from quantgate.backends.llamacpp.greedy import common_prefix
 
 DEFAULT_ROWS_PER_BATCH = 64
 """Positions with logits per llama.cpp decode call. llama.cpp keeps an output buffer of one

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from quantgate.backends.grammar import GrammarChecker, GrammarEngine, SequenceGrammar
+from quantgate.backends.llamacpp.grammar import GrammarChecker, GrammarEngine, SequenceGrammar
 
 
 class LlamaBatchContext:

@@ -28,12 +28,17 @@ from pydantic import ConfigDict
 from evaluators.json_tokens import token_kinds
 from quantgate.backends import BackendError, OpenedVariant
 from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.grammar import GrammarChecker, GrammarEngine, LlguidanceChecker, lark_of_schema
-from quantgate.backends.greedy import Generation, GreedyDecoder
-from quantgate.backends.kv_cache import kv_cache_params
-from quantgate.backends.label_context import ContinuationScorer, scorer_sequences
-from quantgate.backends.label_scores import LABEL_SCORING_KEY, closed_label_set, label_metadata
-from quantgate.backends.logprobs import TokenTop, given_answer, logprob_metadata
+from quantgate.backends.llamacpp.grammar import (
+    GrammarChecker,
+    GrammarEngine,
+    LlguidanceChecker,
+    lark_of_schema,
+)
+from quantgate.backends.llamacpp.greedy import Generation, GreedyDecoder
+from quantgate.backends.llamacpp.kv_cache import kv_cache_params
+from quantgate.backends.llamacpp.label_context import ContinuationScorer, scorer_sequences
+from quantgate.backends.llamacpp.label_scores import LABEL_SCORING_KEY, closed_label_set, label_metadata
+from quantgate.backends.llamacpp.logprobs import TokenTop, given_answer, logprob_metadata
 from quantgate.backends.schema_grammar import (
     GRAMMAR_ENGINES,
     GrammarEngineName,
@@ -47,7 +52,7 @@ from quantgate.hardware import package_version
 from quantgate.inputs.variants import KVCache, Variant
 
 if TYPE_CHECKING:
-    from quantgate.backends.slots import SlotScheduler
+    from quantgate.backends.llamacpp.slots import SlotScheduler
 
 
 DEFAULT_GRAMMAR_ENGINE: GrammarEngineName = "gbnf"
@@ -104,7 +109,7 @@ class EmbeddedEngine:
     token by token.
 
     `kv_cache` sets the attention cache's K and V types (f16 when None); a quantized V cache
-    turns flash attention on, as llama.cpp requires (`quantgate.backends.kv_cache`).
+    turns flash attention on, as llama.cpp requires (`quantgate.backends.llamacpp.kv_cache`).
     """
 
     def __init__(
@@ -163,8 +168,8 @@ class EmbeddedEngine:
             self._decoder = GreedyDecoder(self.llama, self._checker)
 
     def _start_slots(self, slots: int, fast_forward: bool) -> None:
-        from quantgate.backends.batch import LlamaBatchContext
-        from quantgate.backends.slots import SlotScheduler
+        from quantgate.backends.llamacpp.batch import LlamaBatchContext
+        from quantgate.backends.llamacpp.slots import SlotScheduler
 
         checker, n_threads = self._checker, self.n_threads
         self._batch_context = LlamaBatchContext(

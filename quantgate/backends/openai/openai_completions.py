@@ -29,7 +29,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from graphs.streamed import ModelCallError
 from quantgate.backends import BackendError
 from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.openai_chat import classify
+from quantgate.backends.openai.openai_chat import classify
 from quantgate.backends.schema_grammar import unenforced_keywords
 from quantgate.backends.streaming import StreamingChatModel
 from quantgate.inputs.variants import Variant

@@ -24,8 +24,8 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from graphs.streamed import ModelCallError
 from quantgate.backends import BackendError, OpenedVariant
 from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.openai_chat import OpenAIServerChatModel, classify
-from quantgate.backends.openai_completions import (
+from quantgate.backends.openai.openai_chat import OpenAIServerChatModel, classify
+from quantgate.backends.openai.openai_completions import (
     COMPLETION_FORMATS,
     CompletionChatModel,
     choose_completion_format,
@@ -34,7 +34,7 @@ from quantgate.backends.openai_completions import (
     completion_decoding,
     extra_body_option,
 )
-from quantgate.backends.openai_metadata import server_metadata
+from quantgate.backends.openai.openai_metadata import server_metadata
 from quantgate.backends.schema_grammar import grammar_schema, unenforced_keywords
 from quantgate.backends.streaming import DEFAULT_FIRST_TOKEN_TIMEOUT_S, DEFAULT_TIMEOUT_S
 from quantgate.hardware import package_version

@@ -34,7 +34,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 
 from graphs.streamed import ModelCallError
-from quantgate.backends.ollama_tools import is_malformed_call, tool_answer
+from quantgate.backends.ollama.ollama_tools import is_malformed_call, tool_answer
 from quantgate.backends.server_fields import error_message, refusal
 from quantgate.backends.streaming import TimedChatModel, WaitingNotice, status_error
 

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from quantgate.backends.greedy import common_prefix
+from quantgate.backends.llamacpp.greedy import common_prefix
 
 
 class _Entry(NamedTuple):

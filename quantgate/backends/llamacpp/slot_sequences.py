@@ -1,4 +1,4 @@
-"""What the slot scheduler (`quantgate.backends.slots`) works on: the model context it decodes in
+"""What the slot scheduler (`quantgate.backends.llamacpp.slots`) works on: the model context it decodes in
 (`BatchContext`, so that it can be tested against a fake model), and what it keeps per request, per
 running sequence and per batch.
 
@@ -19,9 +19,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from quantgate.backends.grammar import SequenceGrammar
-from quantgate.backends.greedy import Generation
-from quantgate.backends.logprobs import TokenTop
+from quantgate.backends.llamacpp.grammar import SequenceGrammar
+from quantgate.backends.llamacpp.greedy import Generation
+from quantgate.backends.llamacpp.logprobs import TokenTop
 
 
 class BatchContext(Protocol):

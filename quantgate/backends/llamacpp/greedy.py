@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from quantgate.backends.grammar import GrammarChecker, GrammarEngine
-from quantgate.backends.logprobs import ForcedFidelity, TokenTop, top_logprobs
+from quantgate.backends.llamacpp.grammar import GrammarChecker, GrammarEngine
+from quantgate.backends.llamacpp.logprobs import ForcedFidelity, TokenTop, top_logprobs
 
 
 @dataclass

@@ -1,0 +1,1 @@
+"""The Ollama backend: a variant served by an Ollama server, its calls, tools and metadata fields."""
