@@ -12,7 +12,9 @@ in a worker process, how a load level is served, embeddings. Callers ask `capabi
 before opening, never the backend's name. Each backend is one `RegisteredBackend` record
 (name, opener, capabilities). Register another with `register_backend("name", opener,
 capabilities=BackendCapabilities(...))` (`registered_backend` for a block), or install a package
-that names its record in the `quantgate.backends` entry-point group.
+that names its record in the `quantgate.backends` entry-point group. The built-ins (`llamacpp`,
+`ollama`, `openai`, `langchain`) are such records, one folder each, named in quantgate's own
+pyproject.toml: the registry knows no backend by name.
 """
 
 from __future__ import annotations
@@ -29,15 +31,10 @@ from langchain_core.language_models import BaseChatModel
 from evaluators.errors import QuantgateError
 from quantgate.backends.declared_capabilities import (
     EMBEDDED_SLOTS,
-    LANGCHAIN_CAPABILITIES,
-    LLAMACPP_CAPABILITIES,
-    OLLAMA_CAPABILITIES,
-    OPENAI_CAPABILITIES,
     TOP_LOGPROBS_KWARG,
     VERIFY_KWARG,
     BackendCapabilities,
 )
-from quantgate.hardware import package_version
 from quantgate.inputs.variants import KVCache, Variant
 
 
@@ -117,59 +114,8 @@ ENTRY_POINT_GROUP = "quantgate.backends"
 """The entry-point group where installed packages name their `RegisteredBackend`s."""
 
 
-@contextmanager
-def _open_chat_model(
-    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
-) -> Iterator[OpenedVariant]:
-    if variant.chat_model is None:
-        raise BackendError(f"variant {variant.name}: backend 'langchain' needs a chat_model object")
-    yield OpenedVariant(
-        chat_model=variant.chat_model,
-        runtime={"name": type(variant.chat_model).__name__, "version": package_version("langchain-core")},
-    )
-
-
-@contextmanager
-def _open_llamacpp(
-    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
-) -> Iterator[OpenedVariant]:
-    from quantgate.backends.llamacpp.llamacpp import (
-        open_llamacpp,
-    )  # loads llama.cpp's bindings: only when used
-
-    with open_llamacpp(variant, schema, slots=slots) as opened:
-        yield opened
-
-
-@contextmanager
-def _open_ollama(
-    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
-) -> Iterator[OpenedVariant]:
-    from quantgate.backends.ollama.ollama import open_ollama
-
-    with open_ollama(variant, schema) as opened:
-        yield opened
-
-
-@contextmanager
-def _open_openai(
-    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
-) -> Iterator[OpenedVariant]:
-    from quantgate.backends.openai.openai import open_openai
-
-    with open_openai(variant, schema) as opened:
-        yield opened
-
-
-_REGISTRY: dict[str, RegisteredBackend] = {
-    record.name: record
-    for record in (
-        RegisteredBackend(name="llamacpp", open=_open_llamacpp, capabilities=LLAMACPP_CAPABILITIES),
-        RegisteredBackend(name="langchain", open=_open_chat_model, capabilities=LANGCHAIN_CAPABILITIES),
-        RegisteredBackend(name="ollama", open=_open_ollama, capabilities=OLLAMA_CAPABILITIES),
-        RegisteredBackend(name="openai", open=_open_openai, capabilities=OPENAI_CAPABILITIES),
-    )
-}
+_REGISTRY: dict[str, RegisteredBackend] = {}
+"""The backends loaded so far: those a script registered, and those the entry points named once asked for."""
 
 
 def register_backend(
@@ -232,6 +178,22 @@ def _installed(name: str) -> RegisteredBackend | None:
         _REGISTRY[name] = record
         return record
     return None
+
+
+def _unregistered_note() -> str:
+    """A hint when quantgate's own entry points are missing: a checkout whose pyproject.toml gained
+    backends since it was installed (its built-ins are then unknown until it is installed again)."""
+    own = [
+        ep
+        for ep in entry_points(group=ENTRY_POINT_GROUP)
+        if ep.dist is not None and ep.dist.name == "quantgate"
+    ]
+    if own:
+        return ""
+    return (
+        f" (quantgate's installed metadata names none of its own backends in the {ENTRY_POINT_GROUP} "
+        "entry-point group: install it again, e.g. `pip install -e .` in its checkout)"
+    )
 
 
 def _lookup(name: str) -> RegisteredBackend | None:
@@ -336,7 +298,7 @@ def open_variant(
     """
     record = _lookup(variant.backend)
     if record is None:
-        known = ", ".join(backend_names())
+        known = (", ".join(backend_names()) or "none") + _unregistered_note()
         raise BackendError(f"variant {variant.name}: unknown backend {variant.backend!r}; known: {known}")
     problem = kv_cache_problem(variant)
     if problem:
@@ -348,10 +310,6 @@ def open_variant(
 __all__ = [
     "EMBEDDED_SLOTS",
     "ENTRY_POINT_GROUP",
-    "LANGCHAIN_CAPABILITIES",
-    "LLAMACPP_CAPABILITIES",
-    "OLLAMA_CAPABILITIES",
-    "OPENAI_CAPABILITIES",
     "TOP_LOGPROBS_KWARG",
     "VERIFY_KWARG",
     "Backend",

@@ -1,5 +1,6 @@
-"""What each backend declares it can do (`BackendCapabilities`), and the built-in backends'
-declarations. Callers ask `quantgate.backends.capabilities(variant)`, never a backend's name."""
+"""What each backend declares it can do (`BackendCapabilities`); each built-in backend declares its own
+in its folder (`quantgate.backends.llamacpp`, ...). Callers ask `quantgate.backends.capabilities(variant)`,
+never a backend's name."""
 
 from __future__ import annotations
 
@@ -88,25 +89,3 @@ EMBEDDED_SLOTS = 4
 """Default slots of an embedded variant. `benchmarks/throughput.py` on 2 cores (Gemma 3 270M
 Q4_K_M, depth 1,800): raw decode gives 44 tokens/s at 1 sequence, 68 at 2, 101 at 4 and 87
 at 8, so 4 is where the aggregate peaks."""
-
-LLAMACPP_CAPABILITIES = BackendCapabilities(
-    token_fidelity="logits", process_isolation=True, parallel="slots", memory="process", model_file=True,
-    default_concurrency=EMBEDDED_SLOTS, embeddings=True, kv_cache="applied", json_schema=True,
-    verification=True,
-)  # fmt: skip
-OLLAMA_CAPABILITIES = BackendCapabilities(
-    token_fidelity="logprobs", logprobs_api="ollama", process_isolation=True, parallel="server",
-    memory="server", embeddings=True, kv_cache="declared", json_schema=True,
-)  # fmt: skip
-OPENAI_CAPABILITIES = BackendCapabilities(
-    token_fidelity="logprobs", logprobs_api="openai", process_isolation=True, parallel="server",
-    memory="server", json_schema=True,
-)  # fmt: skip
-"""An OpenAI-compatible server (`quantgate.backends.openai.openai`): it schedules concurrent requests
-itself; JSON schema through `response_format` where the server takes it (the variant's
-`runtime.decoding` says when it took none); token fidelity from the log-probabilities it returns,
-where the prompt text it reads is known (`api = "completions"`, or a server with llama.cpp's
-`/apply-template`; else the run says it is not measured)."""
-LANGCHAIN_CAPABILITIES = BackendCapabilities(
-    token_fidelity=None, process_isolation=False, parallel="none", memory="process", from_python=True
-)

@@ -1,1 +1,38 @@
-"""The Ollama backend: a variant served by an Ollama server, its calls, tools and metadata fields."""
+"""The Ollama backend: a variant served by an Ollama server, its calls, tools and metadata fields.
+
+`BACKEND` is its record, named in the `quantgate.backends` entry-point group (pyproject.toml) like any
+plugin's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from quantgate.backends import OpenedVariant, RegisteredBackend
+from quantgate.backends.declared_capabilities import BackendCapabilities
+from quantgate.inputs.variants import Variant
+
+CAPABILITIES = BackendCapabilities(
+    token_fidelity="logprobs", logprobs_api="ollama", process_isolation=True, parallel="server",
+    memory="server", embeddings=True, kv_cache="declared", json_schema=True,
+)  # fmt: skip
+"""An Ollama server: it schedules concurrent requests (`OLLAMA_NUM_PARALLEL`), sets the KV cache type
+server-wide, takes a JSON schema as `format` and returns top-k log-probabilities."""
+
+
+@contextmanager
+def open_served(
+    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
+) -> Iterator[OpenedVariant]:
+    """Open an Ollama variant (see `quantgate.backends.ollama.ollama.open_ollama`)."""
+    from quantgate.backends.ollama.ollama import open_ollama
+
+    with open_ollama(variant, schema) as opened:
+        yield opened
+
+
+BACKEND = RegisteredBackend(name="ollama", open=open_served, capabilities=CAPABILITIES)
+
+__all__ = ["BACKEND", "CAPABILITIES", "open_served"]

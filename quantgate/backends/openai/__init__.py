@@ -1,2 +1,42 @@
 """The OpenAI-compatible backend: a variant served by vLLM, llama.cpp's server, LM Studio, ...;
-its chat and completion calls and the server's metadata."""
+its chat and completion calls and the server's metadata.
+
+`BACKEND` is its record, named in the `quantgate.backends` entry-point group (pyproject.toml) like any
+plugin's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from quantgate.backends import OpenedVariant, RegisteredBackend
+from quantgate.backends.declared_capabilities import BackendCapabilities
+from quantgate.inputs.variants import Variant
+
+CAPABILITIES = BackendCapabilities(
+    token_fidelity="logprobs", logprobs_api="openai", process_isolation=True, parallel="server",
+    memory="server", json_schema=True,
+)  # fmt: skip
+"""An OpenAI-compatible server (`quantgate.backends.openai.openai`): it schedules concurrent requests
+itself; JSON schema through `response_format` where the server takes it (the variant's
+`runtime.decoding` says when it took none); token fidelity from the log-probabilities it returns,
+where the prompt text it reads is known (`api = "completions"`, or a server with llama.cpp's
+`/apply-template`; else the run says it is not measured)."""
+
+
+@contextmanager
+def open_served(
+    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
+) -> Iterator[OpenedVariant]:
+    """Open an OpenAI-compatible variant (see `quantgate.backends.openai.openai.open_openai`)."""
+    from quantgate.backends.openai.openai import open_openai
+
+    with open_openai(variant, schema) as opened:
+        yield opened
+
+
+BACKEND = RegisteredBackend(name="openai", open=open_served, capabilities=CAPABILITIES)
+
+__all__ = ["BACKEND", "CAPABILITIES", "open_served"]

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-import quantgate.backends as backends
+import quantgate.backends.langchain as langchain_backend
+import quantgate.backends.llamacpp as llamacpp_backend
+import quantgate.backends.ollama as ollama_backend
 import quantgate.evaluate.token_fidelity.run_step as fidelity_step
 import quantgate.evaluate.variant as evaluate_variant
 import quantgate.loadtest.load_run as load_run_module
@@ -81,10 +83,10 @@ def test_built_in_backends_declare_their_capabilities():
 
 
 def test_capabilities_are_asked_before_opening():
-    assert capabilities(Variant(name="e", backend="llamacpp", model="e")) == backends.LLAMACPP_CAPABILITIES
-    assert capabilities(Variant(name="q4", backend="ollama", model="g:1b")) == backends.OLLAMA_CAPABILITIES
+    assert capabilities(Variant(name="e", backend="llamacpp", model="e")) == llamacpp_backend.CAPABILITIES
+    assert capabilities(Variant(name="q4", backend="ollama", model="g:1b")) == ollama_backend.CAPABILITIES
     chat = Variant.from_chat_model("chat", QueuedChatModel(outputs=["{}"]))
-    assert capabilities(chat) == backends.LANGCHAIN_CAPABILITIES
+    assert capabilities(chat) == langchain_backend.CAPABILITIES
     # a chat model object never crosses processes and exposes no logits, whatever the backend says
     odd = Variant(name="odd", backend="llamacpp", chat_model=QueuedChatModel(outputs=["{}"]))
     assert (capabilities(odd).token_fidelity, capabilities(odd).process_isolation) == (None, False)
@@ -94,7 +96,7 @@ def test_capabilities_are_asked_before_opening():
 
 def test_capabilities_are_frozen():
     with pytest.raises(AttributeError):
-        backends.LLAMACPP_CAPABILITIES.parallel = "none"  # type: ignore[misc]
+        llamacpp_backend.CAPABILITIES.parallel = "none"  # type: ignore[misc]
 
 
 def test_a_backend_registered_without_capabilities_declares_nothing(fake_backend):

@@ -16,7 +16,6 @@ import pytest
 from graphs.extraction import ExtractionContext, ExtractionResult, graph
 from quantgate.backends import (
     ENTRY_POINT_GROUP,
-    LLAMACPP_CAPABILITIES,
     BackendCapabilities,
     BackendError,
     OpenedVariant,
@@ -29,6 +28,7 @@ from quantgate.backends import (
     registered_backend,
     unregister_backend,
 )
+from quantgate.backends.llamacpp import CAPABILITIES as LLAMACPP_CAPABILITIES
 from quantgate.inputs.variants import Variant
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 
