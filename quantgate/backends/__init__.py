@@ -28,7 +28,8 @@ from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
 
-from evaluators.errors import QuantgateError
+from quantgate.backends.backend_error import BackendError
+from quantgate.backends.backend_options import BackendOptions, OptionsError, options_of
 from quantgate.backends.declared_capabilities import (
     EMBEDDED_SLOTS,
     TOP_LOGPROBS_KWARG,
@@ -36,10 +37,6 @@ from quantgate.backends.declared_capabilities import (
     BackendCapabilities,
 )
 from quantgate.inputs.variants import KVCache, Variant
-
-
-class BackendError(QuantgateError, RuntimeError):
-    """A variant that cannot be opened (missing file, unknown backend, load failure)."""
 
 
 @dataclass(kw_only=True)
@@ -103,11 +100,14 @@ class RegisteredBackend:
         name: The variants' `backend` value.
         open: Opens a variant for a schema.
         capabilities: What the backend can do; by default nothing beyond extraction.
+        options: The typed model of the variants' `options` it reads (a `BackendOptions`); a wrong
+            value fails the variant before it is opened, naming the variant and the key.
     """
 
     name: str
     open: Backend
     capabilities: BackendCapabilities = field(default_factory=BackendCapabilities)
+    options: type[BackendOptions] = BackendOptions
 
 
 ENTRY_POINT_GROUP = "quantgate.backends"
@@ -119,7 +119,11 @@ _REGISTRY: dict[str, RegisteredBackend] = {}
 
 
 def register_backend(
-    name: str, backend: Backend, *, capabilities: BackendCapabilities | None = None
+    name: str,
+    backend: Backend,
+    *,
+    capabilities: BackendCapabilities | None = None,
+    options: type[BackendOptions] = BackendOptions,
 ) -> RegisteredBackend:
     """Make `backend` available to variants whose `backend` field is `name`, replacing any
     backend of that name; `unregister_backend` removes it, `registered_backend` does both.
@@ -129,11 +133,14 @@ def register_backend(
         backend: Opens a variant for a schema.
         capabilities: What the backend can do; by default nothing beyond extraction (no
             token fidelity, no worker process, one shared object under load).
+        options: The typed model of the variants' options it reads.
 
     Returns:
         The record now registered.
     """
-    record = RegisteredBackend(name=name, open=backend, capabilities=capabilities or BackendCapabilities())
+    record = RegisteredBackend(
+        name=name, open=backend, capabilities=capabilities or BackendCapabilities(), options=options
+    )
     _REGISTRY[name] = record
     return record
 
@@ -152,12 +159,16 @@ def unregister_backend(name: str) -> RegisteredBackend:
 
 @contextmanager
 def registered_backend(
-    name: str, backend: Backend, *, capabilities: BackendCapabilities | None = None
+    name: str,
+    backend: Backend,
+    *,
+    capabilities: BackendCapabilities | None = None,
+    options: type[BackendOptions] = BackendOptions,
 ) -> Iterator[RegisteredBackend]:
     """Register a backend for the block, then restore the one it replaced, if any (tests use this)."""
     previous = _REGISTRY.get(name)
     try:
-        yield register_backend(name, backend, capabilities=capabilities)
+        yield register_backend(name, backend, capabilities=capabilities, options=options)
     finally:
         if previous is None:
             _REGISTRY.pop(name, None)
@@ -239,6 +250,17 @@ def capabilities(variant: Variant) -> BackendCapabilities:
     return declared
 
 
+def backend_options(variant: Variant) -> BackendOptions:
+    """The variant's options read through its backend's typed model (`RegisteredBackend.options`;
+    the common `BackendOptions` for an unknown backend).
+
+    Raises:
+        OptionsError: A value the model refuses, the variant and the key named.
+    """
+    record = _lookup(variant.backend)
+    return options_of(variant, BackendOptions if record is None else record.options)
+
+
 def kv_cache_problem(variant: Variant) -> str | None:
     """Why the variant's backend cannot take its `kv_cache` (see `BackendCapabilities.kv_cache`),
     or None when it can (or the variant sets none)."""
@@ -295,6 +317,7 @@ def open_variant(
 
     Raises:
         BackendError: The backend is unknown, or an installed package's could not be loaded.
+        OptionsError: An option its backend's model refuses (a `BackendError` too).
     """
     record = _lookup(variant.backend)
     if record is None:
@@ -303,6 +326,7 @@ def open_variant(
     problem = kv_cache_problem(variant)
     if problem:
         raise BackendError(problem)
+    options_of(variant, record.options)  # a wrong option is named before anything is opened
     takes_slots = capabilities(variant).parallel == "slots"
     return record.open(variant, schema, slots=slots if takes_slots else None)
 
@@ -315,15 +339,19 @@ __all__ = [
     "Backend",
     "BackendCapabilities",
     "BackendError",
+    "BackendOptions",
     "OpenedVariant",
+    "OptionsError",
     "RegisteredBackend",
     "backend_capabilities",
     "backend_module",
     "backend_names",
+    "backend_options",
     "capabilities",
     "kv_cache_note",
     "kv_cache_problem",
     "open_variant",
+    "options_of",
     "register_backend",
     "registered_backend",
     "structured_output_note",

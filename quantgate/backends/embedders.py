@@ -23,6 +23,8 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from quantgate.backends import BackendError
+from quantgate.backends.backend_options import options_of
+from quantgate.backends.llamacpp.llamacpp_options import LlamaCppOptions
 from quantgate.inputs.variants import Variant
 
 
@@ -51,13 +53,10 @@ def _open_llamacpp(variant: Variant) -> Iterator[OpenedEmbeddings]:
     path = Path(variant.model)
     if not path.is_file():
         raise BackendError(f"variant {variant.name}: no GGUF file at {path}")
-    options = variant.options
+    options = options_of(variant, LlamaCppOptions)
     try:
         model = LlamaCppEmbeddings(
-            path,
-            pooling=options.get("pooling", "mean"),
-            n_ctx=int(options.get("embedding_n_ctx", 2048)),
-            n_threads=options.get("n_threads"),
+            path, pooling=options.pooling, n_ctx=options.embedding_n_ctx, n_threads=options.n_threads
         )
     except (ValueError, RuntimeError, TypeError) as exc:
         raise BackendError(

@@ -1,8 +1,9 @@
 """The embedded backend: llama.cpp in this process, and the engine under it (slots, batches, grammars,
 greedy decoding, teacher forcing, label scores, log-probabilities, embeddings).
 
-`BACKEND` is its record, named in the `quantgate.backends` entry-point group (pyproject.toml) like any
-plugin's. Importing this package loads nothing of llama.cpp; the opener loads the bindings when used.
+`BACKEND` is its record (its capabilities, `CAPABILITIES`, and its options' model, `LlamaCppOptions`),
+named in the `quantgate.backends` entry-point group (pyproject.toml) like any plugin's.
+Importing this package loads nothing of llama.cpp; the opener loads the bindings when used.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from quantgate.backends import OpenedVariant, RegisteredBackend
 from quantgate.backends.declared_capabilities import EMBEDDED_SLOTS, BackendCapabilities
+from quantgate.backends.llamacpp.llamacpp_options import LlamaCppOptions
 from quantgate.inputs.variants import Variant
 
 CAPABILITIES = BackendCapabilities(
@@ -34,6 +36,8 @@ def open_embedded(
         yield opened
 
 
-BACKEND = RegisteredBackend(name="llamacpp", open=open_embedded, capabilities=CAPABILITIES)
+BACKEND = RegisteredBackend(
+    name="llamacpp", open=open_embedded, capabilities=CAPABILITIES, options=LlamaCppOptions
+)
 
 __all__ = ["BACKEND", "CAPABILITIES", "open_embedded"]

@@ -27,6 +27,7 @@ from pydantic import ConfigDict
 
 from evaluators.json_tokens import token_kinds
 from quantgate.backends import BackendError, OpenedVariant
+from quantgate.backends.backend_options import options_of
 from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.llamacpp.grammar import (
     GrammarChecker,
@@ -38,6 +39,7 @@ from quantgate.backends.llamacpp.greedy import Generation, GreedyDecoder
 from quantgate.backends.llamacpp.kv_cache import kv_cache_params
 from quantgate.backends.llamacpp.label_context import ContinuationScorer, scorer_sequences
 from quantgate.backends.llamacpp.label_scores import LABEL_SCORING_KEY, closed_label_set, label_metadata
+from quantgate.backends.llamacpp.llamacpp_options import LlamaCppOptions
 from quantgate.backends.llamacpp.logprobs import TokenTop, given_answer, logprob_metadata
 from quantgate.backends.schema_grammar import (
     GRAMMAR_ENGINES,
@@ -364,8 +366,9 @@ def open_llamacpp(
     path = Path(variant.model)
     if not path.is_file():
         raise BackendError(f"variant {variant.name}: no GGUF file at {path}")
-    options = dict(variant.options)
-    max_tokens = int(options.pop("max_tokens", 512))
+    typed = options_of(variant, LlamaCppOptions)
+    options = typed.model_dump(exclude_unset=True, exclude={"max_tokens"})  # the engine's, as given
+    max_tokens = typed.max_tokens
     options.setdefault("slots", slots)
     try:
         engine = EmbeddedEngine(path, kv_cache=variant.kv_cache, **options)

@@ -1,7 +1,7 @@
 """The Ollama backend: a variant served by an Ollama server, its calls, tools and metadata fields.
 
-`BACKEND` is its record, named in the `quantgate.backends` entry-point group (pyproject.toml) like any
-plugin's.
+`BACKEND` is its record (its capabilities, `CAPABILITIES`, and its options' model, `OllamaOptions`),
+named in the `quantgate.backends` entry-point group (pyproject.toml) like any plugin's.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from quantgate.backends import OpenedVariant, RegisteredBackend
 from quantgate.backends.declared_capabilities import BackendCapabilities
+from quantgate.backends.ollama.ollama_options import OllamaOptions
 from quantgate.inputs.variants import Variant
 
 CAPABILITIES = BackendCapabilities(
@@ -33,6 +34,6 @@ def open_served(
         yield opened
 
 
-BACKEND = RegisteredBackend(name="ollama", open=open_served, capabilities=CAPABILITIES)
+BACKEND = RegisteredBackend(name="ollama", open=open_served, capabilities=CAPABILITIES, options=OllamaOptions)
 
 __all__ = ["BACKEND", "CAPABILITIES", "open_served"]

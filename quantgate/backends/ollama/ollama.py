@@ -29,28 +29,26 @@ import httpx
 import psutil
 
 from quantgate.backends import BackendError, OpenedVariant
+from quantgate.backends.backend_options import options_of
 from quantgate.backends.ollama.ollama_chat import (
-    DEFAULT_NOTICE_EVERY_S,
-    DEFAULT_NUM_KEEP,
     OllamaChatModel,
     classify,
 )
 from quantgate.backends.ollama.ollama_fields import digest_field, running_fields, shown_fields, version_field
+from quantgate.backends.ollama.ollama_options import DEFAULT_NUM_CTX, OllamaOptions
 from quantgate.backends.ollama.ollama_tools import TOOLS_DECODING, task_tools
 from quantgate.backends.schema_grammar import grammar_schema, unenforced_keywords
 from quantgate.backends.server_fields import described, refusal
-from quantgate.backends.streaming import DEFAULT_FIRST_TOKEN_TIMEOUT_S, DEFAULT_TIMEOUT_S
 from quantgate.inputs.variants import Variant
 
 __all__ = ["DEFAULT_NUM_CTX", "OllamaServer", "classify", "ollama_host", "open_ollama"]
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
-DEFAULT_NUM_CTX = 8192
 
 
 def ollama_host(variant: Variant) -> str:
     """The server URL: the variant's `host` option, else `OLLAMA_HOST`, else localhost:11434."""
-    raw = str(variant.options.get("host") or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST)
+    raw = options_of(variant, OllamaOptions).host or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
     if "://" not in raw:
         raw = f"http://{raw}"
     parts = urlsplit(raw)
@@ -172,20 +170,24 @@ class _Settings:
     keep_alive: str
     num_keep: int
     notice_every_s: float
+    max_retries: int
+    retry_backoff_s: float
 
     @classmethod
     def of(cls, variant: Variant) -> _Settings:
-        options = variant.options
+        options = options_of(variant, OllamaOptions)
         return cls(
             host=ollama_host(variant),
-            num_ctx=int(options.get("num_ctx", DEFAULT_NUM_CTX)),
-            max_tokens=int(options.get("max_tokens", 512)),
-            seed=int(options.get("seed", 0)),
-            timeout_s=float(options.get("timeout_s", DEFAULT_TIMEOUT_S)),
-            first_token_s=float(options.get("first_token_timeout_s", DEFAULT_FIRST_TOKEN_TIMEOUT_S)),
-            keep_alive=str(options.get("keep_alive", "10m")),
-            num_keep=int(options.get("num_keep", DEFAULT_NUM_KEEP)),
-            notice_every_s=float(options.get("notice_every_s", DEFAULT_NOTICE_EVERY_S)),
+            num_ctx=options.num_ctx,
+            max_tokens=options.max_tokens,
+            seed=options.seed,
+            timeout_s=options.timeout_s,
+            first_token_s=options.first_token_timeout_s,
+            keep_alive=str(options.keep_alive),
+            num_keep=options.num_keep,
+            notice_every_s=options.notice_every_s,
+            max_retries=options.max_retries,
+            retry_backoff_s=options.retry_backoff_s,
         )
 
 
@@ -290,8 +292,8 @@ def open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
         memory_pid=server.local_pid(),
         reported_memory_bytes=running.get("size"),
         reported_vram_bytes=running.get("size_vram"),
-        max_retries=int(variant.options.get("max_retries", 2)),
-        retry_backoff_s=float(variant.options.get("retry_backoff_s", 0.5)),
+        max_retries=settings.max_retries,
+        retry_backoff_s=settings.retry_backoff_s,
         native_tools=task_tools(schema) is not None,
     )
     server.client.close()

@@ -1,8 +1,8 @@
 """The OpenAI-compatible backend: a variant served by vLLM, llama.cpp's server, LM Studio, ...;
 its chat and completion calls and the server's metadata.
 
-`BACKEND` is its record, named in the `quantgate.backends` entry-point group (pyproject.toml) like any
-plugin's.
+`BACKEND` is its record (its capabilities, `CAPABILITIES`, and its options' model, `OpenAIOptions`),
+named in the `quantgate.backends` entry-point group (pyproject.toml) like any plugin's.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from quantgate.backends import OpenedVariant, RegisteredBackend
 from quantgate.backends.declared_capabilities import BackendCapabilities
+from quantgate.backends.openai.openai_options import OpenAIOptions
 from quantgate.inputs.variants import Variant
 
 CAPABILITIES = BackendCapabilities(
@@ -37,6 +38,6 @@ def open_served(
         yield opened
 
 
-BACKEND = RegisteredBackend(name="openai", open=open_served, capabilities=CAPABILITIES)
+BACKEND = RegisteredBackend(name="openai", open=open_served, capabilities=CAPABILITIES, options=OpenAIOptions)
 
 __all__ = ["BACKEND", "CAPABILITIES", "open_served"]

@@ -23,6 +23,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from graphs.streamed import ModelCallError
 from quantgate.backends import BackendError, OpenedVariant
+from quantgate.backends.backend_options import options_of
 from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.openai.openai_chat import OpenAIServerChatModel, classify
 from quantgate.backends.openai.openai_completions import (
@@ -35,8 +36,8 @@ from quantgate.backends.openai.openai_completions import (
     extra_body_option,
 )
 from quantgate.backends.openai.openai_metadata import server_metadata
+from quantgate.backends.openai.openai_options import OpenAIOptions
 from quantgate.backends.schema_grammar import grammar_schema, unenforced_keywords
-from quantgate.backends.streaming import DEFAULT_FIRST_TOKEN_TIMEOUT_S, DEFAULT_TIMEOUT_S
 from quantgate.hardware import package_version
 from quantgate.inputs.variants import Variant
 
@@ -61,8 +62,9 @@ def openai_endpoint(variant: Variant) -> tuple[str, str, str | None]:
         BackendError: No `base_url` option, one that is not an http(s) URL, or an `api_key_env`
             naming a variable that is not set.
     """
-    base_url = variant.options.get("base_url")
-    if not isinstance(base_url, str) or not base_url.strip():
+    options = options_of(variant, OpenAIOptions)
+    base_url = options.base_url
+    if base_url is None or not base_url.strip():
         raise BackendError(
             f"variant {variant.name}: backend 'openai' needs the option base_url, the server's OpenAI API "
             'root, e.g. options.base_url = "http://127.0.0.1:8000/v1" (or openai:MODEL@BASE_URL)'
@@ -72,10 +74,10 @@ def openai_endpoint(variant: Variant) -> tuple[str, str, str | None]:
     _check_url(variant.name, base_url)
     if not variant.model:
         raise BackendError(f"variant {variant.name}: backend 'openai' needs the server's model name as model")
-    key_env = variant.options.get("api_key_env")
+    key_env = options.api_key_env
     if key_env is None:
         return base_url.rstrip("/"), variant.model, None
-    if not isinstance(key_env, str) or not key_env:
+    if not key_env:
         raise BackendError(
             f"variant {variant.name}: api_key_env must be the NAME of an environment variable, "
             f"got {key_env!r}"
@@ -115,7 +117,7 @@ def completion_prompt(variant: Variant) -> Callable[[Sequence[BaseMessage]], str
     Raises:
         BackendError: An `api` option that is not one of `APIS`.
     """
-    api = str(variant.options.get("api", "chat"))
+    api = options_of(variant, OpenAIOptions).api
     if api not in APIS:
         raise BackendError(f"variant {variant.name}: api {api!r} is not one of {', '.join(APIS)}")
     return render_prompt if api == "completions" else None
@@ -137,30 +139,30 @@ class _Settings:
     response_format: str
     api: str
     extra_body: dict[str, Any]
+    max_retries: int
+    retry_backoff_s: float
 
     @classmethod
     def of(cls, variant: Variant) -> _Settings:
-        options = variant.options
+        options = options_of(variant, OpenAIOptions)
         api = "completions" if completion_prompt(variant) else "chat"
         formats = COMPLETION_FORMATS if api == "completions" else RESPONSE_FORMATS
-        response_format = str(options.get("response_format", "auto"))
-        if response_format not in formats:
+        if options.response_format not in formats:
             raise BackendError(
-                f"variant {variant.name}: response_format {response_format!r} is not one of "
+                f"variant {variant.name}: response_format {options.response_format!r} is not one of "
                 f"{', '.join(formats)} (api = {api!r})"
             )
-        try:
-            return cls(
-                api=api,
-                extra_body=extra_body_option(variant),
-                max_tokens=int(options.get("max_tokens", 512)),
-                seed=int(options.get("seed", 0)),
-                timeout_s=float(options.get("timeout_s", DEFAULT_TIMEOUT_S)),
-                first_token_s=float(options.get("first_token_timeout_s", DEFAULT_FIRST_TOKEN_TIMEOUT_S)),
-                response_format=response_format,
-            )
-        except (TypeError, ValueError) as exc:
-            raise BackendError(f"variant {variant.name}: an option is not a number: {exc}") from exc
+        return cls(
+            api=api,
+            extra_body=extra_body_option(variant),
+            max_tokens=options.max_tokens,
+            seed=options.seed,
+            timeout_s=options.timeout_s,
+            first_token_s=options.first_token_timeout_s,
+            response_format=options.response_format,
+            max_retries=options.max_retries,
+            retry_backoff_s=options.retry_backoff_s,
+        )
 
     @property
     def silence_s(self) -> float:
@@ -382,6 +384,6 @@ def open_openai(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
         },
         max_output_tokens=settings.max_tokens,
         memory_pid=_local_pid(endpoint[0]),
-        max_retries=int(variant.options.get("max_retries", 2)),
-        retry_backoff_s=float(variant.options.get("retry_backoff_s", 0.5)),
+        max_retries=settings.max_retries,
+        retry_backoff_s=settings.retry_backoff_s,
     )

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 
 from langchain_core.messages import BaseMessage
 
-from quantgate.backends import BackendError, capabilities
-from quantgate.evaluate.token_fidelity.ollama_forcing import DEFAULT_TOP_LOGPROBS, Forcing, OllamaForcing
+from quantgate.backends import BackendError, capabilities, options_of
+from quantgate.evaluate.token_fidelity.ollama_forcing import Forcing, OllamaForcing
 from quantgate.evaluate.token_fidelity.openai_forcing import UNKNOWN_PROMPT, OpenAIForcing
 from quantgate.inputs.variants import Variant
 
@@ -34,36 +34,39 @@ OPENAI_METHOD = (
 
 
 def _ollama_forcing(variant: Variant) -> OllamaForcing:
-    from quantgate.backends.ollama.ollama import DEFAULT_NUM_CTX, ollama_host
-    from quantgate.backends.streaming import DEFAULT_TIMEOUT_S
+    from quantgate.backends.ollama.ollama import ollama_host
+    from quantgate.backends.ollama.ollama_options import OllamaOptions
 
-    options = variant.options
+    options = options_of(variant, OllamaOptions)
     return OllamaForcing(
         host=ollama_host(variant),
         model=variant.model,
-        options={
-            "num_ctx": int(options.get("num_ctx", DEFAULT_NUM_CTX)),
-            "seed": int(options.get("seed", 0)),
-        },
-        top_logprobs=int(options.get("top_logprobs", DEFAULT_TOP_LOGPROBS)),
-        timeout_s=float(options.get("timeout_s", DEFAULT_TIMEOUT_S)),
+        options={"num_ctx": options.num_ctx, "seed": options.seed},
+        top_logprobs=options.top_logprobs,
+        timeout_s=options.timeout_s,
     )
+
+
+OPENAI_FORCING_TIMEOUT_S = 300.0
+"""A forcing call's time limit on an OpenAI-compatible server when the variant's `timeout_s` does not say."""
 
 
 def _openai_forcing(variant: Variant) -> OpenAIForcing:
     from quantgate.backends.openai.openai import completion_prompt, openai_endpoint
+    from quantgate.backends.openai.openai_options import OpenAIOptions
 
     base_url, model, api_key = openai_endpoint(variant)
-    options = variant.options
+    options = options_of(variant, OpenAIOptions)
+    given = "timeout_s" in options.model_fields_set
     return OpenAIForcing(
         base_url=base_url,
         model=model,
         api_key=api_key,
-        top_logprobs=int(options.get("top_logprobs", DEFAULT_TOP_LOGPROBS)),
-        timeout_s=float(options.get("timeout_s", 300.0)),
-        seed=int(options.get("seed", 0)),
+        top_logprobs=options.top_logprobs,
+        timeout_s=options.timeout_s if given else OPENAI_FORCING_TIMEOUT_S,
+        seed=options.seed,
         render=completion_prompt(variant),
-        echo=bool(options.get("logprobs_echo", False)),
+        echo=options.logprobs_echo,
     )
 
 

@@ -39,9 +39,9 @@ import httpx
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from quantgate.backends import BackendError
+from quantgate.backends.backend_options import DEFAULT_TOP_LOGPROBS
 from quantgate.backends.ollama.ollama_chat import ollama_error_text
 
-DEFAULT_TOP_LOGPROBS = 20
 _ROLES = ((SystemMessage, "system"), (HumanMessage, "user"), (AIMessage, "assistant"))
 
 TopLogprobs = dict[str, float]
@@ -66,6 +66,9 @@ class ForcedPositions:
 
 class Forcing(Protocol):
     """What follows a target on a server and gives its top-k lists (`OllamaForcing`, `OpenAIForcing`)."""
+
+    top_logprobs: int
+    """How many most likely tokens it asks for at each position."""
 
     def follow_text(self, messages: Sequence[BaseMessage], target: str) -> ForcedPositions:
         """The model's top-k lists along the reference's own output."""

@@ -41,9 +41,9 @@ import httpx
 from langchain_core.messages import BaseMessage
 
 from quantgate.backends import BackendError
+from quantgate.backends.backend_options import DEFAULT_TOP_LOGPROBS
 from quantgate.backends.server_fields import described, refusal
 from quantgate.evaluate.token_fidelity.ollama_forcing import (
-    DEFAULT_TOP_LOGPROBS,
     ForcedPositions,
     TopLogprobs,
     _Walk,

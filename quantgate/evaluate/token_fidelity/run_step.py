@@ -28,7 +28,7 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage
 
 from graphs.long_inputs import prompt_messages
-from quantgate.backends import BackendError, capabilities, open_variant
+from quantgate.backends import BackendError, capabilities, open_variant, options_of
 from quantgate.backends.llamacpp.llamacpp import LlamaCppChatModel
 from quantgate.evaluate.executor import VariantCall, VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context
@@ -45,7 +45,7 @@ from quantgate.evaluate.token_fidelity.measurement import (
     measure_ollama_token_fidelity,
     measure_token_fidelity,
 )
-from quantgate.evaluate.token_fidelity.ollama_forcing import DEFAULT_TOP_LOGPROBS, Forcing
+from quantgate.evaluate.token_fidelity.ollama_forcing import Forcing
 from quantgate.evaluate.token_fidelity.runtime_pairs import runtime_pair_fidelity
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Case, Dataset
@@ -70,7 +70,9 @@ Measured = Mapping[str, TokenFidelityEntry | str]
 
 def _api(variant: Variant) -> str:
     """The API an OpenAI-compatible variant's calls go to (its `api` option; `chat` by default)."""
-    return str(variant.options.get("api", "chat"))
+    from quantgate.backends.openai.openai_options import OpenAIOptions
+
+    return options_of(variant, OpenAIOptions).api
 
 
 def unmeasured_reason(variant: Variant, reference: Variant, *, enabled: bool) -> str | None:
@@ -210,10 +212,7 @@ def measure_logprobs(job: FidelityJob) -> dict[str, TokenFidelityEntry | str]:
             tags=job.tags(),
             kv_caches={v.name: v.kv_cache for v in job.variants},
         )
-    method = {
-        v.name: method_text.replace("{k}", str(v.options.get("top_logprobs", DEFAULT_TOP_LOGPROBS)))
-        for v in job.variants
-    }
+    method = {name: method_text.replace("{k}", str(f.top_logprobs)) for name, f in forcings.items()}
     return problems | {
         name: TokenFidelityEntry.of(summary, method=method[name], records=FIDELITY_FILE)
         for name, summary in summaries.items()

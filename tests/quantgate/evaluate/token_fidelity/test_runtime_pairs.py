@@ -76,6 +76,8 @@ def test_the_embedded_forcing_follows_the_target_after_the_rendered_prompt(monke
 class _Fixed:
     """A forcing that gives the same lists whatever it follows."""
 
+    top_logprobs = 1
+
     def __init__(self, tokens: Sequence[str], top: Sequence[dict[str, float]]) -> None:
         self.positions = ForcedPositions(tokens=tuple(tokens), top=tuple(top), requests=1)
 
