@@ -14,7 +14,7 @@ A variant set lives in a TOML file (written by `quantgate ladder`, or by hand):
     kv_cache = "q8_0"  # optional: K and V cache type; or { k = "q8_0", v = "f16" }
 
 On the command line, shorthands `llamacpp:PATH.gguf`, `ollama:TAG` and `openai:MODEL@BASE_URL` (a
-model on an OpenAI-compatible server) name one variant each.
+model on an OpenAI-compatible server) name one variant each; each backend reads its own (`Shorthand`).
 From Python, any LangChain chat model becomes a variant through `Variant.from_chat_model`.
 """
 
@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Literal
 
@@ -247,11 +250,69 @@ def _file_origins(path: Path, count: int) -> list[str]:
     return [f"{path} (variants entry {number})" for number in range(1, count + 1)]
 
 
-def parse_spec(spec: str) -> Variant:
-    """Read a `backend:model` shorthand (`llamacpp:PATH.gguf`, `ollama:gemma3:12b-it-q4_K_M`).
+@dataclass(frozen=True, kw_only=True)
+class Shorthand:
+    """How a backend reads its `BACKEND:MODEL` shorthand (`ollama:gemma3:1b`); each backend's folder
+    names one in the `quantgate.variant_shorthands` entry-point group, a plugin's as the built-ins'.
+
+    Attributes:
+        backend: The `BACKEND:` it reads.
+        model: What MODEL is, which the HTTP API checks before a run opens it: `"name"` (a name the
+            backend resolves, given as it is), `"file"` (a local path, checked inside the roots) or
+            `"address"` (it names a server: the API refuses the shorthand).
+        parse: The variant of a shorthand, given the whole spec and its MODEL; raises `VariantSpecError`.
+    """
+
+    backend: str
+    model: Literal["name", "file", "address"]
+    parse: Callable[[str, str], Variant]
+
+
+SHORTHAND_GROUP = "quantgate.variant_shorthands"
+_SHORTHANDS: dict[str, Shorthand] = {}
+
+
+def register_shorthand(shorthand: Shorthand) -> Shorthand | None:
+    """Make `shorthand` read its backend's shorthands; returns the one it replaced, if any."""
+    previous = _SHORTHANDS.get(shorthand.backend)
+    _SHORTHANDS[shorthand.backend] = shorthand
+    return previous
+
+
+def shorthand_for(backend: str) -> Shorthand | None:
+    """The shorthand of `backend`: registered, else named by an installed package; None when none is.
 
     Raises:
-        VariantSpecError: Unknown backend, empty model, or a GGUF path that does not exist.
+        VariantSpecError: The entry point that names it cannot be loaded or is not a `Shorthand`.
+    """
+    if backend in _SHORTHANDS or not backend:
+        return _SHORTHANDS.get(backend)
+    for entry_point in entry_points(group=SHORTHAND_GROUP, name=backend):
+        where = f"entry point {backend!r} of {entry_point.value!r} (group {SHORTHAND_GROUP})"
+        try:
+            found = entry_point.load()
+        except Exception as exc:  # a plugin's import can fail in any way: name it and the plugin
+            raise VariantSpecError(f"{where} could not be loaded: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(found, Shorthand) or found.backend != backend:
+            raise VariantSpecError(f"{where} is {found!r}, not a Shorthand of {backend!r}")
+        _SHORTHANDS[backend] = found
+        return found
+    return None
+
+
+def shorthand_backends() -> list[str]:
+    """The backends with a shorthand, registered or installed, sorted."""
+    return sorted(
+        set(_SHORTHANDS) | {entry_point.name for entry_point in entry_points(group=SHORTHAND_GROUP)}
+    )
+
+
+def parse_spec(spec: str) -> Variant:
+    """Read a `BACKEND:MODEL` shorthand (`llamacpp:PATH.gguf`, `ollama:gemma3:12b-it-q4_K_M`) with its
+    backend's `Shorthand`.
+
+    Raises:
+        VariantSpecError: No backend with that shorthand, an empty model, or what the backend refuses.
     """
     backend, sep, model = spec.partition(":")
     if not sep or not model:
@@ -259,30 +320,16 @@ def parse_spec(spec: str) -> Variant:
             f"variant {spec!r}: expected BACKEND:MODEL, e.g. llamacpp:model.gguf or ollama:gemma3:12b, "
             "or a variants .toml file"
         )
-    if backend == "llamacpp":
-        path = Path(model).expanduser()
-        if not path.is_file():
-            raise VariantSpecError(f"variant {spec!r}: no GGUF file at {path}")
-        stem = re.sub(r"[^A-Za-z0-9_.+\-]", "_", path.stem)
-        return Variant(name=stem, backend="llamacpp", model=str(path.resolve()))
-    if backend == "ollama":
-        return Variant(name=re.sub(r"[^A-Za-z0-9_.:+\-]", "_", model), backend="ollama", model=model)
-    if backend == "openai":
-        return _openai_spec(spec, model)
-    raise VariantSpecError(f"variant {spec!r}: unknown backend {backend!r} (known: llamacpp, ollama, openai)")
+    shorthand = shorthand_for(backend)
+    if shorthand is None:
+        known = ", ".join(shorthand_backends()) or "none installed"
+        raise VariantSpecError(f"variant {spec!r}: unknown backend {backend!r} (known: {known})")
+    return shorthand.parse(spec, model)
 
 
-def _openai_spec(spec: str, rest: str) -> Variant:
-    """`openai:MODEL@BASE_URL`: the server's model name and its API root (`http://host:8000/v1`)."""
-    found = re.fullmatch(r"(.+)@(https?://\S+)", rest)
-    if found is None:
-        raise VariantSpecError(
-            f"variant {spec!r}: expected openai:MODEL@BASE_URL, e.g. openai:q4_k_m@http://127.0.0.1:8000/v1 "
-            "(an API key: a variants file's options.api_key_env)"
-        )
-    model, base_url = found.groups()
-    name = re.sub(r"[^A-Za-z0-9_.:+\-]", "_", model)
-    return Variant(name=name, backend="openai", model=model, options={"base_url": base_url})
+def shorthand_name(model: str) -> str:
+    """A variant name from a shorthand's model (characters outside the name rule's become `_`)."""
+    return re.sub(r"[^A-Za-z0-9_.:+\-]", "_", model)
 
 
 def load_variants_file(path: Path) -> VariantSet:
@@ -308,21 +355,11 @@ def load_variants_file(path: Path) -> VariantSet:
     return variant_set
 
 
-SHORTHAND_BACKENDS = ("llamacpp", "ollama", "openai")
-"""The backends a `BACKEND:MODEL` shorthand may name."""
-
-SHORTHAND_FILES = frozenset({"llamacpp"})
-"""The shorthands whose MODEL is a local file path (`llamacpp:PATH.gguf`)."""
-
-SHORTHAND_ADDRESSES = frozenset({"openai"})
-"""The shorthands that carry a server's address (`openai:MODEL@BASE_URL`)."""
-
-
 def is_variants_file(item: str) -> bool:
     """Whether a `--variants` entry names a variants file: it ends in `.toml` and does not start with
     a shorthand's `BACKEND:` (`ollama:x.toml` is an Ollama tag; name such a file `./ollama:x.toml`).
     The one rule that both `resolve_variants` and the HTTP API's checks read an entry by."""
-    return item.endswith(".toml") and item.partition(":")[0] not in SHORTHAND_BACKENDS
+    return item.endswith(".toml") and shorthand_for(item.partition(":")[0]) is None
 
 
 def resolve_variants(items: list[str]) -> VariantSet:

@@ -32,12 +32,10 @@ from quantgate.inputs.dataset import (
 )
 from quantgate.inputs.task_file import TASK_FILE
 from quantgate.inputs.variants import (
-    SHORTHAND_ADDRESSES,
-    SHORTHAND_BACKENDS,
-    SHORTHAND_FILES,
     VariantSpecError,
     is_variants_file,
     parse_spec,
+    shorthand_for,
 )
 
 DATASET_FILES = (TASK_FILE, SCHEMA_FILE, CASES_FILE, EXAMPLES_FILE, CORPUS_FILE, QUERIES_FILE, *CARD_FILES)
@@ -133,19 +131,20 @@ def variant_argument(text: str, roots: Sequence[Path]) -> str:
             end in `.toml`.
     """
     backend, _, rest = text.partition(":")
-    if backend in SHORTHAND_BACKENDS and not rest:  # refused as `quantgate run` refuses it, no root named
-        try:
+    try:
+        shorthand = shorthand_for(backend)
+        if shorthand is not None and not rest:  # refused as `quantgate run` refuses it, no root named
             parse_spec(text)
-        except VariantSpecError as exc:
-            raise UnusableFileError(str(exc)) from None
-    if backend in SHORTHAND_ADDRESSES:
+    except VariantSpecError as exc:
+        raise UnusableFileError(str(exc)) from None
+    if shorthand is not None and shorthand.model == "address":
         raise UnusableFileError(
             f"variant {text!r}: the API takes no {backend}: shorthand (it names a server's address); name a "
             "variants file inside a root"
         )
-    if backend in SHORTHAND_FILES:
+    if shorthand is not None and shorthand.model == "file":
         return f"{backend}:" + str(inside_roots(rest, roots, what="model file"))
-    if backend in SHORTHAND_BACKENDS:
+    if shorthand is not None:
         return text
     path = inside_roots(text, roots, what="variants file")
     if not (is_variants_file(text) and is_variants_file(str(path))):
