@@ -293,7 +293,7 @@ def shorthand_for(backend: str) -> Shorthand | None:
             found = entry_point.load()
         except Exception as exc:  # a plugin's import can fail in any way: name it and the plugin
             raise VariantSpecError(f"{where} could not be loaded: {type(exc).__name__}: {exc}") from exc
-        if not isinstance(found, Shorthand) or found.backend != backend:
+        if not isinstance(found, Shorthand) or found.backend != entry_point.name:
             raise VariantSpecError(f"{where} is {found!r}, not a Shorthand of {backend!r}")
         _SHORTHANDS[backend] = found
         return found

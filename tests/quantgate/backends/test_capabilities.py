@@ -293,12 +293,8 @@ def test_load_table_note_follows_parallel(fake_backend):
 _NAME_CHECK = re.compile(
     r"""\.backend\s*(==|!=)\s*(["']|backend\b)|\.backend\s+(not\s+)?in\b|\bbackend\s*==\s*["']"""
 )
-# parsing the `backend:model` shorthand names the backends it knows: that is syntax, not a capability
-_KNOWN = {
-    ("inputs/variants.py", 'if backend == "llamacpp":'),
-    ("inputs/variants.py", 'if backend == "ollama":'),
-    ("inputs/variants.py", 'if backend == "openai":'),
-}
+# none: even the `backend:model` shorthand is read by the backend's own `Shorthand` (inputs/variants.py)
+_KNOWN: set[tuple[str, str]] = set()
 
 
 def test_callers_ask_capabilities_not_backend_names():
