@@ -12,7 +12,7 @@ from quantgate.inputs.variants import VariantSet
 # template: system text, then "Text:" / "JSON:" turns, ending with "JSON:" for the answer. A final
 # assistant message is left open, as the test double does and as Ollama's own templates do with
 # `$last`, so token fidelity can prefill the reference's output
-# (quantgate.evaluate.token_fidelity.ollama_forcing).
+# (quantgate.backends.ollama.ollama_forcing).
 TEMPLATE = (
     "{{- range $i, $_ := .Messages }}{{- $last := eq (len (slice $.Messages $i)) 1 }}"
     '{{- if eq .Role "system" }}{{ .Content }}\n\n'

@@ -24,7 +24,7 @@ from quantgate.backends import BackendError
 from quantgate.backends.backend_options import DEFAULT_TOP_LOGPROBS
 from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.llamacpp.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
-from quantgate.evaluate.token_fidelity.ollama_forcing import (
+from quantgate.backends.ollama.ollama_forcing import (
     ForcedPositions,
     TopLogprobs,
 )

@@ -42,13 +42,13 @@ from langchain_core.messages import BaseMessage
 
 from quantgate.backends import BackendError
 from quantgate.backends.backend_options import DEFAULT_TOP_LOGPROBS
-from quantgate.backends.server_fields import described, refusal
-from quantgate.evaluate.token_fidelity.ollama_forcing import (
+from quantgate.backends.ollama.ollama_forcing import (
     ForcedPositions,
     TopLogprobs,
     _Walk,
     ollama_messages,
 )
+from quantgate.backends.server_fields import described, refusal
 
 CHUNK_TOKENS = 32
 """Tokens asked for per greedy request: a divergence wastes at most this many generated tokens."""

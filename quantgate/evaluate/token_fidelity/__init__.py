@@ -2,8 +2,9 @@
 
 `run_step.py` is the step of `quantgate run` (which variants can be measured, how, and what goes
 into the summary); `measurement.py` measures embedded variants on full logits and Ollama variants
-on top-k log-probabilities; `ollama_forcing.py` (Ollama's API) and
-`quantgate.backends.llamacpp.teacher_forcing` (llama.cpp) make a model follow the reference's output.
+on top-k log-probabilities; each backend's forcing, in its folder (`quantgate.backends.ollama.ollama_forcing`,
+`quantgate.backends.openai.openai_forcing`, `quantgate.backends.llamacpp.embedded_forcing`), makes a
+model follow the reference's output, and `forcings.py` picks a variant's.
 The figures themselves (KLD, top-1 agreement, their summaries) are defined in `evaluators.fidelity`.
 """
 

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from langchain_core.messages import BaseMessage
 
 from quantgate.backends import BackendError, capabilities, options_of
-from quantgate.evaluate.token_fidelity.ollama_forcing import Forcing, OllamaForcing
-from quantgate.evaluate.token_fidelity.openai_forcing import UNKNOWN_PROMPT, OpenAIForcing
+from quantgate.backends.ollama.ollama_forcing import Forcing, OllamaForcing
+from quantgate.backends.openai.openai_forcing import UNKNOWN_PROMPT, OpenAIForcing
 from quantgate.inputs.variants import Variant
 
 __all__ = ["OLLAMA_METHOD", "OPENAI_METHOD", "forcing_problem", "logprobs_forcing"]

@@ -13,7 +13,7 @@ full logits; the caller decides whether that happens in a worker process.
 
 Ollama variants (`measure_ollama_token_fidelity`): the server gives only top-k
 log-probabilities of generated tokens, so each model follows the reference's output by
-resumed greedy generation (`quantgate.evaluate.token_fidelity.ollama_forcing`) and the KLD is the top-k
+resumed greedy generation (`quantgate.backends.ollama.ollama_forcing`) and the KLD is the top-k
 lower bound (`evaluators.fidelity.top_k_kld`).
 """
 
@@ -43,7 +43,7 @@ from quantgate.backends import BackendError
 from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine
 from quantgate.backends.llamacpp.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
-from quantgate.evaluate.token_fidelity.ollama_forcing import ForcedPositions, Forcing
+from quantgate.backends.ollama.ollama_forcing import ForcedPositions, Forcing
 from quantgate.inputs.variants import KVCache
 
 FidelityRecord = dict[str, Any]

@@ -30,6 +30,7 @@ from langchain_core.messages import BaseMessage
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import BackendError, capabilities, open_variant, options_of
 from quantgate.backends.llamacpp.llamacpp import LlamaCppChatModel
+from quantgate.backends.ollama.ollama_forcing import Forcing
 from quantgate.evaluate.executor import VariantCall, VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.evaluate.token_fidelity.forcings import forcing_problem, logprobs_forcing
@@ -45,7 +46,6 @@ from quantgate.evaluate.token_fidelity.measurement import (
     measure_ollama_token_fidelity,
     measure_token_fidelity,
 )
-from quantgate.evaluate.token_fidelity.ollama_forcing import Forcing
 from quantgate.evaluate.token_fidelity.runtime_pairs import runtime_pair_fidelity
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Case, Dataset

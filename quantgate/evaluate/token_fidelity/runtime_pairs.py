@@ -36,12 +36,14 @@ from langchain_core.messages import BaseMessage
 from evaluators.fidelity import TokenFidelitySummary
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import BackendError, capabilities, open_variant
+from quantgate.backends.llamacpp.embedded_forcing import EmbeddedForcing
 from quantgate.backends.llamacpp.llamacpp import LlamaCppChatModel
+from quantgate.backends.ollama.ollama_forcing import Forcing
 from quantgate.backends.openai.openai import completion_prompt
+from quantgate.backends.openai.openai_forcing import OpenAIForcing
 from quantgate.backends.runtime_pairs import same_file_pairs
 from quantgate.evaluate.executor import VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context
-from quantgate.evaluate.token_fidelity.embedded_forcing import EmbeddedForcing
 from quantgate.evaluate.token_fidelity.forcings import logprobs_forcing
 from quantgate.evaluate.token_fidelity.job import (
     SWITCHED_OFF,
@@ -51,8 +53,6 @@ from quantgate.evaluate.token_fidelity.job import (
     no_outputs,
 )
 from quantgate.evaluate.token_fidelity.measurement import measure_ollama_token_fidelity
-from quantgate.evaluate.token_fidelity.ollama_forcing import Forcing
-from quantgate.evaluate.token_fidelity.openai_forcing import OpenAIForcing
 from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.files import FIDELITY_FILE, VARIANTS_FILE

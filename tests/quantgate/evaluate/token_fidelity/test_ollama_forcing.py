@@ -7,7 +7,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from ollama import ChatResponse, Message
 
 from quantgate.backends import BackendError
-from quantgate.evaluate.token_fidelity.ollama_forcing import OllamaForcing, ollama_messages
+from quantgate.backends.ollama.ollama_forcing import OllamaForcing, ollama_messages
 
 MESSAGES = [SystemMessage(content="Extract."), HumanMessage(content="Ana, 30")]
 

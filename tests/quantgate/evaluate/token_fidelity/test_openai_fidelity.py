@@ -16,9 +16,9 @@ from langchain_core.messages import HumanMessage
 import quantgate.evaluate.token_fidelity.run_step as fidelity_step
 from quantgate.backends import BackendCapabilities, BackendError, OpenedVariant
 from quantgate.backends.base_prompt import render_prompt
+from quantgate.backends.ollama.ollama_forcing import OllamaForcing
+from quantgate.backends.openai.openai_forcing import UNKNOWN_PROMPT, OpenAIForcing
 from quantgate.evaluate.token_fidelity.forcings import OPENAI_METHOD, forcing_problem, logprobs_forcing
-from quantgate.evaluate.token_fidelity.ollama_forcing import OllamaForcing
-from quantgate.evaluate.token_fidelity.openai_forcing import UNKNOWN_PROMPT, OpenAIForcing
 from quantgate.evaluate.token_fidelity.run_step import token_fidelity_step, unmeasured_reason
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.summary import VariantEntry

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from langchain_core.messages import HumanMessage
 
+from quantgate.backends.openai.openai_forcing import OpenAIForcing, completion_steps
 from quantgate.backends.openai.openai_metadata import NOT_OFFERED, server_metadata
-from quantgate.evaluate.token_fidelity.openai_forcing import OpenAIForcing, completion_steps
 
 pytestmark = pytest.mark.model
 

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
+from quantgate.backends.ollama.ollama_forcing import ForcedPositions
 from quantgate.evaluate.token_fidelity.measurement import _variant_record
-from quantgate.evaluate.token_fidelity.ollama_forcing import ForcedPositions
 
 TOKENS = ('{"', "a", '":', " 1", "}")
 
