@@ -23,11 +23,8 @@ from scipy.special import log_softmax
 from quantgate.backends import BackendError
 from quantgate.backends.backend_options import DEFAULT_TOP_LOGPROBS
 from quantgate.backends.base_prompt import render_prompt
+from quantgate.backends.forcing import ForcedPositions, TopLogprobs
 from quantgate.backends.llamacpp.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
-from quantgate.backends.ollama.ollama_forcing import (
-    ForcedPositions,
-    TopLogprobs,
-)
 
 __all__ = ["EmbeddedForcing", "top_logprobs"]
 

@@ -32,99 +32,15 @@ returns none for the end of text): it is left out, and the walk goes on past it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage
 
 from quantgate.backends import BackendError
 from quantgate.backends.backend_options import DEFAULT_TOP_LOGPROBS
+from quantgate.backends.forcing import ForcedPositions, TopLogprobs, Walk, chat_messages
 from quantgate.backends.ollama.ollama_chat import ollama_error_text
-
-_ROLES = ((SystemMessage, "system"), (HumanMessage, "user"), (AIMessage, "assistant"))
-
-TopLogprobs = dict[str, float]
-"""One position: token text to natural-log probability, the server's k most likely tokens."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ForcedPositions:
-    """What one model predicted at each position of a target.
-
-    Attributes:
-        tokens: The target's tokens, as far as the walk got.
-        top: The model's top-k list at each of those positions; None where the model ended
-            its answer there (Ollama returns no log-probabilities for the end of text).
-        requests: Chat requests made.
-    """
-
-    tokens: tuple[str, ...]
-    top: tuple[TopLogprobs | None, ...]
-    requests: int
-
-
-class Forcing(Protocol):
-    """What follows a target on a server and gives its top-k lists (`OllamaForcing`, `OpenAIForcing`)."""
-
-    top_logprobs: int
-    """How many most likely tokens it asks for at each position."""
-
-    def follow_text(self, messages: Sequence[BaseMessage], target: str) -> ForcedPositions:
-        """The model's top-k lists along the reference's own output."""
-        ...
-
-    def follow_tokens(self, messages: Sequence[BaseMessage], tokens: Sequence[str]) -> ForcedPositions:
-        """The model's top-k lists along the reference's token sequence."""
-        ...
-
-
-@dataclass(kw_only=True)
-class _Walk:
-    target: str
-    tokens: Sequence[str] | None
-    chosen: list[str] = field(default_factory=list)
-    top: list[TopLogprobs | None] = field(default_factory=list)
-    requests: int = 0
-
-    @property
-    def prefix(self) -> str:
-        return "".join(self.chosen)
-
-    def finished(self) -> bool:
-        if self.tokens is not None:
-            return len(self.chosen) >= len(self.tokens)
-        return self.prefix == self.target
-
-    def expected(self, generated: str, top: TopLogprobs) -> str:
-        """The target's token at this position."""
-        if self.tokens is not None:
-            return self.tokens[len(self.chosen)]
-        remaining = self.target[len(self.prefix) :]
-        if generated and remaining.startswith(generated):
-            return generated
-        candidates = [t for t in top if t and remaining.startswith(t)]
-        return max(candidates, key=top.__getitem__) if candidates else remaining[0]
-
-    def skip(self) -> None:
-        """Step over a position the model ended its answer at (no top-k list)."""
-        upcoming = self.tokens[len(self.chosen)] if self.tokens is not None else self.target[len(self.prefix)]
-        self.chosen.append(upcoming)
-        self.top.append(None)
-
-    def result(self) -> ForcedPositions:
-        return ForcedPositions(tokens=tuple(self.chosen), top=tuple(self.top), requests=self.requests)
-
-
-def ollama_messages(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
-    """LangChain messages as Ollama chat messages (role and text)."""
-    converted = []
-    for message in messages:
-        role = next((name for kind, name in _ROLES if isinstance(message, kind)), None)
-        if role is None:
-            raise ValueError(f"no Ollama role for a {type(message).__name__}")
-        converted.append({"role": role, "content": message.text})
-    return converted
 
 
 class OllamaForcing:
@@ -158,14 +74,14 @@ class OllamaForcing:
 
     def follow_text(self, messages: Sequence[BaseMessage], target: str) -> ForcedPositions:
         """The model's top-k lists along `target` (the reference's own output)."""
-        return self._follow(messages, _Walk(target=target, tokens=None))
+        return self._follow(messages, Walk(target=target, tokens=None))
 
     def follow_tokens(self, messages: Sequence[BaseMessage], tokens: Sequence[str]) -> ForcedPositions:
         """The model's top-k lists along the reference's token sequence."""
-        return self._follow(messages, _Walk(target="".join(tokens), tokens=tokens))
+        return self._follow(messages, Walk(target="".join(tokens), tokens=tokens))
 
-    def _follow(self, messages: Sequence[BaseMessage], walk: _Walk) -> ForcedPositions:
-        base = ollama_messages(messages)
+    def _follow(self, messages: Sequence[BaseMessage], walk: Walk) -> ForcedPositions:
+        base = chat_messages(messages)
         while not walk.finished():
             walk.requests += 1
             prefix = walk.prefix
@@ -175,7 +91,7 @@ class OllamaForcing:
                 walk.skip()
         return walk.result()
 
-    def _resume(self, stream: Iterator[Any], walk: _Walk) -> str:
+    def _resume(self, stream: Iterator[Any], walk: Walk) -> str:
         """Read one answer: `done` (target covered), `diverged` or `ended` (before the target)."""
         try:
             for chunk in stream:

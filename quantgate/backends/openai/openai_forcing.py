@@ -42,12 +42,7 @@ from langchain_core.messages import BaseMessage
 
 from quantgate.backends import BackendError
 from quantgate.backends.backend_options import DEFAULT_TOP_LOGPROBS
-from quantgate.backends.ollama.ollama_forcing import (
-    ForcedPositions,
-    TopLogprobs,
-    _Walk,
-    ollama_messages,
-)
+from quantgate.backends.forcing import ForcedPositions, TopLogprobs, Walk, chat_messages
 from quantgate.backends.server_fields import described, refusal
 
 CHUNK_TOKENS = 32
@@ -163,11 +158,11 @@ class OpenAIForcing:
 
     def follow_text(self, messages: Sequence[BaseMessage], target: str) -> ForcedPositions:
         """The model's top-k lists along `target` (the reference's own output)."""
-        return self._follow(messages, _Walk(target=target, tokens=None))
+        return self._follow(messages, Walk(target=target, tokens=None))
 
     def follow_tokens(self, messages: Sequence[BaseMessage], tokens: Sequence[str]) -> ForcedPositions:
         """The model's top-k lists along the reference's token sequence."""
-        return self._follow(messages, _Walk(target="".join(tokens), tokens=tokens))
+        return self._follow(messages, Walk(target="".join(tokens), tokens=tokens))
 
     def prompt(self, messages: Sequence[BaseMessage]) -> str | None:
         """The prompt text of `messages`, or None when neither `render` nor the server gives it."""
@@ -176,11 +171,11 @@ class OpenAIForcing:
         if self.template is False:
             return None
         root = self.base_url.removesuffix("/v1")
-        answer = self._post(f"{root}/apply-template", {"messages": ollama_messages(messages)}, absent_ok=True)
+        answer = self._post(f"{root}/apply-template", {"messages": chat_messages(messages)}, absent_ok=True)
         self.template = answer is not None and isinstance(answer.get("prompt"), str)
         return str(answer["prompt"]) if answer is not None and self.template else None
 
-    def _follow(self, messages: Sequence[BaseMessage], walk: _Walk) -> ForcedPositions:
+    def _follow(self, messages: Sequence[BaseMessage], walk: Walk) -> ForcedPositions:
         prompt = self.prompt(messages)
         if prompt is None:
             raise BackendError(f"{self.model} at {self.base_url}: {UNKNOWN_PROMPT}")
@@ -199,7 +194,7 @@ class OpenAIForcing:
                 walk.skip()
         return walk.result()
 
-    def _echoed(self, prompt: str, walk: _Walk) -> ForcedPositions | None:
+    def _echoed(self, prompt: str, walk: Walk) -> ForcedPositions | None:
         """The walk scored in one echo request; None when the server does not echo or its tokens
         are not the walk's (then the caller walks)."""
         response = self._complete(prompt + walk.target, 1, echo=True)
@@ -239,7 +234,7 @@ class OpenAIForcing:
         return answer
 
 
-def _resume(steps: Sequence[Step], walk: _Walk, budget: int) -> str:
+def _resume(steps: Sequence[Step], walk: Walk, budget: int) -> str:
     """Follow one answer: `done` (target covered), `diverged`, `more` (the answer used its whole
     budget along the target: ask again) or `ended` (the model ended before the target did)."""
     if budget and not steps:

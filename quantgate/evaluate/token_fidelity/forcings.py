@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 from langchain_core.messages import BaseMessage
 
 from quantgate.backends import BackendError, capabilities, options_of
-from quantgate.backends.ollama.ollama_forcing import Forcing, OllamaForcing
+from quantgate.backends.forcing import Forcing
+from quantgate.backends.ollama.ollama_forcing import OllamaForcing
 from quantgate.backends.openai.openai_forcing import UNKNOWN_PROMPT, OpenAIForcing
 from quantgate.inputs.variants import Variant
 

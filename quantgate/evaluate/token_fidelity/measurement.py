@@ -41,9 +41,9 @@ from graphs.extraction import ExtractionContext
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import BackendError
 from quantgate.backends.base_prompt import render_prompt
+from quantgate.backends.forcing import ForcedPositions, Forcing
 from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine
 from quantgate.backends.llamacpp.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
-from quantgate.backends.ollama.ollama_forcing import ForcedPositions, Forcing
 from quantgate.inputs.variants import KVCache
 
 FidelityRecord = dict[str, Any]

@@ -29,8 +29,8 @@ from langchain_core.messages import BaseMessage
 
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import BackendError, capabilities, open_variant, options_of
+from quantgate.backends.forcing import Forcing
 from quantgate.backends.llamacpp.llamacpp import LlamaCppChatModel
-from quantgate.backends.ollama.ollama_forcing import Forcing
 from quantgate.evaluate.executor import VariantCall, VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.evaluate.token_fidelity.forcings import forcing_problem, logprobs_forcing

@@ -36,9 +36,9 @@ from langchain_core.messages import BaseMessage
 from evaluators.fidelity import TokenFidelitySummary
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import BackendError, capabilities, open_variant
+from quantgate.backends.forcing import Forcing
 from quantgate.backends.llamacpp.embedded_forcing import EmbeddedForcing
 from quantgate.backends.llamacpp.llamacpp import LlamaCppChatModel
-from quantgate.backends.ollama.ollama_forcing import Forcing
 from quantgate.backends.openai.openai import completion_prompt
 from quantgate.backends.openai.openai_forcing import OpenAIForcing
 from quantgate.backends.runtime_pairs import same_file_pairs

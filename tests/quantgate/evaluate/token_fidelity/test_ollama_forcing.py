@@ -7,7 +7,8 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from ollama import ChatResponse, Message
 
 from quantgate.backends import BackendError
-from quantgate.backends.ollama.ollama_forcing import OllamaForcing, ollama_messages
+from quantgate.backends.forcing import chat_messages
+from quantgate.backends.ollama.ollama_forcing import OllamaForcing
 
 MESSAGES = [SystemMessage(content="Extract."), HumanMessage(content="Ana, 30")]
 
@@ -140,4 +141,4 @@ def test_a_server_that_is_down_is_a_backend_error():
 
 
 def test_messages_keep_roles_and_text():
-    assert ollama_messages(MESSAGES)[1] == {"role": "user", "content": "Ana, 30"}
+    assert chat_messages(MESSAGES)[1] == {"role": "user", "content": "Ana, 30"}

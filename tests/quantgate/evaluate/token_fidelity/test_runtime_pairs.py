@@ -16,8 +16,8 @@ import quantgate.backends.llamacpp.embedded_forcing as embedded_forcing
 import quantgate.evaluate.token_fidelity.run_step as run_step
 import quantgate.evaluate.token_fidelity.runtime_pairs as runtime_pairs
 from quantgate.backends import BackendError
+from quantgate.backends.forcing import ForcedPositions
 from quantgate.backends.llamacpp.embedded_forcing import EmbeddedForcing, top_logprobs
-from quantgate.backends.ollama.ollama_forcing import ForcedPositions
 from quantgate.evaluate.token_fidelity.job import NO_POSITION, FidelityJob, FidelityStep
 from quantgate.evaluate.token_fidelity.run_step import reference_outputs, token_fidelity_step
 from quantgate.evaluate.token_fidelity.runtime_pairs import measure_member, runtime_pair_fidelity

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from quantgate.backends.ollama.ollama_forcing import ForcedPositions
+from quantgate.backends.forcing import ForcedPositions
 from quantgate.evaluate.token_fidelity.measurement import _variant_record
 
 TOKENS = ('{"', "a", '":', " 1", "}")
