@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from quantgate.backends.forcing import LogprobsForcing
+
 
 @dataclass(frozen=True, kw_only=True)
 class BackendCapabilities:
@@ -16,15 +18,16 @@ class BackendCapabilities:
         token_fidelity: How token fidelity is measured against a reference of the same
             backend: `"logits"` teacher-forces full next-token distributions (embedded
             llama.cpp, in a worker process), `"logprobs"` compares the top-k log-probabilities
-            a server API returns (Ollama, an OpenAI-compatible server; which API is
-            `logprobs_api`); None when it cannot be measured.
-        logprobs_api: For `"logprobs"` token fidelity, the API a variant's server speaks, which
-            chooses how its model is made to follow the reference's output
-            (`quantgate.evaluate.token_fidelity.forcings`): `"ollama"` (Ollama's chat API, the
-            server from the variant's `host` option) or `"openai"` (an OpenAI-compatible server
-            from its `base_url`, `api_key_env` and `api` options). A backend of its own that
-            speaks one of them gets that forcing by declaring it; None: no forcing (token
-            fidelity is then not measured, and the run says why).
+            a server API returns (Ollama, an OpenAI-compatible server; how is
+            `logprobs_forcing`); None when it cannot be measured.
+        logprobs_forcing: For `"logprobs"` token fidelity, how a variant's model is made to
+            follow the reference's output (`quantgate.backends.forcing.LogprobsForcing`): the
+            built-ins' are `quantgate.backends.ollama.ollama_forcing.LOGPROBS_FORCING` (Ollama's
+            chat API, the server from the variant's `host` option) and
+            `quantgate.backends.openai.openai_forcing.LOGPROBS_FORCING` (an OpenAI-compatible
+            server from its `base_url`, `api_key_env` and `api` options). A backend of its own
+            declares one of them, or its own; None: no forcing (token fidelity is then not
+            measured, and the run says why).
         process_isolation: The variant is opened in a spawned worker process for its
             evaluation (clean memory figures, a crash fails the variant, not the run). The
             variant must pickle and the backend must be registered in the worker too (at import
@@ -62,7 +65,7 @@ class BackendCapabilities:
     """
 
     token_fidelity: Literal["logits", "logprobs"] | None = None
-    logprobs_api: Literal["ollama", "openai"] | None = None
+    logprobs_forcing: LogprobsForcing | None = None
     process_isolation: bool = False
     parallel: Literal["slots", "instances", "server", "none"] = "none"
     default_concurrency: int = 1

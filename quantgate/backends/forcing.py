@@ -13,7 +13,15 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from quantgate.inputs.variants import Variant
 
-__all__ = ["ForcedPositions", "Forcing", "LogprobsForcing", "TopLogprobs", "Walk", "chat_messages"]
+__all__ = [
+    "ForcedPositions",
+    "Forcing",
+    "LogprobsForcing",
+    "TopLogprobs",
+    "Walk",
+    "chat_messages",
+    "same_prompt",
+]
 
 _ROLES = ((SystemMessage, "system"), (HumanMessage, "user"), (AIMessage, "assistant"))
 
@@ -103,6 +111,11 @@ def chat_messages(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
     return converted
 
 
+def same_prompt(variant: Variant, reference: Variant) -> str | None:
+    """No mismatch: a variant of the backend reads the prompt the reference reads."""
+    return None
+
+
 @dataclass(frozen=True, kw_only=True)
 class LogprobsForcing:
     """How a `"logprobs"` backend's variants are made to follow the reference's output: what a backend
@@ -118,4 +131,4 @@ class LogprobsForcing:
 
     make: Callable[[Variant], Forcing]
     method: str
-    prompt_mismatch: Callable[[Variant, Variant], str | None] = field(default=lambda variant, reference: None)
+    prompt_mismatch: Callable[[Variant, Variant], str | None] = same_prompt

@@ -12,11 +12,12 @@ from typing import Any
 
 from quantgate.backends import OpenedVariant, RegisteredBackend
 from quantgate.backends.declared_capabilities import BackendCapabilities
+from quantgate.backends.ollama.ollama_forcing import LOGPROBS_FORCING
 from quantgate.backends.ollama.ollama_options import OllamaOptions
 from quantgate.inputs.variants import Variant
 
 CAPABILITIES = BackendCapabilities(
-    token_fidelity="logprobs", logprobs_api="ollama", process_isolation=True, parallel="server",
+    token_fidelity="logprobs", logprobs_forcing=LOGPROBS_FORCING, process_isolation=True, parallel="server",
     memory="server", embeddings=True, kv_cache="declared", json_schema=True,
 )  # fmt: skip
 """An Ollama server: it schedules concurrent requests (`OLLAMA_NUM_PARALLEL`), sets the KV cache type

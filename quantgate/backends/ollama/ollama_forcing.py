@@ -38,9 +38,11 @@ import httpx
 from langchain_core.messages import BaseMessage
 
 from quantgate.backends import BackendError
-from quantgate.backends.backend_options import DEFAULT_TOP_LOGPROBS
-from quantgate.backends.forcing import ForcedPositions, TopLogprobs, Walk, chat_messages
+from quantgate.backends.backend_options import DEFAULT_TOP_LOGPROBS, options_of
+from quantgate.backends.forcing import ForcedPositions, LogprobsForcing, TopLogprobs, Walk, chat_messages
 from quantgate.backends.ollama.ollama_chat import ollama_error_text
+from quantgate.backends.ollama.ollama_options import OllamaOptions
+from quantgate.inputs.variants import Variant
 
 
 class OllamaForcing:
@@ -152,3 +154,30 @@ def _top(entry: Any) -> TopLogprobs:
     for item in listed:
         top[item.token] = max(item.logprob, top.get(item.token, float("-inf")))
     return top
+
+
+OLLAMA_METHOD = (
+    "resumed greedy generation over Ollama's chat API with logprobs: each model follows the "
+    "reference's output from the case's first-attempt messages (prefilling the output so far after "
+    "each disagreement); per output position a lower bound of KL(reference || variant) from the two "
+    "top-{k} lists (tokens outside both merged into one bucket, nats) and top-1 agreement, pooled "
+    "over positions"
+)
+
+
+def ollama_forcing(variant: Variant) -> OllamaForcing:
+    """The forcing of an Ollama variant: its server, model and typed options."""
+    from quantgate.backends.ollama.ollama import ollama_host
+
+    options = options_of(variant, OllamaOptions)
+    return OllamaForcing(
+        host=ollama_host(variant),
+        model=variant.model,
+        options={"num_ctx": options.num_ctx, "seed": options.seed},
+        top_logprobs=options.top_logprobs,
+        timeout_s=options.timeout_s,
+    )
+
+
+LOGPROBS_FORCING = LogprobsForcing(make=ollama_forcing, method=OLLAMA_METHOD)
+"""The Ollama backend's capability for token fidelity (and any backend's that speaks Ollama's API)."""

@@ -13,11 +13,12 @@ from typing import Any
 
 from quantgate.backends import OpenedVariant, RegisteredBackend
 from quantgate.backends.declared_capabilities import BackendCapabilities
+from quantgate.backends.openai.openai_forcing import LOGPROBS_FORCING
 from quantgate.backends.openai.openai_options import OpenAIOptions
 from quantgate.inputs.variants import Variant
 
 CAPABILITIES = BackendCapabilities(
-    token_fidelity="logprobs", logprobs_api="openai", process_isolation=True, parallel="server",
+    token_fidelity="logprobs", logprobs_forcing=LOGPROBS_FORCING, process_isolation=True, parallel="server",
     memory="server", json_schema=True,
 )  # fmt: skip
 """An OpenAI-compatible server (`quantgate.backends.openai.openai`): it schedules concurrent requests

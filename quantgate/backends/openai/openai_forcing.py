@@ -41,9 +41,11 @@ import httpx
 from langchain_core.messages import BaseMessage
 
 from quantgate.backends import BackendError
-from quantgate.backends.backend_options import DEFAULT_TOP_LOGPROBS
-from quantgate.backends.forcing import ForcedPositions, TopLogprobs, Walk, chat_messages
+from quantgate.backends.backend_options import DEFAULT_TOP_LOGPROBS, options_of
+from quantgate.backends.forcing import ForcedPositions, LogprobsForcing, TopLogprobs, Walk, chat_messages
+from quantgate.backends.openai.openai_options import OpenAIOptions
 from quantgate.backends.server_fields import described, refusal
+from quantgate.inputs.variants import Variant
 
 CHUNK_TOKENS = 32
 """Tokens asked for per greedy request: a divergence wastes at most this many generated tokens."""
@@ -248,3 +250,55 @@ def _resume(steps: Sequence[Step], walk: Walk, budget: int) -> str:
         if walk.finished():
             return "done"
     return "more" if len(steps) >= budget else "ended"
+
+
+OPENAI_METHOD = (
+    "top-{k} log-probabilities from an OpenAI-compatible server: each model follows the reference's "
+    "output after the prompt text of the case's first attempt by resumed greedy completion with "
+    "logprobs on /v1/completions (the output so far appended to the prompt after each disagreement; "
+    "with logprobs_echo, one echo request per case where the server answers it); per output position "
+    "a lower bound of "
+    "KL(reference || variant) from the two top-{k} lists (tokens outside both merged into one bucket, "
+    "nats) and top-1 agreement, pooled over positions"
+)
+
+FORCING_TIMEOUT_S = 300.0
+"""A forcing call's time limit when the variant's `timeout_s` does not say."""
+
+
+def openai_forcing(variant: Variant) -> OpenAIForcing:
+    """The forcing of an OpenAI-compatible variant: its endpoint, the prompt text it reads, its options.
+
+    Raises:
+        BackendError: Options it cannot take (`base_url`, `api_key_env`, `api`).
+    """
+    from quantgate.backends.openai.openai import completion_prompt, openai_endpoint
+
+    base_url, model, api_key = openai_endpoint(variant)
+    options = options_of(variant, OpenAIOptions)
+    return OpenAIForcing(
+        base_url=base_url,
+        model=model,
+        api_key=api_key,
+        top_logprobs=options.top_logprobs,
+        timeout_s=options.timeout_s if "timeout_s" in options.model_fields_set else FORCING_TIMEOUT_S,
+        seed=options.seed,
+        render=completion_prompt(variant),
+        echo=options.logprobs_echo,
+    )
+
+
+def api_mismatch(variant: Variant, reference: Variant) -> str | None:
+    """Why the variant and the reference read different prompts: different `api` options (a chat
+    variant reads the server's template, a completions variant the text quantgate renders)."""
+    ours, theirs = options_of(variant, OpenAIOptions).api, options_of(reference, OpenAIOptions).api
+    if ours == theirs:
+        return None
+    return (
+        f'not measured: the reference reads its prompt through api = "{theirs}" and this '
+        f'variant through api = "{ours}"; both must use the same api to read the same prompt'
+    )
+
+
+LOGPROBS_FORCING = LogprobsForcing(make=openai_forcing, method=OPENAI_METHOD, prompt_mismatch=api_mismatch)
+"""The OpenAI-compatible backend's capability for token fidelity (and any backend's that speaks its API)."""

@@ -6,7 +6,7 @@ llama.cpp) with a reference of the same backend are teacher-forced on full logit
 process. Variants of a `"logprobs"` backend (Ollama, an OpenAI-compatible server) with a reference
 of the same backend (and, for an OpenAI-compatible one, the same `api`) are measured from the
 top-k log-probabilities the server returns (a lower bound of the KLD), over HTTP from this
-process; the API the backend declares (`BackendCapabilities.logprobs_api`) says how
+process; the forcing the backend declares (`BackendCapabilities.logprobs_forcing`) says how
 (`forcings.py`). An OpenAI-compatible variant whose prompt text is unknown (the chat API, on a
 server without `/apply-template`) is reported as not measured.
 On a Ray cluster (an executor that is `remote`), each variant is measured in a task of its own
@@ -28,7 +28,7 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage
 
 from graphs.long_inputs import prompt_messages
-from quantgate.backends import BackendError, capabilities, open_variant, options_of
+from quantgate.backends import BackendError, capabilities, open_variant
 from quantgate.backends.forcing import Forcing
 from quantgate.backends.llamacpp.llamacpp import LlamaCppChatModel
 from quantgate.evaluate.executor import VariantCall, VariantExecutor
@@ -68,13 +68,6 @@ Measured = Mapping[str, TokenFidelityEntry | str]
 """What a measurement gives: per variant its token fidelity, or why it was not measured."""
 
 
-def _api(variant: Variant) -> str:
-    """The API an OpenAI-compatible variant's calls go to (its `api` option; `chat` by default)."""
-    from quantgate.backends.openai.openai_options import OpenAIOptions
-
-    return options_of(variant, OpenAIOptions).api
-
-
 def unmeasured_reason(variant: Variant, reference: Variant, *, enabled: bool) -> str | None:
     """Why a variant's token fidelity cannot be measured; None when it can.
 
@@ -92,12 +85,8 @@ def unmeasured_reason(variant: Variant, reference: Variant, *, enabled: bool) ->
             f"not measured: the reference ({reference.backend}) and this variant ({variant.backend}) "
             "must be served by the same backend to read the same prompt"
         )
-    if capabilities(variant).logprobs_api == "openai" and _api(variant) != _api(reference):
-        return (
-            f'not measured: the reference reads its prompt through api = "{_api(reference)}" and this '
-            f'variant through api = "{_api(variant)}"; both must use the same api to read the same prompt'
-        )
-    return None
+    declared = capabilities(variant).logprobs_forcing
+    return None if declared is None else declared.prompt_mismatch(variant, reference)
 
 
 def reference_outputs(records: Mapping[str, CaseRecord], *, cases: Sequence[str]) -> dict[str, str]:

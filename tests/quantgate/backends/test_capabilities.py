@@ -25,6 +25,8 @@ from quantgate.backends import (
     backend_capabilities,
     capabilities,
 )
+from quantgate.backends.ollama.ollama_forcing import LOGPROBS_FORCING as OLLAMA_FORCING
+from quantgate.backends.openai.openai_forcing import LOGPROBS_FORCING as OPENAI_FORCING
 from quantgate.evaluate.executor import LocalExecutor, VariantCall
 from quantgate.evaluate.options import RunOptions
 from quantgate.evaluate.token_fidelity.job import FidelityJob
@@ -67,12 +69,12 @@ def test_built_in_backends_declare_their_capabilities():
         json_schema=True, verification=True,
     )  # fmt: skip
     assert backend_capabilities("ollama") == BackendCapabilities(
-        token_fidelity="logprobs", logprobs_api="ollama", process_isolation=True, parallel="server",
+        token_fidelity="logprobs", logprobs_forcing=OLLAMA_FORCING, process_isolation=True, parallel="server",
         memory="server", embeddings=True, model_file=False, from_python=False, default_concurrency=1,
         kv_cache="declared", json_schema=True,
     )  # fmt: skip
     assert backend_capabilities("openai") == BackendCapabilities(
-        token_fidelity="logprobs", logprobs_api="openai", process_isolation=True, parallel="server",
+        token_fidelity="logprobs", logprobs_forcing=OPENAI_FORCING, process_isolation=True, parallel="server",
         memory="server", embeddings=False, model_file=False, from_python=False, default_concurrency=1,
         kv_cache=None, json_schema=True,
     )  # fmt: skip

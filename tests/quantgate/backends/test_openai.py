@@ -12,6 +12,7 @@ from graphs.streamed import ModelCallError
 from quantgate.backends import BackendError, capabilities, open_variant
 from quantgate.backends.openai.openai import openai_endpoint
 from quantgate.backends.openai.openai_chat import classify
+from quantgate.backends.openai.openai_forcing import LOGPROBS_FORCING as OPENAI_FORCING
 from quantgate.inputs.variants import Variant, VariantSpecError, parse_spec
 
 URL = "http://127.0.0.1:8000/v1"
@@ -78,7 +79,7 @@ def test_a_shorthand_without_base_url_says_the_form():
 def test_the_backend_declares_a_server_with_json_schema():
     declared = capabilities(variant(base_url=URL))
     assert (declared.parallel, declared.memory, declared.json_schema) == ("server", "server", True)
-    assert (declared.token_fidelity, declared.logprobs_api) == ("logprobs", "openai")
+    assert (declared.token_fidelity, declared.logprobs_forcing) == ("logprobs", OPENAI_FORCING)
 
 
 REQUEST = httpx2.Request("POST", URL + "/chat/completions")

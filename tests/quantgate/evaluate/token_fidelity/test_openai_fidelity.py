@@ -16,7 +16,9 @@ from langchain_core.messages import HumanMessage
 import quantgate.evaluate.token_fidelity.run_step as fidelity_step
 from quantgate.backends import BackendCapabilities, BackendError, OpenedVariant
 from quantgate.backends.base_prompt import render_prompt
+from quantgate.backends.ollama.ollama_forcing import LOGPROBS_FORCING as OLLAMA_FORCING
 from quantgate.backends.ollama.ollama_forcing import OllamaForcing
+from quantgate.backends.openai.openai_forcing import LOGPROBS_FORCING as OPENAI_FORCING
 from quantgate.backends.openai.openai_forcing import UNKNOWN_PROMPT, OpenAIForcing
 from quantgate.evaluate.token_fidelity.forcings import OPENAI_METHOD, forcing_problem, logprobs_forcing
 from quantgate.evaluate.token_fidelity.run_step import token_fidelity_step, unmeasured_reason
@@ -70,16 +72,16 @@ def _never_opened(
     yield
 
 
-def test_the_forcing_follows_the_declared_logprobs_api_not_the_name(register_backend):
+def test_the_forcing_follows_the_declared_logprobs_forcing_not_the_name(register_backend):
     register_backend(
         "my-vllm",
         _never_opened,
-        capabilities=BackendCapabilities(token_fidelity="logprobs", logprobs_api="openai"),
+        capabilities=BackendCapabilities(token_fidelity="logprobs", logprobs_forcing=OPENAI_FORCING),
     )
     register_backend(
         "my-ollama",
         _never_opened,
-        capabilities=BackendCapabilities(token_fidelity="logprobs", logprobs_api="ollama"),
+        capabilities=BackendCapabilities(token_fidelity="logprobs", logprobs_forcing=OLLAMA_FORCING),
     )
     register_backend("silent", _never_opened, capabilities=BackendCapabilities(token_fidelity="logprobs"))
 
@@ -95,7 +97,7 @@ def test_the_forcing_follows_the_declared_logprobs_api_not_the_name(register_bac
     )
     assert isinstance(logprobs_forcing(ollama)[0], OllamaForcing)
     with pytest.raises(
-        BackendError, match="no top-k forcing for the silent backend: it declares no logprobs_api"
+        BackendError, match="no top-k forcing for the silent backend: it declares no logprobs_forcing"
     ):
         logprobs_forcing(served("S", backend="silent"))
     with pytest.raises(BackendError, match="api 'prompt' is not one of chat, completions"):
@@ -128,7 +130,7 @@ def test_a_variant_not_measured_by_its_forcing_gets_the_reason_in_its_entry(
     register_backend(
         "srv",
         _never_opened,
-        capabilities=BackendCapabilities(token_fidelity="logprobs", logprobs_api="openai"),
+        capabilities=BackendCapabilities(token_fidelity="logprobs", logprobs_forcing=OPENAI_FORCING),
     )
     reference, variant = served("ref", backend="srv"), served("v", backend="srv")
     record = type("Record", (), {"raw": '{"a": 1}', "attempts": 1, "error": None})()
