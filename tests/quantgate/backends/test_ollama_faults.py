@@ -45,7 +45,8 @@ def test_a_page_that_is_not_ollama_at_the_start_skips_the_variant_saying_so(olla
     assert entry.status == "skipped"
     assert entry.error is not None
     assert (
-        f"{ollama_double.url}/api/version answered 200 with a body that is not Ollama's JSON" in entry.error
+        f"{ollama_double.url}/api/version answered 200 with an HTML page (44 bytes), not Ollama's JSON"
+        in entry.error
     )
     assert f"is {ollama_double.url} an Ollama server?" in entry.error
     assert records == []
