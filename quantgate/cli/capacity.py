@@ -25,7 +25,7 @@ BASELINE_HELP = 215.0
 
 def _variants(specs: list[str] | None) -> VariantSet:
     """The variants named, else the ladder's variants.toml in the user cache (not built here)."""
-    from quantgate.inputs.variants import resolve_variants
+    from quantgate.inputs.shorthands import resolve_variants
     from quantgate.ladder.quantize import default_ladder_dir
 
     if specs:

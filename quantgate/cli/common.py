@@ -118,7 +118,7 @@ def cli_variants(specs: list[str] | None) -> VariantSet:
     Every embedded variant's model file is checked before any model loads (`check_model_files`):
     there, readable, a complete GGUF, of the size and sha256 the variants file gives.
     """
-    from quantgate.inputs.variants import resolve_variants
+    from quantgate.inputs.shorthands import resolve_variants
     from quantgate.ladder.quantize import build_ladder
 
     if specs:

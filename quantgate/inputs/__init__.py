@@ -12,14 +12,8 @@ from quantgate.inputs.dataset import (
 )
 from quantgate.inputs.gates import Gates, GatesError, comparison_options, load_gates
 from quantgate.inputs.record_schema import record_schema
-from quantgate.inputs.variants import (
-    Variant,
-    VariantSet,
-    VariantSpec,
-    VariantSpecError,
-    load_variants_file,
-    resolve_variants,
-)
+from quantgate.inputs.shorthands import resolve_variants
+from quantgate.inputs.variants import Variant, VariantSet, VariantSpec, VariantSpecError, load_variants_file
 
 __all__ = [
     "Case",

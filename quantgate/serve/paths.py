@@ -30,13 +30,9 @@ from quantgate.inputs.dataset import (
     bundled_datasets,
     bundled_root,
 )
+from quantgate.inputs.shorthands import is_variants_file, parse_spec, shorthand_for
 from quantgate.inputs.task_file import TASK_FILE
-from quantgate.inputs.variants import (
-    VariantSpecError,
-    is_variants_file,
-    parse_spec,
-    shorthand_for,
-)
+from quantgate.inputs.variants import VariantSpecError
 
 DATASET_FILES = (TASK_FILE, SCHEMA_FILE, CASES_FILE, EXAMPLES_FILE, CORPUS_FILE, QUERIES_FILE, *CARD_FILES)
 """Every file a dataset directory is read for (datasets of every task kind, retrieval datasets, the card)."""

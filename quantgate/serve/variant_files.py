@@ -23,13 +23,12 @@ from pydantic import ValidationError
 from evaluators import error_path
 from quantgate.backends import capabilities
 from quantgate.inputs.gguf_files import ModelFileError, read_gguf_layout
+from quantgate.inputs.shorthands import is_variants_file, resolve_variants
 from quantgate.inputs.variants import (
     Variant,
     VariantSet,
     VariantSpecError,
-    is_variants_file,
     load_variants_file,
-    resolve_variants,
     write_variants_file,
 )
 from quantgate.serve.paths import UnusableFileError, inside_roots, regular_file, variant_argument

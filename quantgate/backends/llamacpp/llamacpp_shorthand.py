@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from quantgate.inputs.variants import Shorthand, Variant, VariantSpecError
+from quantgate.inputs.shorthands import Shorthand
+from quantgate.inputs.variants import Variant, VariantSpecError
 
 __all__ = ["SHORTHAND"]
 

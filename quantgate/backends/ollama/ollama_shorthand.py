@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from quantgate.inputs.variants import Shorthand, Variant, shorthand_name
+from quantgate.inputs.shorthands import Shorthand, shorthand_name
+from quantgate.inputs.variants import Variant
 
 __all__ = ["SHORTHAND"]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from quantgate.inputs.variants import Shorthand, Variant, VariantSpecError, shorthand_name
+from quantgate.inputs.shorthands import Shorthand, shorthand_name
+from quantgate.inputs.variants import Variant, VariantSpecError
 
 __all__ = ["SHORTHAND"]
 

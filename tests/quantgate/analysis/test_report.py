@@ -177,7 +177,7 @@ def _cli_run(tmp_path, monkeypatch, *extra):
     source = make_fake_run(tmp_path / "source", decide=False)
     dataset = load_run(source).summary.dataset.path
     variants = _fake_variants()
-    monkeypatch.setattr("quantgate.inputs.variants.resolve_variants", lambda specs: variants)
+    monkeypatch.setattr("quantgate.inputs.shorthands.resolve_variants", lambda specs: variants)
     out = tmp_path / "runs"
     code = main(["run", "--dataset", dataset, "--variants", "fake", "--out", str(out), *extra])
     (run_dir,) = out.iterdir()

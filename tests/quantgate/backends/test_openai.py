@@ -13,7 +13,8 @@ from quantgate.backends import BackendError, capabilities, open_variant
 from quantgate.backends.openai.openai import openai_endpoint
 from quantgate.backends.openai.openai_chat import classify
 from quantgate.backends.openai.openai_forcing import LOGPROBS_FORCING as OPENAI_FORCING
-from quantgate.inputs.variants import Variant, VariantSpecError, parse_spec
+from quantgate.inputs.shorthands import parse_spec
+from quantgate.inputs.variants import Variant, VariantSpecError
 
 URL = "http://127.0.0.1:8000/v1"
 

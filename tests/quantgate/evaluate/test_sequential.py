@@ -157,7 +157,7 @@ def test_max_cases(dataset, tmp_path):
 
 
 def test_cli_sequential_by_default_and_fixed_with_limit_or_all(dataset, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("quantgate.inputs.variants.resolve_variants", lambda specs: _variants())
+    monkeypatch.setattr("quantgate.inputs.shorthands.resolve_variants", lambda specs: _variants())
     base = ["run", "--dataset", str(dataset.path), "--variants", "fake", "--no-report", "--no-token-fidelity",
             "--max-accuracy-drop", "0.2", "--max-slice-accuracy-drop", "1"]  # fmt: skip
     status = main([*base, "--out", str(tmp_path / "a")])

@@ -104,7 +104,7 @@ def test_a_variant_failing_one_task_fails_the_suite_naming_it(suite_file, tmp_pa
 
 
 def _cli_variants(monkeypatch: pytest.MonkeyPatch, variant_set: VariantSet) -> None:
-    monkeypatch.setattr("quantgate.inputs.variants.resolve_variants", lambda specs: variant_set)
+    monkeypatch.setattr("quantgate.inputs.shorthands.resolve_variants", lambda specs: variant_set)
 
 
 def test_the_command_line_exits_as_a_single_run_and_decide_rejudges(
@@ -142,7 +142,7 @@ def test_suite_and_dataset_exclude_each_other(suite_file, capsys):
 def test_a_bad_suite_fails_before_any_model_loads(tmp_path, monkeypatch, capsys):
     path = tmp_path / "suite.toml"
     path.write_text('[[task]]\nname = "intents"\ndataset = "bankin77"\n')
-    monkeypatch.setattr("quantgate.inputs.variants.resolve_variants", pytest.fail)
+    monkeypatch.setattr("quantgate.inputs.shorthands.resolve_variants", pytest.fail)
     assert main(["run", "--suite", str(path), "--variants", "x", "--out", str(tmp_path / "runs")]) == 2
     assert f"{path}: task 'intents': dataset 'bankin77' not found" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()

@@ -105,7 +105,7 @@ def test_the_run_records_the_examples_and_leaves_them_out_of_scoring(no_examples
 
 
 def test_the_cli_flag(no_examples, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("quantgate.inputs.variants.resolve_variants", lambda specs: _variants())
+    monkeypatch.setattr("quantgate.inputs.shorthands.resolve_variants", lambda specs: _variants())
     out = tmp_path / "runs"
     base = ["run", "--dataset", str(no_examples.path), "--variants", "fake", "--out", str(out), "--no-report"]
     assert main([*base, "--examples", "none"]) == 4  # the only variant is the reference

@@ -12,23 +12,23 @@ from pathlib import Path
 
 import pytest
 
-import quantgate.inputs.variants as variants_module
-from quantgate.inputs.variants import (
+import quantgate.inputs.shorthands as shorthands_module
+from quantgate.inputs.shorthands import (
     SHORTHAND_GROUP,
     Shorthand,
-    Variant,
-    VariantSpecError,
     is_variants_file,
     parse_spec,
     resolve_variants,
 )
+from quantgate.inputs.variants import Variant, VariantSpecError
 from quantgate.serve.paths import PathRefusedError, UnusableFileError, variant_argument
 
 ROOT = Path(__file__).resolve().parents[3]
 PLUGIN = "quantgate_shorthand_plugin"
 
 PLUGIN_SOURCE = """
-from quantgate.inputs.variants import Shorthand, Variant
+from quantgate.inputs.shorthands import Shorthand
+from quantgate.inputs.variants import Variant
 
 def _card(spec, model):
     return Variant(name=model.replace("/", "_"), backend="cards", model=model)
@@ -53,7 +53,7 @@ def shorthand_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
         f"[{SHORTHAND_GROUP}]\ncards = {PLUGIN}:CARDS\ndisk = {PLUGIN}:DISK\nbent = {PLUGIN}:_card\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(variants_module, "_SHORTHANDS", {})
+    monkeypatch.setattr(shorthands_module, "_SHORTHANDS", {})
     yield tmp_path
     sys.modules.pop(PLUGIN, None)
 
@@ -97,8 +97,8 @@ def test_the_api_checks_a_plugin_file_shorthand_inside_the_roots(shorthand_plugi
 
 
 def test_without_the_entry_points_no_shorthand_is_known(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(variants_module, "_SHORTHANDS", {})
-    monkeypatch.setattr(variants_module, "entry_points", lambda **selection: [])
+    monkeypatch.setattr(shorthands_module, "_SHORTHANDS", {})
+    monkeypatch.setattr(shorthands_module, "entry_points", lambda **selection: [])
     with pytest.raises(VariantSpecError) as raised:
         parse_spec("ollama:gemma3:1b")
     assert str(raised.value) == "variant 'ollama:gemma3:1b': unknown backend 'ollama' (known: none installed)"

@@ -1,12 +1,11 @@
 import pytest
 
+from quantgate.inputs.shorthands import parse_spec, resolve_variants
 from quantgate.inputs.variants import (
     Variant,
     VariantSet,
     VariantSpecError,
     load_variants_file,
-    parse_spec,
-    resolve_variants,
     write_variants_file,
 )
 

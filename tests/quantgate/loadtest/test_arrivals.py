@@ -151,10 +151,10 @@ def test_the_help_states_the_defaults(capsys):
 
 
 def test_poisson_load_records_rate_seed_targets_and_goodput(dataset, tmp_path, monkeypatch, capsys):
-    import quantgate.inputs.variants
+    import quantgate.inputs.shorthands
 
     fake = VariantSet(variants=[Variant.from_chat_model("v1", SleepyChatModel(delay_s=0.005))])
-    monkeypatch.setattr(quantgate.inputs.variants, "resolve_variants", lambda specs: fake)
+    monkeypatch.setattr(quantgate.inputs.shorthands, "resolve_variants", lambda specs: fake)
     args = ["load", "--dataset", str(dataset.path), "--variants", "fake", "--out", str(tmp_path / "runs"),
             "--arrivals", "poisson", "--rate", "20,40", "--requests", "6", "--seed", "9",
             "--ttft-target-ms", "1000", "--itl-target-ms", "1000", "--json"]  # fmt: skip

@@ -163,10 +163,10 @@ def test_load_added_to_an_evaluated_run_keeps_its_summary_and_shows_in_the_repor
 
 
 def test_run_with_load_adds_the_load_to_the_same_run(dataset, tmp_path, monkeypatch, capsys):
-    import quantgate.inputs.variants
+    import quantgate.inputs.shorthands
 
     fake = VariantSet(variants=[Variant.from_chat_model("v1", SleepyChatModel(delay_s=0.001))])
-    monkeypatch.setattr(quantgate.inputs.variants, "resolve_variants", lambda specs: fake)
+    monkeypatch.setattr(quantgate.inputs.shorthands, "resolve_variants", lambda specs: fake)
     runs = tmp_path / "runs"
     args = ["run", "--dataset", str(dataset.path), "--variants", "fake", "--out", str(runs), "--no-report",
             "--no-token-fidelity", "--load", "--load-concurrency", "1,2", "--requests", "2"]  # fmt: skip

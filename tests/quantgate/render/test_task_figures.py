@@ -58,7 +58,7 @@ def test_decide_prints_a_classification_runs_label_figures(tmp_path, capsys):
 def test_run_prints_the_label_figures_under_its_table(tmp_path, monkeypatch, capsys):
     dataset = runs.classification_dataset(tmp_path / "banking")
     variant_set = ref_and_quant(*runs.classification_answers())
-    monkeypatch.setattr("quantgate.inputs.variants.resolve_variants", lambda specs: variant_set)
+    monkeypatch.setattr("quantgate.inputs.shorthands.resolve_variants", lambda specs: variant_set)
     flags = ["--variants", "fake", "--out", str(tmp_path / "runs"), "--no-report", "--no-token-fidelity"]
     assert main(["run", "--dataset", str(dataset), "--all", *flags]) == 4
     printed = _lines(capsys.readouterr().out)
