@@ -19,7 +19,8 @@ from pathlib import Path
 from quantgate.hardware import hardware
 from quantgate.inputs.dataset import load_dataset
 from quantgate.ladder.quantize import build_ladder
-from quantgate.loadtest.levels import LoadOptions, parse_levels
+from quantgate.loadtest.level_specs import parse_levels
+from quantgate.loadtest.levels import LoadOptions
 from quantgate.loadtest.load_run import run_load
 from quantgate.render.load_table import render_load
 from quantgate.rundir.store import load_run

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from quantgate.inputs.gates import Gates, load_gates
     from quantgate.inputs.variants import Variant, VariantSet, load_variants_file
     from quantgate.ladder.quantize import build_ladder
-    from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels
+    from quantgate.loadtest.level_specs import LoadLevel, parse_levels
+    from quantgate.loadtest.levels import LoadOptions
     from quantgate.loadtest.load_run import run_load
     from quantgate.production import (
         ChosenVariant,
@@ -97,7 +98,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "quantgate.inputs.gates": ("Gates", "load_gates"),
     "quantgate.inputs.variants": ("Variant", "VariantSet", "load_variants_file"),
     "quantgate.ladder.quantize": ("build_ladder",),
-    "quantgate.loadtest.levels": ("LoadLevel", "LoadOptions", "parse_levels"),
+    "quantgate.loadtest.level_specs": ("LoadLevel", "parse_levels"),
+    "quantgate.loadtest.levels": ("LoadOptions",),
     "quantgate.loadtest.load_run": ("run_load",),
     "quantgate.production": (
         "ChosenVariant",

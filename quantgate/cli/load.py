@@ -29,13 +29,14 @@ if TYPE_CHECKING:
     from quantgate.cli.common import Commands
     from quantgate.evaluate.executor import VariantExecutor
     from quantgate.inputs.variants import VariantSet
-    from quantgate.loadtest.levels import LoadLevel, LoadOptions
+    from quantgate.loadtest.level_specs import LoadLevel
+    from quantgate.loadtest.levels import LoadOptions
 
 
 def _levels(args: argparse.Namespace) -> tuple[LoadLevel, ...]:
     """Closed levels from the concurrency flag, or Poisson levels from `--rate`; a flag of the
     other kind of level is refused, not ignored."""
-    from quantgate.loadtest.levels import DEFAULT_LEVELS, parse_levels, poisson_levels
+    from quantgate.loadtest.level_specs import DEFAULT_LEVELS, parse_levels, poisson_levels
 
     if args.arrivals == "closed":
         poisson_only = {"--rate": args.rate, "--max-in-flight": args.max_in_flight, "--seed": args.seed}

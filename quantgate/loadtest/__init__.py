@@ -1,6 +1,7 @@
 """Load tests: the dataset's prompts at named concurrency levels, per variant."""
 
-from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels
+from quantgate.loadtest.level_specs import LoadLevel, parse_levels
+from quantgate.loadtest.levels import LoadOptions
 from quantgate.loadtest.load_run import run_load
 from quantgate.render.load_table import render_load
 

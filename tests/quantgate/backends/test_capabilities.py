@@ -33,7 +33,8 @@ from quantgate.evaluate.token_fidelity.job import FidelityJob
 from quantgate.evaluate.token_fidelity.run_step import token_fidelity_step, unmeasured_reason
 from quantgate.inputs.dataset import Dataset
 from quantgate.inputs.variants import Variant
-from quantgate.loadtest.levels import LoadJob, LoadOptions, load_variant, parse_levels
+from quantgate.loadtest.level_specs import parse_levels
+from quantgate.loadtest.levels import LoadJob, LoadOptions, load_variant
 from quantgate.render.load_table import render_load
 from quantgate.rundir.load import LoadLevelSpec, LoadSection, LoadVariantEntry
 from quantgate.rundir.summary import TokenFidelityEntry, VariantEntry

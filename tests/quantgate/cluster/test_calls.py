@@ -15,7 +15,8 @@ from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
 from quantgate.inputs.corpus import load_corpus
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import VariantSet
-from quantgate.loadtest.levels import LoadOptions, parse_levels
+from quantgate.loadtest.level_specs import parse_levels
+from quantgate.loadtest.levels import LoadOptions
 from quantgate.loadtest.load_run import run_load
 from quantgate.rundir.embeddings import EmbeddingsFile
 from quantgate.rundir.files import EMBEDDINGS_JSON, LOAD_FILE

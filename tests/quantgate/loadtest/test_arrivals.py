@@ -16,7 +16,8 @@ from quantgate.loadtest.arrivals import (
     poisson_schedule,
     send_arrivals,
 )
-from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels, poisson_levels
+from quantgate.loadtest.level_specs import LoadLevel, parse_levels, poisson_levels
+from quantgate.loadtest.levels import LoadOptions
 from quantgate.render.load_table import render_load
 from quantgate.rundir.load import LoadSection
 from quantgate.rundir.store import load_run

@@ -9,7 +9,8 @@ from pydantic import Field
 
 from quantgate.cli.main import main
 from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.loadtest.levels import LoadLevel, LoadOptions, parse_levels, send_requests
+from quantgate.loadtest.level_specs import LoadLevel, parse_levels
+from quantgate.loadtest.levels import LoadOptions, send_requests
 from quantgate.loadtest.load_run import run_load
 from quantgate.render.load_table import render_load
 from quantgate.rundir.store import load_run

@@ -11,7 +11,8 @@ from jsonschema import Draft202012Validator
 
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.loadtest.levels import LoadOptions, parse_levels
+from quantgate.loadtest.level_specs import parse_levels
+from quantgate.loadtest.levels import LoadOptions
 from quantgate.loadtest.load_run import run_load
 from quantgate.rundir.schemas import SCHEMAS, write_schemas
 from tests.fakes import SleepyChatModel
