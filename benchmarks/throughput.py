@@ -50,11 +50,10 @@ from quantgate.backends.llamacpp.greedy import common_prefix
 from quantgate.backends.llamacpp.llamacpp import (
     EmbeddedEngine,
     LlamaCppChatModel,
-    physical_cores,
 )
 from quantgate.backends.schema_grammar import GRAMMAR_ENGINES
 from quantgate.evaluate.options import RunOptions, extraction_context, select_cases
-from quantgate.hardware import hardware
+from quantgate.hardware import hardware, physical_cores
 from quantgate.inputs.dataset import Dataset, load_dataset
 from quantgate.ladder.quantize import build_ladder
 

@@ -36,6 +36,11 @@ def hardware() -> dict[str, Any]:
     }
 
 
+def physical_cores() -> int:
+    """The machine's physical cores (logical ones when psutil cannot tell): llama.cpp's threads."""
+    return psutil.cpu_count(logical=False) or os.cpu_count() or 1
+
+
 def package_version(name: str) -> str | None:
     """Installed version of a distribution, None when it is not installed."""
     try:

@@ -50,7 +50,7 @@ from quantgate.backends.schema_grammar import (
     unenforced_keywords,
 )
 from quantgate.backends.streaming import StreamingChatModel
-from quantgate.hardware import package_version
+from quantgate.hardware import package_version, physical_cores
 from quantgate.inputs.variants import KVCache, Variant
 
 if TYPE_CHECKING:
@@ -64,15 +64,6 @@ choice (`grammar_engine="llguidance"`). Measured against each other in
 
 _TOKENIZER_CTX = 512
 """With slots, the `Llama`'s own context only serves tokenization: kept small."""
-
-
-def physical_cores() -> int:
-    """The machine's physical cores (logical ones when psutil cannot tell)."""
-    import os
-
-    import psutil
-
-    return psutil.cpu_count(logical=False) or os.cpu_count() or 1
 
 
 def _check_options(*, slots: int | None, grammar_engine: str, fast_forward: bool) -> None:

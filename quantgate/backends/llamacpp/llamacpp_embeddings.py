@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 
-from quantgate.backends.llamacpp.llamacpp import physical_cores
+from quantgate.hardware import physical_cores
 
 Pooling = Literal["mean", "cls", "last"]
 POOLINGS: tuple[Pooling, ...] = ("mean", "cls", "last")
