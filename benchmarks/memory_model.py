@@ -89,7 +89,7 @@ def _measure(model: Path, context: int, sequences: int, kv_cache: str) -> tuple[
 
 def _point(model: Path, context: int, sequences: int, kv_cache: str) -> bool:
     from evaluators.memory_model import kv_cache_bytes, model_shape, predict_memory
-    from quantgate.inputs.gguf_metadata import read_gguf_metadata
+    from quantgate.capacity.gguf_metadata import read_gguf_metadata
 
     shape = model_shape(read_gguf_metadata(model))
     figures, reported_kv = _measure(model, context, sequences, kv_cache)

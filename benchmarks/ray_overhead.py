@@ -26,7 +26,7 @@ from pathlib import Path
 
 from quantgate.cluster import RayExecutor
 from quantgate.evaluate import RunOptions, run_evaluation
-from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
+from quantgate.evaluate.scheduler.executor import LocalExecutor, VariantExecutor
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import VariantSet
 from quantgate.ladder.quantize import build_ladder

@@ -12,6 +12,7 @@ from evaluators.baselines import (
 )
 from evaluators.betting import betting_interval, confidence_sequence, confidence_sequence_path
 from evaluators.case import CaseScorer, case_language
+from evaluators.chrf import GenerationSummary, score_text, summarize_generation
 from evaluators.comparison import (
     AgreementSummary,
     Comparison,
@@ -46,9 +47,8 @@ from evaluators.format import (
     parse_json_output,
     score_format,
 )
-from evaluators.generation import GenerationSummary, score_text, summarize_generation
 from evaluators.json_tokens import TokenKind, token_kinds
-from evaluators.load import LoadRequest, LoadStats, summarize_load
+from evaluators.loadtest import LoadRequest, LoadStats, summarize_load
 from evaluators.matchers import MatchOptions, SetScore, match_scalar, match_set
 from evaluators.normalize import normalize_string, parse_date, parse_number
 from evaluators.results import EvaluatorResult

@@ -17,7 +17,7 @@ RSS ≈ process baseline + weights + vocabulary + KV cache + output buffers + co
 The embedded backend holds two contexts: its `Llama`'s own, which with slots only tokenizes
 (`TOKENIZER_CONTEXT_CELLS` cells, one sequence), and the multi-sequence one the slots decode in
 (`n_seq_max` = sequences + 1: the last keeps the shared prompt prefix). Pure arithmetic on values
-handed in: `quantgate.inputs.gguf_metadata` reads a GGUF's metadata. Bytes throughout.
+handed in: `quantgate.capacity.gguf_metadata` reads a GGUF's metadata. Bytes throughout.
 """
 
 from __future__ import annotations

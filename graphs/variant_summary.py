@@ -37,7 +37,7 @@ class Evidence:
         memory: Returns the memory readings (None: not measured here).
         task: The dataset's task (its kind's figures are made from the outcomes).
         timed_cases: The cases whose timings make the latency figures (the run's latency sample,
-            decoded in full by every variant: `quantgate.evaluate.verification`); None: all.
+            decoded in full by every variant: `quantgate.evaluate.scheduler.verification`); None: all.
     """
 
     outcomes: Sequence[CaseOutcome]
@@ -201,7 +201,7 @@ def outcomes_summary(
 ) -> VariantSummary:
     """What the evaluator nodes make of `outcomes`, with memory figures measured elsewhere: the
     summary of a variant whose outcomes several evaluations gathered (its cases split between
-    tasks: `quantgate.cluster`; run in rounds by workers: `quantgate.evaluate.tracks`).
+    tasks: `quantgate.cluster`; run in rounds by workers: `quantgate.evaluate.scheduler.tracks`).
 
     Args:
         outcomes: The variant's case outcomes.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import sys
 import types
+import warnings
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from quantgate.ladder.quantize import build_ladder
     from quantgate.loadtest.level_specs import LoadLevel, parse_levels
     from quantgate.loadtest.levels import LoadOptions
-    from quantgate.loadtest.load_run import run_load
+    from quantgate.loadtest.loadtest_run import run_load_test
     from quantgate.production import (
         ChosenVariant,
         Classification,
@@ -100,7 +101,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "quantgate.ladder.quantize": ("build_ladder",),
     "quantgate.loadtest.level_specs": ("LoadLevel", "parse_levels"),
     "quantgate.loadtest.levels": ("LoadOptions",),
-    "quantgate.loadtest.load_run": ("run_load",),
+    "quantgate.loadtest.loadtest_run": ("run_load_test",),
     "quantgate.production": (
         "ChosenVariant",
         "Classification",
@@ -128,6 +129,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
 }
 """Where each public name is defined: the module imported on the name's first use."""
+
+_RENAMED = {"run_load": "run_load_test"}
+"""Old public names still answered, with a DeprecationWarning (`run_load` read like `load_run`)."""
 
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -191,7 +195,7 @@ __all__ = [
     "register_backend",
     "run_embeddings",
     "run_evaluation",
-    "run_load",
+    "run_load_test",
     "score_predictions",
     "write_report",
     "write_schemas",
@@ -200,6 +204,13 @@ __all__ = [
 
 def __getattr__(name: str) -> object:
     """Import the module that defines a public name on its first use (PEP 562)."""
+    if name in _RENAMED:
+        warnings.warn(
+            f"quantgate.{name} is now quantgate.{_RENAMED[name]}; the old name goes in a later release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return __getattr__(_RENAMED[name])
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module 'quantgate' has no attribute {name!r}")

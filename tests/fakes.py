@@ -29,7 +29,7 @@ from pydantic import Field, PrivateAttr
 
 from graphs.streamed import ModelCallError
 from quantgate.backends.streaming import MessagesChatModel
-from quantgate.evaluate.warm_up import WARM_UP_TEXT
+from quantgate.evaluate.scheduler.warm_up import WARM_UP_TEXT
 
 SCHEMA: dict[str, Any] = {
     "title": "Invoice",

@@ -11,6 +11,30 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("quantgate", "graphs", "evaluators")
 
+FEATURES: dict[str, dict[str, str]] = {
+    "quantgate.suite": {
+        "suite_file": "inputs",
+        "suite_records": "rundir",
+        "suite_grid": "render",
+        "suite_run": "evaluate",
+        "suite_decision": "decide",
+        "suite_report": "analysis",
+    },
+    "quantgate.capacity": {
+        "gguf_metadata": "inputs",
+        "shape_record": "rundir",
+        "capacity_rows": "render",
+        "shape_reading": "evaluate",
+        "capacity_run": "loadtest",
+        "capacity_checks": "decide",
+        "machine_table": "decide",
+    },
+}
+"""Feature packages: a feature that spans layers keeps its modules in one folder, each module counted
+as part of the package of the layer it belongs to (`quantgate.<layer>`), so the folder holds the
+feature and the layering still holds."""
+
+
 LAYERS: list[tuple[str, ...]] = [
     ("evaluators",),
     ("graphs",),
@@ -67,7 +91,12 @@ def _graph() -> dict[str, set[str]]:
 
 
 def _unit(module: str) -> tuple[int, str]:
-    """The layer row of a module and its unit (the row entry it belongs to)."""
+    """The layer row of a module and its unit (the row entry it belongs to; a feature package's
+    module belongs to its layer's package)."""
+    for package, modules in FEATURES.items():
+        for name, layer in modules.items():
+            if module == f"{package}.{name}" or module.startswith(f"{package}.{name}."):
+                return _unit(f"quantgate.{layer}")
     best = max(
         ((row, entry) for row, entries in enumerate(LAYERS) for entry in entries
          if module == entry or module.startswith(entry + ".")),
@@ -130,8 +159,18 @@ def test_few_modules_directly_in_quantgate() -> None:
     assert set(top) <= {"explore.py", "formatting.py", "hardware.py"}
 
 
+def test_every_module_of_a_feature_package_has_its_layer() -> None:
+    for package, modules in FEATURES.items():
+        folder = ROOT / package.replace(".", "/")
+        found = {p.stem for p in folder.glob("*.py") if p.name != "__init__.py"}
+        assert found == set(modules), f"{package}: place each module in a layer (FEATURES)"
+
+
 def test_the_layer_check_can_fail() -> None:
     assert _unit("quantgate.cli.main") == (len(LAYERS) - 2, "quantgate.cli")
     assert _unit("quantgate.rundir.store")[0] < _unit("quantgate.decide.recommendation")[0]
     assert _unit("quantgate") == (len(LAYERS) - 1, "quantgate")
     assert _unit("quantgate.evaluate.evaluation_run")[0] < _unit("quantgate.cluster.executor")[0]
+    # a feature package's modules sit in different rows: its input below its decision
+    assert _unit("quantgate.suite.suite_file")[0] < _unit("quantgate.suite.suite_decision")[0]
+    assert _unit("quantgate.suite.suite_decision") == _unit("quantgate.decide.checks")

@@ -105,3 +105,11 @@ def test_the_public_packages_list_their_names_and_docs_api_names_them() -> None:
         assert f"`{package}`" in api, package
     undocumented = [name for name in quantgate.__all__ if f"`{name}`" not in api]
     assert undocumented == []
+
+
+def test_a_renamed_name_still_answers_with_a_warning() -> None:
+    with pytest.warns(DeprecationWarning, match="run_load_test"):
+        old = quantgate.run_load  # type: ignore[attr-defined]
+    assert old is quantgate.run_load_test
+    with pytest.raises(AttributeError, match="run_lode"):
+        _ = quantgate.run_lode  # type: ignore[attr-defined]

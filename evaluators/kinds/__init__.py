@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, SerializeAsAny, ValidatorFunctionWrapHandler, WrapValidator
 
-from evaluators.classification import ClassificationSummary
+from evaluators.chrf import GenerationSummary
+from evaluators.classification_figures import ClassificationSummary
 from evaluators.errors import UsageError
 from evaluators.format import FormatProblem
-from evaluators.generation import GenerationSummary
 from evaluators.kinds.classification import CLASSIFICATION
 from evaluators.kinds.extraction import EXTRACTION, instructions
 from evaluators.kinds.generation import GENERATION

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evaluators.classification import (
+from evaluators.classification_figures import (
     ClassificationSummary,
     reported_label_probabilities,
     summarize_labels,

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evaluators.format import FormatProblem
-from evaluators.generation import (
+from evaluators.chrf import (
     TEXT_FIELD,
     GenerationSummary,
     generated_text,
     score_text,
     summarize_generation,
 )
+from evaluators.format import FormatProblem
 from evaluators.kinds.kind import FigureTable, KindFigure, LabeledCase, TaskKind, gold_kept
 from evaluators.task_models import GenerationTask, parse_task
 
@@ -71,7 +71,7 @@ GENERATION = TaskKind(
     model=GenerationTask,
     score=score_text,
     check_expected=_check,
-    scorer_module="evaluators/generation.py",
+    scorer_module="evaluators/chrf.py",
     parse=parse_task,
     instruction=_instruction,
     shown_value=generated_text,
@@ -81,4 +81,4 @@ GENERATION = TaskKind(
     figure_tables=(_FIGURES,),
     opener="open_generator",
 )
-"""Generation: sentence chrF per case (`evaluators.generation`); corpus chrF per variant."""
+"""Generation: sentence chrF per case (`evaluators.chrf`); corpus chrF per variant."""

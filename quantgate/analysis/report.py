@@ -25,9 +25,9 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from quantgate.analysis.case_diff import case_diff
 from quantgate.analysis.run_view import RunView, failing_cases, load_run_view, only_variant_fails
 from quantgate.analysis.task_report import task_context
+from quantgate.capacity.capacity_rows import capacity_section
 from quantgate.formatting import MISSING, interval_points, number, percent, points
 from quantgate.hardware import package_version
-from quantgate.render.capacity_rows import capacity_section
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.embedding_table import embedding_rows
 from quantgate.render.fidelity_tail import run_fidelity_tail

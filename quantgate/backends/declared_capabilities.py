@@ -61,7 +61,7 @@ class BackendCapabilities:
             have chosen each token (under the same grammar and greedy decoding), decoded from the
             first position where it would not; the answer's metadata says how it was obtained
             (`obtained`, `answer_tokens`, `verified_tokens`). A run hands candidates the reference's
-            answers when their backend declares it (`quantgate.evaluate.verification`).
+            answers when their backend declares it (`quantgate.evaluate.scheduler.verification`).
     """
 
     token_fidelity: Literal["logits", "logprobs"] | None = None

@@ -2,7 +2,7 @@
 which of them is the pair's base (the embedded one, where quantgate runs the file itself).
 
 Chosen here, from what the backends declare, for the run's token-fidelity step
-(`quantgate.evaluate.token_fidelity.runtime_pairs`) and the decision's runtime comparison
+(`quantgate.evaluate.token_fidelity.pair_fidelity`) and the decision's runtime comparison
 (`quantgate.decide.runtimes`) alike.
 """
 

@@ -10,9 +10,9 @@ from evaluators.errors import MissingInputError
 from quantgate.cli.common import bounded_float, bounded_int
 
 if TYPE_CHECKING:
+    from quantgate.capacity.capacity_run import VariantCapacity
     from quantgate.cli.common import Commands
     from quantgate.inputs.variants import VariantSet
-    from quantgate.loadtest.capacity import VariantCapacity
 
 MAX_MEMORY_GIB = 2**20
 """The largest `--memory-gib`: 1 PiB, beyond any one machine's memory (and the byte counts stay exact)."""
@@ -20,7 +20,7 @@ MAX_CONTEXT = 2**31 - 1
 """The largest `--context`: llama.cpp counts a context's tokens in a 32-bit integer."""
 BASELINE_HELP = 215.0
 """The default of --baseline-mib as `--help` shows it, without importing the model at start-up
-(`quantgate.loadtest.capacity.DEFAULT_BASELINE_MIB` is the one definition; a test keeps them equal)."""
+(`quantgate.capacity.capacity_run.DEFAULT_BASELINE_MIB` is the one definition; a test keeps them equal)."""
 
 
 def _variants(specs: list[str] | None) -> VariantSet:
@@ -64,9 +64,9 @@ def _table(found: list[VariantCapacity], args: argparse.Namespace) -> str:
 
 def _capacity(args: argparse.Namespace) -> int:
     from quantgate.backends import capabilities
+    from quantgate.capacity.capacity_run import capacities
     from quantgate.evaluate.predictions import dump_json
     from quantgate.formatting import terminal_text
-    from quantgate.loadtest.capacity import capacities
 
     args.type_k = args.type_k or args.kv_cache
     args.type_v = args.type_v or args.kv_cache

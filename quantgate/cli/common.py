@@ -20,7 +20,7 @@ from quantgate.inputs.gates import GATE_KEYS, Gates, load_gates, value_type
 from quantgate.inputs.prices import Prices, load_prices
 
 if TYPE_CHECKING:
-    from quantgate.evaluate.executor import VariantExecutor
+    from quantgate.evaluate.scheduler.executor import VariantExecutor
     from quantgate.inputs.variants import VariantSet
     from quantgate.rundir.decision import Decision, Ranking
     from quantgate.rundir.summary import SequentialEntry
@@ -383,7 +383,7 @@ def cli_executor(args: argparse.Namespace, *, progress: bool) -> Iterator[Varian
     if args.executor != "ray":
         if args.ray_address is not None or args.ray_retries != 1:
             raise UsageError("--ray-address and --ray-retries go with --executor ray")
-        from quantgate.evaluate.executor import LocalExecutor
+        from quantgate.evaluate.scheduler.executor import LocalExecutor
 
         yield LocalExecutor()
         return

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def _decide(args: argparse.Namespace) -> int:
     from quantgate.rundir.completeness import run_completeness
     from quantgate.rundir.decision import EXIT_STATUS
-    from quantgate.rundir.suite_files import is_suite_dir
+    from quantgate.suite.suite_records import is_suite_dir
 
     check_export_flags(args)  # a --junit path that cannot be written fails before deciding
     if is_suite_dir(Path(args.run_dir)):  # a suite's directory: every task, then the suite

@@ -17,11 +17,11 @@ from quantgate.cli.common import (
     positive_int,
 )
 from quantgate.formatting import terminal_text
-from quantgate.rundir.embeddings import DEFAULT_K
+from quantgate.rundir.embedding_files import DEFAULT_K
 
 if TYPE_CHECKING:
     from quantgate.cli.common import Commands
-    from quantgate.rundir.embeddings import EmbeddingsFile
+    from quantgate.rundir.embedding_files import EmbeddingsFile
 
 
 def _embed(args: argparse.Namespace) -> int:
@@ -31,7 +31,7 @@ def _embed(args: argparse.Namespace) -> int:
     from quantgate.evaluate.predictions import dump_json
     from quantgate.inputs.corpus import load_corpus
     from quantgate.render.embedding_table import embeddings_table
-    from quantgate.rundir.embeddings import EmbeddingsFile
+    from quantgate.rundir.embedding_files import EmbeddingsFile
     from quantgate.rundir.files import EMBEDDINGS_JSON
     from quantgate.rundir.jsonfile import read_model
 

@@ -27,7 +27,7 @@ from quantgate.rundir.files import LOAD_FILE
 
 if TYPE_CHECKING:
     from quantgate.cli.common import Commands
-    from quantgate.evaluate.executor import VariantExecutor
+    from quantgate.evaluate.scheduler.executor import VariantExecutor
     from quantgate.inputs.variants import VariantSet
     from quantgate.loadtest.level_specs import LoadLevel
     from quantgate.loadtest.levels import LoadOptions
@@ -85,11 +85,13 @@ def load_into(
     quiet: bool,
     executor: VariantExecutor | None = None,
 ) -> Path:
-    from quantgate.loadtest.load_run import run_load
+    from quantgate.loadtest.loadtest_run import run_load_test
     from quantgate.render.load_table import render_load
     from quantgate.rundir.store import load_run
 
-    run_dir = run_load(dataset, variant_set, options=options, run_dir=run_dir, out=out, executor=executor)
+    run_dir = run_load_test(
+        dataset, variant_set, options=options, run_dir=run_dir, out=out, executor=executor
+    )
     if not quiet:
         section = load_run(run_dir).summary.load
         if section is not None:

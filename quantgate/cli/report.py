@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 def _report(args: argparse.Namespace) -> int:
     require_extra("report", "quantgate report")
     from quantgate.analysis.report import write_report
-    from quantgate.analysis.suite_report import is_suite_dir, write_suite_report
     from quantgate.rundir.completeness import run_completeness
+    from quantgate.suite.suite_report import is_suite_dir, write_suite_report
 
     run_dir = Path(args.run_dir)
     if is_suite_dir(run_dir):

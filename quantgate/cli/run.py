@@ -40,11 +40,11 @@ from quantgate.evaluate.options import (
 )
 from quantgate.evaluate.predictions import dump_json
 from quantgate.formatting import terminal_text
-from quantgate.rundir.embeddings import DEFAULT_K
+from quantgate.rundir.embedding_files import DEFAULT_K
 
 if TYPE_CHECKING:
     from quantgate.cli.common import Commands
-    from quantgate.evaluate.executor import VariantExecutor
+    from quantgate.evaluate.scheduler.executor import VariantExecutor
     from quantgate.inputs.gates import Gates
     from quantgate.inputs.variants import VariantSet
 
@@ -149,7 +149,7 @@ def _resume(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
     from quantgate.evaluate.resume import planned_variants
     from quantgate.inputs.gates import Gates
     from quantgate.rundir.store import read_summary
-    from quantgate.rundir.suite_files import is_suite_dir
+    from quantgate.suite.suite_records import is_suite_dir
 
     changed = [
         name

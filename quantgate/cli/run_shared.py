@@ -65,7 +65,7 @@ def write_report_after_run(run_dir: Path, *, quiet: bool) -> None:
         print(f"quantgate: {exc}; then: quantgate report {run_dir}", file=sys.stderr)
         return
     from quantgate.analysis.report import write_report
-    from quantgate.analysis.suite_report import is_suite_dir, write_suite_report
+    from quantgate.suite.suite_report import is_suite_dir, write_suite_report
 
     try:
         page = write_suite_report(run_dir) if is_suite_dir(run_dir) else write_report(run_dir)

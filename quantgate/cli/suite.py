@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from quantgate.inputs.gates import Gates
     from quantgate.inputs.prices import Prices
     from quantgate.rundir.decision import Decision
-    from quantgate.rundir.suite_files import SuiteDecision
+    from quantgate.suite.suite_records import SuiteDecision
 
 _NOT_WITH_SUITE = ("dataset", "load", "embeddings")
 """Flags a suite run refuses: the datasets are the suite's; the load test and the embeddings
@@ -40,9 +40,9 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
 
 def run_suite_command(args: argparse.Namespace) -> int:
     """`run --suite FILE`: check every dataset and gates file, run each task, decide the suite."""
-    from quantgate.evaluate.suite_run import run_suite
     from quantgate.inputs.gates import Gates
-    from quantgate.inputs.suite import load_suite
+    from quantgate.suite.suite_file import load_suite
+    from quantgate.suite.suite_run import run_suite
 
     given = [name for name in _NOT_WITH_SUITE if getattr(args, name)]
     if given:
@@ -78,8 +78,8 @@ def run_suite_command(args: argparse.Namespace) -> int:
 def resume_suite_command(args: argparse.Namespace) -> int:
     """`run --resume SUITE_DIR`: go on with each task not complete, then decide the suite."""
     from quantgate.evaluate.resume import planned_variants
-    from quantgate.evaluate.suite_run import resume_suite
-    from quantgate.rundir.suite_files import TASKS_DIR, read_suite
+    from quantgate.suite.suite_records import TASKS_DIR, read_suite
+    from quantgate.suite.suite_run import resume_suite
 
     suite_dir = Path(args.resume)
     if args.dataset or args.budget is not None:
@@ -122,10 +122,10 @@ def _task_decider(
 def conclude_suite(suite_dir: Path, args: argparse.Namespace, *, prices: Prices | None) -> int:
     """Print each task's summary table, then decide the suite (each task's verdicts, the grid);
     write each task's report unless --no-report; return the exit status."""
-    from quantgate.decide.suite import decide_suite
     from quantgate.render.summary_table import render_summary
     from quantgate.rundir.store import read_summary
-    from quantgate.rundir.suite_files import TASKS_DIR, read_suite
+    from quantgate.suite.suite_decision import decide_suite
+    from quantgate.suite.suite_records import TASKS_DIR, read_suite
 
     if not args.json:
         for entry in read_suite(suite_dir).tasks:
@@ -143,9 +143,9 @@ def conclude_suite(suite_dir: Path, args: argparse.Namespace, *, prices: Prices 
 
 
 def _print_suite_decision(suite_dir: Path, decision: SuiteDecision, *, quiet: bool) -> int:
-    from quantgate.render.suite_grid import render_grid, suite_decision_line
     from quantgate.rundir.decision import EXIT_STATUS
-    from quantgate.rundir.suite_files import SUITE_DECISION_MD
+    from quantgate.suite.suite_grid import render_grid, suite_decision_line
+    from quantgate.suite.suite_records import SUITE_DECISION_MD
 
     if quiet:
         print(decision.model_dump_json(indent=2))
@@ -171,8 +171,8 @@ def _print_suite_decision(suite_dir: Path, decision: SuiteDecision, *, quiet: bo
 def decide_suite_command(args: argparse.Namespace) -> int:
     """`decide SUITE_DIR`: judge each task's run again, then the suite; refuse incomplete tasks
     unless --allow-incomplete."""
-    from quantgate.decide.suite import decide_suite, incomplete_tasks
     from quantgate.rundir.decision import EXIT_STATUS
+    from quantgate.suite.suite_decision import decide_suite, incomplete_tasks
 
     suite_dir = Path(args.run_dir)
     prices, _ = cli_costs(args)

@@ -25,11 +25,11 @@ from tqdm import tqdm
 from graphs.evaluation import CaseOutcome
 from quantgate.backends import backend_module, capabilities
 from quantgate.cluster.connection import connected
+from quantgate.cluster.ray_tasks import CallReturned, TaskEnded, TaskStarted, call_task, variant_task
 from quantgate.cluster.resources import infeasible, task_resources, to_ray_options
 from quantgate.cluster.shards import ShardEnded, merged, shard_jobs, why_not_split
-from quantgate.cluster.tasks import CallReturned, TaskEnded, TaskStarted, call_task, variant_task
-from quantgate.evaluate.executor import Called, Evaluated, LocalExecutor, Result, VariantCall
-from quantgate.evaluate.variant import VariantJob, VariantRun, with_backend_module
+from quantgate.evaluate.scheduler.executor import Called, Evaluated, LocalExecutor, Result, VariantCall
+from quantgate.evaluate.scheduler.variant import VariantJob, VariantRun, with_backend_module
 from quantgate.rundir.build import case_record
 from quantgate.rundir.store import RunStore
 from quantgate.rundir.summary import Placement, ShardPlacement

@@ -23,8 +23,8 @@ from evaluators.latency import throughput
 from evaluators.memory import MemorySummary
 from graphs.evaluation import CaseOutcome, outcomes_summary
 from quantgate.backends import capabilities
-from quantgate.evaluate.executor import Evaluated
-from quantgate.evaluate.variant import VariantJob, VariantRun, variant_run
+from quantgate.evaluate.scheduler.executor import Evaluated
+from quantgate.evaluate.scheduler.variant import VariantJob, VariantRun, variant_run
 from quantgate.rundir.build import variant_entry
 from quantgate.rundir.summary import Placement, ShardPlacement
 

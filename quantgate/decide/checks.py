@@ -18,12 +18,12 @@ from evaluators.latency import latency_p95
 from evaluators.rates import proportion
 from evaluators.sequential import drop_status
 from evaluators.statistics import Interval, proportion_interval
-from quantgate.decide.capacity_checks import CapacityInputs, goodput_result, parallel_sequences_result
+from quantgate.capacity.capacity_checks import CapacityInputs, goodput_result, parallel_sequences_result
 from quantgate.decide.flip_check import flip_share_result
 from quantgate.formatting import points
 from quantgate.inputs.gates import Gates
 from quantgate.rundir.decision import GateResult, GateStatus
-from quantgate.rundir.embeddings import EmbeddingEntry
+from quantgate.rundir.embedding_files import EmbeddingEntry
 from quantgate.rundir.lines import CaseRecord
 from quantgate.rundir.runtime_comparison import RuntimeComparison
 from quantgate.rundir.summary import VariantEntry

@@ -18,11 +18,11 @@ from evaluators.costs import (
     break_even_wrong_case_rate,
     variant_costs,
 )
-from quantgate.decide.machine_table import machine_table
+from quantgate.capacity.machine_table import machine_table
 from quantgate.inputs.prices import Prices
 from quantgate.rundir.decision import CostTable, RollbackSignal
 from quantgate.rundir.lines import CaseRecord
-from quantgate.rundir.load import LoadLevelEntry, LoadSection
+from quantgate.rundir.loadtest_section import LoadLevelEntry, LoadSection
 from quantgate.rundir.summary import VariantEntry, VariantMetadata
 
 __all__ = [

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from evaluators.comparison import PairedCase
 from evaluators.sequential import Forecast, forecast_settlement
-from quantgate.evaluate.stopping_rule import differences_of, drop_gates
+from quantgate.evaluate.scheduler.stopping_rule import differences_of, drop_gates
 from quantgate.inputs.gates import Gates
 from quantgate.rundir.decision import OpenForecast
 from quantgate.rundir.lines import CaseRecord

@@ -32,7 +32,7 @@ from evaluators.comparison import (
 )
 from evaluators.errors import QuantgateError, UsageError
 from evaluators.flips import summarize_flips
-from quantgate.decide.capacity_checks import capacity_inputs
+from quantgate.capacity.capacity_checks import capacity_inputs
 from quantgate.decide.checks import GateEvidence, Measured, judge_variant, measure, passes
 from quantgate.decide.cost_table import break_even_signal, cost_table
 from quantgate.decide.forecast import open_forecasts

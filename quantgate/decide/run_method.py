@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from evaluators.comparison import IntervalMethod
-from quantgate.evaluate.stopping_rule import DEFAULT_ROUND_SIZE
+from quantgate.evaluate.scheduler.stopping_rule import DEFAULT_ROUND_SIZE
 from quantgate.hardware import package_version
 from quantgate.inputs.dataset import Dataset, DatasetError, load_dataset
 from quantgate.inputs.gates import Gates

@@ -15,7 +15,7 @@ the run; each other member on another backend is compared with the base:
   judges like `max_accuracy_drop`;
 - token fidelity: the pair's own, measured by the run against an embedded base
   (`runtime_token_fidelity`: the base's full logits cut to top-k against the server's top-k, along
-  the base's outputs, `quantgate.evaluate.token_fidelity.runtime_pairs`); else the variant's own
+  the base's outputs, `quantgate.evaluate.token_fidelity.pair_fidelity`); else the variant's own
   against the reference when the base is the reference; else not measured, and said why.
 """
 

@@ -30,12 +30,12 @@ from quantgate.embeddings.variant_vectors import (
     index_vectors,
     score_variant,
 )
-from quantgate.evaluate.executor import Called, LocalExecutor, VariantCall, VariantExecutor
+from quantgate.evaluate.scheduler.executor import Called, LocalExecutor, VariantCall, VariantExecutor
 from quantgate.evaluate.signals import stop_on_signals
 from quantgate.hardware import hardware
 from quantgate.inputs.corpus import Corpus, load_corpus
 from quantgate.inputs.variants import Variant
-from quantgate.rundir.embeddings import DEFAULT_K, CorpusInfo, EmbeddingsFile, EmbeddingVariantEntry
+from quantgate.rundir.embedding_files import DEFAULT_K, CorpusInfo, EmbeddingsFile, EmbeddingVariantEntry
 from quantgate.rundir.files import DATASET_DIR, EMBEDDINGS_JSON, QDRANT_DIR, SUMMARY_FILE
 from quantgate.rundir.jsonfile import write_model
 from quantgate.rundir.store import new_run_id, read_summary

@@ -34,7 +34,7 @@ from quantgate.embeddings.index import VectorIndex, collection_name
 from quantgate.evaluate.signals import stop_asked
 from quantgate.inputs.corpus import Corpus
 from quantgate.inputs.variants import Variant
-from quantgate.rundir.embeddings import EmbeddingEntry
+from quantgate.rundir.embedding_files import EmbeddingEntry
 
 _BATCH = 8
 """Texts handed to the embeddings object per call (between progress updates)."""

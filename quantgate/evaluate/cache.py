@@ -48,8 +48,8 @@ from graphs.prompting import build_messages
 from quantgate.backends import capabilities
 from quantgate.evaluate.options import case_input, variant_concurrency
 from quantgate.evaluate.rescore import extraction_of
+from quantgate.evaluate.scheduler.tracks import Track
 from quantgate.evaluate.session import RunSession
-from quantgate.evaluate.tracks import Track
 from quantgate.hardware import hardware, package_version
 from quantgate.inputs.file_hashes import file_sha256
 from quantgate.inputs.variants import Variant

@@ -18,15 +18,15 @@ from pathlib import Path
 
 from evaluators.baselines import BaselineScores, baseline_scores
 from evaluators.errors import QuantgateError, UsageError
-from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
-from quantgate.evaluate.label_confidence import add_gold_probability_shifts
-from quantgate.evaluate.model_shapes import memory_model_entry
+from quantgate.capacity.shape_reading import memory_model_entry
+from quantgate.evaluate.label_confidence_step import add_gold_probability_shifts
 from quantgate.evaluate.noise_floor_kld import measure_noise_floor_kld
 from quantgate.evaluate.options import RunOptions, run_cases, select_cases
 from quantgate.evaluate.recorded_options import recorded_options
 from quantgate.evaluate.rescore import prior_outcomes
 from quantgate.evaluate.resume import read_back
-from quantgate.evaluate.rounds import evaluate_in_rounds
+from quantgate.evaluate.scheduler.executor import LocalExecutor, VariantExecutor
+from quantgate.evaluate.scheduler.rounds import evaluate_in_rounds
 from quantgate.evaluate.session import RunSession, evaluate_all
 from quantgate.evaluate.signals import before_fast_exit, note_run_dir, stop_on_signals
 from quantgate.evaluate.token_fidelity.run_step import token_fidelity_step

@@ -1,5 +1,5 @@
 """The noise floor's KLD: the reference's logits along its own answers, one position at a time
-against batched, after the run's variants (`quantgate.evaluate.noise_floor` measured the rest).
+against batched, after the run's variants (`quantgate.evaluate.noise_floor_arm` measured the rest).
 
 The reference is opened as token fidelity opens it (an embedded model without slots, in a worker
 process of its own) and reads, for each case of the noise-floor sample it answered validly at
@@ -20,10 +20,10 @@ from quantgate.backends import BackendError, capabilities, open_variant
 from quantgate.backends.llamacpp.llamacpp import LlamaCppChatModel
 from quantgate.backends.llamacpp.teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
 from quantgate.evaluate.options import RunOptions, extraction_context
+from quantgate.evaluate.scheduler.worker import run_isolated
 from quantgate.evaluate.session import RunSession
 from quantgate.evaluate.token_fidelity.measurement import case_prompt
 from quantgate.evaluate.token_fidelity.run_step import reference_outputs
-from quantgate.evaluate.worker import run_isolated
 from quantgate.inputs.dataset import Dataset
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.files import NOISE_FLOOR_FILE

@@ -17,7 +17,7 @@ from graphs.evaluation import CaseInput
 from graphs.extraction import DEFAULT_MAX_REPAIRS, ExtractionContext
 from quantgate.backends import OpenedVariant, capabilities
 from quantgate.backends.extraction_context import variant_context
-from quantgate.evaluate.stopping_rule import DEFAULT_ROUND_SIZE
+from quantgate.evaluate.scheduler.stopping_rule import DEFAULT_ROUND_SIZE
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.examples import DEFAULT_EXAMPLES, interleaved
 from quantgate.inputs.gates import Gates
@@ -51,7 +51,7 @@ class RunOptions:
             the dataset has no examples.jsonl; 0 or None for a zero-shot prompt
             (`quantgate.inputs.examples.choose_examples`).
         sequential: Evaluate in rounds and stop each variant once its accuracy gates are
-            settled (`quantgate.evaluate.stopping_rule`); `limit` is then not used.
+            settled (`quantgate.evaluate.scheduler.stopping_rule`); `limit` is then not used.
         gates: The gates a sequential run judges after each round (those `decide` uses).
         round_size: Cases per round of a sequential run.
         max_cases: At most this many cases in a sequential run (None: the whole dataset).
@@ -70,7 +70,7 @@ class RunOptions:
             None: a fresh run id.
         verify: Candidates whose backend declares `verification` read the reference's answer to
             each prompt at prefill speed and keep it as far as they would have written it, decoding
-            from the first position where they would not (`quantgate.evaluate.verification`);
+            from the first position where they would not (`quantgate.evaluate.scheduler.verification`);
             False: every case of every variant is decoded (`--no-verify`).
         latency_cases: The run's first this many cases are decoded in full by every variant (the
             reference too, even when its cache has them), with `verify` or without: the latency
@@ -79,7 +79,7 @@ class RunOptions:
             missing, and the reference's cache serves every case it holds.
         noise_floor_cases: The reference answers the first this many cases of the first round a
             second time, one case at a time, against its first answers (the runtime's own noise
-            floor, `quantgate.evaluate.noise_floor`); 0 switches it off (the Python default; the
+            floor, `quantgate.evaluate.noise_floor_arm`); 0 switches it off (the Python default; the
             command line uses `DEFAULT_NOISE_FLOOR_CASES`).
     """
 

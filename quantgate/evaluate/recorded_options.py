@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from quantgate.evaluate.options import DEFAULT_LATENCY_CASES, RunOptions
-from quantgate.evaluate.stopping_rule import DEFAULT_ROUND_SIZE
+from quantgate.evaluate.scheduler.stopping_rule import DEFAULT_ROUND_SIZE
 from quantgate.rundir.summary import RunOptionsInfo
 
 __all__ = ["GIVEN_ON_RESUME", "RECORDED", "Recorded", "recorded_options", "resumed_options"]

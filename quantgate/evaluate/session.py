@@ -1,7 +1,7 @@
 """A run being written: its files, and the evaluation of its variants, reference first.
 
 The reference is evaluated first: its records serve the others' agreement and pairing. The
-other variants then go to the executor together (`quantgate.evaluate.executor`): one after
+other variants then go to the executor together (`quantgate.evaluate.scheduler.executor`): one after
 another on this machine, or side by side on a Ray cluster. summary.json and variants.json are
 written again after each variant ends.
 """
@@ -20,15 +20,15 @@ from evaluators.betting import DEFAULT_TRUNCATION
 from evaluators.comparison import accuracy_delta
 from evaluators.flips import summarize_flips
 from graphs.evaluation import CaseOutcome
-from quantgate.evaluate.executor import Evaluated, VariantExecutor
+from quantgate.capacity.shape_record import memory_model_check
 from quantgate.evaluate.options import RunOptions
-from quantgate.evaluate.variant import VariantJob, VariantRun, variant_run
-from quantgate.evaluate.verification import latency_sample, verification_missing
+from quantgate.evaluate.scheduler.executor import Evaluated, VariantExecutor
+from quantgate.evaluate.scheduler.variant import VariantJob, VariantRun, variant_run
+from quantgate.evaluate.scheduler.verification import latency_sample, verification_missing
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.gates import Gates, comparison_options
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.build import skipped_entry, variant_metadata
-from quantgate.rundir.model_shape import memory_model_check
 from quantgate.rundir.pairing import paired_cases, paired_latency
 from quantgate.rundir.store import RunStore, latest_records, read_records
 from quantgate.rundir.summary import (

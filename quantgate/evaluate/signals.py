@@ -5,7 +5,7 @@ spot: summary.json would never say "interrupted", and the worker would be left r
 Under `stop_on_signals()`, SIGINT and SIGTERM raise `Interrupted`, a `KeyboardInterrupt`, so the
 paths that already handle Ctrl-C (the run's summary, terminating the worker) handle both. A
 second signal while stopping exits at once with 128 + its number; the worker then dies with
-this process (`quantgate.evaluate.worker`). GNU `timeout` signals the process and then its group,
+this process (`quantgate.evaluate.scheduler.worker`). GNU `timeout` signals the process and then its group,
 so it sends two: before that fast exit, what `before_fast_exit` registered runs (the run writes
 its summary as `interrupted`, a run not started yet removes its directory).
 """

@@ -10,8 +10,8 @@ from evaluators.errors import MissingInputError
 from quantgate.rundir.decision import Decision
 from quantgate.rundir.files import DECISION_JSON
 from quantgate.rundir.store import read_decision, read_summary
-from quantgate.rundir.suite_files import TASKS_DIR, is_suite_dir, read_suite
 from quantgate.rundir.summary import RunSummary
+from quantgate.suite.suite_records import TASKS_DIR, is_suite_dir, read_suite
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,7 +18,7 @@ not counted, never as 0):
 
 `review_per_case` and `review_per_field` are two ways of pricing the same review: give one.
 With `request_rate_rps` and `machine_price_per_hour`, each variant is also priced by the machines its
-measured goodput needs for that rate (`quantgate.decide.machine_table`), beside the per-case costs.
+measured goodput needs for that rate (`quantgate.capacity.machine_table`), beside the per-case costs.
 Values are typed strictly (a price is a TOML number, never a string or a boolean; an integer is
 taken as a float), finite, and at most `MAX_PRICE`; `extractions_per_hour` is at least
 `MIN_TRAFFIC`, so that no cost per 1,000 extractions can overflow to infinity. Text (the currency,

@@ -29,7 +29,7 @@ from quantgate.hardware import package_version
 from quantgate.inputs.file_hashes import file_sha256
 from quantgate.inputs.variants import Variant, VariantSet, write_variants_file
 from quantgate.ladder.dequantize import dequantize_to_f16
-from quantgate.ladder.kv_cache import check_kv_caches, with_kv_cache_variants
+from quantgate.ladder.kv_cache_variants import check_kv_caches, with_kv_cache_variants
 
 REFERENCE = "F16"
 DEFAULT_QUANTS = ("Q8_0", "Q4_K_M", "Q2_K")
@@ -161,7 +161,7 @@ def build_ladder(
         progress: Show progress bars.
         kv_caches: Quantized KV-cache types (`q8_0`, `q4_0`): each weight type in `kv_cache_of`
             (default: every quantization built) also gets a variant with that cache
-            (`quantgate.ladder.kv_cache`).
+            (`quantgate.ladder.kv_cache_variants`).
         kv_cache_of: The weight types the `kv_caches` variants are made of.
 
     Returns:

@@ -2,7 +2,7 @@
 
 from quantgate.loadtest.level_specs import LoadLevel, parse_levels
 from quantgate.loadtest.levels import LoadOptions
-from quantgate.loadtest.load_run import run_load
+from quantgate.loadtest.loadtest_run import run_load_test
 from quantgate.render.load_table import render_load
 
 __all__ = [
@@ -10,5 +10,5 @@ __all__ = [
     "LoadOptions",
     "parse_levels",
     "render_load",
-    "run_load",
+    "run_load_test",
 ]

@@ -21,7 +21,7 @@ import numpy as np
 from langchain_core.language_models import BaseChatModel
 
 from evaluators.errors import UsageError
-from evaluators.load import LoadRequest
+from evaluators.loadtest import LoadRequest
 from quantgate.loadtest.bounds import rate_problem
 from quantgate.loadtest.one_request import Prompt, stream_request
 

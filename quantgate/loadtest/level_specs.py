@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from evaluators.errors import UsageError
 from quantgate.loadtest.arrivals import DEFAULT_IN_FLIGHT, parse_rates, rate_name
 from quantgate.loadtest.bounds import concurrency_problem
-from quantgate.rundir.load import Arrivals
+from quantgate.rundir.loadtest_section import Arrivals
 
 DEFAULT_LEVELS = "normal=1,peak=4"
 

@@ -35,12 +35,12 @@ from langchain_core.language_models import BaseChatModel
 
 from evaluators.errors import UsageError
 from evaluators.format import FormatEvaluator
-from evaluators.load import LoadRequest, summarize_load
+from evaluators.loadtest import LoadRequest, summarize_load
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import OpenedVariant, capabilities, open_variant
 from quantgate.evaluate.memory_sampler import RssSampler, rss_mb
 from quantgate.evaluate.options import RunOptions, extraction_context
-from quantgate.evaluate.warm_up import first_token_s
+from quantgate.evaluate.scheduler.warm_up import first_token_s
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.examples import DEFAULT_EXAMPLES
 from quantgate.inputs.variants import Variant
@@ -53,7 +53,7 @@ from quantgate.loadtest.bounds import load_problems
 from quantgate.loadtest.level_specs import DEFAULT_LEVELS, LoadLevel, parse_levels
 from quantgate.loadtest.one_request import Prompt, stream_request
 from quantgate.rundir.lines import LoadLine
-from quantgate.rundir.load import Arrivals, LoadLevelEntry, LoadVariantEntry
+from quantgate.rundir.loadtest_section import Arrivals, LoadLevelEntry, LoadVariantEntry
 from quantgate.rundir.store import JsonLines
 
 DEFAULT_REQUESTS = 8
@@ -227,7 +227,7 @@ def _prompts(job: LoadJob, opened: OpenedVariant) -> list[Prompt]:
 
 
 def _warm_up(job: LoadJob, opened: OpenedVariant) -> float | None:
-    """The warm-up prompt's first token (`quantgate.evaluate.warm_up`), sent to a model copy before
+    """The warm-up prompt's first token (`quantgate.evaluate.scheduler.warm_up`), sent to a model copy before
     the first level and not recorded as a request: a fresh process's first decode is not latency.
     Its answer is read to the end, so that the first level meets a server at rest."""
     context = extraction_context(job.dataset, opened, RunOptions(progress=False))

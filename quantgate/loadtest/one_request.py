@@ -12,7 +12,7 @@ from collections.abc import Callable
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
-from evaluators.load import INVALID_OUTPUT, LoadRequest
+from evaluators.loadtest import INVALID_OUTPUT, LoadRequest
 from graphs.streamed import ModelCallError, failure_kind, stream_timed
 
 __all__ = ["Prompt", "stream_request"]

@@ -10,7 +10,7 @@ from quantgate.production.extractor import (
     open_extractor,
 )
 from quantgate.production.guard import GuardedExtractionState, OnlineGuard, SignalReading, guard_node
-from quantgate.production.tasks import (
+from quantgate.production.kind_openers import (
     Answer,
     Classification,
     Classifier,

@@ -8,8 +8,8 @@ neither breaks a table nor renders as HTML or formatting.
 from __future__ import annotations
 
 from evaluators.comparison import PairedDelta
+from quantgate.capacity.capacity_rows import capacity_section
 from quantgate.formatting import MISSING, interval_points, number, percent, points
-from quantgate.render.capacity_rows import capacity_section
 from quantgate.render.cost_rows import cost_rows
 from quantgate.render.decision_record import record_lines
 from quantgate.render.embedding_table import embedding_rows

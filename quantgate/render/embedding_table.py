@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from quantgate.formatting import MISSING, fixed, points
-from quantgate.rundir.embeddings import EmbeddingEntry, EmbeddingsFile
+from quantgate.rundir.embedding_files import EmbeddingEntry, EmbeddingsFile
 
 _HEADER = (
     "variant", "file MiB", "cos mean", "cos p5", "cos min", "nbr recall@k", "recall@k", "Δ recall",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from quantgate.backends import backend_capabilities
 from quantgate.formatting import MISSING, fixed, text_table
-from quantgate.rundir.load import LoadLevelEntry, LoadSection
+from quantgate.rundir.loadtest_section import LoadLevelEntry, LoadSection
 
 _HEADER = (
     "variant", "level", "conc", "inst", "req", "err", "TTFT p50", "p95", "p99", "ITL ms",

@@ -17,11 +17,11 @@ from evaluators.flips import FlipSummary
 from evaluators.machines import MachineCost
 from evaluators.sequential import Forecast
 from evaluators.statistics import Interval
+from quantgate.capacity.shape_record import CapacityFigure
 from quantgate.inputs.gates import Gates
-from quantgate.rundir.embeddings import EmbeddingEntry
+from quantgate.rundir.embedding_files import EmbeddingEntry
 from quantgate.rundir.files import DECISION_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel
-from quantgate.rundir.model_shape import CapacityFigure
 from quantgate.rundir.runtime_comparison import RuntimeComparison
 from quantgate.rundir.summary import (
     DatasetInfo,

@@ -62,9 +62,9 @@ load time, cold first token, loads and cached cases (`load_s`, `cold_first_token
 `fixed` (format 4 said `bootstrap`) and the betting truncation (`betting_truncation`).
 6: the sha256 of each data file of the run's copy of its dataset (`dataset.copy_sha256`), which
 `--resume` checks. 7: a classification run's figures in each variant (`label_accuracy`,
-`macro_f1`, `classes`, `confusion`, ...: `evaluators.classification.ClassificationSummary`; null for
+`macro_f1`, `classes`, `confusion`, ...: `evaluators.classification_figures.ClassificationSummary`; null for
 other kinds). 8: a generation run's figures in each variant (`chrf`, `chrf_reference`,
-`length_ratio`, ...: `evaluators.generation.GenerationSummary`; null for other kinds). 9: the tail
+`length_ratio`, ...: `evaluators.chrf.GenerationSummary`; null for other kinds). 9: the tail
 of each variant's token fidelity (`kld_p999`, the `delta_p_*` figures, top-1 agreement on
 structural and value tokens, and the same per slice: `evaluators.fidelity.TokenFidelitySummary`).
 10: the capacity gates in the options' gates (`min_parallel_sequences`, `min_goodput_rps`, and the

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaluators.json_tokens import TokenKind
-from evaluators.load import LoadRequest
+from evaluators.loadtest import LoadRequest
 from evaluators.verification import Obtained
 from quantgate.rundir.files import (
     LOAD_FORMAT_VERSION,
@@ -138,7 +138,7 @@ class FidelityLine(RunFileModel):
         default=None,
         description="The variant this one is compared with: None for the run's reference; else the base of "
         "the variant's runtime pair (the same model file on the embedded backend, "
-        "`quantgate.evaluate.token_fidelity.runtime_pairs`), and `kld`/`top1` are against it.",
+        "`quantgate.evaluate.token_fidelity.pair_fidelity`), and `kld`/`top1` are against it.",
     )
     case_id: str
     positions: int | None = None
@@ -203,4 +203,4 @@ class _LoadLineVariant(RunFileModel):
 
 
 class LoadLine(LoadRequest, _LoadLineVariant):
-    """One line of load.jsonl: one load-test request (`evaluators.load.LoadRequest`) to a variant."""
+    """One line of load.jsonl: one load-test request (`evaluators.loadtest.LoadRequest`) to a variant."""

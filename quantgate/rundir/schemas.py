@@ -13,10 +13,10 @@ from pydantic import BaseModel
 
 from quantgate.rundir import files
 from quantgate.rundir.decision import Decision
-from quantgate.rundir.embeddings import EmbeddingsFile
+from quantgate.rundir.embedding_files import EmbeddingsFile
 from quantgate.rundir.lines import CaseRecord, FidelityLine, LoadLine, NoiseFloorLine
-from quantgate.rundir.suite_files import SUITE_DECISION_JSON, SUITE_FILE, SuiteDecision, SuiteRun
 from quantgate.rundir.summary import RunSummary, VariantsFile
+from quantgate.suite.suite_records import SUITE_DECISION_JSON, SUITE_FILE, SuiteDecision, SuiteRun
 
 SCHEMAS: dict[str, tuple[type[BaseModel], str]] = {
     "summary.schema.json": (RunSummary, files.SUMMARY_FILE),

@@ -1,5 +1,5 @@
 """Typed summary.json and variants.json: the run, one entry per variant (the load section is
-`quantgate.rundir.load`).
+`quantgate.rundir.loadtest_section`).
 
 A figure that was not measured is None, never 0. The per-variant figures are those the
 evaluation graph's evaluator nodes computed; `decide` recomputes what it judges from
@@ -17,12 +17,12 @@ from evaluators.flips import FlipSummary
 from evaluators.noise_floor import NoiseFloor
 from evaluators.paired_latency import LatencyAgainstReference
 from graphs.evaluation import VariantSummary
+from quantgate.capacity.shape_record import MemoryModelCheck
 from quantgate.inputs.examples import ExamplesSource
-from quantgate.rundir.embeddings import EmbeddingEntry
+from quantgate.rundir.embedding_files import EmbeddingEntry
 from quantgate.rundir.files import SUMMARY_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel, VariantStatus
-from quantgate.rundir.load import LoadSection
-from quantgate.rundir.model_shape import MemoryModelCheck
+from quantgate.rundir.loadtest_section import LoadSection
 from quantgate.rundir.older_summaries import upgraded_summary
 from quantgate.rundir.round_loads import RoundLoadEntry
 from quantgate.rundir.run_options import RunMethod as RunMethod
@@ -78,7 +78,7 @@ class NoiseFloorEntry(NoiseFloor, _NoiseFloorRun):
 
 
 class SequentialEntry(RunFileModel):
-    """How a variant's sequential evaluation ended (`quantgate.evaluate.stopping_rule`).
+    """How a variant's sequential evaluation ended (`quantgate.evaluate.scheduler.stopping_rule`).
 
     Attributes:
         settled: "pass" or "fail" when its accuracy gates were settled, None when it stopped unsettled.

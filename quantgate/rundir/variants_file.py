@@ -8,10 +8,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from quantgate.capacity.shape_record import MemoryModelEntry
 from quantgate.inputs.variants import VariantSpec
 from quantgate.rundir.files import VARIANTS_FORMAT_VERSION
 from quantgate.rundir.lines import RunFileModel
-from quantgate.rundir.model_shape import MemoryModelEntry
 
 __all__ = ["Placement", "ShardPlacement", "VariantMetadata", "VariantsFile"]
 

@@ -5,7 +5,7 @@ with `average="macro"` and `zero_division=np.nan`), which is not a dependency of
 
 import pytest
 
-from evaluators.classification import (
+from evaluators.classification_figures import (
     ClassificationSummary,
     calibration,
     calibration_shift,

@@ -1,4 +1,4 @@
-"""Tests for evaluators/generation.py: chrF figures cross-checked with sacrebleu called directly."""
+"""Tests for evaluators/chrf.py: chrF figures cross-checked with sacrebleu called directly."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pydantic import ValidationError
 from sacrebleu.metrics.chrf import CHRF
 
 from evaluators.case import CaseScorer
-from evaluators.generation import GenerationSummary, generated_text, score_text, summarize_generation
+from evaluators.chrf import GenerationSummary, generated_text, score_text, summarize_generation
 from evaluators.tasks import parse_task
 
 GOLD = "The Eagle is a cheap coffee shop near Burger King."

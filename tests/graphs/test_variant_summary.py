@@ -11,8 +11,8 @@ from sacrebleu.metrics.chrf import CHRF
 
 import graphs.evaluation
 from evaluators import CaseScorer, DatasetScore, EvaluatorResult
-from evaluators.classification import ClassificationSummary
-from evaluators.generation import GenerationSummary
+from evaluators.chrf import GenerationSummary
+from evaluators.classification_figures import ClassificationSummary
 from evaluators.memory import MemoryReading, MemorySummary
 from evaluators.tasks import ClassificationTask, GenerationTask
 from evaluators.tool_calls import ToolCallSummary

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.quantgate.analysis import kind_runs
-from tests.quantgate.analysis.test_suite_report import make_suite
+from tests.quantgate.suite.test_suite_report import make_suite
 from tests.quantgate.run_factory import (
     HOSTILE_OUTPUT,
     TAIL_CASE_A,

@@ -8,7 +8,7 @@ OpenAI-compatible server spells them in `/v1/completions` log-probabilities (eac
 alone, invalid UTF-8 dropped), so the lists compare with a server's (`OpenAIForcing`) token by token.
 
 This is what `measure_ollama_token_fidelity` compares with a server's lists: the same model file on
-the embedded backend and behind a server (`quantgate.evaluate.token_fidelity.runtime_pairs`).
+the embedded backend and behind a server (`quantgate.evaluate.token_fidelity.pair_fidelity`).
 """
 
 from __future__ import annotations

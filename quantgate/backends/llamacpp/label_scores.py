@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluators.classification import LABEL_PROBABILITY_KEY as PROBABILITY_KEY
+from evaluators.classification_figures import LABEL_PROBABILITY_KEY as PROBABILITY_KEY
 from quantgate.backends.llamacpp.label_context import ContinuationScorer, log_normalizer
 
 LABEL_SCORING_KEY = "label_scoring_s"

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from quantgate.evaluate.executor import VariantExecutor
+from quantgate.evaluate.scheduler.executor import VariantExecutor
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.files import FIDELITY_FILE

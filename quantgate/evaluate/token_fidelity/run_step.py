@@ -31,8 +31,9 @@ from graphs.long_inputs import prompt_messages
 from quantgate.backends import BackendError, capabilities, open_variant
 from quantgate.backends.forcing import Forcing
 from quantgate.backends.llamacpp.llamacpp import LlamaCppChatModel
-from quantgate.evaluate.executor import VariantCall, VariantExecutor
 from quantgate.evaluate.options import RunOptions, extraction_context
+from quantgate.evaluate.scheduler.executor import VariantCall, VariantExecutor
+from quantgate.evaluate.scheduler.worker import run_isolated
 from quantgate.evaluate.token_fidelity.forcings import forcing_problem, logprobs_forcing
 from quantgate.evaluate.token_fidelity.job import (
     SWITCHED_OFF,
@@ -46,8 +47,7 @@ from quantgate.evaluate.token_fidelity.measurement import (
     measure_ollama_token_fidelity,
     measure_token_fidelity,
 )
-from quantgate.evaluate.token_fidelity.runtime_pairs import runtime_pair_fidelity
-from quantgate.evaluate.worker import run_isolated
+from quantgate.evaluate.token_fidelity.pair_fidelity import runtime_pair_fidelity
 from quantgate.inputs.dataset import Case, Dataset
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.files import FIDELITY_FILE

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evaluators.classification import LABEL_PROBABILITY_KEY, reported_label_probabilities
+from evaluators.classification_figures import LABEL_PROBABILITY_KEY, reported_label_probabilities
 from graphs.long_inputs import prompt_messages
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.inputs.dataset import load_dataset

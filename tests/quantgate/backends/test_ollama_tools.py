@@ -12,7 +12,7 @@ from quantgate.backends.ollama.ollama import open_ollama
 from quantgate.backends.ollama.ollama_tools import MALFORMED_CALL, TOOLS_DECODING
 from quantgate.cli.main import main
 from quantgate.evaluate.options import RunOptions, extraction_context
-from quantgate.evaluate.warm_up import WARM_UP_TEXT
+from quantgate.evaluate.scheduler.warm_up import WARM_UP_TEXT
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant
 from quantgate.rundir.store import read_records

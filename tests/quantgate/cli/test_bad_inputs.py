@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import quantgate.evaluate.evaluation_run
-import quantgate.loadtest.load_run
+import quantgate.loadtest.loadtest_run
 from evaluators.errors import QuantgateError
 from quantgate.cli.main import main
 from quantgate.inputs.gguf_files import read_gguf_layout
@@ -31,7 +31,7 @@ def no_model_loads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]
         raise StartedError("the run started")
 
     monkeypatch.setattr(quantgate.evaluate.evaluation_run, "run_evaluation", started)
-    monkeypatch.setattr(quantgate.loadtest.load_run, "run_load", started)
+    monkeypatch.setattr(quantgate.loadtest.loadtest_run, "run_load_test", started)
     monkeypatch.setenv("QUANTGATE_SHA256_CACHE", str(tmp_path / "cache" / "sha256.json"))
     return calls
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from quantgate.cli import main
-from tests.quantgate.inputs.test_gguf_metadata import write_gemma3_like
+from tests.quantgate.capacity.test_gguf_metadata import write_gemma3_like
 
 GIB = 2**30
 
@@ -119,8 +119,8 @@ def test_no_ladder_says_how_to_build_it(tmp_path, monkeypatch, capsys):
 
 
 def test_the_baseline_help_is_the_default():
+    from quantgate.capacity.capacity_run import DEFAULT_BASELINE_MIB
     from quantgate.cli.capacity import BASELINE_HELP
-    from quantgate.loadtest.capacity import DEFAULT_BASELINE_MIB
 
     assert BASELINE_HELP == DEFAULT_BASELINE_MIB
 

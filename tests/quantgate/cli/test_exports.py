@@ -86,7 +86,7 @@ def test_the_cli_does_not_import_mlflow_at_start_up() -> None:
 
 def test_a_suite_gives_one_test_suite_per_task(tmp_path: Path) -> None:
     from quantgate.inputs.gates import Gates
-    from quantgate.rundir.suite_files import SuiteRun, SuiteRunSettings, SuiteTaskEntry, write_suite
+    from quantgate.suite.suite_records import SuiteRun, SuiteRunSettings, SuiteTaskEntry, write_suite
 
     suite_dir = tmp_path / "suite"
     suite_dir.mkdir()

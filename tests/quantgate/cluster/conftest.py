@@ -17,7 +17,7 @@ import pytest
 
 from quantgate.cluster.connection import normal_priority_workers
 from quantgate.evaluate import RunOptions, run_evaluation
-from quantgate.evaluate.executor import VariantExecutor
+from quantgate.evaluate.scheduler.executor import VariantExecutor
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import read_records

@@ -11,14 +11,14 @@ import pytest
 
 from quantgate.cluster import RayExecutor
 from quantgate.embeddings import EmbeddingOptions, run_embeddings
-from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
+from quantgate.evaluate.scheduler.executor import LocalExecutor, VariantExecutor
 from quantgate.inputs.corpus import load_corpus
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import VariantSet
 from quantgate.loadtest.level_specs import parse_levels
 from quantgate.loadtest.levels import LoadOptions
-from quantgate.loadtest.load_run import run_load
-from quantgate.rundir.embeddings import EmbeddingsFile
+from quantgate.loadtest.loadtest_run import run_load_test
+from quantgate.rundir.embedding_files import EmbeddingsFile
 from quantgate.rundir.files import EMBEDDINGS_JSON, LOAD_FILE
 from quantgate.rundir.jsonfile import read_model
 from quantgate.rundir.store import load_run
@@ -31,7 +31,7 @@ _VARIANTS = slow_variants("ref", "cand", backend="slow-server", resources={"CPU"
 
 def _load(invoices: Path, variants: VariantSet, out: Path, executor: VariantExecutor) -> Path:
     options = LoadOptions(levels=parse_levels("normal=1,peak=2"), requests=4, cases=2)
-    return run_load(load_dataset(invoices), variants, options=options, out=out, executor=executor)
+    return run_load_test(load_dataset(invoices), variants, options=options, out=out, executor=executor)
 
 
 def _requests(run_dir: Path) -> list[tuple[str, str, str | None]]:

@@ -11,7 +11,7 @@ import pytest
 
 from quantgate.cluster import RayExecutor
 from quantgate.decide.recommendation import decide
-from quantgate.evaluate.executor import LocalExecutor
+from quantgate.evaluate.scheduler.executor import LocalExecutor
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import load_run, read_records
 from quantgate.rundir.summary import Placement

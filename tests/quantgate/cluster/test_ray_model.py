@@ -14,7 +14,7 @@ import pytest
 from quantgate.cluster import RayExecutor
 from quantgate.decide.recommendation import decide
 from quantgate.evaluate import RunOptions, run_evaluation
-from quantgate.evaluate.executor import LocalExecutor, VariantExecutor
+from quantgate.evaluate.scheduler.executor import LocalExecutor, VariantExecutor
 from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import VariantSet
 from quantgate.rundir.files import FIDELITY_FILE

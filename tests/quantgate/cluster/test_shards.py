@@ -16,8 +16,8 @@ from graphs.extraction import ExtractionResult
 from quantgate.cluster import RayExecutor
 from quantgate.cluster.shards import ShardEnded, merged, shard_jobs, why_not_split
 from quantgate.evaluate import RunOptions
-from quantgate.evaluate.executor import LocalExecutor
-from quantgate.evaluate.variant import VariantJob, VariantRun
+from quantgate.evaluate.scheduler.executor import LocalExecutor
+from quantgate.evaluate.scheduler.variant import VariantJob, VariantRun
 from quantgate.inputs.dataset import Case, load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import load_run, read_records

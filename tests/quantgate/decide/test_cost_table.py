@@ -19,7 +19,7 @@ from quantgate.inputs.gates import Gates
 from quantgate.inputs.prices import MAX_PRICE, MIN_TRAFFIC, Prices
 from quantgate.production.guard import OnlineGuard
 from quantgate.rundir.files import SUMMARY_FILE
-from quantgate.rundir.load import LoadLevelEntry, LoadSection, LoadVariantEntry
+from quantgate.rundir.loadtest_section import LoadLevelEntry, LoadSection, LoadVariantEntry
 from quantgate.rundir.store import read_summary, write_json, write_model
 from tests.quantgate.evaluate.slow_backend import write_inputs
 from tests.quantgate.run_factory import make_run

@@ -19,7 +19,7 @@ from quantgate.embeddings import (
 )
 from quantgate.inputs.corpus import Corpus, Document, Query
 from quantgate.inputs.variants import Variant
-from quantgate.rundir.embeddings import EmbeddingsFile
+from quantgate.rundir.embedding_files import EmbeddingsFile
 from quantgate.rundir.files import EMBEDDINGS_JSON, QDRANT_DIR
 from quantgate.rundir.jsonfile import read_model
 

@@ -14,7 +14,7 @@ from quantgate.decide.recommendation import decide
 from quantgate.embeddings import EmbeddingOptions, add_embeddings
 from quantgate.inputs.gates import Gates
 from quantgate.inputs.variants import Variant
-from quantgate.rundir.embeddings import EmbeddingEntry
+from quantgate.rundir.embedding_files import EmbeddingEntry
 from quantgate.rundir.files import DECISION_MD
 from quantgate.rundir.store import read_summary
 from tests.quantgate.run_factory import make_run

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from evaluators.classification import ClassificationSummary
-from evaluators.generation import GenerationSummary
+from evaluators.chrf import GenerationSummary
+from evaluators.classification_figures import ClassificationSummary
 from quantgate.backends import BackendCapabilities, OpenedVariant
 from quantgate.evaluate.cache import cache_key, key_inputs
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from evaluators.classification import ClassificationSummary
+from evaluators.classification_figures import ClassificationSummary
 from evaluators.tasks import ClassificationTask
 from quantgate.analysis.report import write_report
 from quantgate.decide.recommendation import decide

@@ -13,7 +13,7 @@ from evaluators.comparison import PairedCase
 from quantgate.analysis.report import write_report
 from quantgate.decide.recommendation import decide
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.evaluate.stopping_rule import settling_gates_status
+from quantgate.evaluate.scheduler.stopping_rule import settling_gates_status
 from quantgate.inputs.dataset import Dataset, load_dataset
 from quantgate.inputs.gates import Gates
 from quantgate.inputs.variants import Variant, VariantSet

@@ -17,7 +17,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from pydantic import PrivateAttr
 
 from quantgate.evaluate.evaluation_run import RunOptions, resume_evaluation, run_evaluation
-from quantgate.evaluate.warm_up import WARM_UP_TEXT
+from quantgate.evaluate.scheduler.warm_up import WARM_UP_TEXT
 from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.files import NOISE_FLOOR_FILE

@@ -17,7 +17,7 @@ from quantgate.evaluate.recorded_options import (
     recorded_options,
     resumed_options,
 )
-from quantgate.evaluate.stopping_rule import DEFAULT_ROUND_SIZE
+from quantgate.evaluate.scheduler.stopping_rule import DEFAULT_ROUND_SIZE
 from quantgate.inputs.gates import Gates
 from quantgate.rundir.summary import RunOptionsInfo
 

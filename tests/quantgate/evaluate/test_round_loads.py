@@ -11,8 +11,8 @@ import pytest
 from evaluators.machine_load import CpuReading
 from quantgate.analysis.report import write_report
 from quantgate.decide.recommendation import decide
-from quantgate.evaluate import rounds
 from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
+from quantgate.evaluate.scheduler import rounds
 from quantgate.inputs.dataset import Case, load_dataset, write_dataset
 from quantgate.inputs.gates import Gates
 from quantgate.inputs.variants import Variant, VariantSet

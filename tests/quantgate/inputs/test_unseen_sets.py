@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 
-from evaluators.classification import ClassificationSummary
+from evaluators.classification_figures import ClassificationSummary
 from quantgate.cli.main import main
 from quantgate.inputs.variants import VariantSet
 from quantgate.rundir.store import read_records, read_summary

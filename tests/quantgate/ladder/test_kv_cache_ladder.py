@@ -13,7 +13,7 @@ import pytest
 from quantgate.cli.main import main
 from quantgate.inputs.variants import KVCache, Variant, VariantSet, load_variants_file
 from quantgate.ladder import quantize
-from quantgate.ladder.kv_cache import KVCacheLadderError, with_kv_cache_variants
+from quantgate.ladder.kv_cache_variants import KVCacheLadderError, with_kv_cache_variants
 from quantgate.ladder.ollama_modelfiles import write_modelfiles
 
 

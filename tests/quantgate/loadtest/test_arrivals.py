@@ -19,7 +19,7 @@ from quantgate.loadtest.arrivals import (
 from quantgate.loadtest.level_specs import LoadLevel, parse_levels, poisson_levels
 from quantgate.loadtest.levels import LoadOptions
 from quantgate.render.load_table import render_load
-from quantgate.rundir.load import LoadSection
+from quantgate.rundir.loadtest_section import LoadSection
 from quantgate.rundir.store import load_run
 from tests.fakes import SleepyChatModel
 

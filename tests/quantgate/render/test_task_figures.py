@@ -9,17 +9,17 @@ from pathlib import Path
 
 from sacrebleu.metrics.chrf import CHRF
 
-from evaluators.classification import ClassFigures, ClassificationSummary
+from evaluators.classification_figures import ClassFigures, ClassificationSummary
 from quantgate.cli.main import main
-from quantgate.decide.suite import decide_suite
 from quantgate.evaluate.options import RunOptions
-from quantgate.evaluate.suite_run import run_suite
-from quantgate.inputs.suite import load_suite
 from quantgate.inputs.variants import VariantSet
 from quantgate.render.summary_table import render_summary
 from quantgate.render.task_figures import task_figures
 from quantgate.rundir.store import read_summary
 from quantgate.rundir.summary import DatasetInfo, RunSummary, VariantEntry
+from quantgate.suite.suite_decision import decide_suite
+from quantgate.suite.suite_file import load_suite
+from quantgate.suite.suite_run import run_suite
 from tests.quantgate.render import task_kind_runs as runs
 from tests.quantgate.run_factory import ref_and_quant
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from evaluators.classification import ClassificationSummary
-from evaluators.generation import GenerationSummary
+from evaluators.chrf import GenerationSummary
+from evaluators.classification_figures import ClassificationSummary
 from evaluators.tool_calls import ToolCallSummary
 from quantgate.render.summary_table import render_summary
 from quantgate.render.task_figures import task_figures

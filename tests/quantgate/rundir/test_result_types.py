@@ -10,11 +10,11 @@ from evaluators.aggregate import DatasetScore
 from evaluators.embeddings import RetrievalSummary
 from evaluators.fidelity import TokenFidelitySummary
 from evaluators.latency import LatencySummary
-from evaluators.load import LoadRequest, LoadStats
+from evaluators.loadtest import LoadRequest, LoadStats
 from evaluators.memory import MemorySummary
-from quantgate.rundir.embeddings import EmbeddingEntry
+from quantgate.rundir.embedding_files import EmbeddingEntry
 from quantgate.rundir.lines import LoadLine
-from quantgate.rundir.load import LoadLevelEntry
+from quantgate.rundir.loadtest_section import LoadLevelEntry
 from quantgate.rundir.summary import TokenFidelityEntry, VariantEntry
 
 CARRIED: list[tuple[type[BaseModel], type[BaseModel]]] = [

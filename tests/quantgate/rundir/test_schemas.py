@@ -13,7 +13,7 @@ from quantgate.inputs.dataset import load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.loadtest.level_specs import parse_levels
 from quantgate.loadtest.levels import LoadOptions
-from quantgate.loadtest.load_run import run_load
+from quantgate.loadtest.loadtest_run import run_load_test
 from quantgate.rundir.schemas import SCHEMAS, write_schemas
 from tests.fakes import SleepyChatModel
 from tests.quantgate.run_factory import make_fake_run
@@ -61,7 +61,7 @@ def fake_run_with_load(tmp_path: Path) -> Path:
     run_dir = make_fake_run(tmp_path)
     variants = VariantSet(variants=[Variant.from_chat_model("quant", SleepyChatModel(delay_s=0.001))])
     options = LoadOptions(levels=parse_levels("normal=1,peak=2"), requests=3)
-    run_load(load_dataset(run_dir / "dataset"), variants, options=options, run_dir=run_dir)
+    run_load_test(load_dataset(run_dir / "dataset"), variants, options=options, run_dir=run_dir)
     return run_dir
 
 

@@ -16,7 +16,7 @@ from quantgate.backends.base_prompt import render_prompt
 from quantgate.backends.llamacpp.llamacpp import LlamaCppChatModel
 from quantgate.evaluate.options import RunOptions, extraction_context
 from quantgate.evaluate.token_fidelity.job import FidelityJob
-from quantgate.evaluate.token_fidelity.runtime_pairs import measure_pairs
+from quantgate.evaluate.token_fidelity.pair_fidelity import measure_pairs
 from quantgate.inputs.dataset import Dataset, load_dataset
 from quantgate.inputs.variants import Variant, VariantSet
 from quantgate.rundir.store import read_fidelity
