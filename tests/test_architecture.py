@@ -5,6 +5,7 @@ decides by a backend's name is tested with the capabilities, tests/quantgate/bac
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -174,3 +175,57 @@ def test_the_layer_check_can_fail() -> None:
     # a feature package's modules sit in different rows: its input below its decision
     assert _unit("quantgate.suite.suite_file")[0] < _unit("quantgate.suite.suite_decision")[0]
     assert _unit("quantgate.suite.suite_decision") == _unit("quantgate.decide.checks")
+
+
+def _layout_rows() -> dict[str, str]:
+    """docs/architecture.md's layout tables: each row's folder or file (its first cell) and its text."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    return {m[1]: m[2] for m in re.finditer(r"^\| `([\w/.]+)` \|(.*)\|$", text, re.MULTILINE)}
+
+
+def test_architecture_describes_every_module() -> None:
+    rows = _layout_rows()
+    missing = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if path.name == "__init__.py" and relative != "quantgate/__init__.py":
+                continue
+            row = max((key for key in rows if relative.startswith(key)), key=len, default=None)
+            if row is None or (row != relative and f"`{path.name}`" not in rows[row]):
+                missing.append(relative)
+    assert missing == [], "modules docs/architecture.md does not describe in their folder's row"
+
+
+def _touches_dataset(path: Path) -> bool:
+    """Whether a module takes or keeps a `Dataset` (a parameter or a field annotated with it)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        annotation = node.annotation if isinstance(node, (ast.arg, ast.AnnAssign)) else None
+        if annotation is not None and re.search(r"\bDataset\b", ast.unparse(annotation)):
+            return True
+    return False
+
+
+def test_a_runs_dataset_stays_in_the_evaluation_package() -> None:
+    graph, modules = _graph(), _modules()
+    reached, todo = set(), ["quantgate.evaluate.evaluation_run"]
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo.extend(graph[module])
+    handed_to = {
+        "quantgate.inputs.examples",
+        "quantgate.backends.extraction_context",
+        "quantgate.rundir.build",
+    }
+    outside = sorted(
+        module
+        for module in reached
+        if module.startswith("quantgate.")
+        and _touches_dataset(modules[module])
+        and not module.startswith("quantgate.evaluate.")
+        and module not in handed_to
+        and module != "quantgate.inputs.dataset"  # where a dataset is defined and read
+    )
+    assert outside == [], "a run's dataset reaches these modules outside quantgate/evaluate/"
