@@ -109,7 +109,7 @@ def test_the_public_packages_list_their_names_and_docs_api_names_them() -> None:
 
 def test_a_renamed_name_still_answers_with_a_warning() -> None:
     with pytest.warns(DeprecationWarning, match="run_load_test"):
-        old = quantgate.run_load  # type: ignore[attr-defined]
+        old = quantgate.run_load
     assert old is quantgate.run_load_test
     with pytest.raises(AttributeError, match="run_lode"):
-        _ = quantgate.run_lode  # type: ignore[attr-defined]
+        _ = quantgate.run_lode
