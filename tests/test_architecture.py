@@ -229,3 +229,22 @@ def test_a_runs_dataset_stays_in_the_evaluation_package() -> None:
         and module != "quantgate.inputs.dataset"  # where a dataset is defined and read
     )
     assert outside == [], "a run's dataset reaches these modules outside quantgate/evaluate/"
+
+
+SHARED_NAMES = {
+    "executor.py": "where variants are evaluated: on this machine, and on a Ray cluster",
+    "extraction.py": "the extraction task: its graph, and its kind",
+    "verification.py": "verified answers: which cases a run verifies, and the figures of how answers were obtained",
+}
+"""File names that more than one module has outside cli/, each with one meaning (at most 4)."""
+
+
+def test_few_file_names_are_shared_and_each_with_one_meaning() -> None:
+    folders: dict[str, set[str]] = defaultdict(set)
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            if path.name != "__init__.py" and "cli" not in path.relative_to(ROOT).parts:
+                folders[path.name.removeprefix("_")].add(path.parent.relative_to(ROOT).as_posix())
+    shared = {name for name, where in folders.items() if len(where) > 1}
+    assert shared <= set(SHARED_NAMES), sorted(shared - set(SHARED_NAMES))
+    assert len(SHARED_NAMES) <= 4
