@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Literal
@@ -161,3 +162,14 @@ def test_no_shared_module_tests_a_tasks_kind():
         if not path.is_relative_to(KINDS_OWN) and (lines := kind_tests(path.read_text(encoding="utf-8")))
     }
     assert found == {}
+
+
+def test_no_template_compares_a_kinds_name():
+    names = "|".join(sorted(KIND_NAMES))
+    compared = re.compile(rf"""(==|!=|\bin)\s*\(?\s*["']({names})["']""")
+    found = {
+        str(path.relative_to(ROOT)): [m.group(0) for m in compared.finditer(path.read_text(encoding="utf-8"))]
+        for path in sorted((ROOT / "quantgate").rglob("*.j2"))
+    }
+    assert {name: hits for name, hits in found.items() if hits} == {}
+    assert found  # the report's template was read
