@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any, Literal
 
 import pytest
+from langchain_core.messages import AIMessage
 
 from evaluators.kinds import TASK_KINDS
 from evaluators.task_models import LabelSet, TaskModel, Tool, ToolFunction
@@ -65,7 +66,9 @@ def test_a_toy_kind_that_offers_tools_gets_the_native_tool_prompt():
         schema={}, examples=[("I cannot log in", {"call": call})], text="case", task=task, native_tools=True
     )
     assert messages[0].content == NATIVE_TOOL_INSTRUCTION
-    assert [(c["name"], c["args"]) for c in messages[2].tool_calls] == [("open_ticket", {"topic": "login"})]
+    example = messages[2]
+    assert isinstance(example, AIMessage)
+    assert [(c["name"], c["args"]) for c in example.tool_calls] == [("open_ticket", {"topic": "login"})]
     assert native_tools_text(task, True) == json.dumps([TICKET.model_dump()], ensure_ascii=False)
     assert native_tools_text(task, False) == ""
     assert task_tools(task) == [TICKET.model_dump()]
