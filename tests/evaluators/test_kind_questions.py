@@ -21,7 +21,7 @@ from evaluators.tool_calls import task_tools
 from graphs.extraction import ExtractionResult
 from graphs.prompting import NATIVE_TOOL_INSTRUCTION, build_messages, native_tool_prompt, native_tools_text
 from quantgate.analysis.task_view import label_confusion
-from quantgate.production.tasks import _classification
+from quantgate.production.kind_openers import _classification
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ("quantgate", "graphs", "evaluators")
