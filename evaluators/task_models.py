@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from jsonschema.exceptions import SchemaError
@@ -24,6 +25,7 @@ __all__ = [
     "ClassificationTask",
     "ExtractionTask",
     "GenerationTask",
+    "LabelSet",
     "Task",
     "TaskModel",
     "Tool",
@@ -43,10 +45,42 @@ opens, leaving the rest for the instructions, the examples and the case's text a
 more leave no room for a case (with 100,000 labels, a run recorded nothing for minutes)."""
 
 
+@dataclass(frozen=True)
+class LabelSet:
+    """A closed set of labels a task's records pick from: `field` holds one of `labels`, or a list
+    of them when `multi_label`."""
+
+    field: str
+    labels: tuple[str, ...]
+    multi_label: bool = False
+
+
 class TaskModel(BaseModel):
-    """The base of every task model: frozen, unknown keys refused."""
+    """The base of every task model: frozen, unknown keys refused.
+
+    Its properties are what shared code asks of a task instead of its kind: a kind's model
+    overrides those that hold for it (a closed label set, tools offered to call).
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @property
+    def label_set(self) -> LabelSet | None:
+        """The closed label set its records pick from (classification's labels); None: none."""
+        return None
+
+    @property
+    def single_label_set(self) -> LabelSet | None:
+        """Its label set when each case's record holds exactly one label of it (what a confusion
+        matrix and a gold label's probability need); None: no label set, or several per case."""
+        labels = self.label_set
+        return labels if labels is not None and not labels.multi_label else None
+
+    @property
+    def offered_tools(self) -> tuple[Tool, ...]:
+        """The tools it offers the model to call, which a backend may send natively through its
+        API's `tools` (its records are then `{"call": ...}`, as tool calling's); empty: none."""
+        return ()
 
 
 def _first_repeat(names: Iterable[str]) -> str | None:
@@ -103,6 +137,11 @@ class ClassificationTask(TaskModel):
     def field(self) -> str:
         """The record's one field: `label`, or `labels` for a multi-label task."""
         return "labels" if self.multi_label else "label"
+
+    @property
+    def label_set(self) -> LabelSet:
+        """Its labels, in its record's one field."""
+        return LabelSet(field=self.field, labels=self.labels, multi_label=self.multi_label)
 
     def record_schema(self) -> dict[str, Any]:
         """`{"label": <one of the labels>}`, or `{"labels": [<labels>]}` when multi-label."""
@@ -170,6 +209,11 @@ class ToolCallingTask(TaskModel):
     def summary(self) -> str:
         """The task in a few words: `tool_calling, 11 tools`."""
         return f"{self.kind}, {len(self.tools)} tools"
+
+    @property
+    def offered_tools(self) -> tuple[Tool, ...]:
+        """Its tools."""
+        return self.tools
 
     def tool(self, name: str) -> ToolFunction | None:
         """The function of that name, if the task has it."""

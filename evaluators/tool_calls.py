@@ -201,14 +201,15 @@ def score_call(
 
 
 def task_tools(task: Task) -> list[dict[str, Any]]:
-    """A tool-calling task's tools as JSON values, in the OpenAI function format.
+    """The tools a task offers to call (`TaskModel.offered_tools`, tool calling's) as JSON values,
+    in the OpenAI function format.
 
     Raises:
-        ValueError: The task is not a tool-calling task (a caller's mistake).
+        ValueError: The task offers no tools (a caller's mistake).
     """
-    if task.kind != "tool_calling":
+    if not task.offered_tools:
         raise ValueError(f"a {task.kind} task has no tools")
-    return [tool.model_dump() for tool in task.tools]
+    return [tool.model_dump() for tool in task.offered_tools]
 
 
 def score_tool_call_case(

@@ -26,7 +26,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.messages.tool import ToolCall, tool_call
 
 from evaluators.kinds import instructions, kind_of
-from evaluators.tasks import ExtractionTask, Task, ToolCallingTask
+from evaluators.tasks import ExtractionTask, Task, Tool
 
 __all__ = [
     "NATIVE_TOOL_INSTRUCTION",
@@ -71,18 +71,22 @@ def _native_answer(record: Mapping[str, Any], prefix: str) -> AIMessage:
     return AIMessage(content="", tool_calls=calls) if calls else AIMessage(content=NO_TOOL_ANSWER)
 
 
+def _native_tools(task: Task | None, native_tools: bool) -> tuple[Tool, ...]:
+    """The tools that go natively: those the task offers to call (`TaskModel.offered_tools`, tool
+    calling's) when its backend sends them through its API's `tools`; empty otherwise."""
+    return task.offered_tools if native_tools and task is not None else ()
+
+
 def native_tool_prompt(task: Task | None, native_tools: bool) -> bool:
-    """Whether the prompt is the native tool-calling one: a tool-calling task whose backend sends
-    its tools through its API's `tools`."""
-    return native_tools and isinstance(task, ToolCallingTask)
+    """Whether the prompt is the native tool-calling one: the task's tools go natively."""
+    return bool(_native_tools(task, native_tools))
 
 
 def native_tools_text(task: Task | None, native_tools: bool) -> str:
     """The tools as JSON text when they go natively, to count the tokens the chat template adds
     for them (near enough: templates wrap them in a few words of their own); "" otherwise."""
-    if not native_tools or not isinstance(task, ToolCallingTask):
-        return ""
-    return json.dumps([tool.model_dump() for tool in task.tools], ensure_ascii=False)
+    tools = _native_tools(task, native_tools)
+    return json.dumps([tool.model_dump() for tool in tools], ensure_ascii=False) if tools else ""
 
 
 def prompt_text(message: BaseMessage) -> str:

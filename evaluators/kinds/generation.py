@@ -76,6 +76,7 @@ GENERATION = TaskKind(
     instruction=_instruction,
     shown_value=generated_text,
     title="Generation",
+    case_score_title="chrF",
     figures_model=GenerationSummary,
     make_figures=_figures,
     figure_tables=(_FIGURES,),

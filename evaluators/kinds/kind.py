@@ -166,6 +166,7 @@ class TaskKind:
             figures read (`graphs.outcomes.retained`).
         shown_value: The part of a record (or of a case's gold) its failures show.
         title: The title of its section in the HTML report.
+        case_score_title: The title of a case's score in the report's failure browser.
         figures_model: The type of its figures per variant, a variant's `kind_figures` in
             summary.json (None: the kind has none beyond the common figures).
         make_figures: Makes them from a variant's labeled cases (None: none).
@@ -183,6 +184,7 @@ class TaskKind:
     keeps_values: bool = True
     shown_value: Callable[[Mapping[str, Any]], Any] = _record_json
     title: str = ""
+    case_score_title: str = "score"
     figures_model: type[KindFigures] | None = None
     make_figures: FiguresMaker | None = None
     figure_tables: tuple[FigureTable, ...] = ()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from evaluators.kinds import kind_named
 from quantgate.analysis.case_diff import case_diff
 from quantgate.analysis.run_view import RunView, failing_cases, load_run_view, only_variant_fails
 from quantgate.analysis.task_report import task_context
@@ -207,6 +208,7 @@ def _run_context(view: RunView) -> dict[str, Any]:
         "cases": summary.dataset.cases,
         "reference": view.reference,
         "kind": view.run.summary.dataset.task or "extraction",
+        "case_score_title": kind_named(summary.dataset.task).case_score_title,
         "generated": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "version": package_version("quantgate"),
     }

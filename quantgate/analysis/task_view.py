@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from evaluators.kinds import TaskKind, kind_named, show_call
-from evaluators.task_models import ClassificationTask
+from evaluators.task_models import LabelSet
 from quantgate.analysis.run_view import RunView, failing_cases, only_variant_fails
 from quantgate.render.task_figures import figure_table, figure_value
 
@@ -60,27 +60,29 @@ def class_recall(view: RunView) -> pd.DataFrame:
     return table.astype(dict.fromkeys(columns[1:], float))
 
 
-def _labels(view: RunView) -> list[str]:
+def _single_label_set(view: RunView) -> LabelSet | None:
+    """The run's closed label set when each case holds one label of it (`TaskModel.single_label_set`)."""
     task = view.dataset.task if view.dataset is not None else None
-    return list(task.labels) if isinstance(task, ClassificationTask) else []
+    return task.single_label_set if task is not None else None
 
 
-def _label(record: dict[str, Any] | None) -> str:
-    value = (record or {}).get("label")
+def _label(record: dict[str, Any] | None, field: str) -> str:
+    value = (record or {}).get(field)
     return value if isinstance(value, str) else NO_ANSWER
 
 
 def label_confusion(view: RunView, variant: str) -> pd.DataFrame:
-    """A single-label classification run: how `variant`'s labels follow the reference's, counted
-    over the cases both recorded: rows the reference's label, columns the variant's, in the task's
-    label order, then `no answer`. Empty for a run of another kind or a multi-label run."""
-    task = view.dataset.task if view.dataset is not None else None
-    if not isinstance(task, ClassificationTask) or task.multi_label:
+    """A run whose cases each hold one label of a closed set (a single-label classification): how
+    `variant`'s labels follow the reference's, counted over the cases both recorded: rows the
+    reference's label, columns the variant's, in the task's label order, then `no answer`. Empty
+    for a run of another kind or a multi-label run."""
+    labels = _single_label_set(view)
+    if labels is None:
         return pd.DataFrame(dtype=int)
-    order = [*_labels(view), NO_ANSWER]
+    order = [*labels.labels, NO_ANSWER]
     reference = view.records.get(view.reference, {})
     counts = Counter(
-        (_label(reference[case_id].record), _label(record.record))
+        (_label(reference[case_id].record, labels.field), _label(record.record, labels.field))
         for case_id, record in view.records.get(variant, {}).items()
         if case_id in reference
     )

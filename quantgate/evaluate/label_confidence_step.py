@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from evaluators.classification_figures import ClassificationSummary, reported_label_probabilities
 from evaluators.label_confidence import GoldProbabilityShift, gold_probability_shift
-from evaluators.task_models import ClassificationTask
+from evaluators.task_models import LabelSet
 from quantgate.evaluate.session import RunSession
 from quantgate.inputs.dataset import Case
 from quantgate.rundir.lines import CaseRecord
@@ -49,21 +49,26 @@ def gold_probability_shifts(
     records: Mapping[str, Mapping[str, CaseRecord]],
     *,
     reference: str,
-    task: ClassificationTask,
+    labels: LabelSet,
     cases: Sequence[Case],
 ) -> dict[str, GoldProbabilityShift]:
     """Each variant but the reference (by name, in `records`' order): its change of the gold label's
     probability against the reference's, over the labeled cases both scored, in case order.
-    None for a multi-label task (no single gold label)."""
-    if task.multi_label:
-        return {}
-    gold = {c.id: c.expected[task.field] for c in cases if c.expected and task.field in c.expected}
-    theirs = gold_probabilities(records.get(reference, {}), gold, task.labels)
+
+    Args:
+        records: Each variant's records, by case id.
+        reference: The reference variant's name.
+        labels: The task's label set, one label per case (`TaskModel.single_label_set`).
+        cases: The run's cases, whose gold label is their `expected[labels.field]`.
+    """
+    field = labels.field
+    gold = {c.id: c.expected[field] for c in cases if c.expected and field in c.expected}
+    theirs = gold_probabilities(records.get(reference, {}), gold, labels.labels)
     shifts = {}
     for name, own_records in records.items():
         if name == reference:
             continue
-        own = gold_probabilities(own_records, gold, task.labels)
+        own = gold_probabilities(own_records, gold, labels.labels)
         shifts[name] = gold_probability_shift(
             reference=[theirs.get(case_id) for case_id in gold],
             variant=[own.get(case_id) for case_id in gold],
@@ -84,10 +89,11 @@ def set_gold_probability_shifts(summary: RunSummary, shifts: Mapping[str, GoldPr
 
 def add_gold_probability_shifts(session: RunSession) -> None:
     """After the variants: each one's change of the gold label's probability in its entry, from
-    the run's records (nothing for a run of another kind)."""
-    task = session.dataset.task
-    if not isinstance(task, ClassificationTask) or task.multi_label:
+    the run's records (nothing unless each case holds one label of a closed set:
+    `TaskModel.single_label_set`)."""
+    labels = session.dataset.task.single_label_set
+    if labels is None:
         return
     records = latest_records(read_records(session.store.directory))
-    shifts = gold_probability_shifts(records, reference=session.reference, task=task, cases=session.cases)
+    shifts = gold_probability_shifts(records, reference=session.reference, labels=labels, cases=session.cases)
     set_gold_probability_shifts(session.summary, shifts)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from evaluators.kinds import kind_of
-from evaluators.task_models import ClassificationTask, Task
+from evaluators.task_models import Task
 from graphs.extraction import Attempt, ExtractionResult
 from quantgate.inputs.problems import Problem
 from quantgate.inputs.task_file import read_task
@@ -158,9 +158,10 @@ Generator = TaskRunner[Generation]
 
 
 def _classification(task: Task) -> Callable[[ExtractionResult, bool], Classification]:
-    if not isinstance(task, ClassificationTask):
-        raise TypeError(f"a classification task is needed, not {task.kind}")
-    field, multi_label = task.field, task.multi_label
+    labels = task.label_set
+    if labels is None:
+        raise TypeError(f"a task with a closed label set is needed, not {task.kind}")
+    field, multi_label = labels.field, labels.multi_label
 
     def answer(result: ExtractionResult, valid: bool) -> Classification:
         value = result.record.get(field) if valid and result.record is not None else None

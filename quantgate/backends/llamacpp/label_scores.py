@@ -19,12 +19,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from evaluators.classification_figures import LABEL_PROBABILITY_KEY as PROBABILITY_KEY
+from evaluators.task_models import LabelSet
 from quantgate.backends.llamacpp.label_context import ContinuationScorer, log_normalizer
 
 LABEL_SCORING_KEY = "label_scoring_s"
@@ -34,14 +34,6 @@ LABEL_SCORING_KEY = "label_scoring_s"
 def label_key(label: str) -> str:
     """The metadata key of one label's probability: `label_probability:<label>`."""
     return f"{PROBABILITY_KEY}:{label}"
-
-
-@dataclass(frozen=True)
-class LabelSet:
-    """A single-label classification's record field and its closed set of labels."""
-
-    field: str
-    labels: tuple[str, ...]
 
 
 def closed_label_set(schema: Mapping[str, Any] | None) -> LabelSet | None:

@@ -6,9 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from evaluators.task_models import ClassificationTask
+from evaluators.task_models import ClassificationTask, LabelSet
 from quantgate.backends.llamacpp.label_scores import (
-    LabelSet,
     chosen_label,
     closed_label_set,
     common_token_prefix,
