@@ -20,18 +20,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import (
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import (
     EXAMPLES_FILE,
     bundled_datasets,
     load_dataset,
     resolve_dataset,
     write_dataset,
 )
-from quantgate.inputs.examples import DEFAULT_EXAMPLES, choose_examples
-from quantgate.inputs.variants import VariantSet
-from quantgate.ladder.quantize import build_ladder
-from quantgate.rundir.store import load_run
+from quantgate.inputs._examples import DEFAULT_EXAMPLES, choose_examples
+from quantgate.inputs._variants import VariantSet
+from quantgate.ladder._quantize import build_ladder
+from quantgate.rundir._store import load_run
 
 
 def without_examples(name: str, out: Path) -> Path:

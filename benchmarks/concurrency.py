@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from quantgate.backends import EMBEDDED_SLOTS
-from quantgate.decide.recommendation import decide
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import bundled_datasets, load_dataset
-from quantgate.inputs.variants import VariantSet
-from quantgate.ladder.quantize import build_ladder
-from quantgate.rundir.store import load_run, read_records
+from quantgate.decide._recommendation import decide
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import bundled_datasets, load_dataset
+from quantgate.inputs._variants import VariantSet
+from quantgate.ladder._quantize import build_ladder
+from quantgate.rundir._store import load_run, read_records
 
 VARIANTS = ("F16", "Q4_K_M")
 

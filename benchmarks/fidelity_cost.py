@@ -29,12 +29,12 @@ from verify import CHUNK, Load
 
 from graphs.extraction import ExtractionContext, GivenAnswer
 from graphs.extraction import graph as extraction_graph
+from quantgate._hardware import hardware, package_version
 from quantgate.backends import EMBEDDED_SLOTS, TOP_LOGPROBS_KWARG, VERIFY_KWARG, open_variant
-from quantgate.evaluate.options import RunOptions, extraction_context, run_cases
-from quantgate.hardware import hardware, package_version
-from quantgate.inputs.dataset import Case, load_dataset
-from quantgate.inputs.variants import Variant
-from quantgate.ladder.quantize import build_ladder
+from quantgate.evaluate._options import RunOptions, extraction_context, run_cases
+from quantgate.inputs._dataset import Case, load_dataset
+from quantgate.inputs._variants import Variant
+from quantgate.ladder._quantize import build_ladder
 
 
 def _one(

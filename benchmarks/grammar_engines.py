@@ -18,11 +18,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import bundled_datasets, load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.ladder.quantize import build_ladder
-from quantgate.rundir.store import load_run, read_records
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import bundled_datasets, load_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.ladder._quantize import build_ladder
+from quantgate.rundir._store import load_run, read_records
 
 SETTINGS: dict[str, dict[str, Any]] = {
     "gbnf": {"grammar_engine": "gbnf"},

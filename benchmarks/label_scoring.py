@@ -30,9 +30,9 @@ from typing import Any
 
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import OpenedVariant
-from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.llamacpp.greedy import Generation
-from quantgate.backends.llamacpp.label_scores import (
+from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends.llamacpp._greedy import Generation
+from quantgate.backends.llamacpp._label_scores import (
     LABEL_SCORING_KEY,
     chosen_label,
     closed_label_set,
@@ -42,11 +42,11 @@ from quantgate.backends.llamacpp.label_scores import (
     normalize_logprobs,
     sequence_logprob,
 )
-from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine, LlamaCppChatModel
-from quantgate.backends.llamacpp.teacher_forcing import forced_logits
-from quantgate.evaluate.options import RunOptions, extraction_context
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import load_variants_file
+from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine, LlamaCppChatModel
+from quantgate.backends.llamacpp._teacher_forcing import forced_logits
+from quantgate.evaluate._options import RunOptions, extraction_context
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import load_variants_file
 
 LADDER = Path.home() / ".cache" / "quantgate" / "ladder" / "variants.toml"
 

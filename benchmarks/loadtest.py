@@ -16,14 +16,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from quantgate.hardware import hardware
-from quantgate.inputs.dataset import load_dataset
-from quantgate.ladder.quantize import build_ladder
-from quantgate.loadtest.level_specs import parse_levels
-from quantgate.loadtest.levels import LoadOptions
-from quantgate.loadtest.loadtest_run import run_load_test
-from quantgate.render.load_table import render_load
-from quantgate.rundir.store import load_run
+from quantgate._hardware import hardware
+from quantgate.inputs._dataset import load_dataset
+from quantgate.ladder._quantize import build_ladder
+from quantgate.loadtest._level_specs import parse_levels
+from quantgate.loadtest._levels import LoadOptions
+from quantgate.loadtest._loadtest_run import run_load_test
+from quantgate.render._load_table import render_load
+from quantgate.rundir._store import load_run
 
 
 def main() -> None:

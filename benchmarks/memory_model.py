@@ -60,7 +60,7 @@ def child(model: str, context: int, sequences: int, kv_cache: str) -> None:
     """Load, decode, print {"baseline": bytes, "peak": bytes} (llama.cpp logs to stderr)."""
     from llama_cpp import Llama
 
-    from quantgate.backends.llamacpp.batch import LlamaBatchContext
+    from quantgate.backends.llamacpp._batch import LlamaBatchContext
 
     baseline = _peak_rss()
     llama = Llama(
@@ -89,7 +89,7 @@ def _measure(model: Path, context: int, sequences: int, kv_cache: str) -> tuple[
 
 def _point(model: Path, context: int, sequences: int, kv_cache: str) -> bool:
     from evaluators.memory_model import kv_cache_bytes, model_shape, predict_memory
-    from quantgate.capacity.gguf_metadata import read_gguf_metadata
+    from quantgate.capacity._gguf_metadata import read_gguf_metadata
 
     shape = model_shape(read_gguf_metadata(model))
     figures, reported_kv = _measure(model, context, sequences, kv_cache)
@@ -120,7 +120,7 @@ def main() -> int:
     if args.child:
         child(args.child[0], int(args.child[1]), int(args.child[2]), args.child[3])
         return 0
-    from quantgate.hardware import hardware
+    from quantgate._hardware import hardware
 
     print(json.dumps(hardware(), default=str))
     points = [(int(p.split("x")[0]), int(p.split("x")[1])) for p in args.points.split(",")]

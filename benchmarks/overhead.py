@@ -28,15 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from graphs.prompting import build_messages
-from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.llamacpp.greedy import Generation
-from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation, select_cases
-from quantgate.hardware import hardware
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import VariantSet
-from quantgate.ladder.quantize import build_ladder
-from quantgate.rundir.store import read_records
+from quantgate._hardware import hardware
+from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends.llamacpp._greedy import Generation
+from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation, select_cases
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import VariantSet
+from quantgate.ladder._quantize import build_ladder
+from quantgate.rundir._store import read_records
 
 
 def raw_time(

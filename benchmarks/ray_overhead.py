@@ -4,7 +4,7 @@ The same variants (default: F16 and Q4_K_M of the default ladder) on the same ca
 dataset, no token fidelity, in one sitting: first with the local executor (a spawned worker per
 variant, one after another), then through `RayExecutor.connect()` with a local Ray started for
 the run (its start-up counted: a user pays it on every run). On one machine an embedded variant's
-task takes every CPU (`quantgate.cluster.resources`), so the variants still run one after
+task takes every CPU (`quantgate.cluster._resources`), so the variants still run one after
 another; the difference is what Ray itself costs (start-up, a worker per task, sending records
 back). Both runs must record the same outputs (greedy decoding, one case at a time: `--concurrency
 1`, since batch composition changes outputs): the script says whether they do.
@@ -26,11 +26,11 @@ from pathlib import Path
 
 from quantgate.cluster import RayExecutor
 from quantgate.evaluate import RunOptions, run_evaluation
-from quantgate.evaluate.scheduler.executor import LocalExecutor, VariantExecutor
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import VariantSet
-from quantgate.ladder.quantize import build_ladder
-from quantgate.rundir.store import load_run, read_records
+from quantgate.evaluate.scheduler._executor import LocalExecutor, VariantExecutor
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import VariantSet
+from quantgate.ladder._quantize import build_ladder
+from quantgate.rundir._store import load_run, read_records
 
 
 def _timed_run(dataset: str, variants: VariantSet, cases: int, out: Path, executor: VariantExecutor) -> Path:

@@ -32,13 +32,13 @@ from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 from pydantic import PrivateAttr
 
-from quantgate.backends.streaming import MessagesChatModel
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.evaluate.memory_sampler import rss_mb
-from quantgate.hardware import hardware
-from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.files import RECORDS_FILE
+from quantgate._hardware import hardware
+from quantgate.backends._streaming import MessagesChatModel
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.evaluate._memory_sampler import rss_mb
+from quantgate.inputs._dataset import Case, Dataset, load_dataset, write_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._files import RECORDS_FILE
 
 BUDGET_MIB = 50e6 / 2**20
 """The issue's budget, 50 MB (decimal), in MiB: RSS is read in MiB (memory-profiler)."""

@@ -2,7 +2,7 @@
 
 In one process and one sitting, on one model file:
 
-1. raw: llama.cpp's low-level API (`quantgate.backends.llamacpp.batch.LlamaBatchContext`, no
+1. raw: llama.cpp's low-level API (`quantgate.backends.llamacpp._batch.LlamaBatchContext`, no
    scheduler, grammar, LangChain or graph): the first real prompt is read into sequence 0,
    its KV copied into N sequences, and `--steps` greedy argmax steps are decoded in lock-step,
    one batch of N tokens per step, at the prompts' depth (what `llama-batched-bench` measures).
@@ -43,19 +43,19 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import BaseMessage
 
 from graphs.long_inputs import prompt_messages
+from quantgate._hardware import hardware, physical_cores
 from quantgate.backends import EMBEDDED_SLOTS, OpenedVariant
-from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.llamacpp.batch import LlamaBatchContext
-from quantgate.backends.llamacpp.greedy import common_prefix
-from quantgate.backends.llamacpp.llamacpp import (
+from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends._schema_grammar import GRAMMAR_ENGINES
+from quantgate.backends.llamacpp._batch import LlamaBatchContext
+from quantgate.backends.llamacpp._greedy import common_prefix
+from quantgate.backends.llamacpp._llamacpp import (
     EmbeddedEngine,
     LlamaCppChatModel,
 )
-from quantgate.backends.schema_grammar import GRAMMAR_ENGINES
-from quantgate.evaluate.options import RunOptions, extraction_context, select_cases
-from quantgate.hardware import hardware, physical_cores
-from quantgate.inputs.dataset import Dataset, load_dataset
-from quantgate.ladder.quantize import build_ladder
+from quantgate.evaluate._options import RunOptions, extraction_context, select_cases
+from quantgate.inputs._dataset import Dataset, load_dataset
+from quantgate.ladder._quantize import build_ladder
 
 _T = TypeVar("_T")
 

@@ -40,16 +40,16 @@ import psutil
 from graphs.extraction import ExtractionContext
 from graphs.extraction import graph as extraction_graph
 from graphs.long_inputs import prompt_messages
+from quantgate._hardware import hardware, package_version
 from quantgate.backends import EMBEDDED_SLOTS, VERIFY_KWARG, open_variant
-from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.llamacpp.greedy import common_prefix
-from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine, LlamaCppChatModel
-from quantgate.backends.llamacpp.teacher_forcing import forced_logits
-from quantgate.evaluate.options import RunOptions, extraction_context, run_cases
-from quantgate.hardware import hardware, package_version
-from quantgate.inputs.dataset import Case, load_dataset
-from quantgate.inputs.variants import Variant
-from quantgate.ladder.quantize import build_ladder
+from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends.llamacpp._greedy import common_prefix
+from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine, LlamaCppChatModel
+from quantgate.backends.llamacpp._teacher_forcing import forced_logits
+from quantgate.evaluate._options import RunOptions, extraction_context, run_cases
+from quantgate.inputs._dataset import Case, load_dataset
+from quantgate.inputs._variants import Variant
+from quantgate.ladder._quantize import build_ladder
 
 CHUNK = 12
 BUSY_SHARE = 0.10

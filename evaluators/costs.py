@@ -45,7 +45,7 @@ _HOUR_S = 3600.0
 
 
 class CostPrices(Protocol):
-    """What things cost (`quantgate.inputs.prices.Prices` is one); None: not priced."""
+    """What things cost (`quantgate.inputs._prices.Prices` is one); None: not priced."""
 
     @property
     def review_per_case(self) -> float | None: ...

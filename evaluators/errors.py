@@ -5,7 +5,7 @@ They live here, in the lowest layer, because every layer raises them and a layer
 from below (`tests/test_architecture.py`): `evaluators/` and `graphs/` may not import `quantgate`,
 so a base in `quantgate/` could not be theirs. `quantgate` re-exports both.
 
-The command line maps them to its exit statuses (`quantgate.cli.main`):
+The command line maps them to its exit statuses (`quantgate.cli._main`):
 
 - `UsageError`: exit 2, its message on one line. Bad input the user can fix: a dataset, a
   variants, gates or costs file, a path, a flag. The message names what and where, and what

@@ -1,7 +1,7 @@
 """How a variant's cases failed: first-attempt validity, errors by kind, cut inputs, retries.
 
 Counted by the evaluation graph's accuracy node beside `evaluators.aggregate.DatasetScore`;
-`quantgate.rundir.summary.VariantEntry` carries it as it is. Each count is None when not
+`quantgate.rundir._summary.VariantEntry` carries it as it is. Each count is None when not
 counted (a variant that was skipped).
 """
 

@@ -15,7 +15,7 @@ after, give over that wall time:
 A part is `busy` when other processes took more than `BUSY_OTHERS_SHARE` of the CPU, or steal
 more than `BUSY_STEAL_SHARE`. A variant whose model runs in a server outside the run's processes
 is not judged (`busy` None): the server's own work on its cases counts as other processes'.
-Pure arithmetic on readings handed in (`quantgate.evaluate.cpu_readings` reads them).
+Pure arithmetic on readings handed in (`quantgate.evaluate._cpu_readings` reads them).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ RSS ≈ process baseline + weights + vocabulary + KV cache + output buffers + co
 - vocabulary: llama.cpp's token tables, `VOCAB_BYTES_PER_TOKEN` per entry (an estimate);
 - KV cache: per cell, `n_head_kv * (key_length * bytes(type_k) + value_length * bytes(type_v))`
   summed over the layers. Cells: the context of each parallel sequence times the sequences (one
-  unified buffer, as `quantgate.backends.llamacpp.batch` builds it); a sliding-window layer holds all of them
+  unified buffer, as `quantgate.backends.llamacpp._batch` builds it); a sliding-window layer holds all of them
   with a full-size SWA cache (`swa_full`, the backend's setting), else
   `min(n_ctx, pad256(sliding_window * n_seq_max + n_ubatch))` (llama.cpp's `llama_kv_cache_iswa`);
 - output buffers: `n_vocab` float32 logits per sequence of each context;
@@ -17,7 +17,7 @@ RSS ≈ process baseline + weights + vocabulary + KV cache + output buffers + co
 The embedded backend holds two contexts: its `Llama`'s own, which with slots only tokenizes
 (`TOKENIZER_CONTEXT_CELLS` cells, one sequence), and the multi-sequence one the slots decode in
 (`n_seq_max` = sequences + 1: the last keeps the shared prompt prefix). Pure arithmetic on values
-handed in: `quantgate.capacity.gguf_metadata` reads a GGUF's metadata. Bytes throughout.
+handed in: `quantgate.capacity._gguf_metadata` reads a GGUF's metadata. Bytes throughout.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """How a variant's answers were obtained: decoded, or verified against the reference's.
 
 A candidate given the reference's answer to the same prompt reads it at prefill speed and keeps
-each token it would have chosen itself (`quantgate.backends.llamacpp.slots`): `verified` when that is every
+each token it would have chosen itself (`quantgate.backends.llamacpp._slots`): `verified` when that is every
 token and it ends there too (its answer *is* the reference's, obtained without decoding),
 `verified_then_decoded` when it decoded from the first position where it would not, `decoded` when
 no answer was given. A case is `verified` when each of its model calls was, `decoded` when none was

@@ -3,7 +3,7 @@ answers, against the reference's top log-probabilities kept while it decoded the
 
 A candidate that verifies the reference's answer reads, at each position of it, the row predicting
 the reference's token from the same history: teacher forcing, at no extra cost. Compared with the
-reference's top-`k` list at that position (`quantgate.backends.llamacpp.logprobs`), each position gives the
+reference's top-`k` list at that position (`quantgate.backends.llamacpp._logprobs`), each position gives the
 KLD lower bound of `evaluators.fidelity.top_k_kld` (the reference's k tokens and one "other"
 bucket), top-1 agreement, and the exact Δp of the reference's top token. The positions are those
 read: all of a verified answer's, and up to the first differing position (included) of one decoded

@@ -111,7 +111,7 @@ class ExtractionContext:
 
 class GivenAnswer(TypedDict):
     """Another model's answer to the same prompt, for the model to verify: its text and, when that
-    model kept them, its top log-probabilities per token (`quantgate.backends.llamacpp.logprobs.TokenTop`),
+    model kept them, its top log-probabilities per token (`quantgate.backends.llamacpp._logprobs.TokenTop`),
     against which the model's rows are compared (the attempt's `fidelity`)."""
 
     text: str

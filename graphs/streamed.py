@@ -1,6 +1,6 @@
 """A chat model's answer streamed and timed: the one place that measures time to first token and
 the gaps between tokens, and that names the kind of a failed model call. The extraction graph
-(`graphs.extraction.extract`) and the load test (`quantgate.loadtest.one_request`) both stream
+(`graphs.extraction.extract`) and the load test (`quantgate.loadtest._one_request`) both stream
 through it, so a time to first token means the same in a run's records and in a load test's.
 """
 

@@ -5,7 +5,7 @@ The graph adds a node per entry of `EVALUATORS`, routes to them when the cases a
 them into `aggregate`, which builds the `VariantSummary` from their parts; `outcomes_summary`
 runs the same entries outside the graph. Adding a per-variant figure: a field in a part's type
 (in `evaluators/`), or a new part, its evaluator function, its entry here and its type among the
-bases of `VariantSummary` (which `quantgate.rundir.summary.VariantEntry` subclasses). A figure of
+bases of `VariantSummary` (which `quantgate.rundir._summary.VariantEntry` subclasses). A figure of
 one task kind is its kind's (`evaluators.kinds`: its `figures_model` and `make_figures`), which
 `score_kind` asks.
 """
@@ -37,7 +37,7 @@ class Evidence:
         memory: Returns the memory readings (None: not measured here).
         task: The dataset's task (its kind's figures are made from the outcomes).
         timed_cases: The cases whose timings make the latency figures (the run's latency sample,
-            decoded in full by every variant: `quantgate.evaluate.scheduler.verification`); None: all.
+            decoded in full by every variant: `quantgate.evaluate.scheduler._verification`); None: all.
     """
 
     outcomes: Sequence[CaseOutcome]
@@ -201,7 +201,7 @@ def outcomes_summary(
 ) -> VariantSummary:
     """What the evaluator nodes make of `outcomes`, with memory figures measured elsewhere: the
     summary of a variant whose outcomes several evaluations gathered (its cases split between
-    tasks: `quantgate.cluster`; run in rounds by workers: `quantgate.evaluate.scheduler.tracks`).
+    tasks: `quantgate.cluster`; run in rounds by workers: `quantgate.evaluate.scheduler._tracks`).
 
     Args:
         outcomes: The variant's case outcomes.

@@ -14,21 +14,21 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from evaluators.errors import QuantgateError, UsageError
-    from quantgate.analysis.compare import compare_runs
-    from quantgate.analysis.report import write_report
-    from quantgate.analysis.run_view import RunView, latest_run, load_run_view
+    from quantgate.analysis._compare import compare_runs
+    from quantgate.analysis._report import write_report
+    from quantgate.analysis._run_view import RunView, latest_run, load_run_view
     from quantgate.backends import BackendCapabilities, capabilities, register_backend
-    from quantgate.decide.recommendation import decide, load_decision
+    from quantgate.decide._recommendation import decide, load_decision
     from quantgate.embeddings import EmbeddingOptions, VectorIndex, add_embeddings, run_embeddings
-    from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-    from quantgate.evaluate.predictions import (
+    from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+    from quantgate.evaluate._predictions import (
         PredictionLine,
         ScoreReport,
         read_predictions,
         score_predictions,
     )
-    from quantgate.inputs.corpus import Corpus, load_corpus
-    from quantgate.inputs.dataset import (
+    from quantgate.inputs._corpus import Corpus, load_corpus
+    from quantgate.inputs._dataset import (
         Case,
         Dataset,
         DatasetError,
@@ -37,12 +37,12 @@ if TYPE_CHECKING:
         check_dataset,
         load_dataset,
     )
-    from quantgate.inputs.gates import Gates, load_gates
-    from quantgate.inputs.variants import Variant, VariantSet, load_variants_file
-    from quantgate.ladder.quantize import build_ladder
-    from quantgate.loadtest.level_specs import LoadLevel, parse_levels
-    from quantgate.loadtest.levels import LoadOptions
-    from quantgate.loadtest.loadtest_run import run_load_test
+    from quantgate.inputs._gates import Gates, load_gates
+    from quantgate.inputs._variants import Variant, VariantSet, load_variants_file
+    from quantgate.ladder._quantize import build_ladder
+    from quantgate.loadtest._level_specs import LoadLevel, parse_levels
+    from quantgate.loadtest._levels import LoadOptions
+    from quantgate.loadtest._loadtest_run import run_load_test
     from quantgate.production import (
         ChosenVariant,
         Classification,
@@ -73,21 +73,21 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "evaluators.errors": ("QuantgateError", "UsageError"),
-    "quantgate.analysis.compare": ("compare_runs",),
-    "quantgate.analysis.report": ("write_report",),
-    "quantgate.analysis.run_view": ("RunView", "latest_run", "load_run_view"),
+    "quantgate.analysis._compare": ("compare_runs",),
+    "quantgate.analysis._report": ("write_report",),
+    "quantgate.analysis._run_view": ("RunView", "latest_run", "load_run_view"),
     "quantgate.backends": ("BackendCapabilities", "capabilities", "register_backend"),
-    "quantgate.decide.recommendation": ("decide", "load_decision"),
+    "quantgate.decide._recommendation": ("decide", "load_decision"),
     "quantgate.embeddings": ("EmbeddingOptions", "VectorIndex", "add_embeddings", "run_embeddings"),
-    "quantgate.evaluate.evaluation_run": ("RunOptions", "run_evaluation"),
-    "quantgate.evaluate.predictions": (
+    "quantgate.evaluate._evaluation_run": ("RunOptions", "run_evaluation"),
+    "quantgate.evaluate._predictions": (
         "PredictionLine",
         "ScoreReport",
         "read_predictions",
         "score_predictions",
     ),
-    "quantgate.inputs.corpus": ("Corpus", "load_corpus"),
-    "quantgate.inputs.dataset": (
+    "quantgate.inputs._corpus": ("Corpus", "load_corpus"),
+    "quantgate.inputs._dataset": (
         "Case",
         "Dataset",
         "DatasetError",
@@ -96,12 +96,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "check_dataset",
         "load_dataset",
     ),
-    "quantgate.inputs.gates": ("Gates", "load_gates"),
-    "quantgate.inputs.variants": ("Variant", "VariantSet", "load_variants_file"),
-    "quantgate.ladder.quantize": ("build_ladder",),
-    "quantgate.loadtest.level_specs": ("LoadLevel", "parse_levels"),
-    "quantgate.loadtest.levels": ("LoadOptions",),
-    "quantgate.loadtest.loadtest_run": ("run_load_test",),
+    "quantgate.inputs._gates": ("Gates", "load_gates"),
+    "quantgate.inputs._variants": ("Variant", "VariantSet", "load_variants_file"),
+    "quantgate.ladder._quantize": ("build_ladder",),
+    "quantgate.loadtest._level_specs": ("LoadLevel", "parse_levels"),
+    "quantgate.loadtest._levels": ("LoadOptions",),
+    "quantgate.loadtest._loadtest_run": ("run_load_test",),
     "quantgate.production": (
         "ChosenVariant",
         "Classification",

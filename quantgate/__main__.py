@@ -2,6 +2,6 @@
 
 import sys
 
-from quantgate.cli.main import main
+from quantgate.cli._main import main
 
 sys.exit(main())

@@ -1,9 +1,9 @@
-"""`quantgate.explore`: the public name of the run explorer, defined in `quantgate.analysis.run_view`
-(one case side by side in `quantgate.analysis.case_diff`; a run's figures and failures in its task
-kind's terms in `quantgate.analysis.task_view`; a suite's tasks in `quantgate.suite.suite_report`)."""
+"""`quantgate.explore`: the public name of the run explorer, defined in `quantgate.analysis._run_view`
+(one case side by side in `quantgate.analysis._case_diff`; a run's figures and failures in its task
+kind's terms in `quantgate.analysis._task_view`; a suite's tasks in `quantgate.suite._suite_report`)."""
 
-from quantgate.analysis.case_diff import case_diff
-from quantgate.analysis.run_view import (
+from quantgate.analysis._case_diff import case_diff
+from quantgate.analysis._run_view import (
     RunView,
     comparisons,
     failing_cases,
@@ -20,8 +20,14 @@ from quantgate.analysis.run_view import (
     token_fidelity,
     variant_table,
 )
-from quantgate.analysis.task_view import class_recall, label_confusion, task_failures, task_figures, task_kind
-from quantgate.suite.suite_report import is_suite_dir, open_task, suite_tasks
+from quantgate.analysis._task_view import (
+    class_recall,
+    label_confusion,
+    task_failures,
+    task_figures,
+    task_kind,
+)
+from quantgate.suite._suite_report import is_suite_dir, open_task, suite_tasks
 
 __all__ = [
     "RunView",

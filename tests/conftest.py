@@ -12,8 +12,8 @@ import pytest
 from hypothesis import settings
 
 from quantgate.backends import Backend, BackendCapabilities, RegisteredBackend, registered_backend
-from quantgate.inputs.dataset import Dataset, bundled_datasets, bundled_root, load_dataset
-from quantgate.inputs.variants import VariantSet
+from quantgate.inputs._dataset import Dataset, bundled_datasets, bundled_root, load_dataset
+from quantgate.inputs._variants import VariantSet
 from tests.fakes import write_tiny_dataset
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def shared_set(name: str) -> Path:
 @pytest.fixture(autouse=True, scope="session")
 def _sha256_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Model-file hashes are cached in the session's temporary directory, not the user's cache."""
-    from quantgate.inputs.file_hashes import HASH_CACHE_ENV
+    from quantgate.inputs._file_hashes import HASH_CACHE_ENV
 
     os.environ.setdefault(HASH_CACHE_ENV, str(tmp_path_factory.mktemp("hashes") / "sha256.json"))
 
@@ -69,7 +69,7 @@ def _ctrl_c_for_children() -> Iterator[None]:
 def _reference_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test's command-line runs keep reference answers in a cache of their own, so that no test
     reads another's (and none writes into the user's cache)."""
-    from quantgate.evaluate.cache import REFERENCE_CACHE_ENV
+    from quantgate.evaluate._cache import REFERENCE_CACHE_ENV
 
     monkeypatch.setenv(REFERENCE_CACHE_ENV, str(tmp_path_factory.mktemp("reference-cache")))
 
@@ -116,7 +116,7 @@ def bundled_dataset_dir(request: pytest.FixtureRequest) -> Path:
 def bundled_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled Gemma 3 270M Q4_K_M, assembled once from its package (a core dependency) into the
     session ladder's directory: the real model's GGUF on any machine, without llama.cpp."""
-    from quantgate.ladder.quantize import default_source
+    from quantgate.ladder._quantize import default_source
 
     return default_source(tmp_path_factory.mktemp("ladder"))
 
@@ -125,7 +125,7 @@ def bundled_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def reference_ladder(bundled_gguf: Path) -> VariantSet:
     """The ladder's F16 reference, dequantized once from the bundled file with gguf (no llama.cpp;
     about 15 s on 2 cores), beside it: the session ladder keeps it."""
-    from quantgate.ladder.quantize import build_ladder
+    from quantgate.ladder._quantize import build_ladder
 
     return build_ladder(quants=[], out=bundled_gguf.parent, progress=False)[0]
 
@@ -142,7 +142,7 @@ def ladder(reference_ladder: VariantSet) -> VariantSet:
 def default_ladder(ladder: VariantSet) -> tuple[VariantSet, Path]:
     """The default ladder (F16, Q8_0, Q4_K_M and Q2_K): Q2_K quantized once beside the session
     ladder's files. The variant set and its variants file."""
-    from quantgate.ladder.quantize import DEFAULT_QUANTS, build_ladder
+    from quantgate.ladder._quantize import DEFAULT_QUANTS, build_ladder
 
     return build_ladder(quants=DEFAULT_QUANTS, out=Path(ladder.variants[0].model).parent, progress=False)
 
@@ -151,9 +151,9 @@ def default_ladder(ladder: VariantSet) -> tuple[VariantSet, Path]:
 def small_real_run(ladder: VariantSet, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small real run, decided: the F16 reference and Q4_K_M on 3 cases of restaurants,
     token fidelity included; the report and the notebook read it."""
-    from quantgate.decide.recommendation import decide
-    from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-    from quantgate.inputs.dataset import load_dataset
+    from quantgate.decide._recommendation import decide
+    from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+    from quantgate.inputs._dataset import load_dataset
 
     variants = VariantSet(
         reference="F16", variants=[v for v in ladder.variants if v.name in ("F16", "Q4_K_M")]

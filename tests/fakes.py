@@ -28,8 +28,8 @@ from langchain_core.outputs import ChatGenerationChunk
 from pydantic import Field, PrivateAttr
 
 from graphs.streamed import ModelCallError
-from quantgate.backends.streaming import MessagesChatModel
-from quantgate.evaluate.scheduler.warm_up import WARM_UP_TEXT
+from quantgate.backends._streaming import MessagesChatModel
+from quantgate.evaluate.scheduler._warm_up import WARM_UP_TEXT
 
 SCHEMA: dict[str, Any] = {
     "title": "Invoice",

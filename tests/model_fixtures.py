@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.inputs.variants import VariantSet
+from quantgate.inputs._variants import VariantSet
 
 
 def build_test_ladder(directory: Path) -> VariantSet:
     """F16 reference, Q8_0 and Q4_K_M from the bundled Gemma 3 270M (about 30 s on 2 cores)."""
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
-    from quantgate.ladder.quantize import build_ladder
+    from quantgate.ladder._quantize import build_ladder
 
     variant_set, _ = build_ladder(quants=["Q8_0", "Q4_K_M"], out=directory, progress=False)
     return variant_set

@@ -14,21 +14,21 @@ PACKAGES = ("quantgate", "graphs", "evaluators")
 
 FEATURES: dict[str, dict[str, str]] = {
     "quantgate.suite": {
-        "suite_file": "inputs",
-        "suite_records": "rundir",
-        "suite_grid": "render",
-        "suite_run": "evaluate",
-        "suite_decision": "decide",
-        "suite_report": "analysis",
+        "_suite_file": "inputs",
+        "_suite_records": "rundir",
+        "_suite_grid": "render",
+        "_suite_run": "evaluate",
+        "_suite_decision": "decide",
+        "_suite_report": "analysis",
     },
     "quantgate.capacity": {
-        "gguf_metadata": "inputs",
-        "shape_record": "rundir",
-        "capacity_rows": "render",
-        "shape_reading": "evaluate",
-        "capacity_run": "loadtest",
-        "capacity_checks": "decide",
-        "machine_table": "decide",
+        "_gguf_metadata": "inputs",
+        "_shape_record": "rundir",
+        "_capacity_rows": "render",
+        "_shape_reading": "evaluate",
+        "_capacity_run": "loadtest",
+        "_capacity_checks": "decide",
+        "_machine_table": "decide",
     },
 }
 """Feature packages: a feature that spans layers keeps its modules in one folder, each module counted
@@ -39,7 +39,7 @@ feature and the layering still holds."""
 LAYERS: list[tuple[str, ...]] = [
     ("evaluators",),
     ("graphs",),
-    ("quantgate.hardware", "quantgate.formatting", "quantgate.inputs"),
+    ("quantgate._hardware", "quantgate._formatting", "quantgate.inputs"),
     ("quantgate.rundir",),
     ("quantgate.backends",),
     ("quantgate.render",),
@@ -157,7 +157,7 @@ def test_few_modules_directly_in_quantgate() -> None:
         p.name for p in (ROOT / "quantgate").glob("*.py") if p.name not in ("__init__.py", "__main__.py")
     )
     assert len(top) <= 6, top
-    assert set(top) <= {"explore.py", "formatting.py", "hardware.py"}
+    assert set(top) <= {"explore.py", "_formatting.py", "_hardware.py"}
 
 
 def test_every_module_of_a_feature_package_has_its_layer() -> None:
@@ -168,13 +168,13 @@ def test_every_module_of_a_feature_package_has_its_layer() -> None:
 
 
 def test_the_layer_check_can_fail() -> None:
-    assert _unit("quantgate.cli.main") == (len(LAYERS) - 2, "quantgate.cli")
-    assert _unit("quantgate.rundir.store")[0] < _unit("quantgate.decide.recommendation")[0]
+    assert _unit("quantgate.cli._main") == (len(LAYERS) - 2, "quantgate.cli")
+    assert _unit("quantgate.rundir._store")[0] < _unit("quantgate.decide._recommendation")[0]
     assert _unit("quantgate") == (len(LAYERS) - 1, "quantgate")
-    assert _unit("quantgate.evaluate.evaluation_run")[0] < _unit("quantgate.cluster.executor")[0]
+    assert _unit("quantgate.evaluate._evaluation_run")[0] < _unit("quantgate.cluster._executor")[0]
     # a feature package's modules sit in different rows: its input below its decision
-    assert _unit("quantgate.suite.suite_file")[0] < _unit("quantgate.suite.suite_decision")[0]
-    assert _unit("quantgate.suite.suite_decision") == _unit("quantgate.decide.checks")
+    assert _unit("quantgate.suite._suite_file")[0] < _unit("quantgate.suite._suite_decision")[0]
+    assert _unit("quantgate.suite._suite_decision") == _unit("quantgate.decide._checks")
 
 
 def _layout_rows() -> dict[str, str]:
@@ -208,16 +208,16 @@ def _touches_dataset(path: Path) -> bool:
 
 def test_a_runs_dataset_stays_in_the_evaluation_package() -> None:
     graph, modules = _graph(), _modules()
-    reached, todo = set(), ["quantgate.evaluate.evaluation_run"]
+    reached, todo = set(), ["quantgate.evaluate._evaluation_run"]
     while todo:
         module = todo.pop()
         if module not in reached:
             reached.add(module)
             todo.extend(graph[module])
     handed_to = {
-        "quantgate.inputs.examples",
-        "quantgate.backends.extraction_context",
-        "quantgate.rundir.build",
+        "quantgate.inputs._examples",
+        "quantgate.backends._extraction_context",
+        "quantgate.rundir._build",
     }
     outside = sorted(
         module
@@ -226,7 +226,7 @@ def test_a_runs_dataset_stays_in_the_evaluation_package() -> None:
         and _touches_dataset(modules[module])
         and not module.startswith("quantgate.evaluate.")
         and module not in handed_to
-        and module != "quantgate.inputs.dataset"  # where a dataset is defined and read
+        and module != "quantgate.inputs._dataset"  # where a dataset is defined and read
     )
     assert outside == [], "a run's dataset reaches these modules outside quantgate/evaluate/"
 
@@ -234,7 +234,7 @@ def test_a_runs_dataset_stays_in_the_evaluation_package() -> None:
 SHARED_NAMES = {
     "executor.py": "where variants are evaluated: on this machine, and on a Ray cluster",
     "extraction.py": "the extraction task: its graph, and its kind",
-    "verification.py": "verified answers: which cases a run verifies, and the figures of how answers were obtained",
+    "verification.py": "verified answers: the cases a run verifies, and how answers were obtained",
 }
 """File names that more than one module has outside cli/, each with one meaning (at most 4)."""
 

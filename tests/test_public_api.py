@@ -53,7 +53,7 @@ def test_the_heavy_check_can_fail() -> None:
 
 def test_every_public_name_resolves_to_its_definition() -> None:
     importlib.import_module("quantgate.cli")  # every subpackage: `quantgate.decide` stays the function
-    importlib.import_module("quantgate.decide.recommendation")
+    importlib.import_module("quantgate.decide._recommendation")
     for module, names in quantgate._EXPORTS.items():
         defining = importlib.import_module(module)
         for name in names:
@@ -113,3 +113,14 @@ def test_a_renamed_name_still_answers_with_a_warning() -> None:
     assert old is quantgate.run_load_test
     with pytest.raises(AttributeError, match="run_lode"):
         _ = quantgate.run_lode
+
+
+def test_internal_modules_are_marked() -> None:
+    unmarked = [
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "quantgate").rglob("*.py")
+        if path.parent != ROOT / "quantgate" and not path.name.startswith("_")
+    ]
+    top = sorted(p.name for p in (ROOT / "quantgate").glob("*.py"))
+    assert unmarked == [], "modules inside quantgate's subpackages must start with _ (docs/api.md)"
+    assert top == ["__init__.py", "__main__.py", "_formatting.py", "_hardware.py", "explore.py"]

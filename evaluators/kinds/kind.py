@@ -6,7 +6,7 @@ checks, its case scorer, its prompt instruction, what its outcomes keep, what it
 its figures per variant (their model, how they are made from the labeled cases, their titles and
 formats) with the section's title, and the production opener of its runs.
 The objects hold data and pure functions only (this is the evaluators' layer); the layers above
-read them (`graphs.prompting`, `quantgate.render.task_figures`, `quantgate.analysis`, ...).
+read them (`graphs.prompting`, `quantgate.render._task_figures`, `quantgate.analysis`, ...).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def _record_json(record: Mapping[str, Any]) -> Any:
 class KindFigure:
     """One figure of a task kind: the one definition of its title and format, which the terminal
     table, decision.md, suite_decision.md, the HTML report and the notebook frame all use
-    (`quantgate.render.task_figures` reads it from a variant's summary entry).
+    (`quantgate.render._task_figures` reads it from a variant's summary entry).
 
     Attributes:
         key: Its key in a variant's `kind_figures` in summary.json (`worst_recall`: made from `classes`).

@@ -28,15 +28,15 @@ from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
 
-from quantgate.backends.backend_error import BackendError
-from quantgate.backends.backend_options import BackendOptions, OptionsError, options_of
-from quantgate.backends.declared_capabilities import (
+from quantgate.backends._backend_error import BackendError
+from quantgate.backends._backend_options import BackendOptions, OptionsError, options_of
+from quantgate.backends._declared_capabilities import (
     EMBEDDED_SLOTS,
     TOP_LOGPROBS_KWARG,
     VERIFY_KWARG,
     BackendCapabilities,
 )
-from quantgate.inputs.variants import KVCache, Variant
+from quantgate.inputs._variants import KVCache, Variant
 
 
 @dataclass(kw_only=True)

@@ -1,5 +1,5 @@
 """The `quantgate` command line: one module per command, plus shared helpers."""
 
-from quantgate.cli.main import build_parser, main
+from quantgate.cli._main import build_parser, main
 
 __all__ = ["build_parser", "main"]

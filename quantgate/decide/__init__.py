@@ -1,7 +1,7 @@
 """The decision: gate checks, the recommendation, regression sets, rollback signals, decision.md."""
 
-from quantgate.decide.recommendation import DecisionError, decide, load_decision
-from quantgate.decide.rollback import rollback_signals
+from quantgate.decide._recommendation import DecisionError, decide, load_decision
+from quantgate.decide._rollback import rollback_signals
 
 __all__ = [
     "DecisionError",

@@ -1,8 +1,8 @@
 """Evaluating variants: the run over a dataset, the token-fidelity step, worker processes, measurement."""
 
-from quantgate.evaluate.evaluation_run import run_evaluation
-from quantgate.evaluate.options import RunOptions, extraction_context, select_cases
-from quantgate.evaluate.predictions import PredictionLine, ScoreReport, read_predictions, score_predictions
+from quantgate.evaluate._evaluation_run import run_evaluation
+from quantgate.evaluate._options import RunOptions, extraction_context, select_cases
+from quantgate.evaluate._predictions import PredictionLine, ScoreReport, read_predictions, score_predictions
 
 __all__ = [
     "PredictionLine",

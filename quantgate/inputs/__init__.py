@@ -1,6 +1,6 @@
 """What a run takes from the user: datasets, variant specs, gates and record schemas."""
 
-from quantgate.inputs.dataset import (
+from quantgate.inputs._dataset import (
     Case,
     Dataset,
     DatasetError,
@@ -10,10 +10,10 @@ from quantgate.inputs.dataset import (
     load_dataset,
     write_dataset,
 )
-from quantgate.inputs.gates import Gates, GatesError, comparison_options, load_gates
-from quantgate.inputs.record_schema import record_schema
-from quantgate.inputs.shorthands import resolve_variants
-from quantgate.inputs.variants import Variant, VariantSet, VariantSpec, VariantSpecError, load_variants_file
+from quantgate.inputs._gates import Gates, GatesError, comparison_options, load_gates
+from quantgate.inputs._record_schema import record_schema
+from quantgate.inputs._shorthands import resolve_variants
+from quantgate.inputs._variants import Variant, VariantSet, VariantSpec, VariantSpecError, load_variants_file
 
 __all__ = [
     "Case",

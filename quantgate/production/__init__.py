@@ -1,7 +1,7 @@
 """Production use of the chosen variant: the extractor, the typed openers of the other task kinds,
 the online guard and its observations."""
 
-from quantgate.production.extractor import (
+from quantgate.production._extractor import (
     ChosenVariant,
     ExtractionFailedError,
     Extractor,
@@ -9,8 +9,8 @@ from quantgate.production.extractor import (
     load_chosen,
     open_extractor,
 )
-from quantgate.production.guard import GuardedExtractionState, OnlineGuard, SignalReading, guard_node
-from quantgate.production.kind_openers import (
+from quantgate.production._guard import GuardedExtractionState, OnlineGuard, SignalReading, guard_node
+from quantgate.production._kind_openers import (
     Answer,
     Classification,
     Classifier,

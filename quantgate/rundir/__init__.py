@@ -1,8 +1,8 @@
 """The run directory: its file names, typed models, readers and writers.
 
 The names below are loaded on first use (PEP 562): the run-file models import each other through
-their own modules, and a feature package's record (`quantgate.capacity.shape_record`) imports
-`quantgate.rundir.lines` without loading every reader and writer first.
+their own modules, and a feature package's record (`quantgate.capacity._shape_record`) imports
+`quantgate.rundir._lines` without loading every reader and writer first.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from quantgate.rundir.completeness import Completeness, completeness_of, run_completeness
-    from quantgate.rundir.decision import Decision, GateResult, RollbackSignal, VariantDecision
-    from quantgate.rundir.lines import CaseRecord, FidelityLine, LoadLine
-    from quantgate.rundir.loadtest_section import LoadSection
-    from quantgate.rundir.schemas import write_schemas
-    from quantgate.rundir.store import (
+    from quantgate.rundir._completeness import Completeness, completeness_of, run_completeness
+    from quantgate.rundir._decision import Decision, GateResult, RollbackSignal, VariantDecision
+    from quantgate.rundir._lines import CaseRecord, FidelityLine, LoadLine
+    from quantgate.rundir._loadtest_section import LoadSection
+    from quantgate.rundir._schemas import write_schemas
+    from quantgate.rundir._store import (
         LineProblem,
         Run,
         RunFileError,
@@ -29,36 +29,36 @@ if TYPE_CHECKING:
         read_records,
         read_summary,
     )
-    from quantgate.rundir.summary import RunSummary, VariantEntry, VariantMetadata, VariantsFile
+    from quantgate.rundir._summary import RunSummary, VariantEntry, VariantMetadata, VariantsFile
 
 _MODULE_OF: dict[str, str] = {
-    "Completeness": "quantgate.rundir.completeness",
-    "completeness_of": "quantgate.rundir.completeness",
-    "run_completeness": "quantgate.rundir.completeness",
-    "Decision": "quantgate.rundir.decision",
-    "GateResult": "quantgate.rundir.decision",
-    "RollbackSignal": "quantgate.rundir.decision",
-    "VariantDecision": "quantgate.rundir.decision",
-    "CaseRecord": "quantgate.rundir.lines",
-    "FidelityLine": "quantgate.rundir.lines",
-    "LoadLine": "quantgate.rundir.lines",
-    "LoadSection": "quantgate.rundir.loadtest_section",
-    "write_schemas": "quantgate.rundir.schemas",
-    "LineProblem": "quantgate.rundir.store",
-    "Run": "quantgate.rundir.store",
-    "RunFileError": "quantgate.rundir.store",
-    "RunStore": "quantgate.rundir.store",
-    "latest_records": "quantgate.rundir.store",
-    "load_run": "quantgate.rundir.store",
-    "read_decision": "quantgate.rundir.store",
-    "read_fidelity": "quantgate.rundir.store",
-    "read_load": "quantgate.rundir.store",
-    "read_records": "quantgate.rundir.store",
-    "read_summary": "quantgate.rundir.store",
-    "RunSummary": "quantgate.rundir.summary",
-    "VariantEntry": "quantgate.rundir.summary",
-    "VariantMetadata": "quantgate.rundir.summary",
-    "VariantsFile": "quantgate.rundir.summary",
+    "Completeness": "quantgate.rundir._completeness",
+    "completeness_of": "quantgate.rundir._completeness",
+    "run_completeness": "quantgate.rundir._completeness",
+    "Decision": "quantgate.rundir._decision",
+    "GateResult": "quantgate.rundir._decision",
+    "RollbackSignal": "quantgate.rundir._decision",
+    "VariantDecision": "quantgate.rundir._decision",
+    "CaseRecord": "quantgate.rundir._lines",
+    "FidelityLine": "quantgate.rundir._lines",
+    "LoadLine": "quantgate.rundir._lines",
+    "LoadSection": "quantgate.rundir._loadtest_section",
+    "write_schemas": "quantgate.rundir._schemas",
+    "LineProblem": "quantgate.rundir._store",
+    "Run": "quantgate.rundir._store",
+    "RunFileError": "quantgate.rundir._store",
+    "RunStore": "quantgate.rundir._store",
+    "latest_records": "quantgate.rundir._store",
+    "load_run": "quantgate.rundir._store",
+    "read_decision": "quantgate.rundir._store",
+    "read_fidelity": "quantgate.rundir._store",
+    "read_load": "quantgate.rundir._store",
+    "read_records": "quantgate.rundir._store",
+    "read_summary": "quantgate.rundir._store",
+    "RunSummary": "quantgate.rundir._summary",
+    "VariantEntry": "quantgate.rundir._summary",
+    "VariantMetadata": "quantgate.rundir._summary",
+    "VariantsFile": "quantgate.rundir._summary",
 }
 """Where each public name is defined: the module imported on the name's first use."""
 

@@ -11,7 +11,7 @@ from evaluators.costs import (
     break_even_wrong_case_rate,
     variant_costs,
 )
-from quantgate.inputs.prices import Prices
+from quantgate.inputs._prices import Prices
 
 PRICES = Prices(
     review_per_case=4.0, retry_call=0.5, node_per_hour=3.6, memory_per_gib_hour=0.36, energy_per_1k_tokens=2.0

@@ -11,7 +11,7 @@ from types import ModuleType
 import pytest
 
 from evaluators.errors import MissingInputError, QuantgateError, UsageError
-from quantgate.evaluate.signals import Interrupted
+from quantgate.evaluate._signals import Interrupted
 
 PACKAGES = ("evaluators", "graphs", "quantgate")
 NOT_ERRORS: set[type[BaseException]] = {Interrupted}

@@ -20,8 +20,8 @@ from evaluators.task_models import LabelSet, TaskModel, Tool, ToolFunction
 from evaluators.tool_calls import task_tools
 from graphs.extraction import ExtractionResult
 from graphs.prompting import NATIVE_TOOL_INSTRUCTION, build_messages, native_tool_prompt, native_tools_text
-from quantgate.analysis.task_view import label_confusion
-from quantgate.production.kind_openers import _classification
+from quantgate.analysis._task_view import label_confusion
+from quantgate.production._kind_openers import _classification
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ("quantgate", "graphs", "evaluators")

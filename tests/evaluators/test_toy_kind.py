@@ -37,9 +37,9 @@ from graphs.extraction import ExtractionContext, ExtractionResult, graph
 from graphs.outcomes import keeps_values
 from graphs.prompting import build_messages
 from graphs.variant_summary import outcomes_summary
-from quantgate.render.task_figures import task_figures, task_kind_of
-from quantgate.rundir.jsonfile import read_model, write_model
-from quantgate.rundir.summary import DatasetInfo, RunSummary, VariantEntry
+from quantgate.render._task_figures import task_figures, task_kind_of
+from quantgate.rundir._jsonfile import read_model, write_model
+from quantgate.rundir._summary import DatasetInfo, RunSummary, VariantEntry
 from tests.fakes import QueuedChatModel
 
 

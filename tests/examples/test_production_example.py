@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.inputs.variants import VariantSet, write_variants_file
+from quantgate.inputs._variants import VariantSet, write_variants_file
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

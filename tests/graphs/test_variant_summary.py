@@ -20,9 +20,9 @@ from graphs.evaluation import CaseInput, EvaluationContext, build_evaluation_gra
 from graphs.extraction import ExtractionContext
 from graphs.outcomes import retained
 from graphs.variant_summary import EVALUATORS, EvaluatorNode, Evidence, VariantSummary, outcomes_summary
-from quantgate.inputs.variants import Variant
-from quantgate.rundir.build import variant_entry
-from quantgate.rundir.summary import VariantEntry
+from quantgate.inputs._variants import Variant
+from quantgate.rundir._build import variant_entry
+from quantgate.rundir._summary import VariantEntry
 from tests.fakes import GOOD, LABELS, SCHEMA, QueuedChatModel
 
 FIXED_NODES = {"__start__", "judge_round", "run_case", "aggregate"}

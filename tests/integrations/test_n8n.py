@@ -18,7 +18,7 @@ import httpx
 import platformdirs
 import pytest
 
-from quantgate.inputs.variants import VariantSet
+from quantgate.inputs._variants import VariantSet
 from tests.quantgate.serve.server_process import ROOT, running_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.n8n]

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine
-from quantgate.backends.llamacpp.llamacpp_embeddings import LlamaCppEmbeddings
+from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
+from quantgate.backends.llamacpp._llamacpp_embeddings import LlamaCppEmbeddings
 
 DEFAULT_CONTEXT_LENGTH = 4096
 """docs.ollama.com/faq, "How can I specify the context window size?": "By default, Ollama uses a

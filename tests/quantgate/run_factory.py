@@ -12,13 +12,13 @@ from typing import Any
 
 from evaluators.betting import DEFAULT_TRUNCATION
 from evaluators.fidelity import TokenFidelity, summarize_token_fidelity
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import Case, load_dataset, write_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.files import DATASET_DIR, RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
-from quantgate.rundir.lines import CaseRecord
-from quantgate.rundir.store import read_summary, write_model
-from quantgate.rundir.summary import (
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import Case, load_dataset, write_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._files import DATASET_DIR, RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
+from quantgate.rundir._lines import CaseRecord
+from quantgate.rundir._store import read_summary, write_model
+from quantgate.rundir._summary import (
     DatasetInfo,
     RunOptionsInfo,
     RunSummary,
@@ -133,7 +133,7 @@ def make_fake_run(out: Path, *, decide: bool = True) -> Path:
     `vendor` of c1 (where it alone fails) and answers c3 with invalid output every time (an
     error). Neither has a file, so file sizes are not measured.
     """
-    from quantgate.decide.recommendation import decide as decide_run
+    from quantgate.decide._recommendation import decide as decide_run
     from tests.fakes import GOOD
     from tests.fakes import SCHEMA as INVOICE_SCHEMA
 
@@ -194,7 +194,7 @@ def run_ref_and_quant(
 ) -> Path:
     """A run (without token fidelity) of `ref_and_quant(right, quant)` on the dataset at
     `dataset_dir`, under `out`; decided with `decide`."""
-    from quantgate.decide.recommendation import decide as decide_run
+    from quantgate.decide._recommendation import decide as decide_run
 
     options = RunOptions(out=out, progress=False, token_fidelity=False)
     run_dir = run_evaluation(load_dataset(dataset_dir), ref_and_quant(right, quant), options=options)

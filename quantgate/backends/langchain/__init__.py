@@ -10,10 +10,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from quantgate._hardware import package_version
 from quantgate.backends import BackendError, OpenedVariant, RegisteredBackend
-from quantgate.backends.declared_capabilities import BackendCapabilities
-from quantgate.hardware import package_version
-from quantgate.inputs.variants import Variant
+from quantgate.backends._declared_capabilities import BackendCapabilities
+from quantgate.inputs._variants import Variant
 
 CAPABILITIES = BackendCapabilities(
     token_fidelity=None, process_isolation=False, parallel="none", memory="process", from_python=True

@@ -13,9 +13,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from quantgate.backends import OpenedVariant, RegisteredBackend
-from quantgate.backends.declared_capabilities import EMBEDDED_SLOTS, BackendCapabilities
-from quantgate.backends.llamacpp.llamacpp_options import LlamaCppOptions
-from quantgate.inputs.variants import Variant
+from quantgate.backends._declared_capabilities import EMBEDDED_SLOTS, BackendCapabilities
+from quantgate.backends.llamacpp._llamacpp_options import LlamaCppOptions
+from quantgate.inputs._variants import Variant
 
 CAPABILITIES = BackendCapabilities(
     token_fidelity="logits", process_isolation=True, parallel="slots", memory="process", model_file=True,
@@ -29,8 +29,8 @@ CAPABILITIES = BackendCapabilities(
 def open_embedded(
     variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
 ) -> Iterator[OpenedVariant]:
-    """Open an embedded variant (see `quantgate.backends.llamacpp.llamacpp.open_llamacpp`)."""
-    from quantgate.backends.llamacpp.llamacpp import open_llamacpp  # loads llama.cpp's bindings
+    """Open an embedded variant (see `quantgate.backends.llamacpp._llamacpp.open_llamacpp`)."""
+    from quantgate.backends.llamacpp._llamacpp import open_llamacpp  # loads llama.cpp's bindings
 
     with open_llamacpp(variant, schema, slots=slots) as opened:
         yield opened

@@ -11,10 +11,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from quantgate.backends import OpenedVariant, RegisteredBackend
-from quantgate.backends.declared_capabilities import BackendCapabilities
-from quantgate.backends.ollama.ollama_forcing import LOGPROBS_FORCING
-from quantgate.backends.ollama.ollama_options import OllamaOptions
-from quantgate.inputs.variants import Variant
+from quantgate.backends._declared_capabilities import BackendCapabilities
+from quantgate.backends.ollama._ollama_forcing import LOGPROBS_FORCING
+from quantgate.backends.ollama._ollama_options import OllamaOptions
+from quantgate.inputs._variants import Variant
 
 CAPABILITIES = BackendCapabilities(
     token_fidelity="logprobs", logprobs_forcing=LOGPROBS_FORCING, process_isolation=True, parallel="server",
@@ -28,8 +28,8 @@ server-wide, takes a JSON schema as `format` and returns top-k log-probabilities
 def open_served(
     variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
 ) -> Iterator[OpenedVariant]:
-    """Open an Ollama variant (see `quantgate.backends.ollama.ollama.open_ollama`)."""
-    from quantgate.backends.ollama.ollama import open_ollama
+    """Open an Ollama variant (see `quantgate.backends.ollama._ollama.open_ollama`)."""
+    from quantgate.backends.ollama._ollama import open_ollama
 
     with open_ollama(variant, schema) as opened:
         yield opened

@@ -12,16 +12,16 @@ from contextlib import contextmanager
 from typing import Any
 
 from quantgate.backends import OpenedVariant, RegisteredBackend
-from quantgate.backends.declared_capabilities import BackendCapabilities
-from quantgate.backends.openai.openai_forcing import LOGPROBS_FORCING
-from quantgate.backends.openai.openai_options import OpenAIOptions
-from quantgate.inputs.variants import Variant
+from quantgate.backends._declared_capabilities import BackendCapabilities
+from quantgate.backends.openai._openai_forcing import LOGPROBS_FORCING
+from quantgate.backends.openai._openai_options import OpenAIOptions
+from quantgate.inputs._variants import Variant
 
 CAPABILITIES = BackendCapabilities(
     token_fidelity="logprobs", logprobs_forcing=LOGPROBS_FORCING, process_isolation=True, parallel="server",
     memory="server", json_schema=True,
 )  # fmt: skip
-"""An OpenAI-compatible server (`quantgate.backends.openai.openai`): it schedules concurrent requests
+"""An OpenAI-compatible server (`quantgate.backends.openai._openai`): it schedules concurrent requests
 itself; JSON schema through `response_format` where the server takes it (the variant's
 `runtime.decoding` says when it took none); token fidelity from the log-probabilities it returns,
 where the prompt text it reads is known (`api = "completions"`, or a server with llama.cpp's
@@ -32,8 +32,8 @@ where the prompt text it reads is known (`api = "completions"`, or a server with
 def open_served(
     variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
 ) -> Iterator[OpenedVariant]:
-    """Open an OpenAI-compatible variant (see `quantgate.backends.openai.openai.open_openai`)."""
-    from quantgate.backends.openai.openai import open_openai
+    """Open an OpenAI-compatible variant (see `quantgate.backends.openai._openai.open_openai`)."""
+    from quantgate.backends.openai._openai import open_openai
 
     with open_openai(variant, schema) as opened:
         yield opened

@@ -10,9 +10,9 @@ from typing import Any
 import pandas as pd
 
 from evaluators.fields import score_fields
-from quantgate.analysis.case_diff import case_diff
-from quantgate.analysis.run_view import load_run_view
-from quantgate.rundir.store import read_records
+from quantgate.analysis._case_diff import case_diff
+from quantgate.analysis._run_view import load_run_view
+from quantgate.rundir._store import read_records
 from tests.quantgate.production.task_runs import tool_calling_run
 
 PARIS = {"name": "get_weather", "arguments": {"city": "Paris"}}

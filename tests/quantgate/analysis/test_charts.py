@@ -5,12 +5,12 @@ import random
 import pytest
 
 from evaluators.betting import betting_interval
-from quantgate.analysis.charts import accuracy_memory_chart, field_delta_heatmap, latency_chart
-from quantgate.analysis.run_view import load_run_view
-from quantgate.decide.recommendation import decide
-from quantgate.inputs.gates import Gates
-from quantgate.rundir.files import RECORDS_FILE
-from quantgate.rundir.store import read_records
+from quantgate.analysis._charts import accuracy_memory_chart, field_delta_heatmap, latency_chart
+from quantgate.analysis._run_view import load_run_view
+from quantgate.decide._recommendation import decide
+from quantgate.inputs._gates import Gates
+from quantgate.rundir._files import RECORDS_FILE
+from quantgate.rundir._store import read_records
 from tests.quantgate.run_factory import make_run
 
 CASES = 40

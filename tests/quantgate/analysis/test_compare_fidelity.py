@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.analysis.compare import compare_runs, render_comparison
+from quantgate.analysis._compare import compare_runs, render_comparison
 from tests.quantgate.run_factory import TAIL_CASE_A, TAIL_CASE_B, make_run, with_token_fidelity
 
 

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quantgate.analysis.charts import draw_charts
-from quantgate.analysis.report import render_report
-from quantgate.analysis.run_view import failing_cases, field_accuracy, latencies, load_run_view, variant_table
+from quantgate.analysis._charts import draw_charts
+from quantgate.analysis._report import render_report
+from quantgate.analysis._run_view import (
+    failing_cases,
+    field_accuracy,
+    latencies,
+    load_run_view,
+    variant_table,
+)
 from tests.quantgate.rundir.incomplete_runs import INTERRUPTED, complete_run, damage_line, rewrite
 
 

@@ -4,14 +4,14 @@ from html.parser import HTMLParser
 
 import pytest
 
-from quantgate.analysis.charts import draw_charts
-from quantgate.analysis.report import REPORT_HTML, write_report
-from quantgate.analysis.run_view import load_run_view
-from quantgate.cli.main import main
-from quantgate.decide.recommendation import load_decision
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.files import REPORT_DIR
-from quantgate.rundir.store import load_run, read_records
+from quantgate.analysis._charts import draw_charts
+from quantgate.analysis._report import REPORT_HTML, write_report
+from quantgate.analysis._run_view import load_run_view
+from quantgate.cli._main import main
+from quantgate.decide._recommendation import load_decision
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._files import REPORT_DIR
+from quantgate.rundir._store import load_run, read_records
 from tests.fakes import GOOD, QueuedChatModel
 from tests.quantgate.browser import CHARTS, CHROMIUM, assert_renders_in_chromium
 from tests.quantgate.run_factory import (
@@ -177,7 +177,7 @@ def _cli_run(tmp_path, monkeypatch, *extra):
     source = make_fake_run(tmp_path / "source", decide=False)
     dataset = load_run(source).summary.dataset.path
     variants = _fake_variants()
-    monkeypatch.setattr("quantgate.inputs.shorthands.resolve_variants", lambda specs: variants)
+    monkeypatch.setattr("quantgate.inputs._shorthands.resolve_variants", lambda specs: variants)
     out = tmp_path / "runs"
     code = main(["run", "--dataset", dataset, "--variants", "fake", "--out", str(out), *extra])
     (run_dir,) = out.iterdir()
@@ -208,7 +208,7 @@ def test_a_report_failure_keeps_the_run(tmp_path, monkeypatch, capsys):
     def broken(run_dir, **kwargs):
         raise RuntimeError("chart exploded")
 
-    monkeypatch.setattr("quantgate.analysis.report.write_report", broken)
+    monkeypatch.setattr("quantgate.analysis._report.write_report", broken)
     code, run_dir = _cli_run(tmp_path, monkeypatch)
     assert code == 4  # the decision's exit status (keep the only variant, the reference), not the report's
     err = capsys.readouterr().err

@@ -2,8 +2,8 @@
 
 import pytest
 
-from quantgate.analysis.report import write_report
-from quantgate.analysis.run_view import load_run_view
+from quantgate.analysis._report import write_report
+from quantgate.analysis._run_view import load_run_view
 from tests.quantgate.browser import CHARTS, CHROMIUM, assert_renders_in_chromium
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]

@@ -1,7 +1,7 @@
 import pytest
 
-from quantgate.analysis.case_diff import case_diff
-from quantgate.analysis.run_view import (
+from quantgate.analysis._case_diff import case_diff
+from quantgate.analysis._run_view import (
     failing_cases,
     field_accuracy,
     field_deltas,
@@ -15,8 +15,8 @@ from quantgate.analysis.run_view import (
     slice_sizes,
     variant_table,
 )
-from quantgate.decide.recommendation import decide
-from quantgate.rundir.store import read_records
+from quantgate.decide._recommendation import decide
+from quantgate.rundir._store import read_records
 from tests.fakes import GOOD
 from tests.quantgate.run_factory import HOSTILE_GOLD, HOSTILE_OUTPUT, make_fake_run, make_run
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from sacrebleu.metrics.chrf import CHRF
 
-from quantgate.analysis.report import write_report
-from quantgate.analysis.run_view import load_run_view
-from quantgate.analysis.task_view import task_failures, task_figures
+from quantgate.analysis._report import write_report
+from quantgate.analysis._run_view import load_run_view
+from quantgate.analysis._task_view import task_failures, task_figures
 from tests.quantgate.analysis import kind_runs
 from tests.quantgate.browser import CHROMIUM, assert_renders_in_chromium
 from tests.quantgate.production.task_runs import multi_label_run

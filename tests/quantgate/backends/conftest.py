@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 @pytest.fixture(scope="module")
 def gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled Gemma 3 270M GGUF (its vocabulary is all the walkers load)."""
-    from quantgate.ladder.quantize import default_source
+    from quantgate.ladder._quantize import default_source
 
     return default_source(tmp_path_factory.mktemp("vocab"))
 

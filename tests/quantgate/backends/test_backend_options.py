@@ -18,14 +18,14 @@ from quantgate.backends import (
     open_variant,
     unregister_backend,
 )
-from quantgate.backends.llamacpp.llamacpp_options import LlamaCppOptions
-from quantgate.backends.ollama.ollama_options import DEFAULT_NUM_CTX, OllamaOptions
-from quantgate.backends.openai.openai_options import OpenAIOptions
-from quantgate.evaluate.evaluation_run import run_evaluation
-from quantgate.evaluate.options import RunOptions
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import load_run
+from quantgate.backends.llamacpp._llamacpp_options import LlamaCppOptions
+from quantgate.backends.ollama._ollama_options import DEFAULT_NUM_CTX, OllamaOptions
+from quantgate.backends.openai._openai_options import OpenAIOptions
+from quantgate.evaluate._evaluation_run import run_evaluation
+from quantgate.evaluate._options import RunOptions
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import load_run
 from tests.fakes import GOOD, SCHEMA, write_tiny_dataset
 
 PLUGIN = "quantgate_toy_plugin"

@@ -11,7 +11,7 @@ import pytest
 
 import quantgate.backends as backends
 from quantgate.backends import ENTRY_POINT_GROUP, BackendError, RegisteredBackend, open_variant
-from quantgate.inputs.variants import Variant
+from quantgate.inputs._variants import Variant
 from tests.fakes import SCHEMA
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -16,28 +16,28 @@ import pytest
 import quantgate.backends.langchain as langchain_backend
 import quantgate.backends.llamacpp as llamacpp_backend
 import quantgate.backends.ollama as ollama_backend
-import quantgate.evaluate.scheduler.variant as evaluate_variant
-import quantgate.evaluate.token_fidelity.run_step as fidelity_step
-import quantgate.loadtest.loadtest_run as load_run_module
+import quantgate.evaluate.scheduler._variant as evaluate_variant
+import quantgate.evaluate.token_fidelity._run_step as fidelity_step
+import quantgate.loadtest._loadtest_run as load_run_module
 from quantgate.backends import (
     BackendCapabilities,
     OpenedVariant,
     backend_capabilities,
     capabilities,
 )
-from quantgate.backends.ollama.ollama_forcing import LOGPROBS_FORCING as OLLAMA_FORCING
-from quantgate.backends.openai.openai_forcing import LOGPROBS_FORCING as OPENAI_FORCING
-from quantgate.evaluate.options import RunOptions
-from quantgate.evaluate.scheduler.executor import LocalExecutor, VariantCall
-from quantgate.evaluate.token_fidelity.job import FidelityJob
-from quantgate.evaluate.token_fidelity.run_step import token_fidelity_step, unmeasured_reason
-from quantgate.inputs.dataset import Dataset
-from quantgate.inputs.variants import Variant
-from quantgate.loadtest.level_specs import parse_levels
-from quantgate.loadtest.levels import LoadJob, LoadOptions, load_variant
-from quantgate.render.load_table import render_load
-from quantgate.rundir.loadtest_section import LoadLevelSpec, LoadSection, LoadVariantEntry
-from quantgate.rundir.summary import TokenFidelityEntry, VariantEntry
+from quantgate.backends.ollama._ollama_forcing import LOGPROBS_FORCING as OLLAMA_FORCING
+from quantgate.backends.openai._openai_forcing import LOGPROBS_FORCING as OPENAI_FORCING
+from quantgate.evaluate._options import RunOptions
+from quantgate.evaluate.scheduler._executor import LocalExecutor, VariantCall
+from quantgate.evaluate.token_fidelity._job import FidelityJob
+from quantgate.evaluate.token_fidelity._run_step import token_fidelity_step, unmeasured_reason
+from quantgate.inputs._dataset import Dataset
+from quantgate.inputs._variants import Variant
+from quantgate.loadtest._level_specs import parse_levels
+from quantgate.loadtest._levels import LoadJob, LoadOptions, load_variant
+from quantgate.render._load_table import render_load
+from quantgate.rundir._loadtest_section import LoadLevelSpec, LoadSection, LoadVariantEntry
+from quantgate.rundir._summary import TokenFidelityEntry, VariantEntry
 from tests.fakes import GOOD, QueuedChatModel
 
 QUANTGATE = Path(__file__).resolve().parents[3] / "quantgate"

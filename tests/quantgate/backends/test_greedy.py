@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 
 from graphs.prompting import build_messages
-from quantgate.evaluate.options import select_cases
-from quantgate.inputs.dataset import load_dataset
+from quantgate.evaluate._options import select_cases
+from quantgate.inputs._dataset import load_dataset
 
 pytestmark = pytest.mark.model
 
@@ -14,9 +14,9 @@ pytestmark = pytest.mark.model
 def test_same_tokens_as_create_completion(ladder):
     from llama_cpp.llama_grammar import LlamaGrammar
 
-    from quantgate.backends.base_prompt import render_prompt
-    from quantgate.backends.llamacpp.greedy import Generation
-    from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine
+    from quantgate.backends._base_prompt import render_prompt
+    from quantgate.backends.llamacpp._greedy import Generation
+    from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
 
     engine = EmbeddedEngine(next(v.model for v in ladder.variants if v.name == "Q4_K_M"), n_ctx=4096)
     dataset = load_dataset("invoices")

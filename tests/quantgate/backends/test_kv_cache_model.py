@@ -8,10 +8,10 @@ import jsonschema
 import pytest
 
 from graphs.prompting import build_messages
-from quantgate.backends.llamacpp.llamacpp import open_llamacpp
-from quantgate.evaluate.options import select_cases
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import KVCache, Variant
+from quantgate.backends.llamacpp._llamacpp import open_llamacpp
+from quantgate.evaluate._options import select_cases
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import KVCache, Variant
 
 pytestmark = pytest.mark.model
 

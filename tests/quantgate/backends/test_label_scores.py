@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from evaluators.task_models import ClassificationTask, LabelSet
-from quantgate.backends.llamacpp.label_scores import (
+from quantgate.backends.llamacpp._label_scores import (
     chosen_label,
     closed_label_set,
     common_token_prefix,
@@ -71,7 +71,7 @@ def test_common_token_prefix() -> None:
 
 
 def test_the_batch_holds_the_prompt_tail_in_every_sequence_and_each_label_in_its_own() -> None:
-    from quantgate.backends.llamacpp.label_context import _entries
+    from quantgate.backends.llamacpp._label_context import _entries
 
     # prompt [1, 2, 3, 4], [1, 2] cached; labels [7, 8, 9] and [5]
     entries = _entries([1, 2, 3, 4], 2, [[7, 8, 9], [5]])
@@ -84,7 +84,7 @@ def test_the_batch_holds_the_prompt_tail_in_every_sequence_and_each_label_in_its
 
 
 def test_the_log_normalizer_is_the_log_sum_exp_of_the_row() -> None:
-    from quantgate.backends.llamacpp.label_context import log_normalizer
+    from quantgate.backends.llamacpp._label_context import log_normalizer
 
     # exp(0) + exp(ln 3) = 4; shifted far past exp's float range, still exact
     row = np.array([0.0, math.log(3)], dtype=np.float32)
@@ -112,7 +112,7 @@ class _Scorer:
 
 
 def test_label_probabilities_score_the_labels_after_their_shared_start() -> None:
-    from quantgate.backends.llamacpp.label_scores import label_probabilities
+    from quantgate.backends.llamacpp._label_scores import label_probabilities
 
     scorer = _Scorer([math.log(0.03), math.log(0.01)])
     probabilities = label_probabilities(_Tokens(), scorer, "P", {"ab": "xab", "ac": "xac"})  # type: ignore[arg-type]

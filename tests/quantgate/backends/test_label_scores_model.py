@@ -10,16 +10,16 @@ import pytest
 
 from evaluators.classification_figures import LABEL_PROBABILITY_KEY, reported_label_probabilities
 from graphs.long_inputs import prompt_messages
-from quantgate.evaluate.options import RunOptions, extraction_context
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import VariantSet
+from quantgate.evaluate._options import RunOptions, extraction_context
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import VariantSet
 
 pytestmark = pytest.mark.model
 
 
 def test_label_probabilities_sum_to_one_and_greedy_picks_the_most_probable_label(ladder: VariantSet) -> None:
-    from quantgate.backends.llamacpp.label_scores import LABEL_SCORING_KEY
-    from quantgate.backends.llamacpp.llamacpp import open_llamacpp
+    from quantgate.backends.llamacpp._label_scores import LABEL_SCORING_KEY
+    from quantgate.backends.llamacpp._llamacpp import open_llamacpp
 
     dataset = load_dataset("banking77")
     labels = dataset.task.labels  # type: ignore[union-attr]
@@ -53,10 +53,10 @@ def test_all_labels_in_one_batch_give_the_log_probabilities_of_teacher_forcing_e
 ) -> None:
     import llama_cpp
 
-    from quantgate.backends.llamacpp.label_context import ContinuationScorer
-    from quantgate.backends.llamacpp.label_scores import sequence_logprob
-    from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine
-    from quantgate.backends.llamacpp.teacher_forcing import forced_logits
+    from quantgate.backends.llamacpp._label_context import ContinuationScorer
+    from quantgate.backends.llamacpp._label_scores import sequence_logprob
+    from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
+    from quantgate.backends.llamacpp._teacher_forcing import forced_logits
 
     f16 = next(v for v in ladder.variants if v.name == "F16")
     engine = EmbeddedEngine(f16.model, n_ctx=1024)  # one sequence, its own context: teacher forcing
@@ -101,8 +101,8 @@ def test_all_labels_in_one_batch_give_the_log_probabilities_of_teacher_forcing_e
 def test_more_labels_than_llama_cpp_has_sequences_are_all_scored(ladder: VariantSet) -> None:
     """300 labels: llama.cpp gives a context at most 256 sequences, so they are scored in two groups
     (255 and 45) beside the prompt's sequence; a context of 301 would not be made at all."""
-    from quantgate.backends.llamacpp.label_scores import LABEL_SCORING_KEY
-    from quantgate.backends.llamacpp.llamacpp import open_llamacpp
+    from quantgate.backends.llamacpp._label_scores import LABEL_SCORING_KEY
+    from quantgate.backends.llamacpp._llamacpp import open_llamacpp
 
     labels = [f"label_{i:03d}" for i in range(300)]
     schema = {
@@ -126,10 +126,10 @@ def test_more_labels_than_llama_cpp_has_sequences_are_all_scored(ladder: Variant
 def test_continuations_scored_in_groups_get_the_log_probabilities_of_teacher_forcing(
     ladder: VariantSet,
 ) -> None:
-    from quantgate.backends.llamacpp.label_context import ContinuationScorer
-    from quantgate.backends.llamacpp.label_scores import sequence_logprob
-    from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine
-    from quantgate.backends.llamacpp.teacher_forcing import forced_logits
+    from quantgate.backends.llamacpp._label_context import ContinuationScorer
+    from quantgate.backends.llamacpp._label_scores import sequence_logprob
+    from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
+    from quantgate.backends.llamacpp._teacher_forcing import forced_logits
 
     f16 = next(v for v in ladder.variants if v.name == "F16")
     engine = EmbeddedEngine(f16.model, n_ctx=1024)

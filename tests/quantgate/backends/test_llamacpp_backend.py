@@ -8,10 +8,10 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from graphs.prompting import repair_message
-from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.llamacpp.greedy import GreedyDecoder
-from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine
-from quantgate.backends.schema_grammar import grammar_schema
+from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends._schema_grammar import grammar_schema
+from quantgate.backends.llamacpp._greedy import GreedyDecoder
+from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -14,8 +14,8 @@ from langchain_core.outputs import ChatGenerationChunk
 from pydantic import Field
 
 from graphs.streamed import ModelCallError
-from quantgate.backends.ollama.ollama_chat import OllamaChatModel
-from quantgate.backends.streaming import MessagesChatModel
+from quantgate.backends._streaming import MessagesChatModel
+from quantgate.backends.ollama._ollama_chat import OllamaChatModel
 
 
 class ScriptedServer(MessagesChatModel):

@@ -7,12 +7,12 @@ import httpx
 import pytest
 from ollama import ResponseError
 
-from quantgate.backends.ollama.ollama import classify, ollama_host
-from quantgate.backends.ollama.ollama_chat import truncation_limits
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import load_run
+from quantgate.backends.ollama._ollama import classify, ollama_host
+from quantgate.backends.ollama._ollama_chat import truncation_limits
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import load_run
 
 
 @pytest.mark.parametrize(

@@ -12,13 +12,13 @@ import time
 
 import pytest
 
-from quantgate.cli.main import main
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.completeness import run_completeness
-from quantgate.rundir.files import RECORDS_FILE
-from quantgate.rundir.store import load_run, read_records
+from quantgate.cli._main import main
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._completeness import run_completeness
+from quantgate.rundir._files import RECORDS_FILE
+from quantgate.rundir._store import load_run, read_records
 from tests.conftest import OLLAMA_TAGS
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]

@@ -8,7 +8,7 @@ from langchain_core.messages import AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
 
 from evaluators.task_models import ToolCallingTask
-from quantgate.backends.ollama.ollama_tools import MALFORMED_CALL, task_tools, tool_answer
+from quantgate.backends.ollama._ollama_tools import MALFORMED_CALL, task_tools, tool_answer
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}  # fmt: skip
@@ -72,8 +72,8 @@ def test_other_failures_pass_through():
 
 def test_a_model_without_tools_is_refused_at_open_with_what_to_do():
     from quantgate.backends import BackendError
-    from quantgate.backends.ollama.ollama import _check_tools
-    from quantgate.inputs.variants import Variant
+    from quantgate.backends.ollama._ollama import _check_tools
+    from quantgate.inputs._variants import Variant
 
     variant = Variant(name="q4", backend="ollama", model="gemma3:270m")
     schema = ToolCallingTask.model_validate({"tools": [NOW]}).record_schema()

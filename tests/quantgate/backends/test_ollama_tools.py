@@ -8,14 +8,14 @@ import pytest
 
 from graphs.extraction import graph
 from graphs.prompting import NATIVE_TOOL_INSTRUCTION, NO_TOOL_ANSWER
-from quantgate.backends.ollama.ollama import open_ollama
-from quantgate.backends.ollama.ollama_tools import MALFORMED_CALL, TOOLS_DECODING
-from quantgate.cli.main import main
-from quantgate.evaluate.options import RunOptions, extraction_context
-from quantgate.evaluate.scheduler.warm_up import WARM_UP_TEXT
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant
-from quantgate.rundir.store import read_records
+from quantgate.backends.ollama._ollama import open_ollama
+from quantgate.backends.ollama._ollama_tools import MALFORMED_CALL, TOOLS_DECODING
+from quantgate.cli._main import main
+from quantgate.evaluate._options import RunOptions, extraction_context
+from quantgate.evaluate.scheduler._warm_up import WARM_UP_TEXT
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import Variant
+from quantgate.rundir._store import read_records
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

@@ -10,11 +10,11 @@ import pytest
 
 from graphs.streamed import ModelCallError
 from quantgate.backends import BackendError, capabilities, open_variant
-from quantgate.backends.openai.openai import openai_endpoint
-from quantgate.backends.openai.openai_chat import classify
-from quantgate.backends.openai.openai_forcing import LOGPROBS_FORCING as OPENAI_FORCING
-from quantgate.inputs.shorthands import parse_spec
-from quantgate.inputs.variants import Variant, VariantSpecError
+from quantgate.backends.openai._openai import openai_endpoint
+from quantgate.backends.openai._openai_chat import classify
+from quantgate.backends.openai._openai_forcing import LOGPROBS_FORCING as OPENAI_FORCING
+from quantgate.inputs._shorthands import parse_spec
+from quantgate.inputs._variants import Variant, VariantSpecError
 
 URL = "http://127.0.0.1:8000/v1"
 
@@ -127,7 +127,7 @@ def test_failures_are_named_by_kind(error, kind, retryable, said):
 
 def test_the_record_says_how_answers_were_held_to_the_schema():
     from quantgate.backends import structured_output_note
-    from quantgate.backends.openai.openai import NO_SCHEMA_DECODING
+    from quantgate.backends.openai._openai import NO_SCHEMA_DECODING
 
     assert structured_output_note("openai", {"decoding": NO_SCHEMA_DECODING}) == (
         "no response_format: validation and repairs only"
@@ -151,10 +151,10 @@ def test_the_model_file_a_server_serves_gives_the_variant_its_sha256(tmp_path):
 def test_a_malformed_base_url_skips_its_variant_and_the_others_run(dataset, tmp_path):
     """`http://[::1/v1` once aborted the whole run (the HTTP client's InvalidURL in the worker, an
     "unexpected error"): now that variant is skipped, naming why, and the others run (issue 46)."""
-    from quantgate.evaluate.evaluation_run import run_evaluation
-    from quantgate.evaluate.options import RunOptions
-    from quantgate.inputs.variants import VariantSet
-    from quantgate.rundir.store import load_run
+    from quantgate.evaluate._evaluation_run import run_evaluation
+    from quantgate.evaluate._options import RunOptions
+    from quantgate.inputs._variants import VariantSet
+    from quantgate.rundir._store import load_run
     from tests.fakes import SleepyChatModel
 
     bad = Variant(name="bad", backend="openai", model="m", options={"base_url": "http://[::1/v1"})

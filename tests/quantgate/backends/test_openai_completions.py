@@ -14,11 +14,11 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from graphs.streamed import ModelCallError
 from quantgate.backends import BackendError, open_variant
-from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.openai.openai import _chat, _Settings
-from quantgate.backends.openai.openai_completions import PROBE_LITERAL, probe_verdict
-from quantgate.backends.schema_grammar import gbnf_grammar
-from quantgate.inputs.variants import Variant
+from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends._schema_grammar import gbnf_grammar
+from quantgate.backends.openai._openai import _chat, _Settings
+from quantgate.backends.openai._openai_completions import PROBE_LITERAL, probe_verdict
+from quantgate.inputs._variants import Variant
 
 SCHEMA = {
     "type": "object",

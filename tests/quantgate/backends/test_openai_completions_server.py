@@ -7,8 +7,8 @@ from langchain_core.messages import HumanMessage
 
 from graphs.prompting import build_messages
 from quantgate.backends import open_variant
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import Variant
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

@@ -10,13 +10,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from quantgate.cli.main import main
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.lines import CaseRecord
-from quantgate.rundir.store import load_run, read_records
-from quantgate.rundir.summary import VariantEntry
+from quantgate.cli._main import main
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._lines import CaseRecord
+from quantgate.rundir._store import load_run, read_records
+from quantgate.rundir._summary import VariantEntry
 
 pytestmark = pytest.mark.slow
 

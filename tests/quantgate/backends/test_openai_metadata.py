@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from quantgate.backends import BackendError
-from quantgate.backends.openai.openai_metadata import NOT_OFFERED, parse_prometheus, server_metadata
+from quantgate.backends.openai._openai_metadata import NOT_OFFERED, parse_prometheus, server_metadata
 
 METRICS = """# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.
 # TYPE llamacpp:prompt_tokens_total counter

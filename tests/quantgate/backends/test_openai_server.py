@@ -12,11 +12,11 @@ import jsonschema
 import pytest
 
 from quantgate.backends import BackendError, open_variant
-from quantgate.cli.main import main
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import load_run, read_decision, read_records
+from quantgate.cli._main import main
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import load_run, read_decision, read_records
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

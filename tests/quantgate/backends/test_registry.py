@@ -29,7 +29,7 @@ from quantgate.backends import (
     unregister_backend,
 )
 from quantgate.backends.llamacpp import CAPABILITIES as LLAMACPP_CAPABILITIES
-from quantgate.inputs.variants import Variant
+from quantgate.inputs._variants import Variant
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 
 PLUGIN = "quantgate_echo_plugin"

@@ -21,13 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, ValidationError
 
-from quantgate.backends.schema_grammar import (
+from quantgate.backends._schema_grammar import (
     FORMAT_PATTERNS,
     UnenforcedKeyword,
     grammar_schema,
     unenforced_keywords,
 )
-from quantgate.inputs.dataset import bundled_root, load_dataset
+from quantgate.inputs._dataset import bundled_root, load_dataset
 from tests.quantgate.backends.grammar_walks import Walker
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")

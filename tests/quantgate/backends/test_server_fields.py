@@ -13,10 +13,10 @@ import httpx
 import pytest
 
 from quantgate.backends import BackendError
-from quantgate.backends.ollama.ollama import OllamaServer, classify
-from quantgate.backends.ollama.ollama_fields import digest_field, running_fields, shown_fields, version_field
-from quantgate.backends.server_fields import body_note, error_message, refusal, short_text
-from quantgate.cli.main import main
+from quantgate.backends._server_fields import body_note, error_message, refusal, short_text
+from quantgate.backends.ollama._ollama import OllamaServer, classify
+from quantgate.backends.ollama._ollama_fields import digest_field, running_fields, shown_fields, version_field
+from quantgate.cli._main import main
 
 pytestmark = pytest.mark.slow
 

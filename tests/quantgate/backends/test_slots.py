@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from quantgate.backends.llamacpp.greedy import Generation, common_prefix
-from quantgate.backends.llamacpp.slots import SlotScheduler
+from quantgate.backends.llamacpp._greedy import Generation, common_prefix
+from quantgate.backends.llamacpp._slots import SlotScheduler
 
 VOCAB = 32
 EOS = 0

@@ -11,11 +11,11 @@ import psutil
 import pytest
 
 from graphs.prompting import build_messages
-from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.llamacpp.greedy import Generation
-from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine
-from quantgate.evaluate.options import select_cases
-from quantgate.inputs.dataset import load_dataset
+from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends.llamacpp._greedy import Generation
+from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
+from quantgate.evaluate._options import select_cases
+from quantgate.inputs._dataset import load_dataset
 
 pytestmark = pytest.mark.model
 

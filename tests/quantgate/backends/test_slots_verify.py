@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from quantgate.backends.llamacpp.greedy import Generation
-from quantgate.backends.llamacpp.logprobs import TOP_LOGPROBS, TokenTop
-from quantgate.backends.llamacpp.slots import SlotScheduler
+from quantgate.backends.llamacpp._greedy import Generation
+from quantgate.backends.llamacpp._logprobs import TOP_LOGPROBS, TokenTop
+from quantgate.backends.llamacpp._slots import SlotScheduler
 from tests.quantgate.backends.test_slots import EOS, VOCAB, FakeContext, collect, prompt, run_threads, text_of
 
 

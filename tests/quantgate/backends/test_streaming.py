@@ -1,4 +1,4 @@
-"""The time limits and failure names the server backends share (`quantgate.backends.streaming`):
+"""The time limits and failure names the server backends share (`quantgate.backends._streaming`):
 the Ollama and the OpenAI-compatible chat models stop a call the same way, without a server."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk
 
 from graphs.streamed import ModelCallError
-from quantgate.backends.ollama.ollama_chat import OllamaChatModel
-from quantgate.backends.openai.openai_chat import OpenAIServerChatModel
-from quantgate.backends.streaming import MessagesChatModel, TimedChatModel, status_error
+from quantgate.backends._streaming import MessagesChatModel, TimedChatModel, status_error
+from quantgate.backends.ollama._ollama_chat import OllamaChatModel
+from quantgate.backends.openai._openai_chat import OpenAIServerChatModel
 
 
 class SlowServer(MessagesChatModel):

@@ -16,8 +16,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from evaluators.tasks import ToolCallingTask, parse_task
-from quantgate.backends.schema_grammar import unenforced_keywords
-from quantgate.inputs.dataset import bundled_root
+from quantgate.backends._schema_grammar import unenforced_keywords
+from quantgate.inputs._dataset import bundled_root
 from tests.quantgate.backends.grammar_walks import Walker
 
 pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")

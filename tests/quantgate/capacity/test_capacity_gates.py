@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from evaluators.memory_model import ModelShape
-from quantgate.capacity.capacity_checks import goodput_level, goodput_result, parallel_sequences_result
-from quantgate.capacity.shape_record import MemoryModelEntry, capacity_figure
-from quantgate.decide.recommendation import decide
-from quantgate.inputs.gates import Gates, GatesError, load_gates
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.files import SUMMARY_FILE, VARIANTS_FILE
-from quantgate.rundir.loadtest_section import LoadLevelEntry, LoadSection, LoadVariantEntry
-from quantgate.rundir.store import read_summary, write_model
-from quantgate.rundir.summary import VariantsFile
+from quantgate.capacity._capacity_checks import goodput_level, goodput_result, parallel_sequences_result
+from quantgate.capacity._shape_record import MemoryModelEntry, capacity_figure
+from quantgate.decide._recommendation import decide
+from quantgate.inputs._gates import Gates, GatesError, load_gates
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._files import SUMMARY_FILE, VARIANTS_FILE
+from quantgate.rundir._loadtest_section import LoadLevelEntry, LoadSection, LoadVariantEntry
+from quantgate.rundir._store import read_summary, write_model
+from quantgate.rundir._summary import VariantsFile
 from tests.quantgate.run_factory import make_run
 
 TINY = ModelShape(
@@ -73,9 +73,9 @@ def test_no_record_is_not_measured() -> None:
 def test_the_recorded_shape_gives_what_quantgate_capacity_gives_for_the_ladder(
     bundled_gguf: Path, reference_ladder: VariantSet
 ) -> None:
-    from quantgate.capacity.capacity_run import variant_capacity
-    from quantgate.capacity.shape_reading import memory_model_entry
-    from quantgate.capacity.shape_record import PROCESS_BASELINE_BYTES
+    from quantgate.capacity._capacity_run import variant_capacity
+    from quantgate.capacity._shape_reading import memory_model_entry
+    from quantgate.capacity._shape_record import PROCESS_BASELINE_BYTES
 
     # The bundled Q4_K_M stands for the ladder's: quantizing its F16 back to Q4_K_M gives the same
     # header and the same size (253,113,024 bytes), which is all that capacity reads.

@@ -10,8 +10,8 @@ import pytest
 from gguf import GGUFWriter
 
 from evaluators.memory_model import model_shape
-from quantgate.capacity.gguf_metadata import read_gguf_metadata
-from quantgate.inputs.gguf_files import ModelFileError
+from quantgate.capacity._gguf_metadata import read_gguf_metadata
+from quantgate.inputs._gguf_files import ModelFileError
 
 
 def write_gemma3_like(path: Path, *, block_count: int | None = 6, vocabulary: int = 2000) -> Path:

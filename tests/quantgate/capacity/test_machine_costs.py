@@ -9,16 +9,16 @@ import pytest
 
 from evaluators.machines import machine_cost, machines_for
 from evaluators.memory_model import ModelShape
-from quantgate.analysis.report import render_report
-from quantgate.analysis.run_view import load_run_view
-from quantgate.capacity.shape_record import MemoryModelEntry
-from quantgate.decide.recommendation import decide
-from quantgate.inputs.gates import Gates
-from quantgate.inputs.prices import CostsError, Prices, load_prices
-from quantgate.rundir.files import DECISION_MD, SUMMARY_FILE, VARIANTS_FILE
-from quantgate.rundir.loadtest_section import LoadLevelEntry, LoadSection, LoadVariantEntry
-from quantgate.rundir.store import read_summary, write_model
-from quantgate.rundir.summary import VariantsFile
+from quantgate.analysis._report import render_report
+from quantgate.analysis._run_view import load_run_view
+from quantgate.capacity._shape_record import MemoryModelEntry
+from quantgate.decide._recommendation import decide
+from quantgate.inputs._gates import Gates
+from quantgate.inputs._prices import CostsError, Prices, load_prices
+from quantgate.rundir._files import DECISION_MD, SUMMARY_FILE, VARIANTS_FILE
+from quantgate.rundir._loadtest_section import LoadLevelEntry, LoadSection, LoadVariantEntry
+from quantgate.rundir._store import read_summary, write_model
+from quantgate.rundir._summary import VariantsFile
 from tests.quantgate.run_factory import make_run
 
 

@@ -12,13 +12,13 @@ import pytest
 
 from evaluators.memory_model import PROCESS_BASELINE_MIB, ModelShape
 from quantgate.backends import OpenedVariant, registered_backend
-from quantgate.capacity.shape_record import MemoryModelEntry, memory_model_check
-from quantgate.decide.recommendation import decide
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import Case, load_dataset, write_dataset
-from quantgate.inputs.gates import Gates
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import load_run
+from quantgate.capacity._shape_record import MemoryModelEntry, memory_model_check
+from quantgate.decide._recommendation import decide
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import Case, load_dataset, write_dataset
+from quantgate.inputs._gates import Gates
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import load_run
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 
 TINY = ModelShape(
@@ -59,7 +59,7 @@ def _sized(
 
 def test_a_run_puts_the_prediction_beside_the_measured_peak(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(
-        "quantgate.evaluate.evaluation_run.memory_model_entry", lambda v: ENTRY if v.name == "cand" else None
+        "quantgate.evaluate._evaluation_run.memory_model_entry", lambda v: ENTRY if v.name == "cand" else None
     )
     lines = [Case(id=f"c{i}", text=f"case {i}", expected=GOOD, tags=("lang:en",)) for i in range(3)]
     write_dataset(

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from quantgate.backends import BackendCapabilities, OpenedVariant
-from quantgate.capacity.shape_reading import memory_model_entry
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.files import VARIANTS_FILE
-from quantgate.rundir.store import load_run
+from quantgate.capacity._shape_reading import memory_model_entry
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._files import VARIANTS_FILE
+from quantgate.rundir._store import load_run
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 from tests.quantgate.capacity.test_gguf_metadata import write_gemma3_like
 

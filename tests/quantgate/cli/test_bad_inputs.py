@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-import quantgate.evaluate.evaluation_run
-import quantgate.loadtest.loadtest_run
+import quantgate.evaluate._evaluation_run
+import quantgate.loadtest._loadtest_run
 from evaluators.errors import QuantgateError
-from quantgate.cli.main import main
-from quantgate.inputs.gguf_files import read_gguf_layout
+from quantgate.cli._main import main
+from quantgate.inputs._gguf_files import read_gguf_layout
 from tests.quantgate.inputs.tiny_gguf import write_tiny_gguf
 
 
@@ -30,8 +30,8 @@ def no_model_loads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]
         calls.append("started")
         raise StartedError("the run started")
 
-    monkeypatch.setattr(quantgate.evaluate.evaluation_run, "run_evaluation", started)
-    monkeypatch.setattr(quantgate.loadtest.loadtest_run, "run_load_test", started)
+    monkeypatch.setattr(quantgate.evaluate._evaluation_run, "run_evaluation", started)
+    monkeypatch.setattr(quantgate.loadtest._loadtest_run, "run_load_test", started)
     monkeypatch.setenv("QUANTGATE_SHA256_CACHE", str(tmp_path / "cache" / "sha256.json"))
     return calls
 

@@ -109,9 +109,9 @@ def test_missing_file_and_not_a_gguf_exit_2(tmp_path, capsys):
 
 
 def test_no_ladder_says_how_to_build_it(tmp_path, monkeypatch, capsys):
-    import quantgate.ladder.quantize
+    import quantgate.ladder._quantize
 
-    monkeypatch.setattr(quantgate.ladder.quantize, "default_ladder_dir", lambda: tmp_path / "ladder")
+    monkeypatch.setattr(quantgate.ladder._quantize, "default_ladder_dir", lambda: tmp_path / "ladder")
     assert main(["capacity", "--memory-gib", "2", "--context", "4096"]) == 2
     err = capsys.readouterr().err
     assert f"no ladder at {tmp_path / 'ladder' / 'variants.toml'}" in err
@@ -119,8 +119,8 @@ def test_no_ladder_says_how_to_build_it(tmp_path, monkeypatch, capsys):
 
 
 def test_the_baseline_help_is_the_default():
-    from quantgate.capacity.capacity_run import DEFAULT_BASELINE_MIB
-    from quantgate.cli.capacity import BASELINE_HELP
+    from quantgate.capacity._capacity_run import DEFAULT_BASELINE_MIB
+    from quantgate.cli._capacity import BASELINE_HELP
 
     assert BASELINE_HELP == DEFAULT_BASELINE_MIB
 

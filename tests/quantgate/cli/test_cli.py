@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.cli.main import main
+from quantgate.cli._main import main
 
 
 def test_console_script_is_installed():

@@ -1,7 +1,7 @@
 """`quantgate datasets check` and `list` on datasets of every task kind: the kind printed, each
 problem named by file, line and field."""
 
-from quantgate.cli.main import main
+from quantgate.cli._main import main
 from tests.fakes import case, write_classification_dataset, write_dataset
 
 TOOL_TASK = {

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import quantgate.cli.datasets
+import quantgate.cli._datasets
 from evaluators.errors import QuantgateError, UsageError
 from quantgate.cli import main
 
@@ -29,7 +29,7 @@ def _raising(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
     def listing() -> list[str]:
         raise error
 
-    monkeypatch.setattr(quantgate.cli.datasets, "bundled_datasets", listing)
+    monkeypatch.setattr(quantgate.cli._datasets, "bundled_datasets", listing)
 
 
 def _one_line(capsys: pytest.CaptureFixture[str]) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.cli.main import main
+from quantgate.cli._main import main
 
 
 @pytest.fixture

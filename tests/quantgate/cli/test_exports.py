@@ -15,8 +15,8 @@ import pytest
 from junitparser import JUnitXml
 
 from quantgate.backends import BackendCapabilities, OpenedVariant
-from quantgate.cli.main import main
-from quantgate.rundir.files import DECISION_JSON
+from quantgate.cli._main import main
+from quantgate.rundir._files import DECISION_JSON
 from tests.fakes import GOOD, QueuedChatModel, write_tiny_dataset
 from tests.quantgate.export.decided import HALF, RIGHT, decided_run
 from tests.quantgate.run_factory import make_run
@@ -77,7 +77,7 @@ def test_decide_logs_to_mlflow_at_the_environments_uri(
 
 def test_the_cli_does_not_import_mlflow_at_start_up() -> None:
     code = (
-        "import sys; from quantgate.cli.main import build_parser; build_parser(); "
+        "import sys; from quantgate.cli._main import build_parser; build_parser(); "
         "print('mlflow' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -85,8 +85,8 @@ def test_the_cli_does_not_import_mlflow_at_start_up() -> None:
 
 
 def test_a_suite_gives_one_test_suite_per_task(tmp_path: Path) -> None:
-    from quantgate.inputs.gates import Gates
-    from quantgate.suite.suite_records import SuiteRun, SuiteRunSettings, SuiteTaskEntry, write_suite
+    from quantgate.inputs._gates import Gates
+    from quantgate.suite._suite_records import SuiteRun, SuiteRunSettings, SuiteTaskEntry, write_suite
 
     suite_dir = tmp_path / "suite"
     suite_dir.mkdir()
@@ -172,7 +172,7 @@ def test_control_characters_of_a_dataset_name_are_escaped_so_the_xml_parses(
 
 
 def test_xml_text_escapes_only_what_xml_cannot_hold() -> None:
-    from quantgate.export.junit import _xml_text
+    from quantgate.export._junit import _xml_text
 
     assert _xml_text("tab\there\nnew\rline é ✓ \U0001f600 \x7f") == "tab\there\nnew\rline é ✓ \U0001f600 \x7f"
     assert _xml_text("a\x00b\x08c\ud800d\ufffe") == "a\\x00b\\x08c\\ud800d\\ufffe"

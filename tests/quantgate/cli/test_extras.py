@@ -14,8 +14,8 @@ import pytest
 
 from evaluators.errors import EXTRAS, MissingExtraError, require_extra
 from quantgate.backends import BackendCapabilities, OpenedVariant
-from quantgate.cli.main import EXIT_USAGE, main
-from quantgate.rundir.files import DECISION_JSON, REPORT_DIR
+from quantgate.cli._main import EXIT_USAGE, main
+from quantgate.rundir._files import DECISION_JSON, REPORT_DIR
 from tests.fakes import GOOD, QueuedChatModel, write_tiny_dataset
 
 

@@ -1,4 +1,4 @@
-"""quantgate.formatting: the exact text of each figure."""
+"""quantgate._formatting: the exact text of each figure."""
 
 import ast
 from dataclasses import dataclass
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-import quantgate.formatting
-from quantgate.formatting import (
+import quantgate._formatting
+from quantgate._formatting import (
     MISSING,
     compact,
     figure,
@@ -86,7 +86,7 @@ def test_compact(value, text):
 
 
 def test_formatting_imports_nothing_from_quantgate():
-    tree = ast.parse(Path(quantgate.formatting.__file__).read_text(encoding="utf-8"))
+    tree = ast.parse(Path(quantgate._formatting.__file__).read_text(encoding="utf-8"))
     imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     imported += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert "typing" in imported

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.cli.main import main
-from quantgate.rundir.decision import EXIT_STATUS
-from quantgate.rundir.files import DECISION_JSON, DECISION_MD, REPORT_DIR
+from quantgate.cli._main import main
+from quantgate.rundir._decision import EXIT_STATUS
+from quantgate.rundir._files import DECISION_JSON, DECISION_MD, REPORT_DIR
 from tests.quantgate.rundir.incomplete_runs import (
     INTERRUPTED,
     RUNNING,
@@ -206,7 +206,7 @@ def test_run_exits_5_when_its_directory_does_not_hold_the_whole_run(
 ) -> None:
     """A run whose records lose a case after it wrote them (a damaged disk, another program):
     decided and reported, but its status says the run is incomplete, not the decision's 0 or 4."""
-    import quantgate.evaluate.evaluation_run as evaluate_run
+    import quantgate.evaluate._evaluation_run as evaluate_run
 
     damaged = rewrite(complete_run(tmp_path / "run"), drop={("Q", "c2")})
     monkeypatch.setattr(evaluate_run, "run_evaluation", lambda *args, **kwargs: damaged)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import quantgate.cli.datasets
+import quantgate.cli._datasets
 from quantgate.cli import main
-from quantgate.evaluate.signals import Interrupted
+from quantgate.evaluate._signals import Interrupted
 
 
 def _unhandled(signum: int, frame: object) -> None:
@@ -25,7 +25,7 @@ def test_sigterm_during_a_command_exits_143(monkeypatch, capsys):
             time.sleep(0.05)
         return []
 
-    monkeypatch.setattr(quantgate.cli.datasets, "bundled_datasets", terminated)
+    monkeypatch.setattr(quantgate.cli._datasets, "bundled_datasets", terminated)
     before = signal.signal(signal.SIGTERM, _unhandled)  # without main's handler: exit status 1
     try:
         assert main(["datasets", "list"]) == 143
@@ -44,7 +44,7 @@ def test_an_interrupted_run_names_its_run_directory(monkeypatch, capsys, signum,
         interruption.run_dir = Path("runs/20260101-000000-abcdef")
         raise interruption
 
-    monkeypatch.setattr(quantgate.cli.datasets, "bundled_datasets", interrupted)
+    monkeypatch.setattr(quantgate.cli._datasets, "bundled_datasets", interrupted)
     assert main(["datasets", "list"]) == status
     name = signal.Signals(signum).name
     run = "runs/20260101-000000-abcdef"

@@ -6,9 +6,9 @@ import pytest
 
 from evaluators.errors import UsageError
 from quantgate.cli import build_parser
-from quantgate.cli.run_shared import cli_run_options
-from quantgate.evaluate.options import DEFAULT_NOISE_FLOOR_CASES, RunOptions
-from quantgate.inputs.gates import Gates
+from quantgate.cli._run_shared import cli_run_options
+from quantgate.evaluate._options import DEFAULT_NOISE_FLOOR_CASES, RunOptions
+from quantgate.inputs._gates import Gates
 
 
 def _options(*flags: str):

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import quantgate.cli.load
-import quantgate.cli.run
+import quantgate.cli._load
+import quantgate.cli._run
 from evaluators.errors import QuantgateError
 from quantgate.cli import build_parser, main
-from quantgate.loadtest import bounds
+from quantgate.loadtest import _bounds as bounds
 
 
 class StartedError(QuantgateError):
@@ -26,8 +26,8 @@ def nothing_starts(monkeypatch: pytest.MonkeyPatch) -> None:
     def started(*args: object, **kwargs: object) -> None:
         raise StartedError("the command went past its checks")
 
-    monkeypatch.setattr(quantgate.cli.run, "cli_variants", started)
-    monkeypatch.setattr(quantgate.cli.load, "cli_variants", started)
+    monkeypatch.setattr(quantgate.cli._run, "cli_variants", started)
+    monkeypatch.setattr(quantgate.cli._load, "cli_variants", started)
 
 
 def _status(argv: list[str]) -> int:

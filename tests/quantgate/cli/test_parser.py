@@ -47,7 +47,7 @@ HEAVY = (
     "quantgate.backends",
     "quantgate.ladder",
     "quantgate.loadtest",
-    "quantgate.evaluate.evaluation_run",
+    "quantgate.evaluate._evaluation_run",
 )
 
 
@@ -108,10 +108,10 @@ def test_schemas_writes_one_schema_per_run_file(tmp_path, capsys):
 
 
 def test_schemas_prints_what_write_schemas_wrote(tmp_path, monkeypatch, capsys):
-    import quantgate.rundir.schemas
+    import quantgate.rundir._schemas
 
     written = [tmp_path / "a.schema.json", tmp_path / "b.schema.json"]
-    monkeypatch.setattr(quantgate.rundir.schemas, "write_schemas", lambda directory: written)
+    monkeypatch.setattr(quantgate.rundir._schemas, "write_schemas", lambda directory: written)
     assert main(["schemas", str(tmp_path)]) == 0
     assert capsys.readouterr().out == f"{written[0]}\n{written[1]}\n"
 
@@ -122,12 +122,12 @@ def test_an_error_in_a_handler_exits_2_with_its_message(tmp_path, capsys):
 
 
 def test_ctrl_c_exits_130(monkeypatch, capsys):
-    import quantgate.cli.datasets
+    import quantgate.cli._datasets
 
     def interrupted() -> list[str]:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(quantgate.cli.datasets, "bundled_datasets", interrupted)
+    monkeypatch.setattr(quantgate.cli._datasets, "bundled_datasets", interrupted)
     assert main(["datasets", "list"]) == 130
     assert capsys.readouterr().err == "quantgate: interrupted\n"
 
@@ -162,7 +162,7 @@ def test_each_command_module_exposes_add_parser(module):
 
 
 def test_the_ladder_help_shows_the_default_quants():
-    from quantgate.cli.ladder import LADDER_HELP
-    from quantgate.ladder.quantize import DEFAULT_QUANTS
+    from quantgate.cli._ladder import LADDER_HELP
+    from quantgate.ladder._quantize import DEFAULT_QUANTS
 
     assert ",".join(DEFAULT_QUANTS) == LADDER_HELP

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from quantgate.cli.common import report_decision
-from quantgate.cli.main import EXIT_USAGE, main
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.gates import Gates
-from quantgate.inputs.variants import Variant, VariantSet
+from quantgate.cli._common import report_decision
+from quantgate.cli._main import EXIT_USAGE, main
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._gates import Gates
+from quantgate.inputs._variants import Variant, VariantSet
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 from tests.quantgate.run_factory import make_run
 

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from quantgate.cluster.connection import normal_priority_workers
+from quantgate.cluster._connection import normal_priority_workers
 from quantgate.evaluate import RunOptions, run_evaluation
-from quantgate.evaluate.scheduler.executor import VariantExecutor
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import read_records
+from quantgate.evaluate.scheduler._executor import VariantExecutor
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import read_records
 from tests.quantgate.evaluate.slow_backend import write_inputs
 
 OLLAMA_UNITS = 1.0

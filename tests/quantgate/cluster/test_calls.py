@@ -11,17 +11,17 @@ import pytest
 
 from quantgate.cluster import RayExecutor
 from quantgate.embeddings import EmbeddingOptions, run_embeddings
-from quantgate.evaluate.scheduler.executor import LocalExecutor, VariantExecutor
-from quantgate.inputs.corpus import load_corpus
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import VariantSet
-from quantgate.loadtest.level_specs import parse_levels
-from quantgate.loadtest.levels import LoadOptions
-from quantgate.loadtest.loadtest_run import run_load_test
-from quantgate.rundir.embedding_files import EmbeddingsFile
-from quantgate.rundir.files import EMBEDDINGS_JSON, LOAD_FILE
-from quantgate.rundir.jsonfile import read_model
-from quantgate.rundir.store import load_run
+from quantgate.evaluate.scheduler._executor import LocalExecutor, VariantExecutor
+from quantgate.inputs._corpus import load_corpus
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import VariantSet
+from quantgate.loadtest._level_specs import parse_levels
+from quantgate.loadtest._levels import LoadOptions
+from quantgate.loadtest._loadtest_run import run_load_test
+from quantgate.rundir._embedding_files import EmbeddingsFile
+from quantgate.rundir._files import EMBEDDINGS_JSON, LOAD_FILE
+from quantgate.rundir._jsonfile import read_model
+from quantgate.rundir._store import load_run
 from tests.quantgate.cluster.conftest import slow_variants
 
 pytestmark = pytest.mark.slow

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from quantgate.cli import main
-from quantgate.cli.main import EXIT_FAILURE, EXIT_USAGE
-from quantgate.rundir.store import load_run
+from quantgate.cli._main import EXIT_FAILURE, EXIT_USAGE
+from quantgate.rundir._store import load_run
 from tests.quantgate.evaluate.slow_backend import write_inputs
 
 

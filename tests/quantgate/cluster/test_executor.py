@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from quantgate.cluster import RayExecutor
-from quantgate.decide.recommendation import decide
-from quantgate.evaluate.scheduler.executor import LocalExecutor
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import load_run, read_records
-from quantgate.rundir.summary import Placement
+from quantgate.decide._recommendation import decide
+from quantgate.evaluate.scheduler._executor import LocalExecutor
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import load_run, read_records
+from quantgate.rundir._summary import Placement
 from tests.fakes import GOOD, QueuedChatModel
 from tests.quantgate.cluster.conftest import comparable_records, run_six, slow_variants
 

@@ -23,10 +23,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from quantgate.cluster.connection import normal_priority_workers
-from quantgate.inputs.variants import write_variants_file
-from quantgate.rundir.files import RECORDS_FILE
-from quantgate.rundir.store import load_run, read_records
+from quantgate.cluster._connection import normal_priority_workers
+from quantgate.inputs._variants import write_variants_file
+from quantgate.rundir._files import RECORDS_FILE
+from quantgate.rundir._store import load_run, read_records
 from tests.quantgate.cluster.conftest import slow_variants
 from tests.quantgate.evaluate.processes import ROOT, session, wait_for
 from tests.quantgate.evaluate.slow_backend import write_inputs

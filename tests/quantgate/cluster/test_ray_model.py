@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from quantgate.cluster import RayExecutor
-from quantgate.decide.recommendation import decide
+from quantgate.decide._recommendation import decide
 from quantgate.evaluate import RunOptions, run_evaluation
-from quantgate.evaluate.scheduler.executor import LocalExecutor, VariantExecutor
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import VariantSet
-from quantgate.rundir.files import FIDELITY_FILE
-from quantgate.rundir.store import load_run, read_records
+from quantgate.evaluate.scheduler._executor import LocalExecutor, VariantExecutor
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import VariantSet
+from quantgate.rundir._files import FIDELITY_FILE
+from quantgate.rundir._store import load_run, read_records
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

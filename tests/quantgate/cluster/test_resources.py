@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from quantgate.cluster.resources import infeasible, task_resources, to_ray_options
-from quantgate.inputs.variants import Variant
+from quantgate.cluster._resources import infeasible, task_resources, to_ray_options
+from quantgate.inputs._variants import Variant
 
 NODES = [
     {"Alive": True, "NodeManagerHostname": "small", "Resources": {"CPU": 4.0, "memory": 8 * 2**30}},

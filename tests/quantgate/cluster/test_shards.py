@@ -14,14 +14,14 @@ from evaluators import CaseScorer
 from graphs.evaluation import CaseOutcome, score_case
 from graphs.extraction import ExtractionResult
 from quantgate.cluster import RayExecutor
-from quantgate.cluster.shards import ShardEnded, merged, shard_jobs, why_not_split
+from quantgate.cluster._shards import ShardEnded, merged, shard_jobs, why_not_split
 from quantgate.evaluate import RunOptions
-from quantgate.evaluate.scheduler.executor import LocalExecutor
-from quantgate.evaluate.scheduler.variant import VariantJob, VariantRun
-from quantgate.inputs.dataset import Case, load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import load_run, read_records
-from quantgate.rundir.summary import ShardPlacement, VariantEntry, VariantMetadata
+from quantgate.evaluate.scheduler._executor import LocalExecutor
+from quantgate.evaluate.scheduler._variant import VariantJob, VariantRun
+from quantgate.inputs._dataset import Case, load_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import load_run, read_records
+from quantgate.rundir._summary import ShardPlacement, VariantEntry, VariantMetadata
 from tests.fakes import GOOD, SCHEMA
 from tests.quantgate.cluster.conftest import comparable_records, run_six, slow_variants
 

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.analysis.report import write_report
+from quantgate.analysis._report import write_report
 from quantgate.cli import main
-from quantgate.cli.main import EXIT_USAGE
-from quantgate.decide.cost_table import load_level
-from quantgate.decide.recommendation import decide, load_decision
-from quantgate.inputs.gates import Gates
-from quantgate.inputs.prices import MAX_PRICE, MIN_TRAFFIC, Prices
-from quantgate.production.guard import OnlineGuard
-from quantgate.rundir.files import SUMMARY_FILE
-from quantgate.rundir.loadtest_section import LoadLevelEntry, LoadSection, LoadVariantEntry
-from quantgate.rundir.store import read_summary, write_json, write_model
+from quantgate.cli._main import EXIT_USAGE
+from quantgate.decide._cost_table import load_level
+from quantgate.decide._recommendation import decide, load_decision
+from quantgate.inputs._gates import Gates
+from quantgate.inputs._prices import MAX_PRICE, MIN_TRAFFIC, Prices
+from quantgate.production._guard import OnlineGuard
+from quantgate.rundir._files import SUMMARY_FILE
+from quantgate.rundir._loadtest_section import LoadLevelEntry, LoadSection, LoadVariantEntry
+from quantgate.rundir._store import read_summary, write_json, write_model
 from tests.quantgate.evaluate.slow_backend import write_inputs
 from tests.quantgate.run_factory import make_run
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from quantgate.cli.main import main
-from quantgate.inputs.variants import VariantSet, write_variants_file
-from quantgate.rundir.store import latest_records, read_records
+from quantgate.cli._main import main
+from quantgate.inputs._variants import VariantSet, write_variants_file
+from quantgate.rundir._store import latest_records, read_records
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

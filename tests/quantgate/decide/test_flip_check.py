@@ -1,11 +1,11 @@
-"""The flip gate's verdict and evidence (`quantgate.decide.flip_check`): read against the threshold, with
+"""The flip gate's verdict and evidence (`quantgate.decide._flip_check`): read against the threshold, with
 the noise floor beside it when measured."""
 
 from __future__ import annotations
 
 from evaluators.comparison import ComparisonOptions, PairedCase
 from evaluators.flips import summarize_flips
-from quantgate.decide.flip_check import flip_share_result
+from quantgate.decide._flip_check import flip_share_result
 
 
 def _flips(flipped: int, n: int):

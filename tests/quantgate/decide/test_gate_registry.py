@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.cli.main import build_parser
-from quantgate.decide.checks import GATE_CHECKS
-from quantgate.decide.recommendation import decide
-from quantgate.inputs.gates import GATE_KEYS, SETTING_KEYS, THRESHOLD_KEYS, Gates, value_type
-from quantgate.render.markdown import escape_markdown
+from quantgate.cli._main import build_parser
+from quantgate.decide._checks import GATE_CHECKS
+from quantgate.decide._recommendation import decide
+from quantgate.inputs._gates import GATE_KEYS, SETTING_KEYS, THRESHOLD_KEYS, Gates, value_type
+from quantgate.render._markdown import escape_markdown
 from tests.quantgate.run_factory import make_run
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "decision.md"

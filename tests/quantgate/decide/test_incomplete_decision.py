@@ -7,10 +7,10 @@ import json
 import re
 from pathlib import Path
 
-from quantgate.decide.recommendation import decide, load_decision
-from quantgate.inputs.gates import Gates
-from quantgate.render.markdown import escape_markdown
-from quantgate.rundir.files import DATASET_DIR, DECISION_JSON, DECISION_MD, RECORDS_FILE, REGRESSIONS_DIR
+from quantgate.decide._recommendation import decide, load_decision
+from quantgate.inputs._gates import Gates
+from quantgate.render._markdown import escape_markdown
+from quantgate.rundir._files import DATASET_DIR, DECISION_JSON, DECISION_MD, RECORDS_FILE, REGRESSIONS_DIR
 from tests.quantgate.run_factory import make_run
 from tests.quantgate.rundir.incomplete_runs import (
     HALF,

@@ -9,11 +9,11 @@ import pytest
 
 from evaluators.comparison import PairedDelta, summarize_agreement
 from evaluators.statistics import Interval
-from quantgate.decide.checks import GateEvidence, Measured, judge_drop, judge_variant, passes
-from quantgate.decide.recommendation import DecisionError, decide, recommend
-from quantgate.decide.rollback import rollback_signals
-from quantgate.inputs.dataset import check_dataset
-from quantgate.inputs.gates import Gates
+from quantgate.decide._checks import GateEvidence, Measured, judge_drop, judge_variant, passes
+from quantgate.decide._recommendation import DecisionError, decide, recommend
+from quantgate.decide._rollback import rollback_signals
+from quantgate.inputs._dataset import check_dataset
+from quantgate.inputs._gates import Gates
 from tests.quantgate.run_factory import make_run
 
 RIGHT = {"a": 1.0, "b": 1.0}

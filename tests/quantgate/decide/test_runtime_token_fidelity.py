@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from quantgate.decide.recommendation import decide
-from quantgate.rundir.files import SUMMARY_FILE
+from quantgate.decide._recommendation import decide
+from quantgate.rundir._files import SUMMARY_FILE
 from tests.quantgate.decide.test_runtimes import BACKENDS, E_SCORES, RIGHT, S_SCORES, _make_runtime_run
 
 FIDELITY = {"method": "top-20 lower bound", "records": "fidelity.jsonl", "positions": 120, "cases": 2,
@@ -38,7 +38,7 @@ def test_the_pairs_own_token_fidelity_is_shown_against_an_embedded_base(tmp_path
     assert "| KLD mean 0.0003, top-1 100.0% |" in section
     assert "top-k lower bound of the KLD" in section
 
-    from quantgate.analysis.report import write_report
+    from quantgate.analysis._report import write_report
 
     page = write_report(run).read_text(encoding="utf-8")
     table = page.split('<h2 id="runtimes">Runtime comparison</h2>', 1)[1].split("</table>", 1)[0]

@@ -1,5 +1,5 @@
 """Runtimes compared: variants of the same model file (sha256) on different backends, judged like a
-quantization (`quantgate.decide.runtimes`, the gate `max_runtime_accuracy_drop`); every figure below
+quantization (`quantgate.decide._runtimes`, the gate `max_runtime_accuracy_drop`); every figure below
 is counted by hand from the constructed records."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from quantgate.backends.runtime_pairs import same_file_pairs
-from quantgate.decide.recommendation import decide
-from quantgate.inputs.gates import Gates
-from quantgate.rundir.decision import Decision
-from quantgate.rundir.files import RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
+from quantgate.backends._runtime_pairs import same_file_pairs
+from quantgate.decide._recommendation import decide
+from quantgate.inputs._gates import Gates
+from quantgate.rundir._decision import Decision
+from quantgate.rundir._files import RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
 from tests.quantgate.run_factory import make_run
 
 GATE = "max_runtime_accuracy_drop"
@@ -176,7 +176,7 @@ def test_a_decision_written_before_runtime_comparisons_is_read_with_none(tmp_pat
 
 
 def test_the_report_shows_the_runtime_comparison(tmp_path: Path) -> None:
-    from quantgate.analysis.report import write_report
+    from quantgate.analysis._report import write_report
 
     run = _make_runtime_run(
         tmp_path / "run",
@@ -199,7 +199,7 @@ def test_the_report_shows_the_runtime_comparison(tmp_path: Path) -> None:
 
 def test_the_embedded_base_is_chosen_by_declared_capabilities_not_by_name(register_backend) -> None:
     from quantgate.backends import BackendCapabilities
-    from quantgate.backends.runtime_pairs import embedded_backend
+    from quantgate.backends._runtime_pairs import embedded_backend
 
     def never_opened(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("not opened")

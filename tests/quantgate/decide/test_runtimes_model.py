@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.decide.recommendation import decide
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.gates import Gates
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import latest_records, read_records
+from quantgate.decide._recommendation import decide
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._gates import Gates
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import latest_records, read_records
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

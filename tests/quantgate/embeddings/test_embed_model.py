@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from quantgate.backends import BackendError
-from quantgate.backends.embedders import open_embeddings
-from quantgate.backends.llamacpp.llamacpp_embeddings import LlamaCppEmbeddings
-from quantgate.cli.main import main
+from quantgate.backends._embedders import open_embeddings
+from quantgate.backends.llamacpp._llamacpp_embeddings import LlamaCppEmbeddings
+from quantgate.cli._main import main
 from quantgate.embeddings import VectorIndex
-from quantgate.inputs.variants import Variant, VariantSet, write_variants_file
+from quantgate.inputs._variants import Variant, VariantSet, write_variants_file
 from tests.conftest import OLLAMA_TAGS
 from tests.model_fixtures import OllamaDoubleProcess
 

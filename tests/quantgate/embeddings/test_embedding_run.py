@@ -17,11 +17,11 @@ from quantgate.embeddings import (
     collection_name,
     run_embeddings,
 )
-from quantgate.inputs.corpus import Corpus, Document, Query
-from quantgate.inputs.variants import Variant
-from quantgate.rundir.embedding_files import EmbeddingsFile
-from quantgate.rundir.files import EMBEDDINGS_JSON, QDRANT_DIR
-from quantgate.rundir.jsonfile import read_model
+from quantgate.inputs._corpus import Corpus, Document, Query
+from quantgate.inputs._variants import Variant
+from quantgate.rundir._embedding_files import EmbeddingsFile
+from quantgate.rundir._files import EMBEDDINGS_JSON, QDRANT_DIR
+from quantgate.rundir._jsonfile import read_model
 
 REFERENCE = {
     "d0": [1.0, 0.0],

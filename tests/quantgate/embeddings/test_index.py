@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from quantgate.embeddings.index import VectorIndex, VectorStoreError, collection_name
-from quantgate.inputs.corpus import Document
+from quantgate.embeddings._index import VectorIndex, VectorStoreError, collection_name
+from quantgate.inputs._corpus import Document
 
 VECTORS = np.array(
     [[1.0, 0.0, 0.0], [0.9, 0.1, 0.0], [0.0, 1.0, 0.0], [0.0, 0.9, 0.2], [0.0, 0.0, 1.0]], dtype=np.float32

@@ -9,14 +9,14 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from evaluators.statistics import Interval
-from quantgate.decide.checks import GateEvidence, Measured, judge_variant
-from quantgate.decide.recommendation import decide
+from quantgate.decide._checks import GateEvidence, Measured, judge_variant
+from quantgate.decide._recommendation import decide
 from quantgate.embeddings import EmbeddingOptions, add_embeddings
-from quantgate.inputs.gates import Gates
-from quantgate.inputs.variants import Variant
-from quantgate.rundir.embedding_files import EmbeddingEntry
-from quantgate.rundir.files import DECISION_MD
-from quantgate.rundir.store import read_summary
+from quantgate.inputs._gates import Gates
+from quantgate.inputs._variants import Variant
+from quantgate.rundir._embedding_files import EmbeddingEntry
+from quantgate.rundir._files import DECISION_MD
+from quantgate.rundir._store import read_summary
 from tests.quantgate.run_factory import make_run
 
 
@@ -178,7 +178,7 @@ def test_the_embedding_gates_are_off_by_default() -> None:
 
 
 def test_the_report_shows_the_embedding_table_and_chart(tmp_path: Path) -> None:
-    from quantgate.analysis.report import write_report
+    from quantgate.analysis._report import write_report
 
     run_dir = _run(tmp_path)
     variants = [
@@ -194,10 +194,10 @@ def test_the_report_shows_the_embedding_table_and_chart(tmp_path: Path) -> None:
 def test_run_embeddings_flag_measures_before_deciding(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import quantgate.cli.run
-    import quantgate.evaluate.evaluation_run
-    from quantgate.cli.main import main
-    from quantgate.inputs.variants import VariantSet
+    import quantgate.cli._run
+    import quantgate.evaluate._evaluation_run
+    from quantgate.cli._main import main
+    from quantgate.inputs._variants import VariantSet
 
     cases = 100  # identical answers: enough for Q to pass the accuracy gate, so the decision is Q's
     run_dir = _run(tmp_path, cases=cases)
@@ -206,9 +206,9 @@ def test_run_embeddings_flag_measures_before_deciding(
         Variant.from_embeddings(name, Table(v)) for name, v in (("R", close), ("Q", close), ("P", far))
     ]
     monkeypatch.setattr(
-        quantgate.cli.run, "cli_variants", lambda specs: VariantSet(reference="R", variants=variants)
+        quantgate.cli._run, "cli_variants", lambda specs: VariantSet(reference="R", variants=variants)
     )
-    monkeypatch.setattr(quantgate.evaluate.evaluation_run, "run_evaluation", lambda *a, **k: run_dir)
+    monkeypatch.setattr(quantgate.evaluate._evaluation_run, "run_evaluation", lambda *a, **k: run_dir)
     argv = [
         "run",
         "--dataset",

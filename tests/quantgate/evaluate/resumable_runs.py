@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.evaluate.evaluation_run import RunOptions, resume_evaluation, run_evaluation
-from quantgate.evaluate.resume import ResumeError
-from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.files import RECORDS_FILE, SUMMARY_FILE
+from quantgate.evaluate._evaluation_run import RunOptions, resume_evaluation, run_evaluation
+from quantgate.evaluate._resume import ResumeError
+from quantgate.inputs._dataset import Case, Dataset, load_dataset, write_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._files import RECORDS_FILE, SUMMARY_FILE
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 
 WRONG = json.dumps({**GOOD, "currency": "USD"})

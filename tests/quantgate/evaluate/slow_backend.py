@@ -33,9 +33,9 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 
 from quantgate.backends import BackendCapabilities, OpenedVariant, register_backend
-from quantgate.backends.embedders import OpenedEmbeddings, register_embeddings
+from quantgate.backends._embedders import OpenedEmbeddings, register_embeddings
 from quantgate.cli import main
-from quantgate.inputs.variants import Variant, VariantSet, write_variants_file
+from quantgate.inputs._variants import Variant, VariantSet, write_variants_file
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 
 

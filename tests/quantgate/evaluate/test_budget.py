@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from quantgate.evaluate.evaluation_run import RunOptions, resume_evaluation, run_evaluation
-from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
-from quantgate.inputs.gates import Gates
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import latest_records, load_run, read_records
+from quantgate.evaluate._evaluation_run import RunOptions, resume_evaluation, run_evaluation
+from quantgate.inputs._dataset import Case, Dataset, load_dataset, write_dataset
+from quantgate.inputs._gates import Gates
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import latest_records, load_run, read_records
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel, SleepyChatModel
 from tests.quantgate.evaluate import slow_backend
 

@@ -15,12 +15,12 @@ import pytest
 from evaluators.chrf import GenerationSummary
 from evaluators.classification_figures import ClassificationSummary
 from quantgate.backends import BackendCapabilities, OpenedVariant
-from quantgate.evaluate.cache import cache_key, key_inputs
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
-from quantgate.inputs.variants import KVCache, Variant, VariantSet
-from quantgate.rundir.store import load_run, read_records
-from quantgate.rundir.summary import RunSummary
+from quantgate.evaluate._cache import cache_key, key_inputs
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import Case, Dataset, load_dataset, write_dataset
+from quantgate.inputs._variants import KVCache, Variant, VariantSet
+from quantgate.rundir._store import load_run, read_records
+from quantgate.rundir._summary import RunSummary
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel, write_classification_dataset
 from tests.fakes import write_dataset as write_lines
 
@@ -205,7 +205,7 @@ def test_a_changed_input_never_hits_the_cache(tmp_path, change):
 
 
 def test_the_key_names_what_decides_the_answers(tmp_path):
-    from quantgate.evaluate.session import RunSession
+    from quantgate.evaluate._session import RunSession
 
     dataset = _dataset(tmp_path / "d", 2)
     variants = _variants(tmp_path)
@@ -225,7 +225,7 @@ def test_the_key_names_what_decides_the_answers(tmp_path):
 
 
 def test_a_reference_with_a_kv_cache_type_has_a_key_of_its_own(tmp_path):
-    from quantgate.evaluate.session import RunSession
+    from quantgate.evaluate._session import RunSession
 
     session = RunSession.__new__(RunSession)  # only what key_inputs reads
     session.variants, session.reference = _variants(tmp_path).variants, "ref"
@@ -275,7 +275,7 @@ def _twice_with_a_cache(
 
 
 def _key_of(tmp_path: Path, variants: list[Variant]) -> dict[str, Any] | None:
-    from quantgate.evaluate.session import RunSession
+    from quantgate.evaluate._session import RunSession
 
     session = RunSession.__new__(RunSession)  # only what key_inputs reads
     session.variants, session.reference = variants, "ref"

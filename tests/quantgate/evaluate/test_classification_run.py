@@ -9,13 +9,13 @@ import pytest
 
 from evaluators.classification_figures import ClassificationSummary
 from evaluators.tasks import ClassificationTask
-from quantgate.analysis.report import write_report
-from quantgate.decide.recommendation import decide
-from quantgate.evaluate.evaluation_run import RunOptions, resume_evaluation, run_evaluation
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import VariantSet
-from quantgate.production.extractor import load_chosen, open_extractor
-from quantgate.rundir.store import load_run, read_records, read_summary
+from quantgate.analysis._report import write_report
+from quantgate.decide._recommendation import decide
+from quantgate.evaluate._evaluation_run import RunOptions, resume_evaluation, run_evaluation
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import VariantSet
+from quantgate.production._extractor import load_chosen, open_extractor
+from quantgate.rundir._store import load_run, read_records, read_summary
 from tests.fakes import LABELS, QueuedChatModel, write_classification_dataset
 from tests.quantgate.run_factory import ref_and_quant
 

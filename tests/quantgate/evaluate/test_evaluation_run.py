@@ -2,10 +2,10 @@ import json
 
 import pytest
 
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation, select_cases
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import load_run, read_records
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation, select_cases
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import load_run, read_records
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 
 SUMMARY_KEYS = {
@@ -181,7 +181,7 @@ def test_schema_keywords_the_grammar_cannot_enforce_are_recorded_and_said_once(
     from contextlib import contextmanager
 
     from quantgate.backends import OpenedVariant
-    from quantgate.backends.schema_grammar import unenforced_keywords
+    from quantgate.backends._schema_grammar import unenforced_keywords
 
     @contextmanager
     def open_gbnf_like(variant, schema, *, slots=None):

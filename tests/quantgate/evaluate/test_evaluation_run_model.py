@@ -7,11 +7,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from quantgate.cli.main import main
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import VariantSet
-from quantgate.rundir.store import load_run, read_records
+from quantgate.cli._main import main
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import VariantSet
+from quantgate.rundir._store import load_run, read_records
 from tests.conftest import shared_set
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
@@ -111,7 +111,7 @@ def test_readme_run_command_smoke(ladder, tmp_path, capsys):
 
 
 def ladder_file(ladder, tmp_path):
-    from quantgate.inputs.variants import write_variants_file
+    from quantgate.inputs._variants import write_variants_file
 
     path = tmp_path / "variants.toml"
     write_variants_file(path, ladder)
@@ -212,7 +212,7 @@ def test_kill_9_then_resume_with_the_real_model(ladder, restaurants_at_concurren
 
     variants_file = ladder_file(only(ladder, "F16", "Q4_K_M"), tmp_path)
     out = tmp_path / "runs"
-    command = [sys.executable, "-m", "quantgate.cli.main", "run", "--dataset", "restaurants", "--limit", "3",
+    command = [sys.executable, "-m", "quantgate.cli._main", "run", "--dataset", "restaurants", "--limit", "3",
                "--concurrency", "1", "--variants", str(variants_file), "--out", str(out), "--json",
                "--no-report", "--token-fidelity-cases", "1"]  # fmt: skip
 
@@ -234,7 +234,7 @@ def test_kill_9_then_resume_with_the_real_model(ladder, restaurants_at_concurren
     resume = [
         sys.executable,
         "-m",
-        "quantgate.cli.main",
+        "quantgate.cli._main",
         "run",
         "--resume",
         str(run_dir),

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import psutil
 
-from quantgate.rundir.files import RECORDS_FILE
-from quantgate.rundir.store import load_run, read_records
+from quantgate.rundir._files import RECORDS_FILE
+from quantgate.rundir._store import load_run, read_records
 from tests.quantgate.evaluate.processes import ROOT, describe, session, wait_for, wait_gone
 from tests.quantgate.evaluate.slow_backend import write_inputs
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from quantgate.cli.main import main
-from quantgate.evaluate.evaluation_run import run_evaluation
-from quantgate.inputs.dataset import CASES_FILE, data_file_hashes
-from quantgate.rundir.files import DATASET_DIR, SUMMARY_FILE
-from quantgate.rundir.jsonfile import RunWriteError
-from quantgate.rundir.store import RunStore, read_summary
-from quantgate.rundir.summary import RunSummary
+from quantgate.cli._main import main
+from quantgate.evaluate._evaluation_run import run_evaluation
+from quantgate.inputs._dataset import CASES_FILE, data_file_hashes
+from quantgate.rundir._files import DATASET_DIR, SUMMARY_FILE
+from quantgate.rundir._jsonfile import RunWriteError
+from quantgate.rundir._store import RunStore, read_summary
+from quantgate.rundir._summary import RunSummary
 from tests.quantgate.evaluate.resumable_runs import resume_dataset, resume_options, resume_variants
 from tests.quantgate.evaluate.slow_backend import write_inputs
 

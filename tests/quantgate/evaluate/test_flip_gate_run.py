@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from evaluators.comparison import PairedCase
-from quantgate.analysis.report import write_report
-from quantgate.decide.recommendation import decide
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.evaluate.scheduler.stopping_rule import settling_gates_status
-from quantgate.inputs.dataset import Dataset, load_dataset
-from quantgate.inputs.gates import Gates
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import load_run
+from quantgate.analysis._report import write_report
+from quantgate.decide._recommendation import decide
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.evaluate.scheduler._stopping_rule import settling_gates_status
+from quantgate.inputs._dataset import Dataset, load_dataset
+from quantgate.inputs._gates import Gates
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import load_run
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 
 WRONG = {"vendor": "Nobody", "total": 99.0, "issued": "1999-01-01", "currency": "USD"}

@@ -14,11 +14,11 @@ from langchain_core.outputs import ChatGenerationChunk
 from pydantic import Field
 
 from evaluators.classification_figures import ClassificationSummary
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.render.summary_table import render_summary
-from quantgate.rundir.store import read_summary
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.render._summary_table import render_summary
+from quantgate.rundir._store import read_summary
 from tests.fakes import LABELS, QueuedChatModel, write_classification_dataset
 
 GOLDS = ["card_lost", "card_arrival", "card_lost", "top_up_failed"]

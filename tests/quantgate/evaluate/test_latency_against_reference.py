@@ -3,7 +3,7 @@ cases every variant decoded in full), with a fake verifying backend."""
 
 from __future__ import annotations
 
-from quantgate.rundir.store import load_run
+from quantgate.rundir._store import load_run
 from tests.quantgate.evaluate.scheduler.test_verification import _run, backends
 
 __all__ = ["backends"]  # the fixture that registers the fake backends

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from quantgate.evaluate.memory_sampler import RssSampler
+from quantgate.evaluate._memory_sampler import RssSampler
 
 
 def test_a_process_that_ends_while_sampled_leaves_its_peak_so_far():

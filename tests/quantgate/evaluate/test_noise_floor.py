@@ -16,14 +16,14 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 from pydantic import PrivateAttr
 
-from quantgate.evaluate.evaluation_run import RunOptions, resume_evaluation, run_evaluation
-from quantgate.evaluate.scheduler.warm_up import WARM_UP_TEXT
-from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.files import NOISE_FLOOR_FILE
-from quantgate.rundir.jsonl import read_lines
-from quantgate.rundir.lines import NoiseFloorLine
-from quantgate.rundir.store import read_records, read_summary
+from quantgate.evaluate._evaluation_run import RunOptions, resume_evaluation, run_evaluation
+from quantgate.evaluate.scheduler._warm_up import WARM_UP_TEXT
+from quantgate.inputs._dataset import Case, Dataset, load_dataset, write_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._files import NOISE_FLOOR_FILE
+from quantgate.rundir._jsonl import read_lines
+from quantgate.rundir._lines import NoiseFloorLine
+from quantgate.rundir._store import read_records, read_summary
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 
 WRONG = json.dumps({**GOOD, "currency": "USD"})

@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 
 from evaluators.betting import CONFSEQ_TRUNCATION
-from quantgate.evaluate.options import DEFAULT_LATENCY_CASES, RunOptions
-from quantgate.evaluate.recorded_options import (
+from quantgate.evaluate._options import DEFAULT_LATENCY_CASES, RunOptions
+from quantgate.evaluate._recorded_options import (
     GIVEN_ON_RESUME,
     RECORDED,
     recorded_options,
     resumed_options,
 )
-from quantgate.evaluate.scheduler.stopping_rule import DEFAULT_ROUND_SIZE
-from quantgate.inputs.gates import Gates
-from quantgate.rundir.summary import RunOptionsInfo
+from quantgate.evaluate.scheduler._stopping_rule import DEFAULT_ROUND_SIZE
+from quantgate.inputs._gates import Gates
+from quantgate.rundir._summary import RunOptionsInfo
 
 NON_DEFAULT: dict[str, Any] = {
     "limit": 7,

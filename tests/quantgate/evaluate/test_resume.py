@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from quantgate.evaluate.evaluation_run import resume_evaluation, run_evaluation
-from quantgate.evaluate.options import run_cases
-from quantgate.evaluate.resume import ResumeError, planned_variants
-from quantgate.inputs.dataset import Case, load_dataset, write_dataset
-from quantgate.inputs.gates import Gates
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.completeness import run_completeness
-from quantgate.rundir.files import FIDELITY_FILE, RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
-from quantgate.rundir.store import RunStore, load_run, read_records, read_summary
-from quantgate.rundir.summary import RunSummary
+from quantgate.evaluate._evaluation_run import resume_evaluation, run_evaluation
+from quantgate.evaluate._options import run_cases
+from quantgate.evaluate._resume import ResumeError, planned_variants
+from quantgate.inputs._dataset import Case, load_dataset, write_dataset
+from quantgate.inputs._gates import Gates
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._completeness import run_completeness
+from quantgate.rundir._files import FIDELITY_FILE, RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
+from quantgate.rundir._store import RunStore, load_run, read_records, read_summary
+from quantgate.rundir._summary import RunSummary
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 from tests.quantgate.evaluate.resumable_runs import (
     assert_refused,
@@ -299,8 +299,8 @@ class FullDisk:
 def test_a_full_disk_stops_the_run_saying_how_to_go_on_and_keeps_what_was_written(tmp_path, monkeypatch):
     """ENOSPC on the third record (simulated under the real writer): a clear error, the two records
     before it intact, then a resume once there is space records every case once."""
-    from quantgate.rundir import jsonl
-    from quantgate.rundir.jsonl import JsonLines
+    from quantgate.rundir import _jsonl as jsonl
+    from quantgate.rundir._jsonl import JsonLines
 
     real_append = JsonLines.append
     written: list[str] = []
@@ -338,7 +338,7 @@ def test_a_summary_that_cannot_be_written_while_the_run_fails_is_said_not_raised
 ):
     import errno
 
-    from quantgate.rundir.jsonfile import RunWriteError
+    from quantgate.rundir._jsonfile import RunWriteError
 
     original = RunStore.write_summary
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.evaluate.evaluation_run import resume_evaluation
-from quantgate.inputs.dataset import CASES_FILE, EXAMPLES_FILE, SCHEMA_FILE
-from quantgate.rundir.files import DATASET_DIR, SUMMARY_FILE
-from quantgate.rundir.store import read_records, read_summary
+from quantgate.evaluate._evaluation_run import resume_evaluation
+from quantgate.inputs._dataset import CASES_FILE, EXAMPLES_FILE, SCHEMA_FILE
+from quantgate.rundir._files import DATASET_DIR, SUMMARY_FILE
+from quantgate.rundir._store import read_records, read_summary
 from tests.quantgate.evaluate.resumable_runs import (
     assert_refused,
     interrupted_run,

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 
 from evaluators.machine_load import CpuReading
-from quantgate.analysis.report import write_report
-from quantgate.decide.recommendation import decide
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.evaluate.scheduler import rounds
-from quantgate.inputs.dataset import Case, load_dataset, write_dataset
-from quantgate.inputs.gates import Gates
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.render.summary_table import render_summary
-from quantgate.rundir.round_loads import variant_load
-from quantgate.rundir.store import load_run
+from quantgate.analysis._report import write_report
+from quantgate.decide._recommendation import decide
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.evaluate.scheduler import _rounds as rounds
+from quantgate.inputs._dataset import Case, load_dataset, write_dataset
+from quantgate.inputs._gates import Gates
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.render._summary_table import render_summary
+from quantgate.rundir._round_loads import variant_load
+from quantgate.rundir._store import load_run
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 
 

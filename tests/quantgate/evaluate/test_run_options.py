@@ -3,7 +3,7 @@
 import pytest
 
 from evaluators.errors import UsageError
-from quantgate.evaluate.options import RunOptions
+from quantgate.evaluate._options import RunOptions
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from quantgate.cli.main import main
-from quantgate.evaluate.predictions import read_predictions, score_predictions
-from quantgate.inputs.dataset import load_dataset
+from quantgate.cli._main import main
+from quantgate.evaluate._predictions import read_predictions, score_predictions
+from quantgate.inputs._dataset import load_dataset
 from tests.fakes import case, write_dataset
 
 

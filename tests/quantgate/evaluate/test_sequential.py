@@ -5,16 +5,16 @@ import json
 
 import pytest
 
-from quantgate.analysis.report import write_report
-from quantgate.cli.main import main
-from quantgate.decide.recommendation import decide
-from quantgate.evaluate.evaluation_run import RunOptions, resume_evaluation, run_evaluation
-from quantgate.evaluate.resume import ResumeError
-from quantgate.inputs.dataset import Case, load_dataset, write_dataset
-from quantgate.inputs.gates import Gates
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.files import SUMMARY_FILE
-from quantgate.rundir.store import latest_records, load_run, read_decision, read_records
+from quantgate.analysis._report import write_report
+from quantgate.cli._main import main
+from quantgate.decide._recommendation import decide
+from quantgate.evaluate._evaluation_run import RunOptions, resume_evaluation, run_evaluation
+from quantgate.evaluate._resume import ResumeError
+from quantgate.inputs._dataset import Case, load_dataset, write_dataset
+from quantgate.inputs._gates import Gates
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._files import SUMMARY_FILE
+from quantgate.rundir._store import latest_records, load_run, read_decision, read_records
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel, SleepyChatModel
 
 GATES = Gates(max_accuracy_drop=0.2, max_slice_accuracy_drop=None)
@@ -157,7 +157,7 @@ def test_max_cases(dataset, tmp_path):
 
 
 def test_cli_sequential_by_default_and_fixed_with_limit_or_all(dataset, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("quantgate.inputs.shorthands.resolve_variants", lambda specs: _variants())
+    monkeypatch.setattr("quantgate.inputs._shorthands.resolve_variants", lambda specs: _variants())
     base = ["run", "--dataset", str(dataset.path), "--variants", "fake", "--no-report", "--no-token-fidelity",
             "--max-accuracy-drop", "0.2", "--max-slice-accuracy-drop", "1"]  # fmt: skip
     status = main([*base, "--out", str(tmp_path / "a")])

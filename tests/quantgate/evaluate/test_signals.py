@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.evaluate.signals import Interrupted, stop_on_signals
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import load_run
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.evaluate._signals import Interrupted, stop_on_signals
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import load_run
 from tests.fakes import GOOD, QueuedChatModel
 from tests.quantgate.evaluate.processes import session, wait_for
 from tests.quantgate.evaluate.slow_backend import write_inputs
@@ -25,7 +25,7 @@ from tests.quantgate.evaluate.slow_backend import write_inputs
 STOPPING = """
 import sys, time
 from pathlib import Path
-from quantgate.evaluate.signals import stop_on_signals
+from quantgate.evaluate._signals import stop_on_signals
 
 with stop_on_signals():
     try:
@@ -113,7 +113,7 @@ def test_a_second_signal_while_stopping_exits_at_once_with_its_status(sessions, 
 LAST_WORDS = """
 import sys, time
 from pathlib import Path
-from quantgate.evaluate.signals import before_fast_exit, stop_on_signals
+from quantgate.evaluate._signals import before_fast_exit, stop_on_signals
 
 def fail():
     raise OSError(28, "No space left on device")
@@ -163,7 +163,7 @@ def test_an_interrupted_run_says_its_run_directory(tmp_path):
 def test_sigterm_stops_an_in_process_variant_from_python_with_no_case_started_after(tmp_path, concurrency):
     """`run_evaluation` called from Python with a chat model object (its cases on LangGraph's worker
     threads, which a signal does not reach): SIGTERM starts no further case, and the run ends at once."""
-    from quantgate.inputs.dataset import Case, write_dataset
+    from quantgate.inputs._dataset import Case, write_dataset
     from tests.fakes import SCHEMA
     from tests.quantgate.evaluate.slow_backend import SlowChatModel
 

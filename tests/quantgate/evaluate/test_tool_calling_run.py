@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from evaluators.tool_calls import ToolCallSummary
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import read_summary
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import read_summary
 from tests.fakes import QueuedChatModel, write_dataset
 from tests.quantgate.production.task_runs import TOOLS, call_answer
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quantgate.decide.recommendation import decide
+from quantgate.decide._recommendation import decide
 from tests.quantgate.run_factory import make_run
 
 RIGHT = {"a": 1.0, "b": 1.0}

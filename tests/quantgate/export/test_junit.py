@@ -10,7 +10,7 @@ import xmlschema
 from junitparser import Error, Failure, JUnitXml, Skipped
 
 from quantgate.export import DecidedRun, decided_runs, write_junit
-from quantgate.rundir.decision import GateResult, VariantDecision
+from quantgate.rundir._decision import GateResult, VariantDecision
 from tests.quantgate.export.decided import decided_run
 
 XSD = Path(__file__).parents[2] / "data" / "junit" / "junit-10.xsd"

@@ -10,7 +10,7 @@ import pytest
 
 from evaluators.errors import UsageError
 from quantgate.export import MlflowExportError, decided_runs, log_to_mlflow
-from quantgate.export.mlflow_runs import is_file_store, metric_key, tracking_uri
+from quantgate.export._mlflow_runs import is_file_store, metric_key, tracking_uri
 from tests.quantgate.export.decided import decided_run
 
 mlflow_tracking = pytest.importorskip("mlflow.tracking")

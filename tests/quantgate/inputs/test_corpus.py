@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.inputs.corpus import load_corpus
-from quantgate.inputs.dataset import DatasetError
+from quantgate.inputs._corpus import load_corpus
+from quantgate.inputs._dataset import DatasetError
 
 
 def _write(path: Path, name: str, lines: list[object]) -> None:

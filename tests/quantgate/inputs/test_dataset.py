@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from quantgate.cli.main import main
-from quantgate.inputs.dataset import DatasetError, check_dataset, load_dataset
+from quantgate.cli._main import main
+from quantgate.inputs._dataset import DatasetError, check_dataset, load_dataset
 from tests.fakes import TOTAL_SCHEMA, case, write_dataset
 
 
@@ -177,7 +177,7 @@ def test_bundled_datasets_pass(bundled_dataset_dir):
 
 
 def test_bundled_datasets_cover_the_slices():
-    from quantgate.inputs.dataset import bundled_datasets
+    from quantgate.inputs._dataset import bundled_datasets
 
     tags = {t for name in bundled_datasets() for c in load_dataset(name).cases for t in c.tags}
     assert {"lang:es", "lang:en", "numbers", "dates", "long", "lists", "code"} <= tags

@@ -9,9 +9,9 @@ import time
 import pytest
 
 from evaluators import MAX_DEPTH, SchemaSupportError
-from quantgate.cli.main import main
-from quantgate.inputs.dataset import check_dataset
-from quantgate.inputs.record_schema import record_schema
+from quantgate.cli._main import main
+from quantgate.inputs._dataset import check_dataset
+from quantgate.inputs._record_schema import record_schema
 
 
 def _dataset(root, schema, expected):

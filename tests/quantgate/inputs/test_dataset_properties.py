@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quantgate.inputs.dataset import check_dataset
+from quantgate.inputs._dataset import check_dataset
 from tests.fakes import TOTAL_SCHEMA, case, write_dataset
 
 junk_lines = st.one_of(

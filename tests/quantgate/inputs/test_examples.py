@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from quantgate.cli.main import main
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.examples import choose_examples, spread
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import load_run, read_records
+from quantgate.cli._main import main
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._examples import choose_examples, spread
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import load_run, read_records
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 
 
@@ -105,7 +105,7 @@ def test_the_run_records_the_examples_and_leaves_them_out_of_scoring(no_examples
 
 
 def test_the_cli_flag(no_examples, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("quantgate.inputs.shorthands.resolve_variants", lambda specs: _variants())
+    monkeypatch.setattr("quantgate.inputs._shorthands.resolve_variants", lambda specs: _variants())
     out = tmp_path / "runs"
     base = ["run", "--dataset", str(no_examples.path), "--variants", "fake", "--out", str(out), "--no-report"]
     assert main([*base, "--examples", "none"]) == 4  # the only variant is the reference

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.inputs.gates import Gates, GatesError, load_gates
+from quantgate.inputs._gates import Gates, GatesError, load_gates
 
 
 def test_defaults() -> None:

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from gguf import GGUFReader
 
-import quantgate.inputs.file_hashes as file_hashes
-import quantgate.inputs.gguf_files as gguf_files
-from quantgate.inputs.file_hashes import HASH_CACHE_ENV, Sha256Cache, default_hash_cache, file_sha256
-from quantgate.inputs.gguf_files import ModelFileError, check_model_files, read_gguf_layout
-from quantgate.inputs.variants import Variant, VariantSpecError
+import quantgate.inputs._file_hashes as file_hashes
+import quantgate.inputs._gguf_files as gguf_files
+from quantgate.inputs._file_hashes import HASH_CACHE_ENV, Sha256Cache, default_hash_cache, file_sha256
+from quantgate.inputs._gguf_files import ModelFileError, check_model_files, read_gguf_layout
+from quantgate.inputs._variants import Variant, VariantSpecError
 from tests.quantgate.inputs.tiny_gguf import write_tiny_gguf
 
 

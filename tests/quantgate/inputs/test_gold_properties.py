@@ -3,10 +3,10 @@
 import pytest
 
 from evaluators import CaseScorer, aggregate
-from quantgate.evaluate.predictions import PredictionLine, score_predictions
-from quantgate.inputs.dataset import Case, bundled_datasets, bundled_root
-from quantgate.inputs.problems import Problem
-from quantgate.inputs.task_file import read_record_schema
+from quantgate.evaluate._predictions import PredictionLine, score_predictions
+from quantgate.inputs._dataset import Case, bundled_datasets, bundled_root
+from quantgate.inputs._problems import Problem
+from quantgate.inputs._task_file import read_record_schema
 from tests.conftest import SHARED_SETS, shared_set
 
 
@@ -44,7 +44,7 @@ def test_gold_scores_perfectly(root):
 
 @pytest.mark.parametrize("root", _dataset_dirs(extraction_only=True))
 def test_removing_a_scalar_field_drops_it_to_the_null_share(root):
-    from quantgate.inputs.dataset import Dataset
+    from quantgate.inputs._dataset import Dataset
 
     record, cases = _read(root)
     schema, spec = record.schema, record.spec

@@ -9,9 +9,9 @@ import pytest
 
 from evaluators.errors import UsageError
 from quantgate.backends import BackendError, kv_cache_note, kv_cache_problem, open_variant
-from quantgate.backends.llamacpp.kv_cache import kv_cache_params
-from quantgate.cli.common import check_variant_files
-from quantgate.inputs.variants import (
+from quantgate.backends.llamacpp._kv_cache import kv_cache_params
+from quantgate.cli._common import check_variant_files
+from quantgate.inputs._variants import (
     KVCache,
     Variant,
     VariantSet,

@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluators import parse_json_output
-from quantgate.cli.main import main
-from quantgate.inputs.dataset import check_dataset
-from quantgate.inputs.gates import GATE_KEYS, Gates, GatesError, load_gates
-from quantgate.inputs.variants import VariantSet, VariantSpecError, load_variants_file
+from quantgate.cli._main import main
+from quantgate.inputs._dataset import check_dataset
+from quantgate.inputs._gates import GATE_KEYS, Gates, GatesError, load_gates
+from quantgate.inputs._variants import VariantSet, VariantSpecError, load_variants_file
 from tests.fakes import TOTAL_SCHEMA, case, write_dataset
 
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)

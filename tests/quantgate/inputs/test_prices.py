@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from quantgate.inputs.prices import CostsError, Prices, load_prices
+from quantgate.inputs._prices import CostsError, Prices, load_prices
 
 
 def _write(tmp_path, text: str):

@@ -10,9 +10,9 @@ import pytest
 from pydantic import BaseModel
 
 from evaluators.task_models import ToolCallingTask
-from quantgate.cli.main import main
-from quantgate.inputs.dataset import check_dataset, load_dataset
-from quantgate.inputs.schema_refs import MAX_SCHEMAS, inline_refs
+from quantgate.cli._main import main
+from quantgate.inputs._dataset import check_dataset, load_dataset
+from quantgate.inputs._schema_refs import MAX_SCHEMAS, inline_refs
 from tests.fakes import write_dataset
 
 

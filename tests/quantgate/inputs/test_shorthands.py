@@ -12,23 +12,23 @@ from pathlib import Path
 
 import pytest
 
-import quantgate.inputs.shorthands as shorthands_module
-from quantgate.inputs.shorthands import (
+import quantgate.inputs._shorthands as shorthands_module
+from quantgate.inputs._shorthands import (
     SHORTHAND_GROUP,
     Shorthand,
     is_variants_file,
     parse_spec,
     resolve_variants,
 )
-from quantgate.inputs.variants import Variant, VariantSpecError
-from quantgate.serve.paths import PathRefusedError, UnusableFileError, variant_argument
+from quantgate.inputs._variants import Variant, VariantSpecError
+from quantgate.serve._paths import PathRefusedError, UnusableFileError, variant_argument
 
 ROOT = Path(__file__).resolve().parents[3]
 PLUGIN = "quantgate_shorthand_plugin"
 
 PLUGIN_SOURCE = """
-from quantgate.inputs.shorthands import Shorthand
-from quantgate.inputs.variants import Variant
+from quantgate.inputs._shorthands import Shorthand
+from quantgate.inputs._variants import Variant
 
 def _card(spec, model):
     return Variant(name=model.replace("/", "_"), backend="cards", model=model)
@@ -62,7 +62,7 @@ def test_pyproject_names_each_built_in_folder_shorthand():
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     declared = pyproject["project"]["entry-points"][SHORTHAND_GROUP]
     assert declared == {
-        name: f"quantgate.backends.{name}.{name}_shorthand:SHORTHAND"
+        name: f"quantgate.backends.{name}._{name}_shorthand:SHORTHAND"
         for name in ("llamacpp", "ollama", "openai")
     }
     kinds = {}

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from evaluators.tasks import ClassificationTask, ExtractionTask, ToolCallingTask
-from quantgate.inputs.dataset import bundled_datasets, check_dataset, load_dataset, write_dataset
+from quantgate.inputs._dataset import bundled_datasets, check_dataset, load_dataset, write_dataset
 from tests.fakes import CLASSIFICATION_TASK, LABELS, TOTAL_SCHEMA, case, write_classification_dataset
 from tests.fakes import write_dataset as write_test_dataset
 
@@ -260,7 +260,7 @@ def test_write_dataset_writes_task_json_instead_of_schema_json(tmp_path):
 
 
 def test_bundled_datasets_list_those_with_task_json_only(tmp_path, monkeypatch):
-    from quantgate.inputs import dataset as dataset_module
+    from quantgate.inputs import _dataset as dataset_module
 
     write_classification_dataset(tmp_path / "labels", ["card_lost"])
     write_test_dataset(tmp_path / "fields", [case(0)])

@@ -14,9 +14,9 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from evaluators.classification_figures import ClassificationSummary
-from quantgate.cli.main import main
-from quantgate.inputs.variants import VariantSet
-from quantgate.rundir.store import read_records, read_summary
+from quantgate.cli._main import main
+from quantgate.inputs._variants import VariantSet
+from quantgate.rundir._store import read_records, read_summary
 from tests.fakes import QueuedChatModel
 from tests.quantgate.run_factory import ref_and_quant
 
@@ -48,7 +48,7 @@ def _variants(root: Path, wrong: dict[str, Any]) -> VariantSet:
 def _run(
     root: Path, variants: VariantSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[int, Path]:
-    monkeypatch.setattr("quantgate.inputs.shorthands.resolve_variants", lambda specs: variants)
+    monkeypatch.setattr("quantgate.inputs._shorthands.resolve_variants", lambda specs: variants)
     status = main(["run", "--dataset", str(root), *FLAGS, "--out", str(tmp_path / "runs")])
     (run_dir,) = (tmp_path / "runs").iterdir()
     return status, run_dir
@@ -205,7 +205,7 @@ def test_a_bad_gold_is_named_by_file_line_and_field_by_check_and_run(
     assert out == f"FAIL {bad}: 1 error(s)\n"
     assert err == f"error: {bad}/{located}\n"
 
-    monkeypatch.setattr("quantgate.inputs.shorthands.resolve_variants", pytest.fail)  # refused before
+    monkeypatch.setattr("quantgate.inputs._shorthands.resolve_variants", pytest.fail)  # refused before
     assert main(["run", "--dataset", str(bad), *FLAGS, "--out", str(tmp_path / "runs")]) == 2
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
@@ -218,7 +218,7 @@ def test_a_suite_naming_a_missing_dataset_is_one_line(tmp_path, capsys, monkeypa
     path.write_text(
         f'[[task]]\nname = "intents"\ndataset = "{CLINC}"\n[[task]]\nname = "calls"\ndataset = "bfcl"\n'
     )
-    monkeypatch.setattr("quantgate.inputs.shorthands.resolve_variants", pytest.fail)
+    monkeypatch.setattr("quantgate.inputs._shorthands.resolve_variants", pytest.fail)
     assert main(["run", "--suite", str(path), "--variants", "x", "--out", str(tmp_path / "runs")]) == 2
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from quantgate.inputs.shorthands import resolve_variants
-from quantgate.inputs.variants import VariantSpecError, load_variants_file
+from quantgate.inputs._shorthands import resolve_variants
+from quantgate.inputs._variants import VariantSpecError, load_variants_file
 
 A = '[[variants]]\nname = "a"\nbackend = "ollama"\nmodel = "x"\n'
 B = '[[variants]]\nname = "b"\nbackend = "ollama"\nmodel = "y"\n'

@@ -1,7 +1,7 @@
 import pytest
 
-from quantgate.inputs.shorthands import parse_spec, resolve_variants
-from quantgate.inputs.variants import (
+from quantgate.inputs._shorthands import parse_spec, resolve_variants
+from quantgate.inputs._variants import (
     Variant,
     VariantSet,
     VariantSpecError,

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.cli.main import main
-from quantgate.inputs.variants import KVCache, Variant, VariantSet, load_variants_file
-from quantgate.ladder import quantize
-from quantgate.ladder.kv_cache_variants import KVCacheLadderError, with_kv_cache_variants
-from quantgate.ladder.ollama_modelfiles import write_modelfiles
+from quantgate.cli._main import main
+from quantgate.inputs._variants import KVCache, Variant, VariantSet, load_variants_file
+from quantgate.ladder import _quantize as quantize
+from quantgate.ladder._kv_cache_variants import KVCacheLadderError, with_kv_cache_variants
+from quantgate.ladder._ollama_modelfiles import write_modelfiles
 
 
 def _weights() -> VariantSet:

@@ -2,9 +2,9 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.inputs.file_hashes import file_sha256
-from quantgate.inputs.variants import load_variants_file
-from quantgate.ladder.quantize import LadderError, build_ladder, quantize_gguf
+from quantgate.inputs._file_hashes import file_sha256
+from quantgate.inputs._variants import load_variants_file
+from quantgate.ladder._quantize import LadderError, build_ladder, quantize_gguf
 
 pytestmark = pytest.mark.model
 

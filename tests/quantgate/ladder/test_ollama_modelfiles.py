@@ -1,6 +1,6 @@
-from quantgate.cli.main import main
-from quantgate.inputs.variants import Variant, VariantSet, write_variants_file
-from quantgate.ladder.ollama_modelfiles import modelfile, ollama_tag
+from quantgate.cli._main import main
+from quantgate.inputs._variants import Variant, VariantSet, write_variants_file
+from quantgate.ladder._ollama_modelfiles import modelfile, ollama_tag
 
 
 def test_modelfile_serves_the_file_with_the_embedded_prompt_and_greedy_decoding(tmp_path):

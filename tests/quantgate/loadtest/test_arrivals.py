@@ -7,20 +7,20 @@ import numpy as np
 import pytest
 from langchain_core.messages import BaseMessage
 
-from quantgate.cli.main import build_parser, main
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.loadtest.arrivals import (
+from quantgate.cli._main import build_parser, main
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.loadtest._arrivals import (
     DEFAULT_IN_FLIGHT,
     DEFAULT_SEED,
     parse_rates,
     poisson_schedule,
     send_arrivals,
 )
-from quantgate.loadtest.level_specs import LoadLevel, parse_levels, poisson_levels
-from quantgate.loadtest.levels import LoadOptions
-from quantgate.render.load_table import render_load
-from quantgate.rundir.loadtest_section import LoadSection
-from quantgate.rundir.store import load_run
+from quantgate.loadtest._level_specs import LoadLevel, parse_levels, poisson_levels
+from quantgate.loadtest._levels import LoadOptions
+from quantgate.render._load_table import render_load
+from quantgate.rundir._loadtest_section import LoadSection
+from quantgate.rundir._store import load_run
 from tests.fakes import SleepyChatModel
 
 PROMPTS: list[tuple[str, list[BaseMessage]]] = [("c0", []), ("c1", [])]
@@ -152,10 +152,10 @@ def test_the_help_states_the_defaults(capsys):
 
 
 def test_poisson_load_records_rate_seed_targets_and_goodput(dataset, tmp_path, monkeypatch, capsys):
-    import quantgate.inputs.shorthands
+    import quantgate.inputs._shorthands
 
     fake = VariantSet(variants=[Variant.from_chat_model("v1", SleepyChatModel(delay_s=0.005))])
-    monkeypatch.setattr(quantgate.inputs.shorthands, "resolve_variants", lambda specs: fake)
+    monkeypatch.setattr(quantgate.inputs._shorthands, "resolve_variants", lambda specs: fake)
     args = ["load", "--dataset", str(dataset.path), "--variants", "fake", "--out", str(tmp_path / "runs"),
             "--arrivals", "poisson", "--rate", "20,40", "--requests", "6", "--seed", "9",
             "--ttft-target-ms", "1000", "--itl-target-ms", "1000", "--json"]  # fmt: skip

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from quantgate.cli.main import main
+from quantgate.cli._main import main
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
 

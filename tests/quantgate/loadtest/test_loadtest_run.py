@@ -7,13 +7,13 @@ import pytest
 from langchain_core.messages import BaseMessage
 from pydantic import Field
 
-from quantgate.cli.main import main
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.loadtest.level_specs import LoadLevel, parse_levels
-from quantgate.loadtest.levels import LoadOptions, send_requests
-from quantgate.loadtest.loadtest_run import run_load_test
-from quantgate.render.load_table import render_load
-from quantgate.rundir.store import load_run
+from quantgate.cli._main import main
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.loadtest._level_specs import LoadLevel, parse_levels
+from quantgate.loadtest._levels import LoadOptions, send_requests
+from quantgate.loadtest._loadtest_run import run_load_test
+from quantgate.render._load_table import render_load
+from quantgate.rundir._store import load_run
 from tests.fakes import SleepyChatModel
 
 PROMPTS: list[tuple[str, list[BaseMessage]]] = [("c0", []), ("c1", [])]
@@ -144,8 +144,8 @@ def test_both_bounds_missing_is_refused():
 
 
 def test_load_added_to_an_evaluated_run_keeps_its_summary_and_shows_in_the_report(dataset, tmp_path):
-    from quantgate.analysis.report import write_report
-    from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
+    from quantgate.analysis._report import write_report
+    from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
 
     variant_set = VariantSet(variants=[Variant.from_chat_model("v1", SleepyChatModel(delay_s=0.001))])
     options = RunOptions(out=tmp_path, progress=False, token_fidelity=False)
@@ -166,10 +166,10 @@ def test_load_added_to_an_evaluated_run_keeps_its_summary_and_shows_in_the_repor
 
 
 def test_run_with_load_adds_the_load_to_the_same_run(dataset, tmp_path, monkeypatch, capsys):
-    import quantgate.inputs.shorthands
+    import quantgate.inputs._shorthands
 
     fake = VariantSet(variants=[Variant.from_chat_model("v1", SleepyChatModel(delay_s=0.001))])
-    monkeypatch.setattr(quantgate.inputs.shorthands, "resolve_variants", lambda specs: fake)
+    monkeypatch.setattr(quantgate.inputs._shorthands, "resolve_variants", lambda specs: fake)
     runs = tmp_path / "runs"
     args = ["run", "--dataset", str(dataset.path), "--variants", "fake", "--out", str(runs), "--no-report",
             "--no-token-fidelity", "--load", "--load-concurrency", "1,2", "--requests", "2"]  # fmt: skip
@@ -192,9 +192,9 @@ def test_instances_are_one_per_request_in_flight_capped_by_memory(
 
     import psutil
 
-    import quantgate.loadtest.levels
+    import quantgate.loadtest._levels
     from quantgate.backends import BackendCapabilities, OpenedVariant
-    from quantgate.loadtest.levels import LoadJob, load_variant
+    from quantgate.loadtest._levels import LoadJob, load_variant
 
     opened = []
 
@@ -206,8 +206,8 @@ def test_instances_are_one_per_request_in_flight_capped_by_memory(
     register_backend("copies", fake_open, capabilities=BackendCapabilities(parallel="instances"))
 
     readings = iter([1000.0, 1100.0])  # before and after loading the first instance: 100 MiB each
-    monkeypatch.setattr(quantgate.loadtest.levels, "open_variant", fake_open)
-    monkeypatch.setattr(quantgate.loadtest.levels, "rss_mb", lambda: next(readings, 1400.0))
+    monkeypatch.setattr(quantgate.loadtest._levels, "open_variant", fake_open)
+    monkeypatch.setattr(quantgate.loadtest._levels, "rss_mb", lambda: next(readings, 1400.0))
     memory = namedtuple("memory", "available")
     monkeypatch.setattr(psutil, "virtual_memory", lambda: memory(available=300 * 2**20))
     variant = Variant(name="q4", backend="copies", model="q4.gguf")
@@ -229,9 +229,9 @@ def test_instances_are_one_per_request_in_flight_capped_by_memory(
 def test_embedded_levels_are_slots_of_one_copy(dataset, tmp_path, monkeypatch):
     from contextlib import contextmanager
 
-    import quantgate.loadtest.levels
+    import quantgate.loadtest._levels
     from quantgate.backends import OpenedVariant
-    from quantgate.loadtest.levels import LoadJob, load_variant
+    from quantgate.loadtest._levels import LoadJob, load_variant
 
     opened = []
 
@@ -241,7 +241,7 @@ def test_embedded_levels_are_slots_of_one_copy(dataset, tmp_path, monkeypatch):
         # long enough that the 4 threads of the peak level each take a request, even on a busy machine
         yield OpenedVariant(chat_model=SleepyChatModel(delay_s=0.2))
 
-    monkeypatch.setattr(quantgate.loadtest.levels, "open_variant", fake_open)
+    monkeypatch.setattr(quantgate.loadtest._levels, "open_variant", fake_open)
     variant = Variant(name="q4", backend="llamacpp", model="q4.gguf")
     options = LoadOptions(levels=parse_levels("normal=1,peak=4"), requests=4)
     job = LoadJob(variant=variant, dataset=dataset, cases=tuple(dataset.cases), options=options,

@@ -1,4 +1,4 @@
-"""One load-test request as recorded (`quantgate.loadtest.one_request`): its times come from the
+"""One load-test request as recorded (`quantgate.loadtest._one_request`): its times come from the
 shared stream timing (`graphs.streamed`), measured from the scheduled arrival when there is one,
 and a failure is recorded with its kind and message, never raised."""
 
@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from graphs.streamed import ModelCallError
-from quantgate.loadtest.one_request import stream_request
+from quantgate.loadtest._one_request import stream_request
 from tests.fakes import SLACK_S, DelayedChatModel, assert_delay
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from evaluators.betting import DEFAULT_TRUNCATION
-from quantgate.decide.recommendation import decide
-from quantgate.inputs.file_hashes import file_sha256
-from quantgate.inputs.gates import Gates
-from quantgate.rundir.files import SUMMARY_FILE, VARIANTS_FILE
-from quantgate.rundir.store import read_summary, write_model
-from quantgate.rundir.summary import RunOptionsInfo, VariantMetadata, VariantsFile
+from quantgate.decide._recommendation import decide
+from quantgate.inputs._file_hashes import file_sha256
+from quantgate.inputs._gates import Gates
+from quantgate.rundir._files import SUMMARY_FILE, VARIANTS_FILE
+from quantgate.rundir._store import read_summary, write_model
+from quantgate.rundir._summary import RunOptionsInfo, VariantMetadata, VariantsFile
 from tests.fakes import write_classification_dataset, write_dataset
 from tests.quantgate.run_factory import make_run, run_ref_and_quant
 

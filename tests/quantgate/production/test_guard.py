@@ -11,11 +11,11 @@ from langgraph.graph import END, START, StateGraph
 
 from graphs.extraction import ExtractionContext
 from graphs.extraction import graph as extraction_graph
-from quantgate.decide.recommendation import decide, load_decision
-from quantgate.inputs.gates import Gates
-from quantgate.production.guard import GuardedExtractionState, OnlineGuard, SignalReading, guard_node
-from quantgate.production.observation import Observation
-from quantgate.rundir.decision import RollbackSignal
+from quantgate.decide._recommendation import decide, load_decision
+from quantgate.inputs._gates import Gates
+from quantgate.production._guard import GuardedExtractionState, OnlineGuard, SignalReading, guard_node
+from quantgate.production._observation import Observation
+from quantgate.rundir._decision import RollbackSignal
 from tests.fakes import QueuedChatModel
 from tests.quantgate.run_factory import SCHEMA, make_run
 

@@ -14,19 +14,19 @@ from pydantic import BaseModel, Field
 
 from evaluators.schema import SchemaSupportError, parse_schema
 from graphs.extraction import graph as extraction_graph
-from quantgate.decide.recommendation import decide
-from quantgate.inputs.dataset import Case, load_dataset, write_dataset
-from quantgate.inputs.gates import Gates
-from quantgate.inputs.record_schema import record_schema
-from quantgate.production.extractor import (
+from quantgate.decide._recommendation import decide
+from quantgate.inputs._dataset import Case, load_dataset, write_dataset
+from quantgate.inputs._gates import Gates
+from quantgate.inputs._record_schema import record_schema
+from quantgate.production._extractor import (
     ExtractionFailedError,
     ProductionError,
     load_chosen,
     open_extractor,
 )
-from quantgate.production.guard import OnlineGuard
-from quantgate.rundir.files import DATASET_DIR, DECISION_JSON, SUMMARY_FILE
-from quantgate.rundir.store import read_summary, write_model
+from quantgate.production._guard import OnlineGuard
+from quantgate.rundir._files import DATASET_DIR, DECISION_JSON, SUMMARY_FILE
+from quantgate.rundir._store import read_summary, write_model
 from tests.fakes import QueuedChatModel
 from tests.quantgate.production.task_runs import decided_file_run
 from tests.quantgate.run_factory import SCHEMA, make_run

@@ -1,4 +1,4 @@
-"""The typed openers of the task kinds other than extraction (`quantgate.production.kind_openers`): a
+"""The typed openers of the task kinds other than extraction (`quantgate.production._kind_openers`): a
 classification run gives labels, a tool-calling run calls and no calls, a run of another kind is
 refused naming its opener, and the guard counts the calls, judging agreement with the kind's scorer."""
 

@@ -3,14 +3,14 @@
 from pathlib import Path
 
 from evaluators.fidelity import TokenFidelity, summarize_token_fidelity
-from quantgate.analysis.report import write_report
-from quantgate.decide.recommendation import decide
-from quantgate.render.decision_markdown import render_decision
-from quantgate.render.fidelity_tail import fidelity_tail
-from quantgate.render.summary_table import render_summary
-from quantgate.rundir.files import SUMMARY_FILE
-from quantgate.rundir.store import read_decision, read_summary, write_model
-from quantgate.rundir.summary import TokenFidelityEntry
+from quantgate.analysis._report import write_report
+from quantgate.decide._recommendation import decide
+from quantgate.render._decision_markdown import render_decision
+from quantgate.render._fidelity_tail import fidelity_tail
+from quantgate.render._summary_table import render_summary
+from quantgate.rundir._files import SUMMARY_FILE
+from quantgate.rundir._store import read_decision, read_summary, write_model
+from quantgate.rundir._summary import TokenFidelityEntry
 from tests.quantgate.run_factory import make_run
 
 # Δp sorted: -0.3, -0.1, 0.0, 0.1 (p1 = -0.294, largest drop -0.3); top-1 structural 2 of 3, value 1 of 1

@@ -6,15 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from evaluators.paired_latency import LatencyAgainstReference, PairedMedian
-from quantgate.analysis.report import render_report
-from quantgate.analysis.run_view import load_run_view
-from quantgate.decide.recommendation import decide
-from quantgate.render.latency_pairs import latency_pairs
-from quantgate.render.summary_table import render_summary
-from quantgate.rundir.files import DECISION_MD, SUMMARY_FILE
-from quantgate.rundir.round_loads import RoundLoadEntry
-from quantgate.rundir.store import read_summary, write_model
-from quantgate.rundir.summary import DatasetInfo, RunSummary, VariantEntry
+from quantgate.analysis._report import render_report
+from quantgate.analysis._run_view import load_run_view
+from quantgate.decide._recommendation import decide
+from quantgate.render._latency_pairs import latency_pairs
+from quantgate.render._summary_table import render_summary
+from quantgate.rundir._files import DECISION_MD, SUMMARY_FILE
+from quantgate.rundir._round_loads import RoundLoadEntry
+from quantgate.rundir._store import read_summary, write_model
+from quantgate.rundir._summary import DatasetInfo, RunSummary, VariantEntry
 from tests.quantgate.run_factory import make_run
 
 SLOWER = LatencyAgainstReference(

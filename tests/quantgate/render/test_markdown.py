@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from quantgate.render.markdown import escape_markdown, markdown_table
+from quantgate.render._markdown import escape_markdown, markdown_table
 
 
 def test_control_characters_are_written_as_their_escapes():

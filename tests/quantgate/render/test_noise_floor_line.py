@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from evaluators.noise_floor import NoiseFloor
-from quantgate.render.noise_floor_line import noise_floor_text
-from quantgate.rundir.summary import DatasetInfo, NoiseFloorEntry, RunSummary
+from quantgate.render._noise_floor_line import noise_floor_text
+from quantgate.rundir._summary import DatasetInfo, NoiseFloorEntry, RunSummary
 
 
 def _summary(**more: object) -> RunSummary:

@@ -2,12 +2,12 @@
 
 from pathlib import Path
 
-from quantgate.analysis.report import render_report
-from quantgate.analysis.run_view import load_run_view
-from quantgate.render.summary_table import BASELINE_NOTE, below_baseline, render_summary, summary_rows
-from quantgate.rundir.files import SUMMARY_FILE
-from quantgate.rundir.store import read_summary, write_model
-from quantgate.rundir.summary import DatasetInfo, RunSummary, VariantEntry
+from quantgate.analysis._report import render_report
+from quantgate.analysis._run_view import load_run_view
+from quantgate.render._summary_table import BASELINE_NOTE, below_baseline, render_summary, summary_rows
+from quantgate.rundir._files import SUMMARY_FILE
+from quantgate.rundir._store import read_summary, write_model
+from quantgate.rundir._summary import DatasetInfo, RunSummary, VariantEntry
 from tests.quantgate.run_factory import make_run
 
 # accuracy above, at and below the baseline; a baseline not computed; a skipped variant

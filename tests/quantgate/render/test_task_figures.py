@@ -10,16 +10,16 @@ from pathlib import Path
 from sacrebleu.metrics.chrf import CHRF
 
 from evaluators.classification_figures import ClassFigures, ClassificationSummary
-from quantgate.cli.main import main
-from quantgate.evaluate.options import RunOptions
-from quantgate.inputs.variants import VariantSet
-from quantgate.render.summary_table import render_summary
-from quantgate.render.task_figures import task_figures
-from quantgate.rundir.store import read_summary
-from quantgate.rundir.summary import DatasetInfo, RunSummary, VariantEntry
-from quantgate.suite.suite_decision import decide_suite
-from quantgate.suite.suite_file import load_suite
-from quantgate.suite.suite_run import run_suite
+from quantgate.cli._main import main
+from quantgate.evaluate._options import RunOptions
+from quantgate.inputs._variants import VariantSet
+from quantgate.render._summary_table import render_summary
+from quantgate.render._task_figures import task_figures
+from quantgate.rundir._store import read_summary
+from quantgate.rundir._summary import DatasetInfo, RunSummary, VariantEntry
+from quantgate.suite._suite_decision import decide_suite
+from quantgate.suite._suite_file import load_suite
+from quantgate.suite._suite_run import run_suite
 from tests.quantgate.render import task_kind_runs as runs
 from tests.quantgate.run_factory import ref_and_quant
 
@@ -58,7 +58,7 @@ def test_decide_prints_a_classification_runs_label_figures(tmp_path, capsys):
 def test_run_prints_the_label_figures_under_its_table(tmp_path, monkeypatch, capsys):
     dataset = runs.classification_dataset(tmp_path / "banking")
     variant_set = ref_and_quant(*runs.classification_answers())
-    monkeypatch.setattr("quantgate.inputs.shorthands.resolve_variants", lambda specs: variant_set)
+    monkeypatch.setattr("quantgate.inputs._shorthands.resolve_variants", lambda specs: variant_set)
     flags = ["--variants", "fake", "--out", str(tmp_path / "runs"), "--no-report", "--no-token-fidelity"]
     assert main(["run", "--dataset", str(dataset), "--all", *flags]) == 4
     printed = _lines(capsys.readouterr().out)

@@ -7,8 +7,8 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Literal
 
-from quantgate.rundir.files import RECORDS_FILE, SUMMARY_FILE
-from quantgate.rundir.store import read_records, read_summary, write_model
+from quantgate.rundir._files import RECORDS_FILE, SUMMARY_FILE
+from quantgate.rundir._store import read_records, read_summary, write_model
 from tests.quantgate.run_factory import make_run
 
 RIGHT = {"a": 1.0, "b": 1.0}

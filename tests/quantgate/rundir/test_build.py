@@ -9,10 +9,10 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from evaluators.baselines import baseline_scores
-from quantgate.rundir.build import baselines_info, new_summary
-from quantgate.rundir.files import SUMMARY_FILE
-from quantgate.rundir.schemas import json_schema
-from quantgate.rundir.summary import DatasetInfo, RunSummary
+from quantgate.rundir._build import baselines_info, new_summary
+from quantgate.rundir._files import SUMMARY_FILE
+from quantgate.rundir._schemas import json_schema
+from quantgate.rundir._summary import DatasetInfo, RunSummary
 
 SCHEMA = {
     "type": "object",

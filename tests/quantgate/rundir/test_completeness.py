@@ -12,15 +12,22 @@ import pytest
 
 from evaluators.memory import MemorySummary
 from graphs.evaluation import outcomes_summary
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.build import missing_cases, skipped_entry, variant_entry
-from quantgate.rundir.completeness import SHOWN_CASES, Completeness, completeness_of, run_completeness
-from quantgate.rundir.files import RECORDS_FILE, SUMMARY_FILE
-from quantgate.rundir.lines import CaseRecord
-from quantgate.rundir.store import LineProblem, RunFileError, load_run, read_lines, read_records, read_summary
-from quantgate.rundir.summary import DatasetInfo, RunSummary, VariantEntry
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import Case, Dataset, load_dataset, write_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._build import missing_cases, skipped_entry, variant_entry
+from quantgate.rundir._completeness import SHOWN_CASES, Completeness, completeness_of, run_completeness
+from quantgate.rundir._files import RECORDS_FILE, SUMMARY_FILE
+from quantgate.rundir._lines import CaseRecord
+from quantgate.rundir._store import (
+    LineProblem,
+    RunFileError,
+    load_run,
+    read_lines,
+    read_records,
+    read_summary,
+)
+from quantgate.rundir._summary import DatasetInfo, RunSummary, VariantEntry
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 from tests.quantgate.rundir.incomplete_runs import (
     INTERRUPTED,

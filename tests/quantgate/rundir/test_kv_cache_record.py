@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 
 from quantgate.backends import kv_cache_note
-from quantgate.decide.recommendation import decide
-from quantgate.inputs.variants import KVCache
-from quantgate.rundir.decision import Decision
-from quantgate.rundir.files import DECISION_JSON, DECISION_MD, VARIANTS_FILE
-from quantgate.rundir.store import read_model, write_model
-from quantgate.rundir.summary import VariantMetadata, VariantsFile
+from quantgate.decide._recommendation import decide
+from quantgate.inputs._variants import KVCache
+from quantgate.rundir._decision import Decision
+from quantgate.rundir._files import DECISION_JSON, DECISION_MD, VARIANTS_FILE
+from quantgate.rundir._store import read_model, write_model
+from quantgate.rundir._summary import VariantMetadata, VariantsFile
 from tests.quantgate.run_factory import make_run
 
 

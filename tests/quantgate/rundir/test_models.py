@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.rundir.files import RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
-from quantgate.rundir.lines import CaseRecord
-from quantgate.rundir.store import (
+from quantgate.rundir._files import RECORDS_FILE, SUMMARY_FILE, VARIANTS_FILE
+from quantgate.rundir._lines import CaseRecord
+from quantgate.rundir._store import (
     JsonLines,
     RunFileError,
     RunStore,
@@ -21,7 +21,7 @@ from quantgate.rundir.store import (
     read_records,
     read_summary,
 )
-from quantgate.rundir.summary import DatasetInfo, RunSummary, VariantEntry
+from quantgate.rundir._summary import DatasetInfo, RunSummary, VariantEntry
 from tests.quantgate.run_factory import make_run
 
 

@@ -15,13 +15,13 @@ from jsonschema import Draft202012Validator
 from evaluators.chrf import GenerationSummary
 from evaluators.classification_figures import ClassificationSummary
 from evaluators.tool_calls import ToolCallSummary
-from quantgate.render.summary_table import render_summary
-from quantgate.render.task_figures import task_figures
-from quantgate.rundir.files import SUMMARY_FILE
-from quantgate.rundir.jsonfile import RunFileError, parse_model
-from quantgate.rundir.schemas import json_schema
-from quantgate.rundir.store import read_summary
-from quantgate.rundir.summary import RunSummary
+from quantgate.render._summary_table import render_summary
+from quantgate.render._task_figures import task_figures
+from quantgate.rundir._files import SUMMARY_FILE
+from quantgate.rundir._jsonfile import RunFileError, parse_model
+from quantgate.rundir._schemas import json_schema
+from quantgate.rundir._store import read_summary
+from quantgate.rundir._summary import RunSummary
 
 FORMAT_13 = Path(__file__).parents[2] / "data" / "summary-format-13"
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from quantgate.rundir.lines import CaseRecord
-from quantgate.rundir.pairing import paired_latency
+from quantgate.rundir._lines import CaseRecord
+from quantgate.rundir._pairing import paired_latency
 
 
 def _record(variant: str, case_id: str, total_s: float | None, **fields: Any) -> CaseRecord:

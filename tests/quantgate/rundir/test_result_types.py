@@ -12,10 +12,10 @@ from evaluators.fidelity import TokenFidelitySummary
 from evaluators.latency import LatencySummary
 from evaluators.loadtest import LoadRequest, LoadStats
 from evaluators.memory import MemorySummary
-from quantgate.rundir.embedding_files import EmbeddingEntry
-from quantgate.rundir.lines import LoadLine
-from quantgate.rundir.loadtest_section import LoadLevelEntry
-from quantgate.rundir.summary import TokenFidelityEntry, VariantEntry
+from quantgate.rundir._embedding_files import EmbeddingEntry
+from quantgate.rundir._lines import LoadLine
+from quantgate.rundir._loadtest_section import LoadLevelEntry
+from quantgate.rundir._summary import TokenFidelityEntry, VariantEntry
 
 CARRIED: list[tuple[type[BaseModel], type[BaseModel]]] = [
     (LoadLevelEntry, LoadStats),

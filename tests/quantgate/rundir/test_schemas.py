@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.loadtest.level_specs import parse_levels
-from quantgate.loadtest.levels import LoadOptions
-from quantgate.loadtest.loadtest_run import run_load_test
-from quantgate.rundir.schemas import SCHEMAS, write_schemas
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.loadtest._level_specs import parse_levels
+from quantgate.loadtest._levels import LoadOptions
+from quantgate.loadtest._loadtest_run import run_load_test
+from quantgate.rundir._schemas import SCHEMAS, write_schemas
 from tests.fakes import SleepyChatModel
 from tests.quantgate.run_factory import make_fake_run
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from quantgate.inputs.dataset import bundled_root
-from quantgate.inputs.variants import load_variants_file
+from quantgate.inputs._dataset import bundled_root
+from quantgate.inputs._variants import load_variants_file
 from quantgate.serve import JobQueue, RunRequest, create_app, run_arguments
 from tests.quantgate.serve.api_client import FAKE, LOCAL, TOKEN, until, until_started
 

@@ -11,8 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from quantgate.serve import JobQueue, create_app
-from quantgate.serve.guards import MAX_BODY_BYTES
-from quantgate.serve.requests import MAX_VARIANTS
+from quantgate.serve._guards import MAX_BODY_BYTES
+from quantgate.serve._requests import MAX_VARIANTS
 from tests.quantgate.serve.api_client import FAKE, LOCAL, until, until_started
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from quantgate.inputs.variants import load_variants_file
-from quantgate.serve.paths import DATASET_FILES
+from quantgate.inputs._variants import load_variants_file
+from quantgate.serve._paths import DATASET_FILES
 from tests.quantgate.inputs.tiny_gguf import write_tiny_gguf
 from tests.quantgate.serve.api_client import until, until_started
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from quantgate.inputs.variants import load_variants_file
+from quantgate.inputs._variants import load_variants_file
 from quantgate.serve import JobQueue, create_app
 from tests.quantgate.inputs.tiny_gguf import write_tiny_gguf
 from tests.quantgate.serve.api_client import FAKE, LOCAL, until

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quantgate.inputs.variants import load_variants_file
+from quantgate.inputs._variants import load_variants_file
 from quantgate.serve import JobQueue, create_app
 from tests.quantgate.inputs.tiny_gguf import write_tiny_gguf
 from tests.quantgate.serve.api_client import LOCAL

@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from quantgate.serve import JobQueue, JobStatus, RunRequest, RunState, create_app
-from quantgate.serve.jobs import time_limit
+from quantgate.serve._jobs import time_limit
 from tests.quantgate.serve.api_client import AUTH, FAKE, LOCAL, TOKEN, until, until_started
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from quantgate.cli.main import main
+from quantgate.cli._main import main
 from tests.quantgate.serve.server_process import running_server
 
 

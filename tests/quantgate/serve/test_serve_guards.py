@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from evaluators.errors import UsageError
 from quantgate.serve import JobQueue, RunRequest, create_app
-from quantgate.serve.environment import run_environment
+from quantgate.serve._environment import run_environment
 from tests.quantgate.serve.api_client import FAKE, LOCAL
 
 _DUMP_ENV = (

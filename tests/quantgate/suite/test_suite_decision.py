@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quantgate.inputs.gates import Gates
-from quantgate.suite.suite_decision import decide_suite, incomplete_tasks
-from quantgate.suite.suite_records import SuiteRun, SuiteRunSettings, SuiteTaskEntry, write_suite
+from quantgate.inputs._gates import Gates
+from quantgate.suite._suite_decision import decide_suite, incomplete_tasks
+from quantgate.suite._suite_records import SuiteRun, SuiteRunSettings, SuiteTaskEntry, write_suite
 from tests.quantgate.run_factory import make_run
 
 RIGHT = {"a": 1.0, "b": 1.0}

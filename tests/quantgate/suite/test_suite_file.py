@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.inputs.dataset import bundled_datasets
-from quantgate.inputs.gates import Gates
-from quantgate.suite.suite_file import SuiteError, load_suite
+from quantgate.inputs._dataset import bundled_datasets
+from quantgate.inputs._gates import Gates
+from quantgate.suite._suite_file import SuiteError, load_suite
 from tests.fakes import write_tiny_dataset
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from evaluators.fidelity import TokenFidelity
-from quantgate.decide.recommendation import decide
-from quantgate.rundir.store import read_summary
-from quantgate.suite.suite_grid import TaskDecided, grid_rows, render_suite_markdown, suite_decision_line
-from quantgate.suite.suite_records import SuiteDecision, SuiteVariantDecision, TaskVerdict
+from quantgate.decide._recommendation import decide
+from quantgate.rundir._store import read_summary
+from quantgate.suite._suite_grid import TaskDecided, grid_rows, render_suite_markdown, suite_decision_line
+from quantgate.suite._suite_records import SuiteDecision, SuiteVariantDecision, TaskVerdict
 from tests.quantgate.run_factory import TAIL_CASE_A, TAIL_CASE_B, make_run, with_token_fidelity
 
 

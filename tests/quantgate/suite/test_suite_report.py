@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.analysis.task_view import task_kind
-from quantgate.cli.main import main
-from quantgate.evaluate.options import RunOptions
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.suite.suite_decision import decide_suite
-from quantgate.suite.suite_file import load_suite
-from quantgate.suite.suite_grid import grid_rows
-from quantgate.suite.suite_report import open_task, suite_tasks, write_suite_report
-from quantgate.suite.suite_run import run_suite
+from quantgate.analysis._task_view import task_kind
+from quantgate.cli._main import main
+from quantgate.evaluate._options import RunOptions
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.suite._suite_decision import decide_suite
+from quantgate.suite._suite_file import load_suite
+from quantgate.suite._suite_grid import grid_rows
+from quantgate.suite._suite_report import open_task, suite_tasks, write_suite_report
+from quantgate.suite._suite_run import run_suite
 from tests.fakes import QueuedChatModel, write_classification_dataset, write_dataset
 from tests.quantgate.analysis import kind_runs
 from tests.quantgate.analysis.test_task_report import ordered_tables, tables

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from quantgate.cli.main import main
-from quantgate.evaluate.options import RunOptions
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import read_summary
-from quantgate.suite.suite_decision import decide_suite
-from quantgate.suite.suite_file import load_suite
-from quantgate.suite.suite_grid import grid_rows
-from quantgate.suite.suite_records import SuiteDecision, read_suite
-from quantgate.suite.suite_run import resume_suite, run_suite
+from quantgate.cli._main import main
+from quantgate.evaluate._options import RunOptions
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import read_summary
+from quantgate.suite._suite_decision import decide_suite
+from quantgate.suite._suite_file import load_suite
+from quantgate.suite._suite_grid import grid_rows
+from quantgate.suite._suite_records import SuiteDecision, read_suite
+from quantgate.suite._suite_run import resume_suite, run_suite
 from tests.fakes import GOOD, QueuedChatModel, write_classification_dataset, write_tiny_dataset
 from tests.quantgate.rundir.test_schemas import validate_run
 
@@ -104,7 +104,7 @@ def test_a_variant_failing_one_task_fails_the_suite_naming_it(suite_file, tmp_pa
 
 
 def _cli_variants(monkeypatch: pytest.MonkeyPatch, variant_set: VariantSet) -> None:
-    monkeypatch.setattr("quantgate.inputs.shorthands.resolve_variants", lambda specs: variant_set)
+    monkeypatch.setattr("quantgate.inputs._shorthands.resolve_variants", lambda specs: variant_set)
 
 
 def test_the_command_line_exits_as_a_single_run_and_decide_rejudges(
@@ -142,7 +142,7 @@ def test_suite_and_dataset_exclude_each_other(suite_file, capsys):
 def test_a_bad_suite_fails_before_any_model_loads(tmp_path, monkeypatch, capsys):
     path = tmp_path / "suite.toml"
     path.write_text('[[task]]\nname = "intents"\ndataset = "bankin77"\n')
-    monkeypatch.setattr("quantgate.inputs.shorthands.resolve_variants", pytest.fail)
+    monkeypatch.setattr("quantgate.inputs._shorthands.resolve_variants", pytest.fail)
     assert main(["run", "--suite", str(path), "--variants", "x", "--out", str(tmp_path / "runs")]) == 2
     assert f"{path}: task 'intents': dataset 'bankin77' not found" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()

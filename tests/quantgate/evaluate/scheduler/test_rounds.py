@@ -14,16 +14,16 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 
 from graphs.streamed import ModelCallError
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.evaluate.scheduler import rounds
-from quantgate.evaluate.scheduler.pool import PROCESS_OVERHEAD_MB, warm_capacity
-from quantgate.evaluate.scheduler.warm_up import WARM_UP_TEXT
-from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
-from quantgate.inputs.gates import Gates
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.files import RECORDS_FILE
-from quantgate.rundir.lines import CaseRecord
-from quantgate.rundir.store import load_run, read_records
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.evaluate.scheduler import _rounds as rounds
+from quantgate.evaluate.scheduler._pool import PROCESS_OVERHEAD_MB, warm_capacity
+from quantgate.evaluate.scheduler._warm_up import WARM_UP_TEXT
+from quantgate.inputs._dataset import Case, Dataset, load_dataset, write_dataset
+from quantgate.inputs._gates import Gates
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._files import RECORDS_FILE
+from quantgate.rundir._lines import CaseRecord
+from quantgate.rundir._store import load_run, read_records
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
 from tests.quantgate.evaluate import slow_backend
 

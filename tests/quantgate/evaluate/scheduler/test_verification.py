@@ -15,13 +15,13 @@ import pytest
 
 from evaluators.latency import latency_p95
 from quantgate.backends import BackendCapabilities, OpenedVariant
-from quantgate.decide.recommendation import decide
-from quantgate.evaluate.evaluation_run import RunOptions, run_evaluation
-from quantgate.inputs.dataset import Case, Dataset, load_dataset, write_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.render.summary_table import fidelity_section
-from quantgate.rundir.files import DECISION_MD
-from quantgate.rundir.store import load_run, read_decision, read_records
+from quantgate.decide._recommendation import decide
+from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.inputs._dataset import Case, Dataset, load_dataset, write_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.render._summary_table import fidelity_section
+from quantgate.rundir._files import DECISION_MD
+from quantgate.rundir._store import load_run, read_decision, read_records
 from tests.fakes import GOOD, SCHEMA, VerifyingChatModel
 
 WRONG = json.dumps({**GOOD, "currency": "USD"})

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from quantgate.backends import BackendError
-from quantgate.evaluate.scheduler.worker import WorkerDiedError, WorkerFailedError, run_in_worker
-from quantgate.rundir.jsonfile import RunWriteError
+from quantgate.evaluate.scheduler._worker import WorkerDiedError, WorkerFailedError, run_in_worker
+from quantgate.rundir._jsonfile import RunWriteError
 
 
 def _square(n: int) -> int:

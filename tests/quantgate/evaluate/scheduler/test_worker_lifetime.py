@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from quantgate.evaluate.scheduler import worker
+from quantgate.evaluate.scheduler import _worker as worker
 from tests.quantgate.evaluate.processes import running, session, wait_for, wait_gone
 
 STARTUP_S = 90.0

@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from quantgate.evaluate.token_fidelity import measurement
-from quantgate.inputs.variants import KVCache
+from quantgate.evaluate.token_fidelity import _measurement as measurement
+from quantgate.inputs._variants import KVCache
 
 
 class _Engine:

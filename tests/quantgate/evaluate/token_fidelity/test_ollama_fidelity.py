@@ -7,15 +7,15 @@ import pytest
 
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import open_variant
-from quantgate.backends.llamacpp.llamacpp import LlamaCppChatModel
-from quantgate.backends.ollama.ollama_forcing import OllamaForcing
-from quantgate.evaluate.options import RunOptions, extraction_context
-from quantgate.evaluate.token_fidelity.measurement import (
+from quantgate.backends.llamacpp._llamacpp import LlamaCppChatModel
+from quantgate.backends.ollama._ollama_forcing import OllamaForcing
+from quantgate.evaluate._options import RunOptions, extraction_context
+from quantgate.evaluate.token_fidelity._measurement import (
     case_prompt,
     measure_ollama_token_fidelity,
     measure_token_fidelity,
 )
-from quantgate.inputs.dataset import load_dataset
+from quantgate.inputs._dataset import load_dataset
 from tests.conftest import OLLAMA_TAGS
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]

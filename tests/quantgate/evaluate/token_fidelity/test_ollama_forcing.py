@@ -7,8 +7,8 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from ollama import ChatResponse, Message
 
 from quantgate.backends import BackendError
-from quantgate.backends.forcing import chat_messages
-from quantgate.backends.ollama.ollama_forcing import OllamaForcing
+from quantgate.backends._forcing import chat_messages
+from quantgate.backends.ollama._ollama_forcing import OllamaForcing
 
 MESSAGES = [SystemMessage(content="Extract."), HumanMessage(content="Ana, 30")]
 

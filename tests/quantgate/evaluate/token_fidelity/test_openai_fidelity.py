@@ -13,17 +13,17 @@ import httpx
 import pytest
 from langchain_core.messages import HumanMessage
 
-import quantgate.evaluate.token_fidelity.run_step as fidelity_step
+import quantgate.evaluate.token_fidelity._run_step as fidelity_step
 from quantgate.backends import BackendCapabilities, BackendError, OpenedVariant
-from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.ollama.ollama_forcing import LOGPROBS_FORCING as OLLAMA_FORCING
-from quantgate.backends.ollama.ollama_forcing import OllamaForcing
-from quantgate.backends.openai.openai_forcing import LOGPROBS_FORCING as OPENAI_FORCING
-from quantgate.backends.openai.openai_forcing import UNKNOWN_PROMPT, OpenAIForcing
-from quantgate.evaluate.token_fidelity.forcings import OPENAI_METHOD, forcing_problem, logprobs_forcing
-from quantgate.evaluate.token_fidelity.run_step import token_fidelity_step, unmeasured_reason
-from quantgate.inputs.variants import Variant
-from quantgate.rundir.summary import VariantEntry
+from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends.ollama._ollama_forcing import LOGPROBS_FORCING as OLLAMA_FORCING
+from quantgate.backends.ollama._ollama_forcing import OllamaForcing
+from quantgate.backends.openai._openai_forcing import LOGPROBS_FORCING as OPENAI_FORCING
+from quantgate.backends.openai._openai_forcing import UNKNOWN_PROMPT, OpenAIForcing
+from quantgate.evaluate.token_fidelity._forcings import OPENAI_METHOD, forcing_problem, logprobs_forcing
+from quantgate.evaluate.token_fidelity._run_step import token_fidelity_step, unmeasured_reason
+from quantgate.inputs._variants import Variant
+from quantgate.rundir._summary import VariantEntry
 
 URL = "http://127.0.0.1:9/v1"
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from quantgate.backends import BackendError
-from quantgate.evaluate.token_fidelity.job import FidelityJob
-from quantgate.evaluate.token_fidelity.run_step import measure_logprobs
-from quantgate.inputs.dataset import Dataset
-from quantgate.inputs.variants import Variant
-from quantgate.rundir.files import FIDELITY_FILE
-from quantgate.rundir.summary import TokenFidelityEntry
+from quantgate.evaluate.token_fidelity._job import FidelityJob
+from quantgate.evaluate.token_fidelity._run_step import measure_logprobs
+from quantgate.inputs._dataset import Dataset
+from quantgate.inputs._variants import Variant
+from quantgate.rundir._files import FIDELITY_FILE
+from quantgate.rundir._summary import TokenFidelityEntry
 
 pytestmark = pytest.mark.model
 

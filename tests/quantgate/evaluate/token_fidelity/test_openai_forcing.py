@@ -9,7 +9,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from quantgate.backends import BackendError
-from quantgate.backends.openai.openai_forcing import (
+from quantgate.backends.openai._openai_forcing import (
     OpenAIForcing,
     completion_steps,
     echoed_target,

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from langchain_core.messages import HumanMessage
 
-from quantgate.backends.openai.openai_forcing import OpenAIForcing, completion_steps
-from quantgate.backends.openai.openai_metadata import NOT_OFFERED, server_metadata
+from quantgate.backends.openai._openai_forcing import OpenAIForcing, completion_steps
+from quantgate.backends.openai._openai_metadata import NOT_OFFERED, server_metadata
 
 pytestmark = pytest.mark.model
 

@@ -12,21 +12,21 @@ import numpy as np
 import pytest
 from langchain_core.messages import BaseMessage, HumanMessage
 
-import quantgate.backends.llamacpp.embedded_forcing as embedded_forcing
-import quantgate.evaluate.token_fidelity.pair_fidelity as runtime_pairs
-import quantgate.evaluate.token_fidelity.run_step as run_step
+import quantgate.backends.llamacpp._embedded_forcing as embedded_forcing
+import quantgate.evaluate.token_fidelity._pair_fidelity as runtime_pairs
+import quantgate.evaluate.token_fidelity._run_step as run_step
 from quantgate.backends import BackendError
-from quantgate.backends.forcing import ForcedPositions
-from quantgate.backends.llamacpp.embedded_forcing import EmbeddedForcing, top_logprobs
-from quantgate.evaluate.token_fidelity.job import NO_POSITION, FidelityJob, FidelityStep
-from quantgate.evaluate.token_fidelity.pair_fidelity import measure_member, runtime_pair_fidelity
-from quantgate.evaluate.token_fidelity.run_step import reference_outputs, token_fidelity_step
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant
-from quantgate.rundir.files import FIDELITY_FILE, RECORDS_FILE
-from quantgate.rundir.lines import CaseRecord
-from quantgate.rundir.store import JsonLines, read_fidelity
-from quantgate.rundir.summary import TokenFidelityEntry, VariantEntry
+from quantgate.backends._forcing import ForcedPositions
+from quantgate.backends.llamacpp._embedded_forcing import EmbeddedForcing, top_logprobs
+from quantgate.evaluate.token_fidelity._job import NO_POSITION, FidelityJob, FidelityStep
+from quantgate.evaluate.token_fidelity._pair_fidelity import measure_member, runtime_pair_fidelity
+from quantgate.evaluate.token_fidelity._run_step import reference_outputs, token_fidelity_step
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import Variant
+from quantgate.rundir._files import FIDELITY_FILE, RECORDS_FILE
+from quantgate.rundir._lines import CaseRecord
+from quantgate.rundir._store import JsonLines, read_fidelity
+from quantgate.rundir._summary import TokenFidelityEntry, VariantEntry
 
 URL = "http://127.0.0.1:9/v1"
 LN = math.log

@@ -14,12 +14,12 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from quantgate.backends import BackendCapabilities, OpenedVariant
-from quantgate.backends.forcing import ForcedPositions, LogprobsForcing
-from quantgate.evaluate.evaluation_run import run_evaluation
-from quantgate.evaluate.options import RunOptions
-from quantgate.inputs.dataset import load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import load_run
+from quantgate.backends._forcing import ForcedPositions, LogprobsForcing
+from quantgate.evaluate._evaluation_run import run_evaluation
+from quantgate.evaluate._options import RunOptions
+from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import load_run
 from tests.fakes import GOOD, QueuedChatModel, write_tiny_dataset
 
 ANSWER = json.dumps(GOOD)

@@ -12,14 +12,14 @@ import pytest
 
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import open_variant
-from quantgate.backends.base_prompt import render_prompt
-from quantgate.backends.llamacpp.llamacpp import LlamaCppChatModel
-from quantgate.evaluate.options import RunOptions, extraction_context
-from quantgate.evaluate.token_fidelity.job import FidelityJob
-from quantgate.evaluate.token_fidelity.pair_fidelity import measure_pairs
-from quantgate.inputs.dataset import Dataset, load_dataset
-from quantgate.inputs.variants import Variant, VariantSet
-from quantgate.rundir.store import read_fidelity
+from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends.llamacpp._llamacpp import LlamaCppChatModel
+from quantgate.evaluate._options import RunOptions, extraction_context
+from quantgate.evaluate.token_fidelity._job import FidelityJob
+from quantgate.evaluate.token_fidelity._pair_fidelity import measure_pairs
+from quantgate.inputs._dataset import Dataset, load_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import read_fidelity
 
 pytestmark = pytest.mark.model
 

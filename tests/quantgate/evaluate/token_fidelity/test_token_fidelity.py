@@ -8,8 +8,8 @@ import pytest
 
 from evaluators.fidelity import token_fidelity
 from graphs.extraction import ExtractionContext, graph
-from quantgate.backends.base_prompt import render_prompt
-from quantgate.inputs.dataset import load_dataset
+from quantgate.backends._base_prompt import render_prompt
+from quantgate.inputs._dataset import load_dataset
 from tests.fakes import QueuedChatModel
 
 PROMPT = 'Extract the person as JSON.\n\nText:\nJohn Smith was born in 1970 in Paris.\nJSON: {"name": '
@@ -22,7 +22,7 @@ def path_of(ladder, name):
 
 @pytest.fixture(scope="module")
 def engines(ladder):
-    from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine
+    from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
 
     loaded = {name: EmbeddedEngine(path_of(ladder, name), n_ctx=2048) for name in ("F16", "Q4_K_M")}
     yield loaded
@@ -40,7 +40,7 @@ def forget_cache(engine):
 
 
 def test_case_prompt_is_what_the_extraction_graph_sends():
-    from quantgate.evaluate.token_fidelity.measurement import case_prompt
+    from quantgate.evaluate.token_fidelity._measurement import case_prompt
 
     dataset = load_dataset("contacts-events")
     examples = [(e.text, e.expected) for e in dataset.examples if e.expected is not None]
@@ -65,7 +65,7 @@ def test_case_prompt_is_what_the_extraction_graph_sends():
 def test_rows_match_llama_cpp_python_logits_all(ladder, engines, name, max_kld):
     from llama_cpp import Llama
 
-    from quantgate.backends.llamacpp.teacher_forcing import forced_logits
+    from quantgate.backends.llamacpp._teacher_forcing import forced_logits
 
     prompt, target = tokens(engines[name])
     rows = forced_logits(engines[name].llama, prompt, target)
@@ -86,7 +86,7 @@ def test_rows_match_llama_cpp_python_logits_all(ladder, engines, name, max_kld):
 
 def greedy_with_logits(engine, prompt, max_tokens, monkeypatch):
     """Generate without a grammar, keeping a copy of the logits each step decided on."""
-    from quantgate.backends.llamacpp.greedy import Generation
+    from quantgate.backends.llamacpp._greedy import Generation
 
     seen = []
     original = engine.decoder._logits
@@ -107,7 +107,7 @@ def greedy_with_logits(engine, prompt, max_tokens, monkeypatch):
 @pytest.mark.model
 @pytest.mark.parametrize("name", ["F16", "Q4_K_M"])
 def test_forcing_the_greedy_output_reproduces_generation(engines, name, monkeypatch):
-    from quantgate.backends.llamacpp.teacher_forcing import forced_logits
+    from quantgate.backends.llamacpp._teacher_forcing import forced_logits
 
     engine = engines[name]
     forget_cache(engine)
@@ -125,7 +125,7 @@ def test_forcing_the_greedy_output_reproduces_generation(engines, name, monkeypa
 
 @pytest.mark.model
 def test_the_kv_cache_prefix_is_reused_and_gives_the_same_rows(engines, monkeypatch):
-    from quantgate.backends.llamacpp.teacher_forcing import forced_logits
+    from quantgate.backends.llamacpp._teacher_forcing import forced_logits
 
     engine = engines["F16"]
     llama = engine.llama
@@ -153,8 +153,8 @@ def test_the_kv_cache_prefix_is_reused_and_gives_the_same_rows(engines, monkeypa
 
 @pytest.mark.model
 def test_generation_after_forcing_is_unchanged(engines):
-    from quantgate.backends.llamacpp.greedy import Generation
-    from quantgate.backends.llamacpp.teacher_forcing import forced_logits
+    from quantgate.backends.llamacpp._greedy import Generation
+    from quantgate.backends.llamacpp._teacher_forcing import forced_logits
 
     engine = engines["Q4_K_M"]
     forget_cache(engine)
@@ -167,7 +167,7 @@ def test_generation_after_forcing_is_unchanged(engines):
 
 @pytest.mark.model
 def test_too_long_for_the_context_is_refused(engines):
-    from quantgate.backends.llamacpp.teacher_forcing import forced_logits
+    from quantgate.backends.llamacpp._teacher_forcing import forced_logits
 
     llama = engines["Q4_K_M"].llama
     prompt, target = tokens(engines["Q4_K_M"])
@@ -178,8 +178,8 @@ def test_too_long_for_the_context_is_refused(engines):
 
 @pytest.mark.model
 def test_reference_against_itself_and_against_q4(ladder):
-    from quantgate.backends.llamacpp.llamacpp import EmbeddedEngine
-    from quantgate.evaluate.token_fidelity.measurement import measure_token_fidelity
+    from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
+    from quantgate.evaluate.token_fidelity._measurement import measure_token_fidelity
 
     prompt, target = PROMPT.removesuffix('{"name": '), '{"name": ' + TARGET  # the whole JSON answer
     prompts = {"a": prompt, "b": prompt.replace("John Smith", "Ada Lovelace"), "long": prompt * 60}
@@ -243,8 +243,8 @@ def assert_tail(itself, q4, records):
 
 
 def test_reference_outputs_are_those_of_the_measured_cases_answered_at_the_first_attempt():
-    from quantgate.evaluate.token_fidelity.run_step import reference_outputs
-    from quantgate.rundir.lines import CaseRecord
+    from quantgate.evaluate.token_fidelity._run_step import reference_outputs
+    from quantgate.rundir._lines import CaseRecord
 
     def record(case_id: str, **kwargs: Any) -> CaseRecord:
         return CaseRecord(variant="F16", case_id=case_id, **kwargs)

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from quantgate.backends.forcing import ForcedPositions
-from quantgate.evaluate.token_fidelity.measurement import _variant_record
+from quantgate.backends._forcing import ForcedPositions
+from quantgate.evaluate.token_fidelity._measurement import _variant_record
 
 TOKENS = ('{"', "a", '":', " 1", "}")
 

@@ -1,0 +1,393 @@
+"""The embedded backend: a LangChain chat model over llama-cpp-python, in process.
+
+Why not langchain-community's `ChatLlamaCpp` or llama-cpp-python's chat API: Gemma 3 270M
+as packaged here is a *base* model with no chat template, so any chat format (the default
+llama-2 one included) wraps the prompt in tokens the model never saw in training. We render
+the conversation ourselves as a plain few-shot completion prompt (`render_prompt`) and
+decode it with `GreedyDecoder`; `ChatLlamaCpp` is also being sunset. Output is constrained
+by a llama.cpp grammar built from the JSON schema once per schema, decoding is greedy
+(temperature 0, so the seed has no effect but is recorded), and tokens are streamed so time
+to first token is real.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
+from pydantic import ConfigDict
+
+from evaluators.json_tokens import token_kinds
+from quantgate._hardware import package_version, physical_cores
+from quantgate.backends import BackendError, OpenedVariant
+from quantgate.backends._backend_options import options_of
+from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends._schema_grammar import (
+    GRAMMAR_ENGINES,
+    GrammarEngineName,
+    UnenforcedKeyword,
+    gbnf_grammar,
+    grammar_schema,
+    unenforced_keywords,
+)
+from quantgate.backends._streaming import StreamingChatModel
+from quantgate.backends.llamacpp._grammar import (
+    GrammarChecker,
+    GrammarEngine,
+    LlguidanceChecker,
+    lark_of_schema,
+)
+from quantgate.backends.llamacpp._greedy import Generation, GreedyDecoder
+from quantgate.backends.llamacpp._kv_cache import kv_cache_params
+from quantgate.backends.llamacpp._label_context import ContinuationScorer, scorer_sequences
+from quantgate.backends.llamacpp._label_scores import LABEL_SCORING_KEY, closed_label_set, label_metadata
+from quantgate.backends.llamacpp._llamacpp_options import LlamaCppOptions
+from quantgate.backends.llamacpp._logprobs import TokenTop, given_answer, logprob_metadata
+from quantgate.inputs._variants import KVCache, Variant
+
+if TYPE_CHECKING:
+    from quantgate.backends.llamacpp._slots import SlotScheduler
+
+
+DEFAULT_GRAMMAR_ENGINE: GrammarEngineName = "gbnf"
+"""llama.cpp's GBNF grammar sampler, checked on the argmax first; llguidance is the other
+choice (`grammar_engine="llguidance"`). Measured against each other in
+`benchmarks/grammar_engines.py`."""
+
+_TOKENIZER_CTX = 512
+"""With slots, the `Llama`'s own context only serves tokenization: kept small."""
+
+
+def _check_options(*, slots: int | None, grammar_engine: str, fast_forward: bool) -> None:
+    """Refuse option values that cannot work together (before the model is loaded)."""
+    if slots is not None and slots < 1:
+        raise ValueError(f"slots must be at least 1, got {slots}")
+    if grammar_engine not in GRAMMAR_ENGINES:
+        raise ValueError(
+            f"grammar_engine must be one of {', '.join(GRAMMAR_ENGINES)}, got {grammar_engine!r}"
+        )
+    if fast_forward and grammar_engine != "llguidance":
+        raise ValueError('fast_forward needs grammar_engine = "llguidance"')
+
+
+class EmbeddedEngine:
+    """One GGUF loaded in this process by llama.cpp, shared by the chat models over it.
+
+    The weights are read into memory (`use_mmap=False`) so that the process RSS growth
+    after loading is the model's real footprint. Generation and prompt batches use
+    `n_threads` threads, all physical cores by default. Flash attention is on by default with
+    slots: on 2 CPU cores it makes a decode step at a depth of 1,800 tokens about 20% faster,
+    with 1 to 4 sequences (`benchmarks/throughput.py`). Without slots it is off by default, so
+    that the one-sequence decoder gives exactly llama-cpp-python's `create_completion` tokens and
+    teacher forcing one token at a time reproduces generation's logits bit for bit (with flash
+    attention, llama.cpp's results depend slightly on how the KV cache is filled).
+
+    With `slots` set, requests are decoded by a `SlotScheduler`: up to `slots` sequences at
+    once in one context of `n_ctx` KV cells shared by them (the shared prompt prefix is held
+    once). Without it, one sequence at a time on the `Llama`'s own context (`decoder`, which
+    also hands out each step's logits), serialized by `lock`; the longest common token prefix
+    of consecutive prompts stays in the KV cache, so the few-shot prefix is evaluated once.
+
+    With `fast_forward` (llguidance only), the tokens the schema forces after each chosen
+    token (keys, punctuation) are decoded in the same batch as a draft that the model checks
+    (`SlotScheduler.fast_forward`). It applies with slots; the one-sequence decoder goes
+    token by token.
+
+    `kv_cache` sets the attention cache's K and V types (f16 when None); a quantized V cache
+    turns flash attention on, as llama.cpp requires (`quantgate.backends.llamacpp._kv_cache`).
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        slots: int | None = None,
+        flash_attn: bool | None = None,
+        grammar_engine: GrammarEngineName = DEFAULT_GRAMMAR_ENGINE,
+        fast_forward: bool = False,
+        seed: int = 0,
+        max_array_items: int = 20,
+        score_labels: bool = False,
+        kv_cache: KVCache | None = None,
+    ) -> None:
+        from llama_cpp import Llama
+        from llama_cpp._utils import suppress_stdout_stderr
+
+        _check_options(slots=slots, grammar_engine=grammar_engine, fast_forward=fast_forward)
+        self.grammar_engine = grammar_engine
+        self.fast_forward = fast_forward and slots is not None
+        self.model_path = Path(model_path)
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or physical_cores()
+        self.slots = slots
+        self.kv = kv_cache_params(kv_cache, flash_attn=flash_attn, default_flash_attn=slots is not None)
+        self.flash_attn = self.kv.flash_attn
+        self.seed = seed
+        self.max_array_items = max_array_items
+        self.score_labels = score_labels
+        self.lock = threading.Lock()
+        self._scoring_lock = threading.Lock()
+        self._grammars: dict[str, str] = {}
+        self.scheduler: SlotScheduler | None = None
+        self._decoder: GreedyDecoder | None = None
+        self._scorer: ContinuationScorer | None = None
+        with suppress_stdout_stderr(disable=False):  # llama.cpp prints KV-cache notes even when not verbose
+            self.llama = Llama(
+                model_path=str(self.model_path),
+                n_ctx=n_ctx if slots is None else _TOKENIZER_CTX,
+                n_threads=self.n_threads,
+                n_threads_batch=self.n_threads,
+                flash_attn=self.flash_attn,
+                type_k=self.kv.type_k,
+                type_v=self.kv.type_v,
+                seed=seed,
+                use_mmap=False,
+                verbose=False,
+            )
+            self._checker = self._grammar_checker()
+            if slots is not None:
+                self._start_slots(slots, fast_forward)
+        if slots is None:
+            self._decoder = GreedyDecoder(self.llama, self._checker)
+
+    def _start_slots(self, slots: int, fast_forward: bool) -> None:
+        from quantgate.backends.llamacpp._batch import LlamaBatchContext
+        from quantgate.backends.llamacpp._slots import SlotScheduler
+
+        checker, n_threads = self._checker, self.n_threads
+        self._batch_context = LlamaBatchContext(
+            self.llama, sequences=slots + 1, n_ctx=self.n_ctx, n_threads=n_threads, grammars=checker
+        )
+        self.scheduler = SlotScheduler(self._batch_context, slots, fast_forward=fast_forward)
+
+    def _grammar_checker(self) -> GrammarEngine:
+        vocab, n_vocab = self.llama._model.vocab, self.llama.n_vocab()
+        if self.grammar_engine == "gbnf":
+            return GrammarChecker(vocab, n_vocab)
+        import llama_cpp
+
+        ends = [t for t in range(n_vocab) if llama_cpp.llama_vocab_is_eog(vocab, t)]
+        return LlguidanceChecker(vocab, n_vocab, ends)
+
+    @property
+    def decoder(self) -> GreedyDecoder:
+        """The one-sequence decoder, which also hands out each step's logits.
+
+        Raises:
+            RuntimeError: The engine was opened with slots (its `Llama` context only tokenizes).
+        """
+        if self._decoder is None:
+            raise RuntimeError("this engine decodes with slots; open it without slots to decode step by step")
+        return self._decoder
+
+    def generate(
+        self,
+        prompt: str,
+        grammar: str | None,
+        max_tokens: int,
+        stats: Generation,
+        *,
+        answer: str | None = None,
+        answer_top: Sequence[TokenTop] | None = None,
+    ) -> Iterator[str]:
+        """Greedy decoding of `prompt`, yielding each token's text (see `GreedyDecoder.generate`).
+
+        With `answer` (another model's answer to the same prompt, the reference's) and slots, the
+        answer is verified instead (`SlotScheduler.generate`): read at prefill speed and kept as far
+        as this model would have chosen its tokens, decoded from there; `stats` says how far. The
+        one-sequence decoder decodes (`stats.answer_tokens` stays None). With `answer_top` (the
+        answer's top log-probabilities, its model's), each position read is compared with them
+        (`stats.fidelity`, with the kind of the answer's token there). Setting `stats.top_logprobs`
+        to an empty list asks for this model's own per token.
+
+        Thread-safe: with slots the request joins the batch, else it waits for the lock.
+        """
+        if self.scheduler is not None:
+            tokens = self.llama.tokenize(prompt.encode("utf-8"))
+            given = None if answer is None else self.llama.tokenize(answer.encode("utf-8"), add_bos=False)
+            yield from self.scheduler.generate(
+                tokens, grammar, max_tokens, stats, answer=given, answer_top=answer_top
+            )
+            if stats.fidelity is not None and given is not None:
+                pieces = [bytes(self.llama.detokenize([token])) for token in given]
+                stats.fidelity.kinds = list(token_kinds(pieces)[: len(stats.fidelity.kld)])
+            return
+        with self.lock:
+            yield from self.decoder.generate(prompt, grammar, max_tokens, stats)
+
+    def grammar(self, schema: Mapping[str, Any]) -> str:
+        """The grammar of a JSON schema (arrays capped) for the engine's grammar engine, once per schema."""
+        key = json.dumps(schema, sort_keys=True)
+        if key in self._grammars:
+            return self._grammars[key]
+        if self.grammar_engine == "llguidance":
+            prepared = grammar_schema(schema, self.max_array_items, self.grammar_engine)
+            self._grammars[key] = lark_of_schema(prepared)
+        else:
+            self._grammars[key] = gbnf_grammar(schema, self.max_array_items)
+        return self._grammars[key]
+
+    def label_metadata(self, prompt: str, raw: str, schema: Mapping[str, Any] | None) -> dict[str, float]:
+        """With `score_labels`, a single-label classification answer's label probabilities and the
+        seconds they took (`label_scores.label_metadata`, in a context of one sequence per label
+        plus the prompt's, at most llama.cpp's 256, made at the first answer, one case at a time);
+        empty otherwise."""
+        labels = closed_label_set(schema) if self.score_labels else None
+        if labels is None:
+            return {}
+        started = time.perf_counter()
+        with self._scoring_lock:
+            sequences = scorer_sequences(len(labels.labels))
+            if self._scorer is None or self._scorer.sequences < sequences:
+                if self._scorer is not None:
+                    self._scorer.close()
+                self._scorer = ContinuationScorer(
+                    self.llama, sequences=sequences, n_ctx=self.n_ctx, n_threads=self.n_threads
+                )
+            scores = label_metadata(self.llama, self._scorer, prompt, raw, labels)
+        return {**scores, LABEL_SCORING_KEY: time.perf_counter() - started} if scores else {}
+
+    def unenforced(self, schema: Mapping[str, Any]) -> tuple[UnenforcedKeyword, ...]:
+        """The keywords of `schema` the engine's grammar does not enforce (`unenforced_keywords`)."""
+        return unenforced_keywords(schema, engine=self.grammar_engine, max_items=self.max_array_items)
+
+    def count_tokens(self, text: str) -> int:
+        """Number of tokens of `text` (without BOS)."""
+        return len(self.llama.tokenize(text.encode("utf-8"), add_bos=False))
+
+    def close(self) -> None:
+        """Stop the scheduler, free the model and its contexts."""
+        if self.scheduler is not None:
+            self.scheduler.close()
+            self._batch_context.close()
+        if self._scorer is not None:
+            self._scorer.close()
+        self.llama.close()
+
+
+class LlamaCppChatModel(StreamingChatModel):
+    """Chat model over an `EmbeddedEngine`, constrained to `json_schema` when set.
+
+    Usage metadata carries the prompt and generated token counts; response metadata the
+    finish reason (`stop` or `length`).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    engine: EmbeddedEngine
+    json_schema: dict[str, Any] | None = None
+    max_tokens: int = 512
+
+    @property
+    def _llm_type(self) -> str:
+        return "quantgate-llamacpp"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_path": str(self.engine.model_path), "n_ctx": self.engine.n_ctx, "decoding": "greedy"}
+
+    def get_num_tokens(self, text: str) -> int:
+        """Count tokens with the model's own tokenizer."""
+        return self.engine.count_tokens(text)
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        prompt = render_prompt(messages)
+        grammar = self.engine.grammar(self.json_schema) if self.json_schema else None
+        stats = Generation(top_logprobs=[] if kwargs.get("top_logprobs") else None)  # `TOP_LOGPROBS_KWARG`
+        answer: list[str] = []
+        given, tops = given_answer(kwargs.get("answer"))  # the reference's answer (`VERIFY_KWARG`)
+        generated = self.engine.generate(
+            prompt, grammar, self.max_tokens, stats, answer=given, answer_top=tops
+        )
+        for text in generated:
+            if run_manager:
+                run_manager.on_llm_new_token(text)
+            answer.append(text)
+            yield ChatGenerationChunk(message=AIMessageChunk(content=text))
+        scores = self.engine.label_metadata(prompt, "".join(answer), self.json_schema)
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                usage_metadata={
+                    "input_tokens": stats.prompt_tokens,
+                    "output_tokens": stats.output_tokens,
+                    "total_tokens": stats.prompt_tokens + stats.output_tokens,
+                },
+                response_metadata={
+                    "finish_reason": stats.finish_reason,
+                    "model_name": self.engine.model_path.name,
+                    "grammar_fallbacks": stats.grammar_fallbacks,
+                    "forced_tokens": stats.forced_tokens,
+                    "obtained": stats.obtained,
+                    "answer_tokens": stats.answer_tokens,
+                    "verified_tokens": stats.verified_tokens if stats.answer_tokens is not None else None,
+                    **logprob_metadata(stats.top_logprobs, stats.fidelity),
+                    **scores,
+                },
+                chunk_position="last",
+            )
+        )
+
+
+@contextmanager
+def open_llamacpp(
+    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
+) -> Iterator[OpenedVariant]:
+    """Load a variant's GGUF file in process (the `llamacpp` backend); freed when the block ends.
+
+    Raises:
+        BackendError: There is no file at the variant's `model`, or llama.cpp cannot load it.
+    """
+    path = Path(variant.model)
+    if not path.is_file():
+        raise BackendError(f"variant {variant.name}: no GGUF file at {path}")
+    typed = options_of(variant, LlamaCppOptions)
+    options = typed.model_dump(exclude_unset=True, exclude={"max_tokens"})  # the engine's, as given
+    max_tokens = typed.max_tokens
+    options.setdefault("slots", slots)
+    try:
+        engine = EmbeddedEngine(path, kv_cache=variant.kv_cache, **options)
+    except (ValueError, RuntimeError, TypeError) as exc:
+        raise BackendError(f"variant {variant.name}: llama.cpp could not load {path}: {exc}") from exc
+    try:
+        yield OpenedVariant(
+            chat_model=LlamaCppChatModel(engine=engine, json_schema=dict(schema), max_tokens=max_tokens),
+            runtime={
+                "name": "llama.cpp (llama-cpp-python, in process)",
+                "version": package_version("llama-cpp-python"),
+                "n_ctx": engine.n_ctx,
+                "n_threads": engine.n_threads,
+                "slots": engine.slots,
+                "flash_attn": engine.flash_attn,
+                "kv_cache": engine.kv.record(),
+                "seed": engine.seed,
+                "decoding": "greedy (temperature 0), JSON-schema grammar, argmax checked first",
+                "grammar_engine": engine.grammar_engine,
+                "fast_forward": engine.fast_forward,
+                "use_mmap": False,
+                "max_array_items": engine.max_array_items,
+                "score_labels": engine.score_labels and closed_label_set(schema) is not None,
+                "unenforced_schema_keywords": [str(keyword) for keyword in engine.unenforced(schema)],
+            },
+            context_window=engine.n_ctx,
+            max_output_tokens=max_tokens,
+            count_tokens=engine.count_tokens,
+        )
+    finally:
+        engine.close()

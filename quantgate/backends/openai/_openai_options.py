@@ -1,0 +1,39 @@
+"""The OpenAI-compatible backend's options, typed (`OpenAIOptions`): a variant's `options` table as it
+reads them. The endpoint's own checks (`openai_endpoint`: an http(s) `base_url`, an `api_key_env`
+naming a set variable) and the choices of `api` and `response_format` keep their messages there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from quantgate.backends._backend_options import DEFAULT_TOP_LOGPROBS, BackendOptions
+from quantgate.backends._streaming import DEFAULT_FIRST_TOKEN_TIMEOUT_S, DEFAULT_TIMEOUT_S
+
+__all__ = ["OpenAIOptions"]
+
+
+class OpenAIOptions(BackendOptions):
+    """An OpenAI-compatible variant's options; keys it does not name are kept (and not sent)."""
+
+    base_url: str | None = None
+    """The server's OpenAI API root, e.g. `http://127.0.0.1:8000/v1`."""
+    api_key_env: str | None = None
+    """The environment variable that holds the API key."""
+    api: str = "chat"
+    """`chat` (the server's template) or `completions` (quantgate's plain prompt)."""
+    response_format: str = "auto"
+    """How the dataset's JSON schema is sent (see `RESPONSE_FORMATS`, `COMPLETION_FORMATS`)."""
+    extra_body: Any = None
+    """Fields sent with every generation request (a table; `extra_body_option` checks it)."""
+    max_tokens: int = Field(512, ge=1)
+    seed: int = 0
+    timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0)
+    """The whole answer's time limit (a token-fidelity forcing call's is 300 s unless this is given)."""
+    first_token_timeout_s: float = Field(DEFAULT_FIRST_TOKEN_TIMEOUT_S, gt=0)
+    """The first token's time limit."""
+    top_logprobs: int = Field(DEFAULT_TOP_LOGPROBS, ge=1, le=20)
+    """Log-probabilities per position when token fidelity forces the model."""
+    logprobs_echo: bool = False
+    """Token fidelity asks the server to echo the prompt's log-probabilities (one request per case)."""

@@ -1,0 +1,63 @@
+"""`quantgate ladder`: build the embedded quantization ladder (F16 reference + quants)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from quantgate.cli._common import Commands
+
+
+LADDER_HELP = "Q8_0,Q4_K_M,Q2_K"
+"""The default of --quants as `--help` shows it, without importing the ladder at start-up
+(`quantgate.ladder._quantize.DEFAULT_QUANTS` is the one definition; a test keeps them equal)."""
+
+
+def _names(text: str) -> list[str]:
+    """A comma-separated list, blanks dropped."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _ladder(args: argparse.Namespace) -> int:
+    from quantgate.ladder._quantize import DEFAULT_QUANTS, build_ladder
+
+    quants = _names(args.quants or ",".join(DEFAULT_QUANTS))
+    variant_set, variants_file = build_ladder(
+        source=Path(args.source) if args.source else None,
+        quants=quants,
+        out=Path(args.out) if args.out else None,
+        kv_caches=_names(args.kv_cache or ""),
+        kv_cache_of=_names(args.kv_cache_of) if args.kv_cache_of else None,
+    )
+    for variant in variant_set.variants:
+        size = (variant.file_size_bytes or 0) / 2**20
+        cache = f"  KV cache {variant.kv_cache.label()}" if variant.kv_cache else ""
+        print(f"{variant.name:<8} {size:8.1f} MiB  {variant.model}{cache}")
+    print(f"variants file: {variants_file}")
+    return 0
+
+
+def add_parser(commands: Commands) -> None:
+    """Add `quantgate ladder`."""
+    ladder = commands.add_parser(
+        "ladder", help="build the embedded quantization ladder (F16 reference + quants)"
+    )
+    ladder.add_argument("--source", help="GGUF to start from (default: the bundled Gemma 3 270M Q4_K_M)")
+    ladder.add_argument(
+        "--quants",
+        help=f"comma-separated llama.cpp types (also Q5_K_M, Q6_K, Q3_K_M, Q4_0, ...); default {LADDER_HELP}",
+    )
+    ladder.add_argument(
+        "--kv-cache",
+        help="comma-separated KV-cache types (q8_0, q4_0): each weight type also gets a variant with "
+        "that cache for K and V, named like Q4_K_M-kv-q8_0 (same GGUF file)",
+    )
+    ladder.add_argument(
+        "--kv-cache-of",
+        help="comma-separated weight types the --kv-cache variants are made of (default: every "
+        "quantization built, not the F16 reference)",
+    )
+    ladder.add_argument("--out", help="output directory (default: the user cache dir, quantgate/ladder)")
+    ladder.set_defaults(handler=_ladder)

@@ -1,0 +1,361 @@
+"""A run in interleaved rounds: every variant on the same cases, the budget spent where it is open.
+
+Every variant is loaded once and kept warm (`quantgate.evaluate.scheduler._tracks.WarmPool`: all at once
+when memory allows, else as many as fit, reloading the others when their turn comes). A
+round is the next `round_size` cases of the run's order that some candidate still needs. The
+reference runs those of them it has no record of (none when the reference cache has them),
+then each open candidate runs them, one variant at a time, so that no two variants' timings
+overlap. After each round, in a sequential run, each candidate's accuracy gates are judged
+(`quantgate.evaluate.scheduler._stopping_rule`); a settled candidate is freed and its entry written, and
+the next rounds go to the candidates still open (when every candidate is skipped, the reference
+runs on alone, as in a run of the reference only). The rounds end when no candidate is open,
+the cases run out, or the budget would be spent: a round starts only when its expected time
+(each variant's last seconds per case) fits in what is left of `--budget`, which counts case
+evaluation only (loads and warm-ups are measured apart, in `load_s` and the cold first token).
+Inside a round the budget holds at case granularity: each variant is given the seconds left
+(its worker, maybe another process, sets its own deadline from them), no case starts past
+them, and once they are spent no further variant runs; every finished pair is kept (the
+confidence sequence holds at any stopping time), so a candidate cut short has fewer pairs.
+
+A fixed sample (`--limit`, `--all`) runs the same way, without judging: all its cases.
+
+The machine's load is read before and after each variant's part of each round (other processes'
+CPU share, steal, load average: `evaluators.machine_load`) and kept in summary.json's
+`machine_load`, so a figure taken while other work ran beside the run says so.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from tqdm import tqdm
+
+from evaluators.machine_load import CpuReading, machine_load
+from graphs.extraction import GivenAnswer
+from quantgate.backends import BackendError, capabilities
+from quantgate.evaluate._cache import ReferenceCache
+from quantgate.evaluate._cpu_readings import read_cpu
+from quantgate.evaluate._noise_floor_arm import NoiseFloorArm
+from quantgate.evaluate._session import RunSession, record_run, record_skipped
+from quantgate.evaluate.scheduler._pool import VariantWorker, warm_capacity
+from quantgate.evaluate.scheduler._stopping_rule import paired_outcomes, settling_gates_status
+from quantgate.evaluate.scheduler._tracks import Stopped, Track, WarmPool, track_result
+from quantgate.evaluate.scheduler._variant import VariantJob
+from quantgate.evaluate.scheduler._verification import (
+    answers_to_verify,
+    latency_sample,
+    reference_options,
+    verification_missing,
+)
+from quantgate.rundir._round_loads import RoundLoadEntry
+from quantgate.rundir._summary import Placement
+
+__all__ = ["evaluate_in_rounds"]
+
+_HERE = Placement(executor="local")
+
+
+class _Rounds:
+    """The state of a run in rounds: its tracks, its warm workers, the time spent."""
+
+    def __init__(self, session: RunSession) -> None:
+        self.session = session
+        self.options = session.options
+        self.tracks = [self._track(v.name) for v in session.variants if v.name not in session.done]
+        self.reference = next((t for t in self.tracks if t.is_reference), None) or self._done_reference()
+        self.candidates = [t for t in self.tracks if not t.is_reference]
+        capacity = warm_capacity([t.job.variant for t in self.tracks])
+        self.pool = WarmPool(session.store, capacity, on_load=self._loaded)
+        self.cache = ReferenceCache.for_session(session)
+        self.noise_floor = NoiseFloorArm(session)
+        self.spent_s = session.summary.evaluation_s or 0.0
+        self.budget_s = session.options.budget_s
+        self.rounds = 0
+        self.decode = latency_sample(session.cases, session.options)
+        self.rounds_before = max((e.round for e in session.summary.machine_load or []), default=0)
+        self.bars = {t.name: _bar(t, session) for t in self.tracks}
+        if capacity < len(self.tracks):
+            print(
+                f"quantgate: memory holds {capacity} of the {len(self.tracks)} variants at once; the others "
+                "load when their turn comes (each load is timed apart, in load_s)",
+                file=sys.stderr,
+            )
+
+    def _track(self, name: str) -> Track:
+        session = self.session
+        variant = next(v for v in session.variants if v.name == name)
+        prior = session.prior.get(name, ())
+        job = VariantJob(
+            variant=variant,
+            dataset=session.dataset,
+            cases=tuple(session.cases),
+            run_dir=session.store.directory,
+            reference_records=None if name == session.reference else {},
+            options=session.options,
+        )
+        line = session.metadata.by_name().get(name)
+        return Track(
+            job=job,
+            is_reference=name == session.reference,
+            outcomes={o.case_id: o for o in prior},
+            resumed=len(prior),
+            metadata=line if line is not None and line.runtime is not None else None,
+        )
+
+    def _loaded(self, track: Track) -> None:
+        """A variant just loaded: its line of variants.json (what serves it) is written at once."""
+        if track.metadata is not None and len(track.warmed) == 1:
+            self.session.place_metadata(track.metadata.model_copy(update={"placement": _HERE}))
+            self.session.store.write_variants(self.session.metadata)
+
+    def _done_reference(self) -> Track:
+        """The reference of a resumed run that completed it: its records only, no worker."""
+        track = self._track(self.session.reference)
+        track.stopped = "cases"
+        track.placed = True
+        return track
+
+    def run(self) -> None:
+        """Load the candidates, then run rounds until none is open, the cases or the budget end (the
+        reference loads when a round first needs a case the reference cache does not hold)."""
+        self._judge()  # a resumed candidate may be settled by what it has already
+        if self.pool.capacity >= len(self.tracks):  # all stay loaded: load them before the rounds
+            for track in self.candidates:
+                if track.open:
+                    self._worker(track)
+        while cases := self._next_round():
+            self._round(cases)
+        self._finish()
+
+    def _worker(self, track: Track) -> VariantWorker | None:
+        """The track's warm worker, loaded if it is not; None when it cannot be (it is skipped)."""
+        try:
+            return self.pool.worker(track)
+        except BackendError as exc:
+            self._fail(track, str(exc))
+            return None
+
+    def _open(self) -> list[Track]:
+        """The variants the next round is for: the open candidates, or the reference alone in a run
+        of the reference only, which a run whose every candidate failed (skipped) becomes: the
+        reference still runs its cases, as it would without them."""
+        if self.reference.error is not None:
+            return []
+        if any(t.error is None for t in self.candidates):
+            return [t for t in self.candidates if t.open]
+        return [self.reference] if self.reference.open else []
+
+    def _pool_of_cases(self) -> list[str]:
+        """The cases rounds can use: the run's, or only the reference's when it is done."""
+        if self.reference.placed:
+            return [c.id for c in self.session.cases if c.id in self.reference.outcomes]
+        return [c.id for c in self.session.cases]
+
+    def _next_round(self) -> list[str]:
+        """The next round's cases, or [] when the rounds end (each open variant told why)."""
+        open_tracks = self._open()
+        if not open_tracks:
+            return []
+        needed = [c for c in self._pool_of_cases() if any(c not in t.outcomes for t in open_tracks)]
+        cases = needed[: self.options.round_size]
+        if not cases:
+            return self._stop(open_tracks, "cases")
+        left = self._left_s()
+        if left is not None and left <= 0:
+            return self._stop(open_tracks, "budget")
+        if (
+            self.budget_s is not None
+            and self.rounds
+            and self.spent_s + self._expected_s(cases) > self.budget_s
+        ):
+            return self._stop(open_tracks, "budget")
+        return cases
+
+    def _stop(self, tracks: list[Track], why: Stopped) -> list[str]:
+        for track in tracks:
+            track.stopped = why
+        return []
+
+    def _left_s(self) -> float | None:
+        """Seconds of the budget left (None: no budget)."""
+        return None if self.budget_s is None else self.budget_s - self.spent_s
+
+    def _expected_s(self, cases: list[str]) -> float:
+        """The time the round would take, at each variant's last measured rate (the reference's
+        once, also when it runs alone)."""
+        tracks = [self.reference, *(t for t in self._open() if t is not self.reference)]
+        participants = [t for t in tracks if not t.placed and t.lacking(cases)]
+        rates = [t.case_s for t in participants if t.case_s is not None]
+        fallback = max(rates) if rates else 0.0
+        return sum(
+            len(t.lacking(cases)) * (t.case_s if t.case_s is not None else fallback) for t in participants
+        )
+
+    def _round(self, cases: list[str]) -> None:
+        reference = self.reference
+        if not reference.placed:  # the latency sample is decoded in this run, never served from the cache
+            served = [c for c in cases if c not in self.decode]
+            self.cache.serve(reference, served, self.session.store)
+            verified = any(verification_missing(t.job.variant, self.options) is None for t in self._open())
+            options = reference_options(reference.job.variant, cases, decode=self.decode, verified=verified)
+            self._evaluate(reference, cases, model_options=options)
+        if self.noise_floor.due and reference.error is None:
+            self._noise_floor(cases)
+        records = {
+            c: o.extraction.record if o.extraction.valid else None
+            for c, o in reference.outcomes.items()
+            if c in cases
+        }
+        answers = answers_to_verify(reference.outcomes, cases, decode=self.decode)
+        for track in self._open():
+            if track is not reference and reference.error is None:
+                verifies = verification_missing(track.job.variant, self.options) is None
+                self._evaluate(track, cases, reference_records=records, answers=answers if verifies else None)
+        self.rounds += 1
+        self.session.summary.evaluation_s = self.spent_s
+        self._judge()
+        self.session.store.write_summary(self.session.summary)
+
+    def _evaluate(
+        self,
+        track: Track,
+        cases: list[str],
+        reference_records: dict | None = None,  # type: ignore[type-arg]
+        answers: dict[str, list[GivenAnswer | str | None]] | None = None,
+        model_options: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        lacking = track.lacking(cases)
+        left = self._left_s()
+        if left is not None and left <= 0:  # the budget is spent: none of its cases starts
+            return
+        worker = self._worker(track) if lacking and track.error is None else None
+        if worker is None:  # nothing to run, or it could not be loaded (its load is not timed here)
+            return
+        bar = self.bars[track.name]
+        started, before = time.perf_counter(), read_cpu()
+        try:
+            ran = worker.run(
+                lacking, reference_records, lambda: _advance(bar), answers, seconds_left=left,
+                model_options=model_options,
+            )  # fmt: skip
+        except BackendError as exc:
+            self._fail(track, str(exc))
+            return
+        elapsed = time.perf_counter() - started
+        self.spent_s += elapsed
+        track.case_s = elapsed / max(len(ran.outcomes), 1)
+        self._record_load(track, before, len(ran.outcomes))
+        track.wall_s += ran.wall_s or 0.0
+        for outcome in ran.outcomes:
+            track.outcomes[outcome.case_id] = outcome
+            track.new_tokens.append(outcome.latency.output_tokens)
+
+    def _noise_floor(self, cases: list[str]) -> None:
+        """The reference answers the first cases again, one at a time (`NoiseFloorArm`); its time is
+        not the budget's. A reference that cannot load or dies here keeps its answers: the arm says
+        why it has no figures, and a dead worker is loaded again when next needed."""
+        reference = self.reference
+        try:
+            worker = self.pool.worker(reference)
+        except BackendError as exc:
+            self.session.summary.noise_floor_missing = f"not measured: {str(exc).splitlines()[0]}"
+            return
+        origins = {c: r.cached_from or self.cache.run_id for c, r in self.cache.records.items()
+                   if c in reference.cached}  # fmt: skip
+        try:
+            self.noise_floor.measure(reference, cases, worker, origins)
+        except BackendError:
+            self.pool.drop(reference)
+        if reference.placed:  # a resumed run's finished reference, loaded for the arm only
+            self.pool.release(reference)
+
+    def _record_load(self, track: Track, before: CpuReading, cases: int) -> None:
+        """Keep the machine's load over the variant's part of this round (a server variant's is
+        not judged busy: its server's work on the cases counts as other processes')."""
+        judged = capabilities(track.job.variant).memory != "server"
+        load = machine_load(before, read_cpu(), judged=judged)
+        part = RoundLoadEntry.extending(
+            load, round=self.rounds_before + self.rounds + 1, variant=track.name, cases=cases
+        )
+        self.session.summary.machine_load = [*(self.session.summary.machine_load or []), part]
+
+    def _judge(self) -> None:
+        if not self.options.sequential:
+            return
+        scores = {
+            c: {name: f.score for name, f in o.score.fields.fields.items()}
+            for c, o in self.reference.outcomes.items()
+            if o.score.fields is not None
+        }
+        for track in [t for t in self.candidates if t.open]:
+            paired = paired_outcomes(track.ordered(), scores)
+            status = settling_gates_status(paired, self.options.gates, truncation=self.options.truncation)
+            if status != "undecided":
+                track.settled, track.stopped = status, "settled"
+                self.bars[track.name].set_postfix_str(f"{status} after {len(paired)} paired cases")
+                self._place(track)
+
+    def _fail(self, track: Track, error: str) -> None:
+        track.error = error
+        self.pool.drop(track)
+        print(f"quantgate: skipping variant {track.name}: {error}")
+        record_skipped(self.session, track.job, error, placement=_HERE)
+        track.placed = True
+
+    def _place(self, track: Track) -> None:
+        """Free the track's model and write its entry (the reference's answers go to the cache)."""
+        self.pool.release(track)
+        self.bars[track.name].close()
+        result = track_result(track, sequential=self.options.sequential, timed_cases=self.decode)
+        if track.is_reference:
+            self.cache.keep(track)
+            self.cache.keep_entry(result.entry)
+        record_run(self.session, result, placement=_HERE)
+        track.placed = True
+
+    def _finish(self) -> None:
+        """Write the entries of the variants still unplaced (the reference last: it ran every case
+        a candidate needed)."""
+        if self.reference.open:  # beside candidates: stopped when the last open one did
+            reasons = {t.stopped for t in self.candidates if t.settled is None and t.error is None}
+            self.reference.stopped = "budget" if "budget" in reasons else "cases" if reasons else "settled"
+        for track in [*self.candidates, self.reference]:
+            if not track.placed and track.error is None:
+                self._place(track)
+        self.session.store.write_summary(self.session.summary)
+
+
+def _advance(bar: tqdm) -> None:  # type: ignore[type-arg]
+    bar.update(1)
+
+
+def _bar(track: Track, session: RunSession) -> tqdm:  # type: ignore[type-arg]
+    """A variant's cases so far (no total: a sequential run stops when the variant is settled)."""
+    sequential = session.options.sequential
+    return tqdm(
+        total=None if sequential else len(session.cases),
+        initial=len(track.outcomes),
+        desc=track.name,
+        unit="case",
+        disable=not session.options.progress,
+    )
+
+
+def evaluate_in_rounds(session: RunSession) -> None:
+    """Evaluate the variants not done yet in interleaved rounds, writing each one's entry as it
+    settles or the rounds end (summary.json and variants.json written again each time).
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C or SIGTERM; every worker is stopped, the records stay.
+    """
+    rounds = _Rounds(session)
+    try:
+        rounds.run()
+    except BaseException:
+        rounds.pool.kill_all()
+        raise
+    finally:
+        for bar in rounds.bars.values():
+            bar.close()

@@ -1,0 +1,282 @@
+"""The chosen variant for the task kinds other than extraction, with typed answers.
+
+    with open_classifier("runs/<run-id>") as classify:
+        answer = classify("my card has not arrived")     # Classification(label="card_arrival", ...)
+    with open_tool_caller("runs/<run-id>") as call_tool:
+        answer = call_tool("weather in Paris?")          # ToolCallAnswer(call=ToolCall(...), ...)
+    with open_generator("runs/<run-id>") as generate:
+        answer = generate("name[Aromi], food[Italian]")  # Generation(text="Aromi serves ...", ...)
+
+Each opener is `open_extractor` on the run's own task (the graph, prompt, derived record schema,
+few-shot examples and repairs the run evaluated) with the record read into a frozen answer. An
+answer never raises for a bad output: `valid` is False, the typed value None, and `result` holds
+everything the graph returned. A run of another kind is refused before the model is loaded,
+naming the opener that fits it. The online guard counts these calls as it counts extractions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from evaluators.kinds import kind_of
+from evaluators.task_models import Task
+from graphs.extraction import Attempt, ExtractionResult
+from quantgate.inputs._problems import Problem
+from quantgate.inputs._task_file import read_task
+from quantgate.production._extractor import (
+    ChosenVariant,
+    Example,
+    Extractor,
+    ProductionError,
+    load_chosen,
+    open_extractor,
+)
+from quantgate.production._guard import OnlineGuard
+
+AnswerT = TypeVar("AnswerT")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Answer:
+    """What every typed answer has: whether the model gave a valid record, and the graph's result.
+
+    Attributes:
+        valid: The model gave a valid record (after the run's repairs) and no backend error.
+        result: Everything the extraction graph returned (raw text, attempts, errors).
+    """
+
+    valid: bool
+    result: ExtractionResult
+
+    @property
+    def record(self) -> dict[str, Any] | None:
+        """The record as the graph returned it (`{"label": ...}`, `{"call": ...}`, ...); pass a
+        shadow reference's as `reference_record` to feed the guard's agreement signals."""
+        return self.result.record if self.valid else None
+
+    @property
+    def raw(self) -> str | None:
+        """The model's last text."""
+        return self.result.raw
+
+    @property
+    def attempts(self) -> list[Attempt]:
+        """Each model call, repairs included."""
+        return self.result.attempts
+
+    @property
+    def error(self) -> str | None:
+        """Why there is no valid record: a backend error or the validation errors; None if valid."""
+        if self.valid:
+            return None
+        return self.result.error or "; ".join(self.result.validation_errors) or "no record"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Classification(Answer):
+    """A classification's answer.
+
+    Attributes:
+        label: The label (a single-label task); None for a multi-label task or no valid answer.
+        labels: The labels that apply, in the model's order (a multi-label task; may be empty);
+            None for a single-label task or no valid answer.
+    """
+
+    label: str | None = None
+    labels: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCall:
+    """A call of one of the run's tools, with its arguments as the model gave them (a left-out
+    argument is absent; the run's scorer took it as its default)."""
+
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallAnswer(Answer):
+    """A tool-calling answer.
+
+    Attributes:
+        call: The call; None when the model chose no call (or gave no valid answer: see `valid`).
+    """
+
+    call: ToolCall | None = None
+
+    @property
+    def abstained(self) -> bool:
+        """The model validly chose no call: no tool fits the text."""
+        return self.valid and self.call is None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Generation(Answer):
+    """A generation's answer.
+
+    Attributes:
+        text: The generated text; None when there is no valid answer.
+    """
+
+    text: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskRunner(Generic[AnswerT]):
+    """The chosen variant opened on its run's task; call it on a text for a typed answer.
+
+    Attributes:
+        extractor: The underlying extractor (its `context`, `graph` and `guard`).
+        task: The run's task.
+    """
+
+    extractor: Extractor[dict[str, Any]]
+    task: Task
+    to_answer: Callable[[ExtractionResult, bool], AnswerT]
+
+    def __call__(self, text: str, *, reference_record: Mapping[str, Any] | None = None) -> AnswerT:
+        """The answer for one text (never raises for an invalid output: see `valid`).
+
+        Args:
+            text: The input text.
+            reference_record: A shadow reference's record for the same text (its answer's
+                `record`), for the guard's agreement signals.
+        """
+        result = self.extractor.run(text, reference_record=reference_record)
+        valid = result.valid and result.error is None and result.record is not None
+        return self.to_answer(result, valid)
+
+
+Classifier = TaskRunner[Classification]
+ToolCaller = TaskRunner[ToolCallAnswer]
+Generator = TaskRunner[Generation]
+
+
+def _classification(task: Task) -> Callable[[ExtractionResult, bool], Classification]:
+    labels = task.label_set
+    if labels is None:
+        raise TypeError(f"a task with a closed label set is needed, not {task.kind}")
+    field, multi_label = labels.field, labels.multi_label
+
+    def answer(result: ExtractionResult, valid: bool) -> Classification:
+        value = result.record.get(field) if valid and result.record is not None else None
+        if multi_label:
+            labels = tuple(value) if isinstance(value, list) else None
+            return Classification(valid=valid, result=result, labels=labels)
+        return Classification(valid=valid, result=result, label=value if isinstance(value, str) else None)
+
+    return answer
+
+
+def _tool_call(result: ExtractionResult, valid: bool) -> ToolCallAnswer:
+    call = result.record.get("call") if valid and result.record is not None else None
+    typed = None
+    if isinstance(call, Mapping):
+        typed = ToolCall(name=call["name"], arguments=dict(call.get("arguments") or {}))
+    return ToolCallAnswer(valid=valid, result=result, call=typed)
+
+
+def _generation(result: ExtractionResult, valid: bool) -> Generation:
+    text = result.record.get("text") if valid and result.record is not None else None
+    return Generation(valid=valid, result=result, text=text if isinstance(text, str) else None)
+
+
+def _run_task(chosen: ChosenVariant, opener: str) -> Task:
+    """The run's task, refused with the opener that fits it (its kind's `opener`) when that is not
+    `opener`."""
+    problems: list[Problem] = []
+    task = read_task(chosen.dataset_dir, problems) if chosen.dataset_dir.is_dir() else None
+    if task is None:
+        why = "; ".join(str(p) for p in problems[:2]) or "the run's copy of its cases is missing"
+        raise ProductionError(f"{chosen.dataset_dir}: cannot tell the run's task ({why})")
+    fits = kind_of(task).opener
+    if fits != opener:
+        article = "an" if task.kind[0] in "aeiou" else "a"
+        raise ProductionError(
+            f"{chosen.run_dir}: run {chosen.run_dir.name} is {article} {task.kind} run; "
+            f"use {fits}, not {opener}"
+        )
+    return task
+
+
+@contextmanager
+def _open_runner(
+    source: str | Path | ChosenVariant,
+    opener: str,
+    answers: Callable[[Task], Callable[[ExtractionResult, bool], AnswerT]],
+    examples: Sequence[Example] | None,
+    guard: OnlineGuard | None,
+) -> Iterator[TaskRunner[AnswerT]]:
+    chosen = source if isinstance(source, ChosenVariant) else load_chosen(source)
+    task = _run_task(chosen, opener)  # before the model is loaded
+    with open_extractor(chosen, examples=examples, guard=guard) as extractor:
+        yield TaskRunner(extractor=extractor, task=task, to_answer=answers(task))
+
+
+def open_classifier(
+    source: str | Path | ChosenVariant,
+    *,
+    examples: Sequence[Example] | None = None,
+    guard: OnlineGuard | None = None,
+) -> AbstractContextManager[Classifier]:
+    """Open the chosen variant of a classification run: a text in, a `Classification` out.
+
+    Args:
+        source: A run directory, or a `ChosenVariant` from `load_chosen`.
+        examples: Few-shot (text, record) pairs, records as `{"label": ...}`; `[]` for
+            zero-shot. Default: the run's examples.
+        guard: An online guard to feed with every call.
+
+    Raises:
+        ProductionError: See `load_chosen`; or the run is of another task kind (the message
+            names the opener that fits it) or its copy of the cases is gone.
+        BackendError: The backend could not open the variant.
+    """
+    return _open_runner(source, "open_classifier", _classification, examples, guard)
+
+
+def open_tool_caller(
+    source: str | Path | ChosenVariant,
+    *,
+    examples: Sequence[Example] | None = None,
+    guard: OnlineGuard | None = None,
+) -> AbstractContextManager[ToolCaller]:
+    """Open the chosen variant of a tool-calling run: a text in, a `ToolCallAnswer` out.
+
+    Args:
+        source: A run directory, or a `ChosenVariant` from `load_chosen`.
+        examples: Few-shot (text, record) pairs, records as `{"call": {"name": ...,
+            "arguments": {...}}}` or `{"call": None}`; `[]` for zero-shot. Default: the run's.
+        guard: An online guard to feed with every call.
+
+    Raises:
+        ProductionError: As `open_classifier`.
+        BackendError: The backend could not open the variant.
+    """
+    return _open_runner(source, "open_tool_caller", lambda task: _tool_call, examples, guard)
+
+
+def open_generator(
+    source: str | Path | ChosenVariant,
+    *,
+    examples: Sequence[Example] | None = None,
+    guard: OnlineGuard | None = None,
+) -> AbstractContextManager[Generator]:
+    """Open the chosen variant of a generation run: a text in, a `Generation` out.
+
+    Args:
+        source: A run directory, or a `ChosenVariant` from `load_chosen`.
+        examples: Few-shot (text, record) pairs, records as `{"text": ...}`; `[]` for
+            zero-shot. Default: the run's examples.
+        guard: An online guard to feed with every call.
+
+    Raises:
+        ProductionError: As `open_classifier`.
+        BackendError: The backend could not open the variant.
+    """
+    return _open_runner(source, "open_generator", lambda task: _generation, examples, guard)
