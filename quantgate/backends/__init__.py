@@ -20,7 +20,7 @@ pyproject.toml: the registry knows no backend by name.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from langchain_core.language_models import BaseChatModel
 
 from quantgate.backends._backend_error import BackendError
-from quantgate.backends._backend_options import BackendOptions, OptionsError, options_of
+from quantgate.backends._backend_options import BackendOptions, OptionsError, UncheckedOptions, options_of
 from quantgate.backends._declared_capabilities import (
     EMBEDDED_SLOTS,
     TOP_LOGPROBS_KWARG,
@@ -101,13 +101,14 @@ class RegisteredBackend:
         open: Opens a variant for a schema.
         capabilities: What the backend can do; by default nothing beyond extraction.
         options: The typed model of the variants' `options` it reads (a `BackendOptions`); a wrong
-            value fails the variant before it is opened, naming the variant and the key.
+            value or an unknown key fails the variant before it is opened, naming the variant and the
+            key. By default `UncheckedOptions`: the common keys typed, any other kept.
     """
 
     name: str
     open: Backend
     capabilities: BackendCapabilities = field(default_factory=BackendCapabilities)
-    options: type[BackendOptions] = BackendOptions
+    options: type[BackendOptions] = UncheckedOptions
 
 
 ENTRY_POINT_GROUP = "quantgate.backends"
@@ -123,7 +124,7 @@ def register_backend(
     backend: Backend,
     *,
     capabilities: BackendCapabilities | None = None,
-    options: type[BackendOptions] = BackendOptions,
+    options: type[BackendOptions] = UncheckedOptions,
 ) -> RegisteredBackend:
     """Make `backend` available to variants whose `backend` field is `name`, replacing any
     backend of that name; `unregister_backend` removes it, `registered_backend` does both.
@@ -163,7 +164,7 @@ def registered_backend(
     backend: Backend,
     *,
     capabilities: BackendCapabilities | None = None,
-    options: type[BackendOptions] = BackendOptions,
+    options: type[BackendOptions] = UncheckedOptions,
 ) -> Iterator[RegisteredBackend]:
     """Register a backend for the block, then restore the one it replaced, if any (tests use this)."""
     previous = _REGISTRY.get(name)
@@ -252,13 +253,28 @@ def capabilities(variant: Variant) -> BackendCapabilities:
 
 def backend_options(variant: Variant) -> BackendOptions:
     """The variant's options read through its backend's typed model (`RegisteredBackend.options`;
-    the common `BackendOptions` for an unknown backend).
+    `UncheckedOptions` for an unknown backend).
 
     Raises:
-        OptionsError: A value the model refuses, the variant and the key named.
+        OptionsError: A value or a key the model refuses, the variant and the key named.
     """
     record = _lookup(variant.backend)
-    return options_of(variant, BackendOptions if record is None else record.options)
+    return options_of(variant, UncheckedOptions if record is None else record.options)
+
+
+def options_problems(variants: Iterable[Variant]) -> list[str]:
+    """Why each variant's options are refused by its backend's model (a wrong value, an unknown key),
+    asked when the variants are checked, before any model loads; a variant of an unknown backend is
+    left to `open_variant`, which names the backends there are."""
+    problems = []
+    for variant in variants:
+        if _lookup(variant.backend) is None:
+            continue
+        try:
+            backend_options(variant)
+        except OptionsError as exc:
+            problems.append(str(exc))
+    return problems
 
 
 def kv_cache_problem(variant: Variant) -> str | None:
@@ -352,6 +368,7 @@ __all__ = [
     "kv_cache_problem",
     "open_variant",
     "options_of",
+    "options_problems",
     "register_backend",
     "registered_backend",
     "structured_output_note",

@@ -85,18 +85,18 @@ def _open_ollama(variant: Variant) -> Iterator[OpenedEmbeddings]:
     from langchain_ollama import OllamaEmbeddings
 
     from quantgate.backends.ollama._ollama import OllamaServer, ollama_host
+    from quantgate.backends.ollama._ollama_options import OllamaOptions
 
     host = ollama_host(variant)
-    timeout_s = float(variant.options.get("timeout_s", 600))
-    server = OllamaServer(host, timeout_s)
+    options = options_of(variant, OllamaOptions)
+    server = OllamaServer(host, options.timeout_s)
     version = server.version()
     server.show(variant.model)  # a missing model is named now, with the pull command
-    num_ctx = variant.options.get("num_ctx")
     model = OllamaEmbeddings(
         model=variant.model,
         base_url=host,
-        num_ctx=int(num_ctx) if num_ctx is not None else None,
-        client_kwargs={"timeout": timeout_s},
+        num_ctx=options.num_ctx if "num_ctx" in options.model_fields_set else None,  # else the server's
+        client_kwargs={"timeout": options.timeout_s},
     )
     yield OpenedEmbeddings(
         embeddings=model,

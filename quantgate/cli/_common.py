@@ -132,16 +132,18 @@ def cli_variants(specs: list[str] | None) -> VariantSet:
 
 
 def check_variant_files(variant_set: VariantSet, *, verify_sha256: bool = True) -> None:
-    """Check every variant's `kv_cache` against its backend (`kv_cache_problem`) and every embedded
+    """Check every variant's options against its backend's model (`options_problems`: a wrong value,
+    an unknown key), its `kv_cache` against its backend (`kv_cache_problem`) and every embedded
     variant's model file (`check_model_files`), before any model loads.
 
     Raises:
-        UsageError: A variant's backend cannot take its `kv_cache`.
+        UsageError: A variant's backend refuses one of its options or cannot take its `kv_cache`.
     """
-    from quantgate.backends import capabilities, kv_cache_problem
+    from quantgate.backends import capabilities, kv_cache_problem, options_problems
     from quantgate.inputs._gguf_files import check_model_files
 
-    problems = [p for p in map(kv_cache_problem, variant_set.variants) if p]
+    problems = options_problems(variant_set.variants)
+    problems += [p for p in map(kv_cache_problem, variant_set.variants) if p]
     if problems:
         raise UsageError("; ".join(problems))
     embedded = [variant for variant in variant_set.variants if capabilities(variant).model_file]

@@ -2,9 +2,10 @@
 of the cluster has it.
 
 A variant's `resources` (in its spec) are taken as given. Those it does not give default to:
-- a backend whose model lives in the evaluating process (embedded llama.cpp): `CPU` = its
-  `n_threads` option, else every CPU of the largest node (llama.cpp uses all physical cores by
-  default, so two such variants must not share a node's cores, or their latencies mix); `memory`
+- a backend whose model lives in the evaluating process (embedded llama.cpp): `CPU` = the threads
+  its options give (`BackendOptions.cpu_threads`: llama.cpp's `n_threads`), else every CPU of the
+  largest node (llama.cpp uses all physical cores by default, so two such variants must not share a
+  node's cores, or their latencies mix); `memory`
   = 1.5 x the model file plus 512 MiB, when the file size is known;
 - a backend whose model lives in a server (Ollama): `CPU` = 1, the client's share. Give such
   variants a custom resource (`{ollama = 1}`) that only nodes with an Ollama server have.
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from quantgate.backends import capabilities
+from quantgate.backends import backend_options, capabilities
 from quantgate.inputs._variants import Variant
 
 __all__ = ["Node", "infeasible", "task_resources", "to_ray_options"]
@@ -33,7 +34,7 @@ def task_resources(variant: Variant, nodes: Sequence[Node]) -> dict[str, float]:
     """The resources a task evaluating `variant` declares, its spec's and the defaults."""
     declared = dict(variant.resources)
     if capabilities(variant).memory == "process":
-        threads = variant.options.get("n_threads")
+        threads = backend_options(variant).cpu_threads()
         largest = max((float(_alive(n).get("CPU", 0.0)) for n in nodes), default=1.0)
         declared.setdefault("CPU", float(threads) if threads else max(largest, 1.0))
         if variant.file_size_bytes:

@@ -46,6 +46,11 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+\-]*")
 """A variant name, matched whole (`fullmatch`: `$` would let a final newline through)."""
 
 
+MODEL_FILE_OPTION = "model_file"
+"""The option that names the local GGUF a served variant's server loads, hashed for its `sha256` whatever
+its backend (the served backends' options models name it: `ServedModelOptions`)."""
+
+
 class VariantSpecError(UsageError):
     """A variant spec or variants file that cannot be used; the message says where and why."""
 
@@ -180,7 +185,7 @@ class Variant(VariantSpec):
         """A served variant's `options.model_file` (the GGUF its server loads, when local) gives its
         `sha256` and `file_size_bytes` when the variant does not, so that the same file on two
         runtimes is recognised as such."""
-        file = self.options.get("model_file")
+        file = self.options.get(MODEL_FILE_OPTION)
         if file is None or self.sha256 is not None:
             return self
         path = Path(str(file)).expanduser()

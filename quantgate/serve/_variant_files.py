@@ -21,10 +21,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from evaluators import error_path
-from quantgate.backends import capabilities
+from quantgate.backends import OptionsError, backend_options, capabilities
 from quantgate.inputs._gguf_files import ModelFileError, read_gguf_layout
 from quantgate.inputs._shorthands import is_variants_file, resolve_variants
 from quantgate.inputs._variants import (
+    MODEL_FILE_OPTION,
     Variant,
     VariantSet,
     VariantSpecError,
@@ -69,23 +70,34 @@ def _check_option_files(path: Path, item: str, roots: Sequence[Path]) -> None:
     entries = raw.get("variants") if isinstance(raw.get("variants"), list) else []
     for number, entry in enumerate(entries, start=1):
         options = entry.get("options") if isinstance(entry, dict) else None
-        if isinstance(options, dict) and "model_file" in options:
-            what = f"variant {number} of {item!r}: options.model_file"
-            _option_file(str(options["model_file"]), roots, what)
+        if isinstance(options, dict) and MODEL_FILE_OPTION in options:
+            what = f"variant {number} of {item!r}: options.{MODEL_FILE_OPTION}"
+            _option_file(str(options[MODEL_FILE_OPTION]), roots, what)
 
 
 def _checked(variant: Variant, roots: Sequence[Path], allow_env: Sequence[str]) -> Variant:
-    """The variant with its paths resolved inside the roots, its model a GGUF, its `api_key_env` allowed."""
-    key_env = variant.options.get("api_key_env")
-    if key_env is not None and key_env not in allow_env:
+    """The variant with its paths resolved inside the roots, its model a GGUF, its options ones its
+    backend takes (`backend_options`), naming only environment variables the operator allowed."""
+    try:
+        options = backend_options(variant)
+    except OptionsError as exc:  # the keys, not their values: a file's content is never quoted
+        refused = ", ".join(f"options.{key}" for key in exc.keys)
         raise UnusableFileError(
-            f"variant {variant.name}: api_key_env {key_env!r} is not a variable this server lets runs read "
-            "(its operator allows one with `quantgate serve --allow-env NAME`)"
-        )
-    if "model_file" in variant.options:
-        what = f"variant {variant.name}: options.model_file"
-        resolved = _option_file(str(variant.options["model_file"]), roots, what)
-        variant = variant.model_copy(update={"options": {**variant.options, "model_file": str(resolved)}})
+            f"variant {variant.name}: {refused}: not an option of the {variant.backend} backend, or a "
+            "value it refuses (`quantgate run` with the file names why)"
+        ) from None
+    for key, name in options.environment_options().items():
+        if name not in allow_env:
+            raise UnusableFileError(
+                f"variant {variant.name}: {key} {name!r} is not a variable this server lets runs read "
+                "(its operator allows one with `quantgate serve --allow-env NAME`)"
+            )
+    model_file = options.served_model_file()
+    if model_file is not None:
+        what = f"variant {variant.name}: options.{MODEL_FILE_OPTION}"
+        resolved = _option_file(model_file, roots, what)
+        resolved_options = {**variant.options, MODEL_FILE_OPTION: str(resolved)}
+        variant = variant.model_copy(update={"options": resolved_options})
     return _checked_model(variant, roots)
 
 
@@ -116,7 +128,8 @@ def write_job_variants(
         PathRefusedError: A variants or model file outside the roots.
         PathMissingError: One inside them that does not exist.
         UnusableFileError: A variants file that cannot be read as one, a model file that is no
-            GGUF, an `api_key_env` not in `allow_env`, or variants that cannot run together.
+            GGUF, an option the variant's backend refuses (a wrong value, an unknown key), an
+            `api_key_env` not in `allow_env`, or variants that cannot run together.
     """
     arguments = [variant_argument(item, roots) for item in items]
     for item, argument in zip(items, arguments, strict=True):

@@ -358,7 +358,7 @@ def open_llamacpp(
     if not path.is_file():
         raise BackendError(f"variant {variant.name}: no GGUF file at {path}")
     typed = options_of(variant, LlamaCppOptions)
-    options = typed.model_dump(exclude_unset=True, exclude={"max_tokens"})  # the engine's, as given
+    options = typed.engine_options()
     max_tokens = typed.max_tokens
     options.setdefault("slots", slots)
     try:

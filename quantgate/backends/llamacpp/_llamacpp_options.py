@@ -4,7 +4,7 @@ checks how they combine (a grammar engine, fast_forward with llguidance)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -12,10 +12,15 @@ from quantgate.backends._backend_options import BackendOptions
 
 __all__ = ["LlamaCppOptions"]
 
+_NOT_THE_ENGINES = frozenset({"max_tokens", "pooling", "embedding_n_ctx", "max_retries", "retry_backoff_s"})
+"""Options read by the chat model, the embedding mode or the retries, not `EmbeddedEngine`'s keywords."""
+_GENERATION = frozenset({"max_tokens", "grammar_engine", "fast_forward"})
+"""Options that only concern generation, left out when the model is opened for teacher forcing."""
+
 
 class LlamaCppOptions(BackendOptions):
-    """An embedded variant's options; the keys other than `max_tokens` and the embedding ones are given
-    to the engine as they are (a key it does not take fails the variant, naming it)."""
+    """An embedded variant's options; those of the engine (`engine_options`) are given to it as they
+    are, and a key this model does not name is refused, naming the variant and the key."""
 
     max_tokens: int = Field(512, ge=1)
     """Tokens generated at most per call."""
@@ -40,3 +45,14 @@ class LlamaCppOptions(BackendOptions):
     """How token embeddings become one (the variant opened for embeddings)."""
     embedding_n_ctx: int = Field(2048, ge=1)
     """The context window of the embedding model."""
+
+    def engine_options(self, *, generation: bool = True) -> dict[str, Any]:
+        """`EmbeddedEngine`'s keywords as the variant gives them (those not given keep the engine's
+        defaults); without `generation`, the grammar's are left out too (teacher forcing reads given
+        tokens)."""
+        left_out = _NOT_THE_ENGINES if generation else _NOT_THE_ENGINES | _GENERATION
+        return self.model_dump(exclude_unset=True, exclude=set(left_out))
+
+    def cpu_threads(self) -> int | None:
+        """`n_threads`, when given."""
+        return self.n_threads

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from quantgate.backends._backend_options import DEFAULT_TOP_LOGPROBS, BackendOptions
+from quantgate.backends._backend_options import DEFAULT_TOP_LOGPROBS, ServedModelOptions
 from quantgate.backends._streaming import DEFAULT_FIRST_TOKEN_TIMEOUT_S, DEFAULT_TIMEOUT_S
 from quantgate.backends.ollama._ollama_chat import DEFAULT_NOTICE_EVERY_S, DEFAULT_NUM_KEEP
 
@@ -14,8 +14,8 @@ DEFAULT_NUM_CTX = 8192
 """The context Ollama is asked for when the variant does not say (its own default is smaller)."""
 
 
-class OllamaOptions(BackendOptions):
-    """An Ollama variant's options; keys it does not name are kept (and not sent)."""
+class OllamaOptions(ServedModelOptions):
+    """An Ollama variant's options; a key it does not name is refused (none goes to the server as it is)."""
 
     host: str | None = None
     """The server (`http://127.0.0.1:11434` when neither this nor `OLLAMA_HOST` says)."""

@@ -8,14 +8,15 @@ from typing import Any
 
 from pydantic import Field
 
-from quantgate.backends._backend_options import DEFAULT_TOP_LOGPROBS, BackendOptions
+from quantgate.backends._backend_options import DEFAULT_TOP_LOGPROBS, ServedModelOptions
 from quantgate.backends._streaming import DEFAULT_FIRST_TOKEN_TIMEOUT_S, DEFAULT_TIMEOUT_S
 
 __all__ = ["OpenAIOptions"]
 
 
-class OpenAIOptions(BackendOptions):
-    """An OpenAI-compatible variant's options; keys it does not name are kept (and not sent)."""
+class OpenAIOptions(ServedModelOptions):
+    """An OpenAI-compatible variant's options; a key it does not name is refused (request fields for the
+    server go in `extra_body`)."""
 
     base_url: str | None = None
     """The server's OpenAI API root, e.g. `http://127.0.0.1:8000/v1`."""
@@ -37,3 +38,7 @@ class OpenAIOptions(BackendOptions):
     """Log-probabilities per position when token fidelity forces the model."""
     logprobs_echo: bool = False
     """Token fidelity asks the server to echo the prompt's log-probabilities (one request per case)."""
+
+    def environment_options(self) -> dict[str, str]:
+        """`api_key_env` and the variable that holds the API key, when the variant names one."""
+        return {} if self.api_key_env is None else {"api_key_env": self.api_key_env}

@@ -28,9 +28,10 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage
 
 from graphs.long_inputs import prompt_messages
-from quantgate.backends import BackendError, capabilities, open_variant
+from quantgate.backends import BackendError, capabilities, open_variant, options_of
 from quantgate.backends._forcing import Forcing
 from quantgate.backends.llamacpp._llamacpp import LlamaCppChatModel
+from quantgate.backends.llamacpp._llamacpp_options import LlamaCppOptions
 from quantgate.evaluate._options import RunOptions, extraction_context
 from quantgate.evaluate.scheduler._executor import VariantCall, VariantExecutor
 from quantgate.evaluate.scheduler._worker import run_isolated
@@ -60,8 +61,6 @@ METHOD = (
     "reference's output; per output position KL(reference || variant) of the full next-token "
     "distributions (nats) and top-1 agreement, pooled over positions"
 )
-_GENERATION_OPTIONS = frozenset({"max_tokens", "grammar_engine", "fast_forward"})
-"""Variant options that only concern generation, left out when the models are opened for teacher forcing."""
 
 
 Measured = Mapping[str, TokenFidelityEntry | str]
@@ -115,7 +114,7 @@ def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry | str]:
     options = RunOptions(max_repairs=job.max_repairs, progress=False)
     texts = {c.id: c.text for c in job.cases if c.id in job.outputs}
     # teacher forcing reads given tokens: no generation limit, no grammar
-    engine_options = {k: v for k, v in job.reference.options.items() if k not in _GENERATION_OPTIONS}
+    engine_options = options_of(job.reference, LlamaCppOptions).engine_options(generation=False)
     sink = JsonLines(job.run_dir / FIDELITY_FILE)
     with open_variant(job.reference, job.dataset.schema) as opened, closing(sink):
         if not isinstance(opened.chat_model, LlamaCppChatModel):

@@ -16,8 +16,12 @@ from quantgate.backends import (
     OptionsError,
     backend_options,
     open_variant,
+    options_of,
+    options_problems,
+    registered_backend,
     unregister_backend,
 )
+from quantgate.backends._backend_options import UncheckedOptions
 from quantgate.backends.llamacpp._llamacpp_options import LlamaCppOptions
 from quantgate.backends.ollama._ollama_options import DEFAULT_NUM_CTX, OllamaOptions
 from quantgate.backends.openai._openai_options import OpenAIOptions
@@ -131,7 +135,7 @@ def test_a_built_in_backend_refuses_a_wrong_option_before_opening(backend, optio
     assert str(raised.value) == f"variant 'v1': {said}"
 
 
-def test_the_built_in_models_give_the_defaults_and_keep_other_keys():
+def test_the_built_in_models_give_the_defaults():
     ollama = backend_options(Variant(name="o", backend="ollama", model="g:1b", options={"keep_alive": -1}))
     assert isinstance(ollama, OllamaOptions)
     assert (ollama.num_ctx, ollama.max_tokens, ollama.keep_alive, ollama.top_logprobs) == (
@@ -149,8 +153,59 @@ def test_the_built_in_models_give_the_defaults_and_keep_other_keys():
         "auto",
         False,
     )
-    embedded = backend_options(
-        Variant(name="e", backend="llamacpp", model="m.gguf", options={"n_gpu_layers": 9})
+    embedded = options_of(
+        Variant(name="e", backend="llamacpp", model="m.gguf", options=EMBEDDED), LlamaCppOptions
     )
-    assert isinstance(embedded, LlamaCppOptions)
-    assert embedded.model_dump(exclude_unset=True) == {"n_gpu_layers": 9}  # handed to the engine as given
+    assert embedded.engine_options() == {"n_ctx": 4096, "grammar_engine": "llguidance"}
+    assert embedded.engine_options(generation=False) == {"n_ctx": 4096}  # teacher forcing: no grammar
+    assert embedded.cpu_threads() is None
+
+
+EMBEDDED = {
+    "n_ctx": 4096,
+    "grammar_engine": "llguidance",
+    "pooling": "cls",
+    "max_retries": 1,
+    "max_tokens": 9,
+}
+"""An embedded variant's options of which only `n_ctx` and `grammar_engine` are the engine's keywords."""
+
+
+@pytest.mark.parametrize(
+    ("backend", "misspelt", "accepted"),
+    [
+        ("llamacpp", "n_ctxx",
+         "embedding_n_ctx, fast_forward, flash_attn, grammar_engine, max_array_items, max_retries, "
+         "max_tokens, n_ctx, n_threads, pooling, retry_backoff_s, score_labels, seed, slots"),
+        ("ollama", "num_ctxx",
+         "first_token_timeout_s, host, keep_alive, max_retries, max_tokens, model_file, notice_every_s, "
+         "num_ctx, num_keep, retry_backoff_s, seed, timeout_s, top_logprobs"),
+        ("openai", "api_keyenv",
+         "api, api_key_env, base_url, extra_body, first_token_timeout_s, logprobs_echo, max_retries, "
+         "max_tokens, model_file, response_format, retry_backoff_s, seed, timeout_s, top_logprobs"),
+    ],
+)  # fmt: skip
+def test_an_unknown_option_of_a_built_in_names_the_variant_the_key_and_the_accepted_keys(
+    backend, misspelt, accepted
+):
+    variant = Variant(name="q4", backend=backend, model="m", options={misspelt: 4096})
+    with pytest.raises(OptionsError) as raised:
+        open_variant(variant, SCHEMA)  # refused before the backend opens anything
+    assert str(raised.value) == (
+        f"variant 'q4': options.{misspelt}: not an option of the {backend} backend (it accepts: {accepted})"
+    )
+    assert raised.value.keys == (misspelt,)
+    assert options_problems([variant, Variant(name="ok", backend=backend, model="m")]) == [str(raised.value)]
+
+
+def test_a_backend_that_declares_no_options_model_keeps_every_key(tmp_path: Path):
+    served = tmp_path / "m.gguf"
+    served.write_bytes(b"GGUF")
+    with registered_backend("plain", open_variant) as record:
+        variant = Variant(name="p", backend="plain", options={"anything": 1, "model_file": str(served)})
+        options = backend_options(variant)
+        assert record.options is UncheckedOptions
+        assert options.model_extra == {"anything": 1, "model_file": str(served)}
+        assert options.served_model_file() == str(served)  # hashed by `Variant` whatever the backend
+        assert options_problems([variant]) == []
+    assert options_problems([Variant(name="u", backend="not-registered", options={"x": 1})]) == []

@@ -166,3 +166,21 @@ def test_a_missing_out_directory_is_fine(tmp_path, good, capsys, no_model_loads)
     assert main(_run(f"llamacpp:{good}", tmp_path / "new" / "runs")) == 1  # the run started
     assert no_model_loads == ["started"]
     assert not (tmp_path / "new").exists()  # checking it created nothing
+
+
+@pytest.mark.parametrize("command", [_run, _load], ids=["run", "load"])
+def test_a_misspelt_option_is_refused_up_front_naming_the_variant_and_the_key(
+    tmp_path, good, capsys, no_model_loads, command
+):
+    variants = tmp_path / "variants.toml"
+    variants.write_text(
+        f'[[variants]]\nname = "F16"\nbackend = "llamacpp"\nmodel = "{good}"\noptions = {{ n_ctxx = 4096 }}\n'
+        '[[variants]]\nname = "q4"\nbackend = "ollama"\nmodel = "gemma3:1b"\noptions = { hots = "h:1" }\n'
+    )
+    message = _refused(capsys, command(variants, tmp_path / "runs"), no_model_loads)
+    assert message.startswith(
+        "variant 'F16': options.n_ctxx: not an option of the llamacpp backend (it accepts: embedding_n_ctx, "
+    )
+    assert "; variant 'q4': options.hots: not an option of the ollama backend (it accepts: " in message
+    assert "host, keep_alive" in message
+    assert not (tmp_path / "runs").exists()

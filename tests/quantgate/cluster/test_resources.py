@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from quantgate.backends import BackendOptions, open_variant, registered_backend
 from quantgate.cluster._resources import infeasible, task_resources, to_ray_options
 from quantgate.inputs._variants import Variant
 
@@ -77,3 +78,23 @@ def test_resources_become_ray_task_options(resources, options):
 def test_negative_resources_are_refused_naming_them():
     with pytest.raises(ValueError, match=r"resources must be numbers >= 0 \(GPU = -1.0\)"):
         Variant(name="q4", backend="ollama", model="m", resources={"GPU": -1})
+
+
+class _WorkerOptions(BackendOptions):
+    """A toy in-process backend whose threads are its `workers` option."""
+
+    workers: int = 1
+
+    def cpu_threads(self) -> int | None:
+        return self.workers
+
+
+def test_an_in_process_backend_declares_the_cpus_its_options_give():
+    with registered_backend("workers", open_variant, options=_WorkerOptions):
+        assert task_resources(Variant(name="w", backend="workers", options={"workers": 6}), NODES) == {
+            "CPU": 6.0
+        }
+    with registered_backend("plain", open_variant):  # no model of its options: every CPU of the largest node
+        assert task_resources(Variant(name="p", backend="plain", options={"n_threads": 6}), NODES) == {
+            "CPU": 16.0
+        }

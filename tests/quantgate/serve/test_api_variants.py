@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from quantgate.backends import BackendOptions, open_variant, registered_backend
 from quantgate.inputs._variants import load_variants_file
 from quantgate.serve import JobQueue, create_app
 from tests.quantgate.inputs.tiny_gguf import write_tiny_gguf
@@ -134,3 +135,49 @@ def test_a_shorthand_without_a_path_gets_422_without_the_roots(client: TestClien
     assert status == 422, detail
     assert "expected BACKEND:MODEL" in detail
     assert str(root) not in detail
+
+
+def test_an_option_its_backend_does_not_take_is_refused_naming_the_key_not_its_value(
+    client: TestClient, root: Path
+) -> None:
+    (root / "misspelt.toml").write_text(
+        '[[variants]]\nname = "a"\nbackend = "ollama"\nmodel = "a"\n'
+        f"options = {{ num_ctxx = {SECRET!r}, num_ctx = 0 }}\n"
+    )
+    status, detail = _answer(client, ["misspelt.toml"])
+    assert (status, detail) == (
+        422,
+        "variant a: options.num_ctx, options.num_ctxx: not an option of the ollama backend, or a value it "
+        "refuses (`quantgate run` with the file names why)",
+    )
+    assert client.get("/runs").json() == []
+
+
+class _TokenOptions(BackendOptions):
+    """A toy backend's options: the variable its token is read from, under a key of its own."""
+
+    token_from: str | None = None
+
+    def environment_options(self) -> dict[str, str]:
+        return {} if self.token_from is None else {"token_from": self.token_from}
+
+
+def test_the_variables_a_run_may_read_are_those_the_backends_options_name(root: Path, tmp_path: Path) -> None:
+    (root / "toy.toml").write_text(
+        '[[variants]]\nname = "t"\nbackend = "tokened"\noptions = { token_from = "FAKE_SECRET" }\n'
+    )
+    queue = JobQueue(tmp_path / "runs", command=FAKE, allow_env=["ALLOWED"])
+    app = create_app(roots=[root], out=tmp_path / "runs", queue=queue)
+    with (
+        registered_backend("tokened", open_variant, options=_TokenOptions),
+        TestClient(app, base_url=LOCAL) as api,
+    ):
+        assert _answer(api, ["toy.toml"]) == (
+            422,
+            "variant t: token_from 'FAKE_SECRET' is not a variable this server lets runs read "
+            "(its operator allows one with `quantgate serve --allow-env NAME`)",
+        )
+        (root / "toy.toml").write_text(
+            '[[variants]]\nname = "t"\nbackend = "tokened"\noptions = { token_from = "ALLOWED" }\n'
+        )
+        assert _answer(api, ["toy.toml"])[0] == 202
