@@ -116,6 +116,11 @@ def same_prompt(variant: Variant, reference: Variant) -> str | None:
     return None
 
 
+def always_followable(forcing: Forcing, messages: Sequence[BaseMessage]) -> str | None:
+    """No problem: the backend's forcings follow a target after any messages."""
+    return None
+
+
 @dataclass(frozen=True, kw_only=True)
 class LogprobsForcing:
     """How a `"logprobs"` backend's variants are made to follow the reference's output: what a backend
@@ -127,8 +132,17 @@ class LogprobsForcing:
         method: The method text its token fidelity records (`{k}` for its top-k).
         prompt_mismatch: Why a variant and the reference read different prompts through it (None
             when they read the same), asked before measuring; by default they always do.
+        unfollowable: Why a forcing it made cannot follow a target after these messages (asked
+            once, before measuring; an OpenAI-compatible server whose prompt text is unknown); by
+            default it always can.
+        pair_member: The forcing of a runtime pair's member: the variant made to read the prompt
+            text quantgate renders (the embedded base's), one token at a time; raises
+            `BackendError` saying why a variant cannot be. None: the backend's variants cannot be
+            a pair's member.
     """
 
     make: Callable[[Variant], Forcing]
     method: str
     prompt_mismatch: Callable[[Variant, Variant], str | None] = same_prompt
+    unfollowable: Callable[[Forcing, Sequence[BaseMessage]], str | None] = always_followable
+    pair_member: Callable[[Variant], Forcing] | None = None

@@ -42,7 +42,14 @@ from langchain_core.messages import BaseMessage
 
 from quantgate.backends import BackendError
 from quantgate.backends._backend_options import DEFAULT_TOP_LOGPROBS, options_of
-from quantgate.backends._forcing import ForcedPositions, LogprobsForcing, TopLogprobs, Walk, chat_messages
+from quantgate.backends._forcing import (
+    ForcedPositions,
+    Forcing,
+    LogprobsForcing,
+    TopLogprobs,
+    Walk,
+    chat_messages,
+)
 from quantgate.backends._server_fields import described, refusal
 from quantgate.backends.openai._openai_options import OpenAIOptions
 from quantgate.inputs._variants import Variant
@@ -300,5 +307,43 @@ def api_mismatch(variant: Variant, reference: Variant) -> str | None:
     )
 
 
-LOGPROBS_FORCING = LogprobsForcing(make=openai_forcing, method=OPENAI_METHOD, prompt_mismatch=api_mismatch)
+def unknown_prompt(forcing: Forcing, messages: Sequence[BaseMessage]) -> str | None:
+    """Why an OpenAI-compatible forcing cannot follow a target: its prompt text is unknown."""
+    if isinstance(forcing, OpenAIForcing) and forcing.prompt(messages) is None:
+        return UNKNOWN_PROMPT
+    return None
+
+
+CHAT_API_MEMBER = (
+    "the variant uses the chat API, whose prompt text is the server's chat template, not the embedded "
+    'base\'s; set its option api = "completions" to compare the same prompt'
+)
+"""Why a chat-API variant cannot be a runtime pair's member."""
+
+
+def pair_member_forcing(variant: Variant) -> OpenAIForcing:
+    """A runtime pair's member: its forcing along the prompt text quantgate renders, generating one
+    token at a time (no echo: a runtime pair compares the server's own generation).
+
+    Raises:
+        BackendError: The variant reads its prompt through the chat API, or an option it cannot take.
+    """
+    from quantgate.backends.openai._openai import completion_prompt
+
+    render = completion_prompt(variant)
+    if render is None:
+        raise BackendError(CHAT_API_MEMBER)
+    forcing = openai_forcing(variant)
+    forcing.render = forcing.render or render
+    forcing.echo = False
+    return forcing
+
+
+LOGPROBS_FORCING = LogprobsForcing(
+    make=openai_forcing,
+    method=OPENAI_METHOD,
+    prompt_mismatch=api_mismatch,
+    unfollowable=unknown_prompt,
+    pair_member=pair_member_forcing,
+)
 """The OpenAI-compatible backend's capability for token fidelity (and any backend's that speaks its API)."""

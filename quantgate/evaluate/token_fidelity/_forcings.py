@@ -11,10 +11,10 @@ from langchain_core.messages import BaseMessage
 from quantgate.backends import BackendError, capabilities
 from quantgate.backends._forcing import Forcing
 from quantgate.backends.ollama._ollama_forcing import OLLAMA_METHOD
-from quantgate.backends.openai._openai_forcing import OPENAI_METHOD, UNKNOWN_PROMPT, OpenAIForcing
+from quantgate.backends.openai._openai_forcing import OPENAI_METHOD
 from quantgate.inputs._variants import Variant
 
-__all__ = ["OLLAMA_METHOD", "OPENAI_METHOD", "forcing_problem", "logprobs_forcing"]
+__all__ = ["OLLAMA_METHOD", "OPENAI_METHOD", "forcing_problem", "logprobs_forcing", "pair_member_forcing"]
 
 
 def logprobs_forcing(variant: Variant) -> tuple[Forcing, str]:
@@ -33,9 +33,22 @@ def logprobs_forcing(variant: Variant) -> tuple[Forcing, str]:
     return declared.make(variant), declared.method
 
 
-def forcing_problem(forcing: Forcing, messages: Sequence[BaseMessage]) -> str | None:
-    """Why `forcing` cannot follow a target after `messages` (asked once, before measuring): an
-    OpenAI-compatible forcing whose prompt text is unknown; None when it can."""
-    if isinstance(forcing, OpenAIForcing) and forcing.prompt(messages) is None:
-        return UNKNOWN_PROMPT
-    return None
+def forcing_problem(variant: Variant, forcing: Forcing, messages: Sequence[BaseMessage]) -> str | None:
+    """Why the variant's `forcing` cannot follow a target after `messages` (asked once, before
+    measuring), as its backend declares it (an OpenAI-compatible server whose prompt text is
+    unknown); None when it can."""
+    declared = capabilities(variant).logprobs_forcing
+    return None if declared is None else declared.unfollowable(forcing, messages)
+
+
+def pair_member_forcing(variant: Variant) -> Forcing:
+    """A runtime pair's member forced along the prompt text quantgate renders, as its backend
+    declares it (`LogprobsForcing.pair_member`).
+
+    Raises:
+        BackendError: Why the variant cannot be measured as a pair's member.
+    """
+    declared = capabilities(variant).logprobs_forcing
+    if declared is None or declared.pair_member is None:
+        raise BackendError(f"the {variant.backend} backend declares no forcing of a runtime pair's member")
+    return declared.pair_member(variant)

@@ -4,8 +4,8 @@ the embedded backend and behind an OpenAI-compatible server.
 The run measures token fidelity against its reference, between variants of one backend
 (`run_step`). A runtime pair (`quantgate.backends._runtime_pairs.same_file_pairs`) whose base is an
 embedded variant and whose other member is an `openai` variant with `api = "completions"` (whose
-server reads exactly the embedded backend's prompt text, `completion_prompt`) is measured here as
-well, along the base's first-attempt outputs (chosen as the reference's are,
+server reads exactly the embedded backend's prompt text; its backend's `LogprobsForcing.pair_member`)
+is measured here as well, along the base's first-attempt outputs (chosen as the reference's are,
 `run_step.reference_outputs`): the base's full logits cut to their top-k (`EmbeddedForcing`)
 against the server's top-k (`OpenAIForcing`), the same k on both sides, compared by
 `measure_ollama_token_fidelity` (a top-k lower bound of the KLD, and top-1 agreement).
@@ -40,12 +40,10 @@ from quantgate.backends._forcing import Forcing
 from quantgate.backends._runtime_pairs import same_file_pairs
 from quantgate.backends.llamacpp._embedded_forcing import EmbeddedForcing
 from quantgate.backends.llamacpp._llamacpp import LlamaCppChatModel
-from quantgate.backends.openai._openai import completion_prompt
-from quantgate.backends.openai._openai_forcing import OpenAIForcing
 from quantgate.evaluate._options import RunOptions, extraction_context
 from quantgate.evaluate.scheduler._executor import VariantExecutor
 from quantgate.evaluate.scheduler._worker import run_isolated
-from quantgate.evaluate.token_fidelity._forcings import logprobs_forcing
+from quantgate.evaluate.token_fidelity._forcings import pair_member_forcing
 from quantgate.evaluate.token_fidelity._job import (
     SWITCHED_OFF,
     FidelityJob,
@@ -84,14 +82,9 @@ def pair_reason(base: Variant, variant: Variant) -> str | None:
     if capabilities(variant).token_fidelity != "logprobs":
         return f"not measured: the {variant.backend} backend gives no top-k log-probabilities"
     try:
-        render = completion_prompt(variant)
+        pair_member_forcing(variant)
     except BackendError as exc:
         return f"not measured: {exc}"
-    if render is None:
-        return (
-            "not measured: the variant uses the chat API, whose prompt text is the server's chat template, "
-            'not the embedded base\'s; set its option api = "completions" to compare the same prompt'
-        )
     return None
 
 
@@ -101,16 +94,6 @@ class OutputSelector(Protocol):
     def __call__(self, records: Mapping[str, CaseRecord], *, cases: Sequence[str]) -> dict[str, str]:
         """Case id to the output text to follow, for the cases of `cases` it can be followed on."""
         ...
-
-
-def member_forcing(variant: Variant) -> tuple[OpenAIForcing, int]:
-    """The member's forcing, with the prompt text quantgate renders, and its top-k."""
-    forcing, _ = logprobs_forcing(variant)
-    if not isinstance(forcing, OpenAIForcing):
-        raise BackendError(f"variant {variant.name}: not an OpenAI-compatible server's variant")
-    forcing.render = forcing.render or completion_prompt(variant)
-    forcing.echo = False  # its generation, one token at a time (see the module docstring)
-    return forcing, forcing.top_logprobs
 
 
 def measure_member(
@@ -156,7 +139,8 @@ def measure_pairs(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
         messages = {c.id: prompt_messages(context, c.text)[0] for c in job.cases if c.id in job.outputs}
         llama = opened.chat_model.engine.llama
         for member in job.variants:
-            forcing, k = member_forcing(member)
+            forcing = pair_member_forcing(member)
+            k = forcing.top_logprobs
             summary = measure_member(
                 base=job.reference.name,
                 reference=EmbeddedForcing(llama=llama, top_logprobs=k, rows_per_batch=1),

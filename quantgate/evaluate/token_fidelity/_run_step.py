@@ -153,7 +153,9 @@ def _variant_forcings(variants: Sequence[Variant]) -> tuple[dict[str, Forcing], 
 
 
 def _prompt_problems(
-    reference: Forcing, variants: Mapping[str, Forcing], sample: Sequence[BaseMessage] | None
+    reference: tuple[Variant, Forcing],
+    variants: Sequence[tuple[Variant, Forcing]],
+    sample: Sequence[BaseMessage] | None,
 ) -> dict[str, str]:
     """Variant name to why its forcing cannot follow a target after the `sample` messages.
 
@@ -162,10 +164,10 @@ def _prompt_problems(
     """
     if sample is None:
         return {}
-    problem = forcing_problem(reference, sample)
+    problem = forcing_problem(*reference, sample)
     if problem is not None:
         raise BackendError(f"the reference: {problem}")
-    found = {name: forcing_problem(forcing, sample) for name, forcing in variants.items()}
+    found = {variant.name: forcing_problem(variant, forcing, sample) for variant, forcing in variants}
     return {name: why for name, why in found.items() if why is not None}
 
 
@@ -188,7 +190,9 @@ def measure_logprobs(job: FidelityJob) -> dict[str, TokenFidelityEntry | str]:
         context = extraction_context(job.dataset, opened, options)
         messages = {c.id: prompt_messages(context, c.text)[0] for c in job.cases if c.id in job.outputs}
         forcings, unbuilt = _variant_forcings(job.variants)
-        problems = unbuilt | _prompt_problems(forcing, forcings, next(iter(messages.values()), None))
+        by_variant = [(v, forcings[v.name]) for v in job.variants if v.name in forcings]
+        sample = next(iter(messages.values()), None)
+        problems = unbuilt | _prompt_problems((job.reference, forcing), by_variant, sample)
 
         summaries = measure_ollama_token_fidelity(
             reference=forcing,

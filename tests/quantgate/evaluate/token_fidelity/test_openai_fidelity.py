@@ -16,11 +16,13 @@ from langchain_core.messages import HumanMessage
 import quantgate.evaluate.token_fidelity._run_step as fidelity_step
 from quantgate.backends import BackendCapabilities, BackendError, OpenedVariant
 from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends._forcing import LogprobsForcing
 from quantgate.backends.ollama._ollama_forcing import LOGPROBS_FORCING as OLLAMA_FORCING
 from quantgate.backends.ollama._ollama_forcing import OllamaForcing
+from quantgate.backends.openai._openai_forcing import CHAT_API_MEMBER, UNKNOWN_PROMPT, OpenAIForcing
 from quantgate.backends.openai._openai_forcing import LOGPROBS_FORCING as OPENAI_FORCING
-from quantgate.backends.openai._openai_forcing import UNKNOWN_PROMPT, OpenAIForcing
 from quantgate.evaluate.token_fidelity._forcings import OPENAI_METHOD, forcing_problem, logprobs_forcing
+from quantgate.evaluate.token_fidelity._pair_fidelity import pair_reason
 from quantgate.evaluate.token_fidelity._run_step import token_fidelity_step, unmeasured_reason
 from quantgate.inputs._variants import Variant
 from quantgate.rundir._summary import VariantEntry
@@ -114,14 +116,15 @@ def test_a_forcing_without_prompt_text_is_a_problem_named_before_measuring():
     messages = [HumanMessage(content="Ana is 30.")]
     rendered = OpenAIForcing(base_url=URL, model="r", render=render_prompt, transport=transport)
     unknown = OpenAIForcing(base_url=URL, model="v", transport=transport)
-    assert forcing_problem(rendered, messages) is None
-    assert forcing_problem(unknown, messages) == UNKNOWN_PROMPT
+    assert forcing_problem(served("R", "completions"), rendered, messages) is None
+    assert forcing_problem(served("V"), unknown, messages) == UNKNOWN_PROMPT
     assert 'use api = "completions" or a server with /apply-template' in UNKNOWN_PROMPT
 
-    problems = fidelity_step._prompt_problems(rendered, {"v": unknown, "w": rendered}, messages)
-    assert problems == {"v": UNKNOWN_PROMPT}
+    ref, v, w = served("R", "completions"), served("V"), served("W", "completions")
+    problems = fidelity_step._prompt_problems((ref, rendered), [(v, unknown), (w, rendered)], messages)
+    assert problems == {"V": UNKNOWN_PROMPT}
     with pytest.raises(BackendError, match="the reference: the server's prompt text is unknown"):
-        fidelity_step._prompt_problems(unknown, {"w": rendered}, messages)
+        fidelity_step._prompt_problems((v, unknown), [(w, rendered)], messages)
 
 
 def test_a_variant_not_measured_by_its_forcing_gets_the_reason_in_its_entry(
@@ -159,3 +162,27 @@ def test_a_variant_whose_forcing_cannot_be_made_costs_only_its_own_figure(monkey
     assert isinstance(forcings["good"], OpenAIForcing)
     assert list(problems) == ["bad"]
     assert "QG_UNSET_KEY" in problems["bad"]
+
+
+def test_whether_a_forcing_can_follow_and_be_a_pair_member_is_the_backends_answer(register_backend):
+    toy = LogprobsForcing(
+        make=lambda variant: OpenAIForcing(base_url=URL, model=variant.model, render=render_prompt),
+        method="toy top-{k}",
+        unfollowable=lambda forcing, messages: "the toy server hides its prompt",
+    )
+    register_backend(
+        "toy-logprobs",
+        _never_opened,
+        capabilities=BackendCapabilities(token_fidelity="logprobs", logprobs_forcing=toy),
+    )
+    variant = Variant(name="T", backend="toy-logprobs", model="t")
+    forcing, _ = logprobs_forcing(variant)
+    messages = [HumanMessage(content="Ana is 30.")]
+    # the same OpenAI-compatible forcing object: the toy backend's answer, not the forcing's type
+    assert forcing_problem(variant, forcing, messages) == "the toy server hides its prompt"
+    embedded = Variant(name="e", backend="llamacpp", model=__file__)
+    assert pair_reason(embedded, variant) == (
+        "not measured: the toy-logprobs backend declares no forcing of a runtime pair's member"
+    )
+    assert pair_reason(embedded, served("chat")) == f"not measured: {CHAT_API_MEMBER}"
+    assert pair_reason(embedded, served("comp", "completions")) is None
