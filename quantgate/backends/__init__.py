@@ -291,11 +291,13 @@ def kv_cache_problem(variant: Variant) -> str | None:
             f"variant {variant.name!r}: kv_cache {cache.label()}: the {variant.backend} server sets one type "
             'for K and V (Ollama: OLLAMA_KV_CACHE_TYPE); declare one, e.g. kv_cache = "q8_0"'
         )
-    if takes == "applied" and cache.v != "f16" and variant.options.get("flash_attn") is False:
-        return (
-            f"variant {variant.name!r}: kv_cache {cache.label()}: llama.cpp needs flash attention for a "
-            "quantized V cache; remove options.flash_attn = false"
-        )
+    if takes == "applied" and cache.v != "f16":
+        try:
+            refused = backend_options(variant).quantized_v_cache_refused()
+        except OptionsError:
+            return None  # a bad option is reported by `options_problems`, naming it
+        if refused is not None:
+            return f"variant {variant.name!r}: kv_cache {cache.label()}: {refused}"
     return None
 
 

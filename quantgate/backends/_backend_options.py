@@ -71,6 +71,10 @@ class BackendOptions(BaseModel):
         (a Ray task declares as many CPUs); None by default."""
         return None
 
+    def quantized_v_cache_refused(self) -> str | None:
+        """Why these options rule out a quantized V cache (see `kv_cache_problem`); None by default."""
+        return None
+
 
 class UncheckedOptions(BackendOptions):
     """The options of a backend that declares no model of its own: the common keys are typed, any

@@ -56,3 +56,11 @@ class LlamaCppOptions(BackendOptions):
     def cpu_threads(self) -> int | None:
         """`n_threads`, when given."""
         return self.n_threads
+
+    def quantized_v_cache_refused(self) -> str | None:
+        """llama.cpp quantizes the V cache only with flash attention: `flash_attn = false` rules it out."""
+        if self.flash_attn is False:
+            return (
+                "llama.cpp needs flash attention for a quantized V cache; remove options.flash_attn = false"
+            )
+        return None
