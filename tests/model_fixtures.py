@@ -40,7 +40,7 @@ class OllamaDoubleProcess:
         self.url = line.split()[-1]
 
     def faults(self, **values: object) -> None:
-        """Inject failures (see tests/ollama_double.py)."""
+        """Inject failures (see tests/ollama_double/)."""
         import httpx
 
         httpx.post(f"{self.url}/_double/faults", json=values, timeout=10).raise_for_status()
