@@ -144,7 +144,7 @@ def test_cli_modules_have_short_functions_and_lazy_heavy_imports(module):
             assert not node.module.startswith(HEAVY), f"{module.name} imports {node.module} at start-up"
 
 
-CLI_HELPERS = ("__init__", "main", "common", "run_shared", "suite", "exports")
+CLI_HELPERS = ("__init__", "_main", "_common", "_run_shared", "_suite", "_exports")
 """The modules of quantgate/cli that are not a command: the root parser, and what commands share
 (`run` and `run --suite`: the options of run's flags and the report; `run` and `decide`: suites,
 and `--junit`/`--mlflow`)."""

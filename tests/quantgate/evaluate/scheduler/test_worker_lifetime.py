@@ -28,7 +28,7 @@ GONE_S = 5.0
 DRIVER = """
 import multiprocessing, os, sys, time
 from pathlib import Path
-from quantgate.evaluate.scheduler import worker
+from quantgate.evaluate.scheduler import _worker as worker
 from tests.quantgate.evaluate.scheduler.test_worker_lifetime import append_lines, watched_append_lines
 
 how, lines, pid_file = sys.argv[1:]
