@@ -34,6 +34,7 @@ from quantgate.evaluate.token_fidelity._run_step import token_fidelity_step
 from quantgate.inputs._dataset import Case, Dataset, data_file_hashes, write_dataset
 from quantgate.inputs._examples import ChosenExamples, choose_examples
 from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.ladder._calibration_holdout import without_calibration_cases
 from quantgate.rundir._build import (
     baselines_info,
     dataset_info,
@@ -139,6 +140,14 @@ def _examples(dataset: Dataset, options: RunOptions) -> ChosenExamples:
         if note:
             print(f"quantgate: {terminal_text(note)}", file=sys.stderr)  # case ids, as given
     return chosen
+
+
+def _held_out(dataset: Dataset, variants: Sequence[Variant]) -> Dataset:
+    """The dataset without the calibrated variants' calibration cases, with what was done on stderr."""
+    held_out = without_calibration_cases(dataset, variants)
+    if held_out.note:
+        print(f"quantgate: {terminal_text(held_out.note)}", file=sys.stderr)
+    return held_out.dataset
 
 
 def _execute(session: RunSession, executor: VariantExecutor) -> Path:
@@ -261,7 +270,7 @@ def run_evaluation(
     options = options or RunOptions()
     variants, reference_name = order_variants(variant_set, reference)
     chosen = _examples(dataset, options)
-    dataset = chosen.dataset
+    dataset = _held_out(chosen.dataset, variants)
     cases = run_cases(dataset.cases, options)
     if not cases:
         raise UsageError(f"{dataset.path}: no case to evaluate")

@@ -1,0 +1,145 @@
+"""The calibration split of `quantgate ladder --calibrate`: which cases, what text, and its record.
+
+The cases are drawn (seeded) from the dataset's labeled cases, after the few-shot examples a run
+takes (`choose_examples`), so the run prompts with the same examples and the split never holds
+them. Each case's calibration text is what the graph sends the embedded base model on a first
+attempt (`build_messages` rendered by `render_prompt`: the instruction, the few-shot examples, the
+case's text), followed by the answer: the case's gold record as JSON, the stand-in for the
+reference's answer (the answer the reference should give, so the matrix sees the task's tokens).
+
+`CalibrationRecord` is calibration.json: a run reads its case ids and text hashes to leave those
+cases out of scoring (`quantgate.ladder._calibration_holdout`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+from typing import Literal
+
+from langchain_core.messages import AIMessage
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from graphs.prompting import build_messages
+from quantgate.backends._base_prompt import render_prompt
+from quantgate.inputs._dataset import Case, Dataset
+from quantgate.inputs._examples import choose_examples
+from quantgate.ladder._llama_tool_calls import CalibrationError
+
+CALIBRATION_FILE = "calibration.json"
+CHUNK_TOKENS = 512
+"""llama-imatrix's chunk (its default context, `-c 512`): the matrix is accumulated chunk by chunk,
+and a partial last chunk is dropped."""
+MIN_TOKENS = 2 * CHUNK_TOKENS
+"""llama-imatrix refuses a text of fewer tokens than two chunks ("you need at least 1024 tokens for a
+context of 512 tokens")."""
+DEFAULT_CALIBRATION_CASES = 64
+"""About 64 chunks of 512 tokens with the bundled datasets' few-shot prompts (one case's prompt and
+answer are 400 to 600 tokens): within llama.cpp's usual 50-200 chunks, about a minute of F16
+prefill for Gemma 3 270M on 2 cores, and 5% of restaurants' 1,398 cases."""
+SPLIT_SEED = 0
+
+
+class CalibrationCase(BaseModel):
+    """One case of the split: its id, and its text's sha256 (to recognise it in another dataset)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    text_sha256: str
+
+
+class CalibrationRecord(BaseModel):
+    """calibration.json, beside the calibrated variants' files."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: Literal[1] = 1
+    dataset: str = Field(description="The dataset's name (its directory's).")
+    dataset_path: str
+    dataset_sha256: str
+    seed: int
+    cases: list[CalibrationCase]
+    answers: Literal["gold"] = Field(
+        default="gold", description="What follows each prompt: the gold record as JSON."
+    )
+    tokens: int = Field(description="Tokens of the calibration text (with the model's BOS).")
+    chunk_tokens: int
+    chunks: int = Field(description="Chunks llama-imatrix computed over: tokens // chunk_tokens.")
+    text_sha256: str
+    model_sha256: str = Field(description="The F16 reference the matrix was computed with.")
+    imatrix_file: str
+    imatrix_sha256: str
+    tool_version: str = Field(description="llama-imatrix --version.")
+    bindings_version: str = Field(description="llama-cpp-python's version, whose llama.cpp the tools are.")
+
+    def case_ids(self) -> set[str]:
+        """The ids of the split's cases."""
+        return {case.id for case in self.cases}
+
+
+def text_sha256(text: str) -> str:
+    """The sha256 of a case text (UTF-8)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def read_calibration_record(path: Path) -> CalibrationRecord:
+    """Read calibration.json.
+
+    Raises:
+        CalibrationError: Missing, unreadable or not a calibration record.
+    """
+    try:
+        return CalibrationRecord.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise CalibrationError(f"{path}: cannot read the calibration record: {exc.strerror or exc}") from exc
+    except ValidationError as exc:
+        raise CalibrationError(f"{path}: not a calibration record ({exc.error_count()} errors)") from exc
+
+
+def calibration_split(dataset: Dataset, count: int, *, seed: int = SPLIT_SEED) -> tuple[Dataset, list[Case]]:
+    """The dataset as a run prompts it (with its few-shot examples) and `count` of its labeled
+    cases drawn with `seed`, in file order.
+
+    Raises:
+        CalibrationError: Fewer labeled cases than twice `count` (the evaluation keeps at least half).
+    """
+    prompted = choose_examples(dataset).dataset
+    labeled = [case for case in prompted.cases if case.expected is not None]
+    if count < 1 or 2 * count > len(labeled):
+        raise CalibrationError(
+            f"{dataset.name}: {len(labeled)} labeled cases (not counting the few-shot examples) cannot "
+            f"give {count} calibration cases and keep at least as many for the evaluation; "
+            f"use --calibration-cases {len(labeled) // 2} or fewer, or a larger dataset"
+        )
+    drawn = {case.id for case in random.Random(seed).sample(labeled, count)}
+    return prompted, [case for case in labeled if case.id in drawn]
+
+
+def calibration_text(prompted: Dataset, cases: list[Case]) -> str:
+    """Each case's first-attempt prompt as the embedded base model reads it, then its gold answer."""
+    examples = [(e.text, e.expected) for e in prompted.examples if e.expected is not None]
+    parts = []
+    for case in cases:
+        messages = build_messages(
+            schema=prompted.schema, examples=examples, text=case.text, task=prompted.task
+        )
+        answer = AIMessage(content=json.dumps(case.expected, ensure_ascii=False))
+        parts.append(render_prompt([*messages, answer]))
+    return "".join(parts)
+
+
+def check_enough_tokens(dataset: Dataset, cases: int, tokens: int) -> None:
+    """Refuse a calibration text too short for llama-imatrix, saying how many tokens it needs.
+
+    Raises:
+        CalibrationError: Fewer than `MIN_TOKENS`.
+    """
+    if tokens < MIN_TOKENS:
+        raise CalibrationError(
+            f"{dataset.name}: the {cases} calibration cases make {tokens} tokens (prompt and answer); "
+            f"llama-imatrix needs at least {MIN_TOKENS} (two chunks of {CHUNK_TOKENS}): give more "
+            "--calibration-cases, or a dataset with more labeled cases"
+        )
