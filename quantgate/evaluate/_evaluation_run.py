@@ -20,6 +20,7 @@ from evaluators.baselines import BaselineScores, baseline_scores
 from evaluators.errors import QuantgateError, UsageError
 from quantgate._formatting import terminal_text
 from quantgate.capacity._shape_reading import memory_model_entry
+from quantgate.evaluate._calibration_holdout import without_calibration_cases
 from quantgate.evaluate._label_confidence_step import add_gold_probability_shifts
 from quantgate.evaluate._noise_floor_kld import measure_noise_floor_kld
 from quantgate.evaluate._options import RunOptions, run_cases, select_cases
@@ -34,7 +35,6 @@ from quantgate.evaluate.token_fidelity._run_step import token_fidelity_step
 from quantgate.inputs._dataset import Case, Dataset, data_file_hashes, write_dataset
 from quantgate.inputs._examples import ChosenExamples, choose_examples
 from quantgate.inputs._variants import Variant, VariantSet
-from quantgate.ladder._calibration_holdout import without_calibration_cases
 from quantgate.rundir._build import (
     baselines_info,
     dataset_info,

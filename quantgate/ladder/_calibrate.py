@@ -19,15 +19,17 @@ from quantgate._hardware import package_version
 from quantgate.inputs._dataset import Dataset
 from quantgate.inputs._file_hashes import file_sha256
 from quantgate.inputs._variants import ImatrixCalibration, Variant
-from quantgate.ladder._calibration_split import (
+from quantgate.ladder._calibration_record import (
     CALIBRATION_FILE,
-    CHUNK_TOKENS,
     CalibrationCase,
     CalibrationRecord,
+    text_sha256,
+)
+from quantgate.ladder._calibration_split import (
+    CHUNK_TOKENS,
     calibration_split,
     calibration_text,
     check_enough_tokens,
-    text_sha256,
 )
 from quantgate.ladder._imatrix_check import check_imatrix_model
 from quantgate.ladder._llama_tool_calls import CalibrationError, find_llama_tool, run_llama_tool, tool_version

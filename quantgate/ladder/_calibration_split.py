@@ -7,20 +7,15 @@ attempt (`build_messages` rendered by `render_prompt`: the instruction, the few-
 case's text), followed by the answer: the case's gold record as JSON, the stand-in for the
 reference's answer (the answer the reference should give, so the matrix sees the task's tokens).
 
-`CalibrationRecord` is calibration.json: a run reads its case ids and text hashes to leave those
-cases out of scoring (`quantgate.ladder._calibration_holdout`).
+What was drawn is recorded in calibration.json (`quantgate.ladder._calibration_record`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
-from pathlib import Path
-from typing import Literal
 
 from langchain_core.messages import AIMessage
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from graphs.prompting import build_messages
 from quantgate.backends._base_prompt import render_prompt
@@ -28,7 +23,6 @@ from quantgate.inputs._dataset import Case, Dataset
 from quantgate.inputs._examples import choose_examples
 from quantgate.ladder._llama_tool_calls import CalibrationError
 
-CALIBRATION_FILE = "calibration.json"
 CHUNK_TOKENS = 512
 """llama-imatrix's chunk (its default context, `-c 512`): the matrix is accumulated chunk by chunk,
 and a partial last chunk is dropped."""
@@ -40,63 +34,6 @@ DEFAULT_CALIBRATION_CASES = 64
 answer are 400 to 600 tokens): within llama.cpp's usual 50-200 chunks, about a minute of F16
 prefill for Gemma 3 270M on 2 cores, and 5% of restaurants' 1,398 cases."""
 SPLIT_SEED = 0
-
-
-class CalibrationCase(BaseModel):
-    """One case of the split: its id, and its text's sha256 (to recognise it in another dataset)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    id: str
-    text_sha256: str
-
-
-class CalibrationRecord(BaseModel):
-    """calibration.json, beside the calibrated variants' files."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    format_version: Literal[1] = 1
-    dataset: str = Field(description="The dataset's name (its directory's).")
-    dataset_path: str
-    dataset_sha256: str
-    seed: int
-    cases: list[CalibrationCase]
-    answers: Literal["gold"] = Field(
-        default="gold", description="What follows each prompt: the gold record as JSON."
-    )
-    tokens: int = Field(description="Tokens of the calibration text (with the model's BOS).")
-    chunk_tokens: int
-    chunks: int = Field(description="Chunks llama-imatrix computed over: tokens // chunk_tokens.")
-    text_sha256: str
-    model_sha256: str = Field(description="The F16 reference the matrix was computed with.")
-    imatrix_file: str
-    imatrix_sha256: str
-    tool_version: str = Field(description="llama-imatrix --version.")
-    bindings_version: str = Field(description="llama-cpp-python's version, whose llama.cpp the tools are.")
-
-    def case_ids(self) -> set[str]:
-        """The ids of the split's cases."""
-        return {case.id for case in self.cases}
-
-
-def text_sha256(text: str) -> str:
-    """The sha256 of a case text (UTF-8)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def read_calibration_record(path: Path) -> CalibrationRecord:
-    """Read calibration.json.
-
-    Raises:
-        CalibrationError: Missing, unreadable or not a calibration record.
-    """
-    try:
-        return CalibrationRecord.model_validate_json(path.read_bytes())
-    except OSError as exc:
-        raise CalibrationError(f"{path}: cannot read the calibration record: {exc.strerror or exc}") from exc
-    except ValidationError as exc:
-        raise CalibrationError(f"{path}: not a calibration record ({exc.error_count()} errors)") from exc
 
 
 def calibration_split(dataset: Dataset, count: int, *, seed: int = SPLIT_SEED) -> tuple[Dataset, list[Case]]:

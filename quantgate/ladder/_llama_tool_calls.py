@@ -49,7 +49,7 @@ def _tail(text: str) -> str:
     return "\n".join(lines[-STDERR_TAIL_LINES:]) or "(it wrote nothing)"
 
 
-def run_llama_tool(tool: Path, arguments: Sequence[str | Path], *, step: str) -> str:
+def run_llama_tool(tool: Path, arguments: Sequence[str | Path | int], *, step: str) -> str:
     """Run a tool to completion and return what it wrote (stdout, then stderr).
 
     Args:

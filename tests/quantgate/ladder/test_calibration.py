@@ -12,11 +12,11 @@ from quantgate.inputs._dataset import Dataset, load_dataset
 from quantgate.inputs._file_hashes import file_sha256
 from quantgate.inputs._variants import VariantSet, load_variants_file, write_variants_file
 from quantgate.ladder._calibrate import CalibrationRequest, calibrate
+from quantgate.ladder._calibration_record import read_calibration_record
 from quantgate.ladder._calibration_split import (
     DEFAULT_CALIBRATION_CASES,
     calibration_split,
     calibration_text,
-    read_calibration_record,
 )
 from quantgate.ladder._llama_tool_calls import TOOLS_ENV, CalibrationError
 from tests.fakes import write_tiny_dataset
@@ -42,7 +42,7 @@ def tools(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture
-def ladder(tmp_path) -> Path:
+def ladder(tmp_path: Path) -> Path:
     (tmp_path / "ladder").mkdir()
     write_fake_f16(tmp_path / "ladder" / "model-F16.gguf")
     return tmp_path / "ladder"

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from quantgate.evaluate._calibration_holdout import without_calibration_cases
 from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs._dataset import Case, Dataset, load_dataset, write_dataset
 from quantgate.inputs._variants import ImatrixCalibration, Variant, VariantSet
-from quantgate.ladder._calibration_holdout import without_calibration_cases
-from quantgate.ladder._calibration_split import CalibrationCase, CalibrationRecord, text_sha256
+from quantgate.ladder._calibration_record import CalibrationCase, CalibrationRecord, text_sha256
 from quantgate.ladder._llama_tool_calls import CalibrationError
 from quantgate.rundir._store import load_run
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from quantgate.inputs._dataset import Case, Dataset
 from quantgate.inputs._variants import Variant
-from quantgate.ladder._calibration_split import CalibrationRecord, read_calibration_record, text_sha256
+from quantgate.ladder._calibration_record import CalibrationRecord, read_calibration_record, text_sha256
 from quantgate.ladder._llama_tool_calls import CalibrationError
 
 _SHOWN = 5
