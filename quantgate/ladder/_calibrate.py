@@ -133,7 +133,7 @@ def calibrate(
 def _imatrix_into(work: Path, reference: Path, request: CalibrationRequest, *, chunks: int) -> str:
     """Run llama-imatrix on the calibration text in `work`, check its matrix; return its version."""
     tool = find_llama_tool("llama-imatrix")
-    files = ["-m", reference, "-f", work / TEXT_FILE, "-o", work / IMATRIX_FILE]
+    files: list[str | Path | int] = ["-m", reference, "-f", work / TEXT_FILE, "-o", work / IMATRIX_FILE]
     run_llama_tool(
         tool,
         [*files, "-c", CHUNK_TOKENS, "--chunks", chunks, "--no-ppl"],
