@@ -71,6 +71,7 @@ def test_bad_calibration_input_exits_2_before_anything_is_built(
 
 
 def test_a_missing_tool_exits_2_before_the_ladder_is_built(source, tmp_path, monkeypatch, capsys):
+    (tmp_path / "empty").mkdir()
     monkeypatch.setenv(TOOLS_ENV, str(tmp_path / "empty"))
     out = tmp_path / "ladder"
     assert main(["ladder", "--source", str(source), "--out", str(out), "--calibrate", "restaurants"]) == 2
