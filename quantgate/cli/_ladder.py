@@ -6,13 +6,20 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evaluators.errors import UsageError
+from quantgate.cli._common import cli_dataset, positive_int
+
 if TYPE_CHECKING:
     from quantgate.cli._common import Commands
+    from quantgate.ladder._calibrate import CalibrationRequest
 
 
 LADDER_HELP = "Q8_0,Q4_K_M,Q2_K"
 """The default of --quants as `--help` shows it, without importing the ladder at start-up
 (`quantgate.ladder._quantize.DEFAULT_QUANTS` is the one definition; a test keeps them equal)."""
+DEFAULT_CALIBRATION_CASES = 64
+"""The default of --calibration-cases (`quantgate.ladder._calibration_split.DEFAULT_CALIBRATION_CASES`,
+kept equal by a test), without importing the ladder at start-up."""
 
 
 def _names(text: str) -> list[str]:
@@ -25,6 +32,7 @@ def _ladder(args: argparse.Namespace) -> int:
 
     quants = _names(args.quants or ",".join(DEFAULT_QUANTS))
     variant_set, variants_file = build_ladder(
+        calibration=_calibration(args, quants),
         source=Path(args.source) if args.source else None,
         quants=quants,
         out=Path(args.out) if args.out else None,
@@ -34,9 +42,23 @@ def _ladder(args: argparse.Namespace) -> int:
     for variant in variant_set.variants:
         size = (variant.file_size_bytes or 0) / 2**20
         cache = f"  KV cache {variant.kv_cache.label()}" if variant.kv_cache else ""
-        print(f"{variant.name:<8} {size:8.1f} MiB  {variant.model}{cache}")
+        print(f"{variant.name:<12} {size:8.1f} MiB  {variant.model}{cache}")
+        if variant.imatrix:
+            print(f"{'':<12} {variant.calibration}")
     print(f"variants file: {variants_file}")
     return 0
+
+
+def _calibration(args: argparse.Namespace, quants: list[str]) -> CalibrationRequest | None:
+    """`--calibrate DATASET`: the request, its dataset loaded (a bad one fails before any build)."""
+    if args.calibrate is None:
+        if args.calibration_cases is not None:
+            raise UsageError("--calibration-cases needs --calibrate DATASET")
+        return None
+    from quantgate.ladder._calibrate import CalibrationRequest
+
+    cases = args.calibration_cases or DEFAULT_CALIBRATION_CASES
+    return CalibrationRequest(dataset=cli_dataset(args.calibrate, False), cases=cases, quants=quants)
 
 
 def add_parser(commands: Commands) -> None:
@@ -58,6 +80,21 @@ def add_parser(commands: Commands) -> None:
         "--kv-cache-of",
         help="comma-separated weight types the --kv-cache variants are made of (default: every "
         "quantization built, not the F16 reference)",
+    )
+    ladder.add_argument(
+        "--calibrate",
+        metavar="DATASET",
+        help="also make each --quants type with an importance matrix (llama-imatrix, llama-quantize) "
+        "from the dataset's texts as the graph sends them, named like Q2_K+imat; its calibration cases "
+        "(calibration-DATASET/calibration.json) are then left out of every run's scoring",
+    )
+    ladder.add_argument(
+        "--calibration-cases",
+        type=positive_int,
+        metavar="N",
+        help=f"--calibrate: labeled cases in the calibration split, drawn with a fixed seed (default "
+        f"{DEFAULT_CALIBRATION_CASES}: on restaurants about 860 tokens a case, 107 chunks of 512, within "
+        "llama.cpp's usual 50-200; llama-imatrix needs at least 1024 tokens, two chunks)",
     )
     ladder.add_argument("--out", help="output directory (default: the user cache dir, quantgate/ladder)")
     ladder.set_defaults(handler=_ladder)

@@ -20,6 +20,7 @@ from evaluators.baselines import BaselineScores, baseline_scores
 from evaluators.errors import QuantgateError, UsageError
 from quantgate._formatting import terminal_text
 from quantgate.capacity._shape_reading import memory_model_entry
+from quantgate.evaluate._calibration_holdout import without_calibration_cases
 from quantgate.evaluate._label_confidence_step import add_gold_probability_shifts
 from quantgate.evaluate._noise_floor_kld import measure_noise_floor_kld
 from quantgate.evaluate._options import RunOptions, run_cases, select_cases
@@ -139,6 +140,14 @@ def _examples(dataset: Dataset, options: RunOptions) -> ChosenExamples:
         if note:
             print(f"quantgate: {terminal_text(note)}", file=sys.stderr)  # case ids, as given
     return chosen
+
+
+def _held_out(dataset: Dataset, variants: Sequence[Variant]) -> Dataset:
+    """The dataset without the calibrated variants' calibration cases, with what was done on stderr."""
+    held_out = without_calibration_cases(dataset, variants)
+    if held_out.note:
+        print(f"quantgate: {terminal_text(held_out.note)}", file=sys.stderr)
+    return held_out.dataset
 
 
 def _execute(session: RunSession, executor: VariantExecutor) -> Path:
@@ -261,7 +270,7 @@ def run_evaluation(
     options = options or RunOptions()
     variants, reference_name = order_variants(variant_set, reference)
     chosen = _examples(dataset, options)
-    dataset = chosen.dataset
+    dataset = _held_out(chosen.dataset, variants)
     cases = run_cases(dataset.cases, options)
     if not cases:
         raise UsageError(f"{dataset.path}: no case to evaluate")

@@ -94,6 +94,23 @@ def _kv_cache_table(value: Any) -> dict[str, Any]:
     return value
 
 
+class ImatrixCalibration(BaseModel):
+    """A calibrated variant's importance matrix, as `quantgate ladder --calibrate` made it: which
+    dataset and how much of it (the case ids are in `file`, calibration.json, which a run reads to
+    leave them out of scoring), and which matrix and tool."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    file: str
+    dataset: str
+    dataset_sha256: str
+    cases: int = Field(ge=1)
+    tokens: int = Field(ge=1)
+    chunks: int = Field(ge=1)
+    imatrix_sha256: str
+    tool_version: str
+
+
 class VariantSpec(BaseModel):
     """What identifies a model variant and its provenance: everything a run records of it.
 
@@ -104,7 +121,8 @@ class VariantSpec(BaseModel):
         model: What the backend loads: a GGUF path for `llamacpp`, a tag for `ollama`.
         quantization: Precision / quantization type as named by its tool (`F16`, `Q4_K_M`).
         method: How the weights were produced (e.g. `llama.cpp k-quant, post-training`).
-        calibration: `none`, or the importance-matrix file used.
+        calibration: `none`, or what the importance matrix was computed from (a sentence).
+        imatrix: A calibrated variant's importance matrix (`ImatrixCalibration`), None when it has none.
         source: The file the variant was derived from.
         source_sha256: That file's sha256.
         sha256: The model file's sha256.
@@ -132,6 +150,7 @@ class VariantSpec(BaseModel):
     quantization: str | None = None
     method: str | None = None
     calibration: str = "none"
+    imatrix: ImatrixCalibration | None = None
     source: str | None = None
     source_sha256: str | None = None
     sha256: str | None = None

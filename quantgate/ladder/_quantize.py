@@ -28,6 +28,7 @@ from evaluators.errors import QuantgateError
 from quantgate._hardware import package_version
 from quantgate.inputs._file_hashes import file_sha256
 from quantgate.inputs._variants import Variant, VariantSet, write_variants_file
+from quantgate.ladder._calibrate import CalibrationRequest, calibrate, check_calibration
 from quantgate.ladder._dequantize import dequantize_to_f16
 from quantgate.ladder._kv_cache_variants import check_kv_caches, with_kv_cache_variants
 
@@ -48,7 +49,13 @@ _FTYPE_NAMES = {
     "Q3_K_M": "LLAMA_FTYPE_MOSTLY_Q3_K_M",
     "Q3_K_S": "LLAMA_FTYPE_MOSTLY_Q3_K_S",
     "Q2_K": "LLAMA_FTYPE_MOSTLY_Q2_K",
+    "IQ4_XS": "LLAMA_FTYPE_MOSTLY_IQ4_XS",
+    "IQ4_NL": "LLAMA_FTYPE_MOSTLY_IQ4_NL",
+    "IQ3_S": "LLAMA_FTYPE_MOSTLY_IQ3_S",
+    "IQ3_XXS": "LLAMA_FTYPE_MOSTLY_IQ3_XXS",
 }
+"""The types llama.cpp makes without an importance matrix (the IQ2 and IQ1 types need one), which
+are also those `--calibrate` makes with one."""
 SUPPORTED_QUANTS = tuple(_FTYPE_NAMES)
 MANIFEST = "ladder.json"
 VARIANTS_FILE = "variants.toml"
@@ -151,6 +158,7 @@ def build_ladder(
     progress: bool = True,
     kv_caches: Sequence[str] = (),
     kv_cache_of: Sequence[str] | None = None,
+    calibration: CalibrationRequest | None = None,
 ) -> tuple[VariantSet, Path]:
     """Build the F16 reference and each quantization, and write the variants file.
 
@@ -163,14 +171,17 @@ def build_ladder(
             (default: every quantization built) also gets a variant with that cache
             (`quantgate.ladder._kv_cache_variants`).
         kv_cache_of: The weight types the `kv_caches` variants are made of.
+        calibration: Also make each of its types with an importance matrix from its dataset's cases,
+            named `<TYPE>+imat` (`quantgate.ladder._calibrate`), listed after the plain variants.
 
     Returns:
         The variant set (reference `F16`) and the path of the variants file written.
     """
-    unknown = [q for q in quants if q not in _FTYPE_NAMES]
-    if unknown:
-        raise LadderError(f"unknown quantization(s) {unknown}; supported: {', '.join(SUPPORTED_QUANTS)}")
+    _check_types(quants)
     check_kv_caches(kv_caches, kv_cache_of, [REFERENCE, *quants])
+    if calibration is not None:
+        _check_types(calibration.quants)
+        check_calibration(calibration)
     directory = (out or default_ladder_dir()).expanduser()
     directory.mkdir(parents=True, exist_ok=True)
     source_path = source.expanduser() if source else default_source(directory)
@@ -192,10 +203,19 @@ def build_ladder(
         steps.append(step)
     _write_manifest(directory, source_path, source_sha, steps, manifest)
     variant_set = _variant_set(steps, source_path, source_sha, is_default=source is None)
+    if calibration is not None:
+        calibrated = calibrate(calibration, reference=reference, directory=directory)
+        variant_set = variant_set.model_copy(update={"variants": [*variant_set.variants, *calibrated]})
     variant_set = with_kv_cache_variants(variant_set, kv_caches, kv_cache_of)
     variants_file = directory / VARIANTS_FILE
     write_variants_file(variants_file, variant_set)
     return variant_set, variants_file
+
+
+def _check_types(quants: Sequence[str]) -> None:
+    unknown = [q for q in quants if q not in _FTYPE_NAMES]
+    if unknown:
+        raise LadderError(f"unknown quantization(s) {unknown}; supported: {', '.join(SUPPORTED_QUANTS)}")
 
 
 def _reference_step(
@@ -241,7 +261,13 @@ def _variant_set(steps: list[LadderStep], source: Path, source_sha: str, *, is_d
                 "a 4-bit file, so the ladder measures loss on top of Q4_K_M, not against BF16 weights"
             )
         else:
-            kind = "k-quant" if "_K" in step.name else "legacy quant"
+            kind = (
+                "k-quant"
+                if "_K" in step.name
+                else "i-quant"
+                if step.name.startswith("IQ")
+                else "legacy quant"
+            )
             method = (
                 f"llama.cpp {kind}, post-training, from the F16 reference (llama-cpp-python {llama_version})"
             )

@@ -1,0 +1,197 @@
+"""Calibrated variants: an importance matrix from a dataset's cases, and llama.cpp types made with it.
+
+`calibrate` writes the calibration text of a split (`quantgate.ladder._calibration_split`), runs
+`llama-imatrix` on the F16 reference, checks that the matrix belongs to that model, and makes each
+type with `llama-quantize --imatrix`, named `Q2_K+imat`. Everything is built in a temporary
+directory inside the ladder directory and moved into place (`calibration-<dataset>/`) only when
+complete, so a failure or Ctrl-C leaves nothing half-built.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from quantgate._hardware import package_version
+from quantgate.inputs._dataset import Dataset
+from quantgate.inputs._file_hashes import file_sha256
+from quantgate.inputs._variants import ImatrixCalibration, Variant
+from quantgate.ladder._calibration_record import (
+    CALIBRATION_FILE,
+    CalibrationCase,
+    CalibrationRecord,
+    text_sha256,
+)
+from quantgate.ladder._calibration_split import (
+    CHUNK_TOKENS,
+    calibration_split,
+    calibration_text,
+    check_enough_tokens,
+)
+from quantgate.ladder._imatrix_check import check_imatrix_model
+from quantgate.ladder._llama_tool_calls import CalibrationError, find_llama_tool, run_llama_tool, tool_version
+
+CALIBRATED_SUFFIX = "+imat"
+IMATRIX_FILE = "imatrix.gguf"
+TEXT_FILE = "calibration.txt"
+
+TokenCounter = Callable[[str], int]
+"""Tokens of a text as the F16 reference tokenizes it (with its BOS)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CalibrationRequest:
+    """What `quantgate ladder --calibrate` asks: a dataset, how many of its cases, which types."""
+
+    dataset: Dataset
+    cases: int
+    quants: Sequence[str]
+    seed: int = 0
+
+
+def check_calibration(request: CalibrationRequest) -> None:
+    """Refuse, before anything is built, a split the dataset cannot give or a tool that is missing.
+
+    Raises:
+        CalibrationError: As `calibrate` does for these.
+    """
+    calibration_split(request.dataset, request.cases, seed=request.seed)
+    find_llama_tool("llama-imatrix")
+    find_llama_tool("llama-quantize")
+
+
+def vocabulary_token_counter(model: Path) -> TokenCounter:
+    """Count tokens with the model's own tokenizer (its vocabulary only is loaded)."""
+    import llama_cpp
+
+    llama = llama_cpp.Llama(str(model), vocab_only=True, verbose=False)
+    return lambda text: len(llama.tokenize(text.encode("utf-8"), add_bos=True, special=False))
+
+
+def calibrate(
+    request: CalibrationRequest,
+    *,
+    reference: Path,
+    directory: Path,
+    count_tokens: TokenCounter | None = None,
+) -> list[Variant]:
+    """Make the importance matrix and the calibrated variants into `directory/calibration-<dataset>/`.
+
+    Args:
+        request: The dataset, the number of cases and the types.
+        reference: The F16 reference GGUF.
+        directory: The ladder directory.
+        count_tokens: The reference's tokenizer; default: `vocabulary_token_counter(reference)`.
+
+    Returns:
+        One variant per type, `<TYPE>+imat`, each with its `imatrix` record.
+
+    Raises:
+        CalibrationError: Too few cases or tokens, a tool missing or failing, a matrix that is not
+            the reference's; nothing is left of the attempt.
+    """
+    prompted, cases = calibration_split(request.dataset, request.cases, seed=request.seed)
+    text = calibration_text(prompted, cases)
+    tokens = (count_tokens or vocabulary_token_counter(reference))(text)
+    check_enough_tokens(request.dataset, len(cases), tokens)
+    final = directory / f"calibration-{request.dataset.name}"
+    work = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=directory))
+    try:
+        (work / TEXT_FILE).write_text(text, encoding="utf-8")
+        imatrix_version = _imatrix_into(work, reference, request, chunks=tokens // CHUNK_TOKENS)
+        quantize_tool = find_llama_tool("llama-quantize")
+        for quant in request.quants:
+            _quantize(
+                quantize_tool, work / IMATRIX_FILE, reference, work / _file_name(reference, quant), quant
+            )
+        record = CalibrationRecord(
+            dataset=request.dataset.name,
+            dataset_path=str(request.dataset.path),
+            dataset_sha256=request.dataset.sha256,
+            seed=request.seed,
+            cases=[CalibrationCase(id=c.id, text_sha256=text_sha256(c.text)) for c in cases],
+            tokens=tokens,
+            chunk_tokens=CHUNK_TOKENS,
+            chunks=tokens // CHUNK_TOKENS,
+            text_sha256=text_sha256(text),
+            model_sha256=file_sha256(reference),
+            imatrix_file=IMATRIX_FILE,
+            imatrix_sha256=file_sha256(work / IMATRIX_FILE),
+            tool_version=imatrix_version,
+            bindings_version=package_version("llama-cpp-python") or "unknown",
+        )
+        (work / CALIBRATION_FILE).write_text(record.model_dump_json(indent=2), encoding="utf-8")
+        _move_into_place(work, final)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return [_variant(final, reference, quant, record) for quant in request.quants]
+
+
+def _imatrix_into(work: Path, reference: Path, request: CalibrationRequest, *, chunks: int) -> str:
+    """Run llama-imatrix on the calibration text in `work`, check its matrix; return its version."""
+    tool = find_llama_tool("llama-imatrix")
+    files: list[str | Path | int] = ["-m", reference, "-f", work / TEXT_FILE, "-o", work / IMATRIX_FILE]
+    run_llama_tool(
+        tool,
+        [*files, "-c", CHUNK_TOKENS, "--chunks", chunks, "--no-ppl"],
+        step=f"computing the importance matrix of {request.dataset.name}",
+    )
+    check_imatrix_model(work / IMATRIX_FILE, reference)
+    return tool_version(tool)
+
+
+def _quantize(tool: Path, imatrix: Path, reference: Path, out: Path, quant: str) -> None:
+    step = f"quantizing {reference.name} to {quant} with the importance matrix"
+    run_llama_tool(tool, ["--imatrix", imatrix, reference, out, quant], step=step)
+    if not out.is_file():
+        raise CalibrationError(f"{step}: {tool.name} succeeded but wrote no {out.name}")
+
+
+def _file_name(reference: Path, quant: str) -> str:
+    stem = reference.stem.removesuffix("-F16")
+    return f"{stem}-{quant}{CALIBRATED_SUFFIX}.gguf"
+
+
+def _move_into_place(work: Path, final: Path) -> None:
+    """Replace `final` by the complete `work` directory (the previous calibration is removed)."""
+    old = final.with_name(final.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        final.rename(old)
+    work.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _variant(final: Path, reference: Path, quant: str, record: CalibrationRecord) -> Variant:
+    path = final / _file_name(reference, quant)
+    return Variant(
+        name=f"{quant}{CALIBRATED_SUFFIX}",
+        backend="llamacpp",
+        model=str(path),
+        quantization=quant,
+        method=(
+            "llama.cpp llama-quantize with an importance matrix, from the F16 reference "
+            f"({record.tool_version}; llama-cpp-python {record.bindings_version})"
+        ),
+        calibration=(
+            f"importance matrix from {record.dataset} ({len(record.cases)} cases, {record.tokens} tokens, "
+            f"{record.chunks} chunks of {record.chunk_tokens}; sha256 {record.imatrix_sha256[:12]})"
+        ),
+        imatrix=ImatrixCalibration(
+            file=str(final / CALIBRATION_FILE),
+            dataset=record.dataset,
+            dataset_sha256=record.dataset_sha256,
+            cases=len(record.cases),
+            tokens=record.tokens,
+            chunks=record.chunks,
+            imatrix_sha256=record.imatrix_sha256,
+            tool_version=record.tool_version,
+        ),
+        source=str(reference),
+        source_sha256=record.model_sha256,
+        sha256=file_sha256(path),
+        file_size_bytes=path.stat().st_size,
+    )

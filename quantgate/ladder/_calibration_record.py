@@ -1,0 +1,74 @@
+"""calibration.json: what `quantgate ladder --calibrate` computed its importance matrix from.
+
+A run reads its case ids and text hashes to leave those cases out of scoring
+(`quantgate.evaluate._calibration_holdout`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from quantgate.ladder._llama_tool_calls import CalibrationError
+
+CALIBRATION_FILE = "calibration.json"
+
+
+class CalibrationCase(BaseModel):
+    """One case of the split: its id, and its text's sha256 (to recognise it in another dataset)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    text_sha256: str
+
+
+class CalibrationRecord(BaseModel):
+    """calibration.json, beside the calibrated variants' files."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format_version: Literal[1] = 1
+    dataset: str = Field(description="The dataset's name (its directory's).")
+    dataset_path: str
+    dataset_sha256: str
+    seed: int
+    cases: list[CalibrationCase]
+    answers: Literal["gold"] = Field(
+        default="gold", description="What follows each prompt: the gold record as JSON."
+    )
+    tokens: int = Field(description="Tokens of the calibration text (with the model's BOS).")
+    chunk_tokens: int
+    chunks: int = Field(description="Chunks llama-imatrix computed over: tokens // chunk_tokens.")
+    text_sha256: str
+    model_sha256: str = Field(description="The F16 reference the matrix was computed with.")
+    imatrix_file: str
+    imatrix_sha256: str
+    tool_version: str = Field(description="llama-imatrix --version.")
+    bindings_version: str = Field(description="llama-cpp-python's version, whose llama.cpp the tools are.")
+
+    def case_ids(self) -> set[str]:
+        """The ids of the split's cases."""
+        return {case.id for case in self.cases}
+
+
+def text_sha256(text: str) -> str:
+    """The sha256 of a case text (UTF-8)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def read_calibration_record(path: Path) -> CalibrationRecord:
+    """Read calibration.json.
+
+    Raises:
+        CalibrationError: Missing, unreadable or not a calibration record.
+    """
+    try:
+        return CalibrationRecord.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise CalibrationError(f"{path}: cannot read the calibration record: {exc.strerror or exc}") from exc
+    except ValidationError as exc:
+        raise CalibrationError(f"{path}: not a calibration record ({exc.error_count()} errors)") from exc

@@ -1,0 +1,163 @@
+"""`quantgate ladder --calibrate`: the split, the text, the tools' calls, the record and the bad
+inputs, with fake llama.cpp tools (tests/quantgate/ladder/fake_llama_tools.py) and no model (issue 48)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evaluators.errors import UsageError
+from quantgate.inputs._dataset import Dataset, load_dataset
+from quantgate.inputs._file_hashes import file_sha256
+from quantgate.inputs._variants import VariantSet, load_variants_file, write_variants_file
+from quantgate.ladder._calibrate import CalibrationRequest, calibrate
+from quantgate.ladder._calibration_record import read_calibration_record
+from quantgate.ladder._calibration_split import (
+    DEFAULT_CALIBRATION_CASES,
+    calibration_split,
+    calibration_text,
+)
+from quantgate.ladder._llama_tool_calls import TOOLS_ENV, CalibrationError
+from tests.fakes import write_tiny_dataset
+from tests.quantgate.ladder.fake_llama_tools import install_fake_tools, write_fake_f16
+
+
+def count_tokens(text: str) -> int:
+    """A stand-in tokenizer: four characters a token."""
+    return len(text) // 4
+
+
+@pytest.fixture(scope="module")
+def restaurants() -> Dataset:
+    return load_dataset("restaurants")
+
+
+@pytest.fixture
+def tools(tmp_path, monkeypatch) -> Path:
+    log = install_fake_tools(tmp_path / "bin")
+    monkeypatch.setenv(TOOLS_ENV, str(tmp_path / "bin"))
+    monkeypatch.setenv("FAKE_LOG", str(log))
+    return log
+
+
+@pytest.fixture
+def ladder(tmp_path: Path) -> Path:
+    (tmp_path / "ladder").mkdir()
+    write_fake_f16(tmp_path / "ladder" / "model-F16.gguf")
+    return tmp_path / "ladder"
+
+
+def _calibrate(dataset: Dataset, ladder: Path, cases: int = 8, quants=("Q2_K", "IQ3_XXS")):
+    request = CalibrationRequest(dataset=dataset, cases=cases, quants=list(quants))
+    reference = ladder / "model-F16.gguf"
+    return calibrate(request, reference=reference, directory=ladder, count_tokens=count_tokens)
+
+
+def _calls(log: Path) -> list[list[str]]:
+    """The tools' calls, without those asking their version (a finder may ask that too)."""
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    return [call for call in calls if call[1:] != ["--version"]]
+
+
+def test_calibrated_variants_are_quantized_with_the_matrix_of_the_split_and_record_it(
+    restaurants, tools, ladder
+):
+    variants = _calibrate(restaurants, ladder)
+    final = ladder / "calibration-restaurants"
+    assert [v.name for v in variants] == ["Q2_K+imat", "IQ3_XXS+imat"]
+    q2 = Path(variants[0].model)
+    assert q2 == final / "model-Q2_K+imat.gguf"
+    assert q2.read_text() == "fake Q2_K of model-F16.gguf with imatrix.gguf"
+    record = read_calibration_record(final / "calibration.json")
+    text = (final / "calibration.txt").read_text()
+    assert record.tokens == count_tokens(text)
+    assert record.chunks == record.tokens // 512 >= 2
+    assert record.imatrix_sha256 == file_sha256(final / "imatrix.gguf")
+    assert record.tool_version == "version: 4242 (fake)"
+    assert record.dataset == "restaurants"
+    assert record.dataset_sha256 == restaurants.sha256
+    assert len(record.cases) == 8
+    imatrix_call = next(c for c in _calls(tools) if c[0] == "llama-imatrix")
+    assert imatrix_call[1:3] == ["-m", str(ladder / "model-F16.gguf")]
+    assert imatrix_call[-5:] == ["-c", "512", "--chunks", str(record.chunks), "--no-ppl"]
+    quantize_types = [c[-1] for c in _calls(tools) if c[0] == "llama-quantize"]
+    assert quantize_types == ["Q2_K", "IQ3_XXS"]
+    imatrix = variants[1].imatrix
+    assert imatrix is not None
+    assert imatrix.file == str(final / "calibration.json")
+    assert (imatrix.cases, imatrix.tokens, imatrix.chunks) == (8, record.tokens, record.chunks)
+    assert "importance matrix from restaurants (8 cases" in variants[1].calibration
+    assert sorted(p.name for p in ladder.iterdir()) == ["calibration-restaurants", "model-F16.gguf"]
+
+
+def test_the_split_is_seeded_leaves_the_few_shot_examples_and_the_text_is_the_prompt_then_the_gold(
+    restaurants,
+):
+    prompted, cases = calibration_split(restaurants, 5)
+    again = calibration_split(restaurants, 5)[1]
+    other = calibration_split(restaurants, 5, seed=1)[1]
+    assert [c.id for c in cases] == [c.id for c in again] != [c.id for c in other]
+    assert not {c.id for c in cases} & {e.id for e in prompted.examples}
+    text = calibration_text(prompted, cases[:1])
+    gold = json.dumps(cases[0].expected, ensure_ascii=False)
+    assert text.endswith(f"Text:\n{cases[0].text.strip()}\nJSON: {gold}\n\n")
+    assert text.count("Text:\n") == 1 + len(prompted.examples)  # the examples, then the case
+
+
+def test_a_split_too_small_for_llama_imatrix_is_refused_with_the_token_count(restaurants, tools, ladder):
+    too_few = r"make \d+ tokens .*needs at least 1024 \(two chunks of 512\)"
+    with pytest.raises(CalibrationError, match=too_few):
+        _calibrate(restaurants, ladder, cases=1)
+    assert [p.name for p in ladder.iterdir()] == ["model-F16.gguf"]
+
+
+def test_a_dataset_with_too_few_labeled_cases_is_refused(tmp_path, tools, ladder):
+    tiny = load_dataset(write_tiny_dataset(tmp_path / "tiny"))
+    with pytest.raises(CalibrationError, match=r"5 labeled cases .* cannot give 3 calibration cases"):
+        _calibrate(tiny, ladder, cases=3)
+
+
+def test_a_missing_tool_names_the_install_script(restaurants, tmp_path, monkeypatch, ladder):
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv(TOOLS_ENV, str(tmp_path / "empty"))
+    with pytest.raises(UsageError, match=r"llama-imatrix not found .*bash scripts/install-llama-tools"):
+        _calibrate(restaurants, ladder)
+    assert [p.name for p in ladder.iterdir()] == ["model-F16.gguf"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [
+        ("imatrix-fails", r"(?s)llama-imatrix exited with status 1.*\nmain: you need at least 1024 tokens"),
+        ("quantize-fails", r"(?s)to Q2_K .*llama-quantize exited with status 1.*\n.*unknown type Q2_K"),
+        ("quantize-writes-nothing", "succeeded but wrote no model-Q2_K"),
+        ("other-model", r"not of model-F16.gguf: 2 of its 2 entries .*blk.9.blk.0.attn_q.weight"),
+    ],
+)
+def test_a_failing_tool_or_a_matrix_of_another_model_leaves_the_previous_calibration_as_it_was(
+    restaurants, tools, ladder, monkeypatch, mode, message
+):
+    _calibrate(restaurants, ladder, quants=["Q4_K_M"])
+    before = {p.name: p.read_bytes() for p in (ladder / "calibration-restaurants").iterdir()}
+    monkeypatch.setenv("FAKE_MODE", mode)
+    with pytest.raises(CalibrationError, match=message):
+        _calibrate(restaurants, ladder, cases=9)
+    assert sorted(p.name for p in ladder.iterdir()) == ["calibration-restaurants", "model-F16.gguf"]
+    after = {p.name: p.read_bytes() for p in (ladder / "calibration-restaurants").iterdir()}
+    assert after == before
+
+
+def test_a_calibrated_variant_keeps_its_record_in_the_variants_file(restaurants, tools, ladder):
+    variants = _calibrate(restaurants, ladder, quants=["Q4_K_M"])
+    write_variants_file(ladder / "variants.toml", VariantSet(variants=variants))
+    loaded = load_variants_file(ladder / "variants.toml").variants[0]
+    assert loaded.imatrix == variants[0].imatrix
+    assert loaded.calibration == variants[0].calibration
+
+
+def test_the_command_lines_default_is_the_ladders():
+    from quantgate.cli._ladder import DEFAULT_CALIBRATION_CASES as SHOWN
+
+    assert SHOWN == DEFAULT_CALIBRATION_CASES
