@@ -115,7 +115,9 @@ def test_the_real_build_runs_and_offers_what_calibration_needs():
     if found.source != "cache" or found.missing:
         pytest.skip(f"llama.cpp's tools are not built for the installed bindings: run {INSTALL_COMMAND}")
     assert all(tool.problem is None for tool in found.tools.values()), found.tools
-    assert found.tools["llama-quantize"].version_line.startswith("version: ")
+    assert found.tools["llama-server"].version_line.startswith("version: ")
+    assert found.manifest is not None
+    assert found.manifest.tools["llama-server"].startswith(found.tools["llama-server"].version_line)
     usage = subprocess.run(
         [str(found.require("llama-quantize")), "--help"], capture_output=True, text=True, timeout=60
     )
