@@ -10,6 +10,8 @@ and a tiny dataset of five cases written from them (no real model anywhere).
 - `write_tiny_dataset` writes them as a dataset (the `dataset` fixture in `tests/conftest.py`).
 - `TOTAL_SCHEMA`, `case` and `write_dataset`: a two-field schema and datasets written case by case.
 - `CLASSIFICATION_TASK` and `write_classification_dataset`: a three-label classification dataset.
+- `write_fake_llama_tools`: a bin directory of fake llama.cpp tools and their manifest, as
+  scripts/install-llama-tools.sh leaves it (`write_fake_llama_tool`: one tool script).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pydantic import Field, PrivateAttr
 from graphs.streamed import ModelCallError
 from quantgate.backends._streaming import MessagesChatModel
 from quantgate.evaluate.scheduler._warm_up import WARM_UP_TEXT
+from quantgate.ladder._llama_tools import TOOL_NAMES
 
 SCHEMA: dict[str, Any] = {
     "title": "Invoice",
@@ -289,3 +292,38 @@ def write_classification_dataset(root: Path, golds: list[str], **options: Any) -
 def case(i: int, total: Any = 1.0, **extra: Any) -> dict[str, Any]:
     """A case of `TOTAL_SCHEMA` whose gold is `total` (any JSON value, to test bad ones) and no date."""
     return {"id": f"c{i}", "text": f"text {i}", "expected": {"total": total, "when": None}, **extra}
+
+
+def write_fake_llama_tool(
+    directory: Path, name: str, *, version: str = "version: 0 (unknown)", status: int = 0
+) -> Path:
+    """A tool script that prints a line, then `version` on stderr (as llama.cpp does), and exits `status`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(f"#!/bin/sh\necho 'warming up'\necho '{version}' >&2\nexit {status}\n", encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def fake_llama_tools_manifest(bindings_version: str = "0.3.36", **changes: object) -> dict[str, object]:
+    """A manifest.json as scripts/install-llama-tools.sh writes it, with `changes`."""
+    manifest: dict[str, object] = {
+        "format_version": 1,
+        "bindings_version": bindings_version,
+        "sdist_sha256": "ab" * 32,
+        "cmake_flags": ["-DCMAKE_BUILD_TYPE=Release"],
+        "build_seconds": 361,
+        "tools": dict.fromkeys(TOOL_NAMES, "version: 0 (unknown)"),
+    }
+    return {**manifest, **changes}
+
+
+def write_fake_llama_tools(
+    directory: Path, *, bindings_version: str = "0.3.36", tools: tuple[str, ...] = TOOL_NAMES
+) -> Path:
+    """A bin directory as scripts/install-llama-tools.sh leaves it: fake `tools` and the manifest."""
+    for name in tools:
+        write_fake_llama_tool(directory, name, version=f"version: 0 (unknown) {name}")
+    manifest = fake_llama_tools_manifest(bindings_version)
+    (directory / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return directory

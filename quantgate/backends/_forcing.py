@@ -1,7 +1,7 @@
 """What token fidelity's forcings share: a model made to follow a target on its runtime gives its top-k
 lists along it (`Forcing`, `ForcedPositions`), and how a `"logprobs"` backend declares its forcing
 (`LogprobsForcing`, its `BackendCapabilities.logprobs_forcing`). Each backend's forcing is in its folder
-(`ollama/ollama_forcing.py`, `openai/openai_forcing.py`, `llamacpp/embedded_forcing.py`)."""
+(`ollama/_ollama_forcing.py`, `openai/_openai_forcing.py`, `llamacpp/_embedded_forcing.py`)."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from quantgate._hardware import package_version
 
 if TYPE_CHECKING:
     from quantgate.cli._common import Commands
+    from quantgate.ladder._llama_tools import LlamaToolsManifest
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +41,47 @@ def _llama_cpp() -> Check:
     info = llama_cpp.llama_print_system_info().decode(errors="replace").strip()
     return Check(
         name="llama.cpp", ok=True, detail=f"llama-cpp-python {package_version('llama-cpp-python')}; {info}"
+    )
+
+
+def _llama_tools() -> list[Check]:
+    """llama.cpp's own tools: one line per tool, and which llama.cpp they were built from."""
+    from quantgate.ladder._llama_tools import INSTALL_COMMAND, TOOL_NAMES, LlamaToolError, find_llama_tools
+
+    try:
+        found = find_llama_tools()
+    except LlamaToolError as exc:
+        return [Check(name="llama.cpp tools", ok=False, detail=str(exc))]
+    if not found.tools:
+        detail = f"not built (looked in {found.where}): run {INSTALL_COMMAND}"
+        return [Check(name="llama.cpp tools", ok=None, detail=detail)]
+    checks = [_llama_tools_build(found.manifest, found.where)]
+    for name in TOOL_NAMES:
+        tool = found.tools.get(name)
+        if tool is None:
+            checks.append(Check(name=name, ok=None, detail=f"not built: run {INSTALL_COMMAND}"))
+        else:
+            checks.append(
+                Check(name=name, ok=tool.problem is None, detail=f"{tool.path}: {tool.version_line}")
+            )
+    return checks
+
+
+def _llama_tools_build(manifest: LlamaToolsManifest | None, where: str) -> Check:
+    from quantgate.ladder._llama_tools import INSTALL_COMMAND, MANIFEST_FILE
+
+    bindings = package_version("llama-cpp-python")
+    if manifest is None:
+        detail = f"in {where}, no {MANIFEST_FILE}: which llama.cpp they were built from is not recorded"
+        return Check(name="llama.cpp tools", ok=None, detail=detail)
+    built = (
+        f"built from llama-cpp-python {manifest.bindings_version}'s llama.cpp in {manifest.build_seconds} s"
+    )
+    if manifest.bindings_version != bindings:
+        detail = f"{built}, but llama-cpp-python {bindings} is installed: rebuild with {INSTALL_COMMAND}"
+        return Check(name="llama.cpp tools", ok=None, detail=detail)
+    return Check(
+        name="llama.cpp tools", ok=True, detail=f"{built}, the installed bindings' version ({where})"
     )
 
 
@@ -97,11 +139,12 @@ def _ollama(tags: Sequence[str]) -> list[Check]:
 
 
 def run_checks(*, ollama_tags: Sequence[str] = (), ladder_dir: Path | None = None) -> list[Check]:
-    """Every check, in order: llama.cpp build, model package, ladder, Ollama and its tags."""
+    """Every check, in order: llama.cpp build and tools, model package, ladder, Ollama and its tags."""
     from quantgate.ladder._quantize import default_ladder_dir
 
     return [
         _llama_cpp(),
+        *_llama_tools(),
         _model_package(),
         _ladder(ladder_dir or default_ladder_dir()),
         *_ollama(ollama_tags),
@@ -117,7 +160,9 @@ def _doctor(args: argparse.Namespace) -> int:
 
 def add_parser(commands: Commands) -> None:
     """Add `quantgate doctor`."""
-    doctor = commands.add_parser("doctor", help="check llama.cpp, the model package, the ladder and Ollama")
+    doctor = commands.add_parser(
+        "doctor", help="check llama.cpp and its tools, the model package, the ladder and Ollama"
+    )
     doctor.add_argument("--ollama", nargs="*", default=[], metavar="TAG", help="Ollama tags that must exist")
     doctor.add_argument("--ladder", help="ladder directory (default: the user cache dir)")
     doctor.set_defaults(handler=_doctor)

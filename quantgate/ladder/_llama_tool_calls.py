@@ -7,17 +7,14 @@ the tail of what the tool wrote, so that the command line exits 2 with the cause
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 from evaluators.errors import UsageError
+from quantgate.ladder._llama_tools import LlamaToolError, llama_tool
+from quantgate.ladder._llama_tools import tool_version as read_tool_version
 
-TOOLS_ENV = "QUANTGATE_LLAMA_TOOLS"
-"""A directory holding llama.cpp's tools, looked in before PATH."""
-INSTALL_HINT = "bash scripts/install-llama-tools.sh"
 STDERR_TAIL_LINES = 12
 """The lines of a failing tool's output quoted in the message: its error and what led to it."""
 
@@ -28,20 +25,16 @@ class CalibrationError(UsageError):
 
 
 def find_llama_tool(name: str) -> Path:
-    """The path of one of llama.cpp's tools: in `$QUANTGATE_LLAMA_TOOLS`, else on PATH.
-
-    The interface the ladder needs of the tools' finder (the finder that the tools' install script
-    goes with replaces this body; its callers keep this signature).
+    """The path of one of llama.cpp's tools, found as `quantgate doctor` finds them
+    (`quantgate.ladder._llama_tools`: `$QUANTGATE_LLAMA_TOOLS`, the build cache, PATH).
 
     Raises:
-        CalibrationError: The tool is in neither place; the message says how to build it.
+        CalibrationError: The tool is not there; the message says where it looked and how to build it.
     """
-    directory = os.environ.get(TOOLS_ENV)
-    found = shutil.which(name, path=directory) if directory else shutil.which(name)
-    if found is None:
-        where = f"{TOOLS_ENV}={directory}" if directory else "PATH"
-        raise CalibrationError(f"{name} not found in {where}; build llama.cpp's tools with: {INSTALL_HINT}")
-    return Path(found)
+    try:
+        return llama_tool(name)
+    except LlamaToolError as exc:
+        raise CalibrationError(str(exc)) from exc
 
 
 def _tail(text: str) -> str:
@@ -76,7 +69,12 @@ def run_llama_tool(tool: Path, arguments: Sequence[str | Path | int], *, step: s
 
 def tool_version(tool: Path) -> str:
     """The tool's own `--version` line (`version: 1 (abc123)`; `0 (unknown)` when built from an
-    sdist without git history), or what it wrote when it has no such line."""
-    output = run_llama_tool(tool, ["--version"], step=f"asking {tool.name} its version")
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    return next((line for line in lines if line.startswith("version")), lines[0] if lines else "unknown")
+    sdist without git history), as `quantgate doctor` reads it.
+
+    Raises:
+        CalibrationError: The tool does not run; the message has the tail of what it wrote.
+    """
+    found = read_tool_version(tool)
+    if found.problem is not None:
+        raise CalibrationError(f"asking {tool.name} its version: it does not run ({found.problem})")
+    return found.version_line

@@ -296,7 +296,7 @@ def test_load_table_note_follows_parallel(fake_backend):
 _NAME_CHECK = re.compile(
     r"""\.backend\s*(==|!=)\s*(["']|backend\b)|\.backend\s+(not\s+)?in\b|\bbackend\s*==\s*["']"""
 )
-# none: even the `backend:model` shorthand is read by the backend's own `Shorthand` (inputs/variants.py)
+# none: even the `backend:model` shorthand is read by the backend's own `Shorthand` (inputs/_variants.py)
 _KNOWN: set[tuple[str, str]] = set()
 
 

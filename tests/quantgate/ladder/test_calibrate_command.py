@@ -12,7 +12,7 @@ import quantgate.ladder._calibrate
 import quantgate.ladder._quantize
 from quantgate.cli._main import main
 from quantgate.inputs._variants import load_variants_file
-from quantgate.ladder._llama_tool_calls import TOOLS_ENV
+from quantgate.ladder._llama_tools import ENV_VAR as TOOLS_ENV
 from tests.quantgate.ladder.fake_llama_tools import install_fake_tools, write_fake_f16
 
 

@@ -19,7 +19,8 @@ from quantgate.ladder._calibration_split import (
     calibration_split,
     calibration_text,
 )
-from quantgate.ladder._llama_tool_calls import TOOLS_ENV, CalibrationError
+from quantgate.ladder._llama_tool_calls import CalibrationError
+from quantgate.ladder._llama_tools import ENV_VAR as TOOLS_ENV
 from tests.fakes import write_tiny_dataset
 from tests.quantgate.ladder.fake_llama_tools import install_fake_tools, write_fake_f16
 
