@@ -10,7 +10,9 @@ complete, so a failure or Ctrl-C leaves nothing half-built.
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,11 +136,19 @@ def _imatrix_into(work: Path, reference: Path, request: CalibrationRequest, *, c
     """Run llama-imatrix on the calibration text in `work`, check its matrix; return its version."""
     tool = find_llama_tool("llama-imatrix")
     files: list[str | Path | int] = ["-m", reference, "-f", work / TEXT_FILE, "-o", work / IMATRIX_FILE]
+    print(
+        f"computing the importance matrix of {request.dataset.name} with {tool.name}: {chunks} chunks of "
+        f"{CHUNK_TOKENS} tokens read through {reference.name} (minutes on a CPU; it reports when done)",
+        file=sys.stderr,
+        flush=True,
+    )
+    started = time.monotonic()
     run_llama_tool(
         tool,
         [*files, "-c", CHUNK_TOKENS, "--chunks", chunks, "--no-ppl"],
         step=f"computing the importance matrix of {request.dataset.name}",
     )
+    print(f"importance matrix done in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     check_imatrix_model(work / IMATRIX_FILE, reference)
     return tool_version(tool)
 
