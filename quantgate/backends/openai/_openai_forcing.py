@@ -25,8 +25,9 @@ way: on `llama_cpp.server` serving a GGUF with no chat template (its fallback ll
 message is closed (`</s>[/INST]`) and a new answer begins, so its lists do not follow the target
 (checked on Gemma 3 270M Q4_K_M: after a final assistant message the chat answer's greedy text and
 its first top-5 tokens were those of the closed llama-2 prompt, log-probabilities within 0.05, and
-not those of the continued one, whose first token differed). llama.cpp's `llama-server` (not
-checked here) has `/apply-template`, so its prompt text is known.
+not those of the continued one, whose first token differed). llama.cpp's `llama-server` has
+`/apply-template`, so its prompt text is known; it answers `logprobs` on `/v1/completions` in the
+chat API's form and does not echo (both measured on the llama.cpp llama-cpp-python 0.3.36 vendors).
 
 Positions and their lists are `ForcedPositions`, as `OllamaForcing` gives them (see
 `ollama_forcing` for how a walk follows a target); `measure_ollama_token_fidelity` compares them.
