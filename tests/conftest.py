@@ -17,7 +17,7 @@ from quantgate.inputs._variants import VariantSet
 from tests.fakes import write_tiny_dataset
 
 if TYPE_CHECKING:
-    from tests.model_fixtures import LlamaCppServerProcess, OllamaDoubleProcess
+    from tests.model_fixtures import LlamaCppServerProcess, LlamaServerProcess, OllamaDoubleProcess
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -194,5 +194,19 @@ def llama_server(ladder: VariantSet) -> Iterator[LlamaCppServerProcess]:
     q4 = next(v for v in ladder.variants if v.name == "Q4_K_M")
     # without it the server ends a streaming answer early as soon as another request arrives
     server = LlamaCppServerProcess(q4.model, "--interrupt_requests", "False")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def llamacpp_server(ladder: VariantSet) -> Iterator[LlamaServerProcess]:
+    """llama.cpp's own `llama-server` (scripts/install-llama-tools.sh) with the session ladder's
+    Q4_K_M: 2048 tokens of context, 2 threads, one slot, /metrics on; one process for the session
+    (alias `q4_k_m`, base URL `llamacpp_server.url`, ending in /v1). Skips when the tool is not
+    built; fails, with the server's log, when it is built and does not start."""
+    from tests.model_fixtures import LlamaServerProcess
+
+    q4 = next(v for v in ladder.variants if v.name == "Q4_K_M")
+    server = LlamaServerProcess(q4.model)
     yield server
     server.stop()

@@ -25,8 +25,9 @@ way: on `llama_cpp.server` serving a GGUF with no chat template (its fallback ll
 message is closed (`</s>[/INST]`) and a new answer begins, so its lists do not follow the target
 (checked on Gemma 3 270M Q4_K_M: after a final assistant message the chat answer's greedy text and
 its first top-5 tokens were those of the closed llama-2 prompt, log-probabilities within 0.05, and
-not those of the continued one, whose first token differed). llama.cpp's `llama-server` (not
-checked here) has `/apply-template`, so its prompt text is known.
+not those of the continued one, whose first token differed). llama.cpp's `llama-server` has
+`/apply-template`, so its prompt text is known; it answers `logprobs` on `/v1/completions` in the
+chat API's form and does not echo (both measured on the llama.cpp llama-cpp-python 0.3.36 vendors).
 
 Positions and their lists are `ForcedPositions`, as `OllamaForcing` gives them (see
 `ollama_forcing` for how a walk follows a target); `measure_ollama_token_fidelity` compares them.
@@ -77,12 +78,28 @@ def completion_steps(response: dict[str, Any], top_k: int) -> list[Step]:
 
     llama-cpp-python adds the chosen token to each list even when it is not among the k most
     likely; lists are cut back to the k most likely so every way gives top-k lists. A token
-    with no list (the first token of an echo) gets an empty one.
+    with no list (the first token of an echo) gets an empty one. llama.cpp's `llama-server`
+    answers in the chat API's form (`logprobs.content`: each token with its `top_logprobs` list).
     """
     logprobs = _first_choice(response).get("logprobs") or {}
+    if isinstance(logprobs.get("content"), list):
+        return [_content_step(entry, top_k) for entry in logprobs["content"]]
     tokens = logprobs.get("tokens") or []
     tops = logprobs.get("top_logprobs") or [None] * len(tokens)
     return [(token, _cut(top or {}, top_k)) for token, top in zip(tokens, tops, strict=True)]
+
+
+def _content_step(entry: Any, top_k: int) -> Step:
+    """One token of the chat API's form of logprobs: `{"token", "logprob", "top_logprobs": [{"token",
+    "logprob"}, ...]}`."""
+    listed = entry.get("top_logprobs") if isinstance(entry, dict) else None
+    if not isinstance(entry, dict) or not isinstance(listed or [], list):
+        raise BackendError(
+            f"the server's logprobs are not tokens with top_logprobs lists: {str(entry)[:200]}"
+        )
+    scored = [t for t in listed or [] if isinstance(t, dict) and isinstance(t.get("logprob"), int | float)]
+    top = {str(t.get("token", "")): t["logprob"] for t in scored}
+    return str(entry.get("token", "")), _cut(top, top_k)
 
 
 def echoed_target(response: dict[str, Any], prompt: str, target: str, top_k: int) -> list[Step] | None:
