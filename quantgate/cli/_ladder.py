@@ -12,6 +12,7 @@ from quantgate.cli._common import cli_dataset, positive_int
 if TYPE_CHECKING:
     from quantgate.cli._common import Commands
     from quantgate.ladder._calibrate import CalibrationRequest
+    from quantgate.ladder._calibrate_text import TextCalibrationRequest
 
 
 LADDER_HELP = "Q8_0,Q4_K_M,Q2_K"
@@ -33,6 +34,7 @@ def _ladder(args: argparse.Namespace) -> int:
     quants = _names(args.quants or ",".join(DEFAULT_QUANTS))
     variant_set, variants_file = build_ladder(
         calibration=_calibration(args, quants),
+        text_calibration=_text_calibration(args, quants),
         source=Path(args.source) if args.source else None,
         quants=quants,
         out=Path(args.out) if args.out else None,
@@ -59,6 +61,15 @@ def _calibration(args: argparse.Namespace, quants: list[str]) -> CalibrationRequ
 
     cases = args.calibration_cases or DEFAULT_CALIBRATION_CASES
     return CalibrationRequest(dataset=cli_dataset(args.calibrate, False), cases=cases, quants=quants)
+
+
+def _text_calibration(args: argparse.Namespace, quants: list[str]) -> TextCalibrationRequest | None:
+    """`--calibrate-text FILE`: the request (the file is read before any build)."""
+    if args.calibrate_text is None:
+        return None
+    from quantgate.ladder._calibrate_text import TextCalibrationRequest
+
+    return TextCalibrationRequest(text=Path(args.calibrate_text), quants=quants)
 
 
 def add_parser(commands: Commands) -> None:
@@ -95,6 +106,14 @@ def add_parser(commands: Commands) -> None:
         help=f"--calibrate: labeled cases in the calibration split, drawn with a fixed seed (default "
         f"{DEFAULT_CALIBRATION_CASES}: on restaurants about 860 tokens a case, 107 chunks of 512, within "
         "llama.cpp's usual 50-200; llama-imatrix needs at least 1024 tokens, two chunks)",
+    )
+    ladder.add_argument(
+        "--calibrate-text",
+        metavar="FILE",
+        help="also make each --quants type with an importance matrix from a general text file (UTF-8; "
+        "an encyclopedia's pages, a book: not your task), named like Q2_K+imat-text: the third arm "
+        "beside the plain and the --calibrate types, to see whether your own data is what helps; with "
+        "--calibrate it reads as many chunks of 512 tokens as the dataset's matrix did, else at most 128",
     )
     ladder.add_argument("--out", help="output directory (default: the user cache dir, quantgate/ladder)")
     ladder.set_defaults(handler=_ladder)

@@ -94,17 +94,28 @@ def _kv_cache_table(value: Any) -> dict[str, Any]:
     return value
 
 
+CalibrationSource = Literal["dataset", "text"]
+"""What an importance matrix was computed from: a dataset's cases as the graph sends them
+(`quantgate ladder --calibrate`, the team's own data), or a general text file the user names
+(`--calibrate-text`)."""
+
+
 class ImatrixCalibration(BaseModel):
-    """A calibrated variant's importance matrix, as `quantgate ladder --calibrate` made it: which
-    dataset and how much of it (the case ids are in `file`, calibration.json, which a run reads to
-    leave them out of scoring), and which matrix and tool."""
+    """A calibrated variant's importance matrix, as `quantgate ladder --calibrate` (or
+    `--calibrate-text`) made it: which dataset and how much of it (the case ids are in `file`,
+    calibration.json, which a run reads to leave them out of scoring) or which text file, and which
+    matrix and tool."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     file: str
+    source: CalibrationSource = Field(
+        default="dataset",
+        description="A dataset's cases (`--calibrate`), or a general text file (`--calibrate-text`).",
+    )
     dataset: str
     dataset_sha256: str
-    cases: int = Field(ge=1)
+    cases: int = Field(ge=0, description="Calibration cases; 0 for a text file.")
     tokens: int = Field(ge=1)
     chunks: int = Field(ge=1)
     imatrix_sha256: str

@@ -99,45 +99,62 @@ def calibrate(
     text = calibration_text(prompted, cases)
     tokens = (count_tokens or vocabulary_token_counter(reference))(text)
     check_enough_tokens(request.dataset, len(cases), tokens)
+    record = CalibrationRecord(
+        dataset=request.dataset.name,
+        dataset_path=str(request.dataset.path),
+        dataset_sha256=request.dataset.sha256,
+        seed=request.seed,
+        cases=[CalibrationCase(id=c.id, text_sha256=text_sha256(c.text)) for c in cases],
+        tokens=tokens,
+        chunk_tokens=CHUNK_TOKENS,
+        chunks=tokens // CHUNK_TOKENS,
+        text_sha256=text_sha256(text),
+        model_sha256=file_sha256(reference),
+        imatrix_file=IMATRIX_FILE,
+        imatrix_sha256="",
+        tool_version="",
+        bindings_version=package_version("llama-cpp-python") or "unknown",
+    )
     final = directory / f"calibration-{request.dataset.name}"
-    work = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=directory))
+    return build_calibrated(
+        text, record, quants=request.quants, reference=reference, final=final, suffix=CALIBRATED_SUFFIX
+    )
+
+
+def build_calibrated(
+    text: str, record: CalibrationRecord, *, quants: Sequence[str], reference: Path, final: Path, suffix: str
+) -> list[Variant]:
+    """Compute the matrix of `text` over `record.chunks` chunks, make each type with it, and move the
+    whole into `final` (calibration.txt, imatrix.gguf, the GGUF files, calibration.json) only when
+    complete; `record` is completed with the matrix's sha256 and the tool's version.
+
+    Returns:
+        One variant per type, `<TYPE><suffix>`, each with its `imatrix` record.
+    """
+    work = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
     try:
         (work / TEXT_FILE).write_text(text, encoding="utf-8")
-        imatrix_version = _imatrix_into(work, reference, request, chunks=tokens // CHUNK_TOKENS)
+        version = _imatrix_into(work, reference, label=record.dataset, chunks=record.chunks)
         quantize_tool = find_llama_tool("llama-quantize")
-        for quant in request.quants:
-            _quantize(
-                quantize_tool, work / IMATRIX_FILE, reference, work / _file_name(reference, quant), quant
-            )
-        record = CalibrationRecord(
-            dataset=request.dataset.name,
-            dataset_path=str(request.dataset.path),
-            dataset_sha256=request.dataset.sha256,
-            seed=request.seed,
-            cases=[CalibrationCase(id=c.id, text_sha256=text_sha256(c.text)) for c in cases],
-            tokens=tokens,
-            chunk_tokens=CHUNK_TOKENS,
-            chunks=tokens // CHUNK_TOKENS,
-            text_sha256=text_sha256(text),
-            model_sha256=file_sha256(reference),
-            imatrix_file=IMATRIX_FILE,
-            imatrix_sha256=file_sha256(work / IMATRIX_FILE),
-            tool_version=imatrix_version,
-            bindings_version=package_version("llama-cpp-python") or "unknown",
+        for quant in quants:
+            out = work / _file_name(reference, quant, suffix)
+            _quantize(quantize_tool, work / IMATRIX_FILE, reference, out, quant)
+        record = record.model_copy(
+            update={"imatrix_sha256": file_sha256(work / IMATRIX_FILE), "tool_version": version}
         )
         (work / CALIBRATION_FILE).write_text(record.model_dump_json(indent=2), encoding="utf-8")
         _move_into_place(work, final)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return [_variant(final, reference, quant, record) for quant in request.quants]
+    return [_variant(final, reference, quant, record, suffix) for quant in quants]
 
 
-def _imatrix_into(work: Path, reference: Path, request: CalibrationRequest, *, chunks: int) -> str:
+def _imatrix_into(work: Path, reference: Path, *, label: str, chunks: int) -> str:
     """Run llama-imatrix on the calibration text in `work`, check its matrix; return its version."""
     tool = find_llama_tool("llama-imatrix")
     files: list[str | Path | int] = ["-m", reference, "-f", work / TEXT_FILE, "-o", work / IMATRIX_FILE]
     print(
-        f"computing the importance matrix of {request.dataset.name} with {tool.name}: {chunks} chunks of "
+        f"computing the importance matrix of {label} with {tool.name}: {chunks} chunks of "
         f"{CHUNK_TOKENS} tokens read through {reference.name} (minutes on a CPU; it reports when done)",
         file=sys.stderr,
         flush=True,
@@ -146,7 +163,7 @@ def _imatrix_into(work: Path, reference: Path, request: CalibrationRequest, *, c
     run_llama_tool(
         tool,
         [*files, "-c", CHUNK_TOKENS, "--chunks", chunks, "--no-ppl"],
-        step=f"computing the importance matrix of {request.dataset.name}",
+        step=f"computing the importance matrix of {label}",
     )
     print(f"importance matrix done in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     check_imatrix_model(work / IMATRIX_FILE, reference)
@@ -160,9 +177,9 @@ def _quantize(tool: Path, imatrix: Path, reference: Path, out: Path, quant: str)
         raise CalibrationError(f"{step}: {tool.name} succeeded but wrote no {out.name}")
 
 
-def _file_name(reference: Path, quant: str) -> str:
+def _file_name(reference: Path, quant: str, suffix: str) -> str:
     stem = reference.stem.removesuffix("-F16")
-    return f"{stem}-{quant}{CALIBRATED_SUFFIX}.gguf"
+    return f"{stem}-{quant}{suffix}.gguf"
 
 
 def _move_into_place(work: Path, final: Path) -> None:
@@ -175,10 +192,22 @@ def _move_into_place(work: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _variant(final: Path, reference: Path, quant: str, record: CalibrationRecord) -> Variant:
-    path = final / _file_name(reference, quant)
+def _calibration_sentence(record: CalibrationRecord) -> str:
+    made_of = (
+        f"{record.dataset} ({len(record.cases)} cases, "
+        if record.source == "dataset"
+        else f"the text file {record.dataset} ("
+    )
+    return (
+        f"importance matrix from {made_of}{record.tokens} tokens, {record.chunks} chunks of "
+        f"{record.chunk_tokens}; sha256 {record.imatrix_sha256[:12]})"
+    )
+
+
+def _variant(final: Path, reference: Path, quant: str, record: CalibrationRecord, suffix: str) -> Variant:
+    path = final / _file_name(reference, quant, suffix)
     return Variant(
-        name=f"{quant}{CALIBRATED_SUFFIX}",
+        name=f"{quant}{suffix}",
         backend="llamacpp",
         model=str(path),
         quantization=quant,
@@ -186,12 +215,10 @@ def _variant(final: Path, reference: Path, quant: str, record: CalibrationRecord
             "llama.cpp llama-quantize with an importance matrix, from the F16 reference "
             f"({record.tool_version}; llama-cpp-python {record.bindings_version})"
         ),
-        calibration=(
-            f"importance matrix from {record.dataset} ({len(record.cases)} cases, {record.tokens} tokens, "
-            f"{record.chunks} chunks of {record.chunk_tokens}; sha256 {record.imatrix_sha256[:12]})"
-        ),
+        calibration=_calibration_sentence(record),
         imatrix=ImatrixCalibration(
             file=str(final / CALIBRATION_FILE),
+            source=record.source,
             dataset=record.dataset,
             dataset_sha256=record.dataset_sha256,
             cases=len(record.cases),

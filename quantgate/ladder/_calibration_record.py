@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from quantgate.inputs._variants import CalibrationSource
 from quantgate.ladder._llama_tool_calls import CalibrationError
 
 CALIBRATION_FILE = "calibration.json"
@@ -32,13 +33,15 @@ class CalibrationRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     format_version: Literal[1] = 1
-    dataset: str = Field(description="The dataset's name (its directory's).")
+    source: CalibrationSource = Field(default="dataset", description="What the text was made from.")
+    dataset: str = Field(description="The dataset's name (its directory's), or the text file's name.")
     dataset_path: str
-    dataset_sha256: str
+    dataset_sha256: str = Field(description="The dataset's sha256, or the text file's.")
     seed: int
-    cases: list[CalibrationCase]
-    answers: Literal["gold"] = Field(
-        default="gold", description="What follows each prompt: the gold record as JSON."
+    cases: list[CalibrationCase] = Field(description="The split's cases; none for a text file.")
+    answers: Literal["gold", "none"] = Field(
+        default="gold",
+        description="What follows each prompt: the gold record as JSON; none for a text file.",
     )
     tokens: int = Field(description="Tokens of the calibration text (with the model's BOS).")
     chunk_tokens: int

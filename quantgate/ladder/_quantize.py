@@ -16,7 +16,7 @@ import ctypes
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,10 @@ from quantgate._hardware import package_version
 from quantgate.inputs._file_hashes import file_sha256
 from quantgate.inputs._variants import Variant, VariantSet, write_variants_file
 from quantgate.ladder._calibrate import CalibrationRequest, calibrate, check_calibration
+from quantgate.ladder._calibrate_text import TextCalibrationRequest, calibrate_text, read_calibration_text
 from quantgate.ladder._dequantize import dequantize_to_f16
 from quantgate.ladder._kv_cache_variants import check_kv_caches, with_kv_cache_variants
+from quantgate.ladder._llama_tool_calls import find_llama_tool
 
 REFERENCE = "F16"
 DEFAULT_QUANTS = ("Q8_0", "Q4_K_M", "Q2_K")
@@ -159,6 +161,7 @@ def build_ladder(
     kv_caches: Sequence[str] = (),
     kv_cache_of: Sequence[str] | None = None,
     calibration: CalibrationRequest | None = None,
+    text_calibration: TextCalibrationRequest | None = None,
 ) -> tuple[VariantSet, Path]:
     """Build the F16 reference and each quantization, and write the variants file.
 
@@ -173,15 +176,16 @@ def build_ladder(
         kv_cache_of: The weight types the `kv_caches` variants are made of.
         calibration: Also make each of its types with an importance matrix from its dataset's cases,
             named `<TYPE>+imat` (`quantgate.ladder._calibrate`), listed after the plain variants.
+        text_calibration: Also make each of its types with an importance matrix from a general text
+            file, named `<TYPE>+imat-text` (`quantgate.ladder._calibrate_text`), listed last; with
+            `calibration` it reads as many chunks as the dataset's matrix did.
 
     Returns:
         The variant set (reference `F16`) and the path of the variants file written.
     """
     _check_types(quants)
     check_kv_caches(kv_caches, kv_cache_of, [REFERENCE, *quants])
-    if calibration is not None:
-        _check_types(calibration.quants)
-        check_calibration(calibration)
+    _check_calibrations(calibration, text_calibration)
     directory = (out or default_ladder_dir()).expanduser()
     directory.mkdir(parents=True, exist_ok=True)
     source_path = source.expanduser() if source else default_source(directory)
@@ -203,13 +207,43 @@ def build_ladder(
         steps.append(step)
     _write_manifest(directory, source_path, source_sha, steps, manifest)
     variant_set = _variant_set(steps, source_path, source_sha, is_default=source is None)
-    if calibration is not None:
-        calibrated = calibrate(calibration, reference=reference, directory=directory)
-        variant_set = variant_set.model_copy(update={"variants": [*variant_set.variants, *calibrated]})
+    calibrated = _calibrated(calibration, text_calibration, reference, directory)
+    variant_set = variant_set.model_copy(update={"variants": [*variant_set.variants, *calibrated]})
     variant_set = with_kv_cache_variants(variant_set, kv_caches, kv_cache_of)
     variants_file = directory / VARIANTS_FILE
     write_variants_file(variants_file, variant_set)
     return variant_set, variants_file
+
+
+def _check_calibrations(
+    calibration: CalibrationRequest | None, text_calibration: TextCalibrationRequest | None
+) -> None:
+    """Refuse, before anything is built, a calibration that cannot be made (types, split, tools, text)."""
+    if calibration is not None:
+        _check_types(calibration.quants)
+        check_calibration(calibration)
+    if text_calibration is not None:
+        _check_types(text_calibration.quants)
+        read_calibration_text(text_calibration.text)
+        find_llama_tool("llama-imatrix")
+        find_llama_tool("llama-quantize")
+
+
+def _calibrated(
+    calibration: CalibrationRequest | None,
+    text_calibration: TextCalibrationRequest | None,
+    reference: Path,
+    directory: Path,
+) -> list[Variant]:
+    """The calibrated variants: the dataset's arm, then the text's (as many chunks as the dataset's)."""
+    variants: list[Variant] = []
+    if calibration is not None:
+        variants += calibrate(calibration, reference=reference, directory=directory)
+    if text_calibration is not None:
+        if variants and variants[0].imatrix is not None:
+            text_calibration = replace(text_calibration, max_chunks=variants[0].imatrix.chunks)
+        variants += calibrate_text(text_calibration, reference=reference, directory=directory)
+    return variants
 
 
 def _check_types(quants: Sequence[str]) -> None:

@@ -59,6 +59,7 @@ def test_calibrated_variants_sit_beside_the_plain_ones_in_the_variants_file(sour
         (["--calibration-cases", "8"], "--calibration-cases needs --calibrate DATASET"),
         (["--calibrate", "no-such-dataset"], "no-such-dataset"),
         (["--calibrate", "restaurants", "--calibration-cases", "5000"], "cannot give 5000 calibration cases"),
+        (["--calibrate-text", "no-such-text.txt"], "no-such-text.txt: cannot read the calibration text"),
     ],
 )
 def test_bad_calibration_input_exits_2_before_anything_is_built(
