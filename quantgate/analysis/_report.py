@@ -29,6 +29,7 @@ from quantgate.analysis._case_diff import case_diff
 from quantgate.analysis._run_view import RunView, failing_cases, load_run_view, only_variant_fails
 from quantgate.analysis._task_report import task_context
 from quantgate.capacity._capacity_rows import capacity_section
+from quantgate.render._calibration_rows import CALIBRATION_NOTE, calibration_sentence, calibration_table
 from quantgate.render._cost_rows import cost_rows
 from quantgate.render._embedding_table import embedding_rows
 from quantgate.render._fidelity_tail import run_fidelity_tail
@@ -248,6 +249,11 @@ def render_report(view: RunView, *, charts: list[Chart], max_failures: int = DEF
             conditions=measurement_rows(view.run.summary),
             busy_lines=busy_lines(view.run.summary),
             runtime_rows=runtime_table(view.decision) if view.decision else None,
+            calibration_rows=calibration_table(view.decision) if view.decision else None,
+            calibration_sentences=[calibration_sentence(c) for c in view.decision.calibrations]
+            if view.decision
+            else [],
+            calibration_note=CALIBRATION_NOTE,
             flip_header=FLIP_HEADER,
             flip_rows=flip_rows(view.decision) if view.decision else None,
             flip_note=FLIP_NOTE,

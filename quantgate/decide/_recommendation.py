@@ -33,6 +33,7 @@ from evaluators.comparison import (
 from evaluators.errors import QuantgateError, UsageError
 from evaluators.flips import summarize_flips
 from quantgate.capacity._capacity_checks import capacity_inputs
+from quantgate.decide._calibrations import calibration_comparisons
 from quantgate.decide._checks import GateEvidence, Measured, judge_variant, measure, passes
 from quantgate.decide._cost_table import break_even_signal, cost_table
 from quantgate.decide._forecast import open_forecasts
@@ -44,6 +45,7 @@ from quantgate.inputs._dataset import Dataset
 from quantgate.inputs._gates import Gates, comparison_options
 from quantgate.inputs._prices import Prices
 from quantgate.render._decision_markdown import render_decision
+from quantgate.rundir._calibration_comparison import CalibrationComparison
 from quantgate.rundir._completeness import Completeness, completeness_of
 from quantgate.rundir._decision import (
     EXIT_STATUS,
@@ -140,6 +142,11 @@ class _Judging:
     def runtimes(self) -> list[RuntimeComparison]:
         options = comparison_options(self.gates, self.method.name, truncation=self.method.truncation)
         return runtime_comparisons(self.run, self.records, options, self.method.case_order, self.dataset)
+
+    @cached_property
+    def calibrations(self) -> list[CalibrationComparison]:
+        options = comparison_options(self.gates, self.method.name, truncation=self.method.truncation)
+        return calibration_comparisons(self.run, self.records, options, self.method.case_order)
 
 
 def _judge(judging: _Judging, entry: VariantEntry) -> _Judged:
@@ -246,6 +253,7 @@ def decide(
         recommended_by=recommend_by,
         costs=costs,
         runtimes=judging.runtimes,
+        calibrations=judging.calibrations,
         record=record_section(run, gates, method),
     )
     write_model(run.directory / DECISION_JSON, decision)

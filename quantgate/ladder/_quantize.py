@@ -197,14 +197,7 @@ def build_ladder(
     steps = [_reference_step(directory, stem, source_path, source_sha, manifest, progress)]
     reference = steps[0].path
     for quant in tqdm(list(quants), desc="quantizing", unit="file", disable=not progress):
-        step = _kept(directory, manifest, quant, source_sha)
-        if step is None:
-            path = directory / f"{stem}-{quant}.gguf"
-            _atomic(path, partial(_quantize_into, reference, quant))
-            step = LadderStep(
-                name=quant, path=path, sha256=file_sha256(path), size_bytes=path.stat().st_size, built=True
-            )
-        steps.append(step)
+        steps.append(_quantized_step(directory, manifest, stem, reference, quant, source_sha))
     _write_manifest(directory, source_path, source_sha, steps, manifest)
     variant_set = _variant_set(steps, source_path, source_sha, is_default=source is None)
     calibrated = _calibrated(calibration, text_calibration, reference, directory)
@@ -213,6 +206,20 @@ def build_ladder(
     variants_file = directory / VARIANTS_FILE
     write_variants_file(variants_file, variant_set)
     return variant_set, variants_file
+
+
+def _quantized_step(
+    directory: Path, manifest: dict[str, Any], stem: str, reference: Path, quant: str, source_sha: str
+) -> LadderStep:
+    """The type's file: kept from an earlier build of the same source, else quantized now."""
+    step = _kept(directory, manifest, quant, source_sha)
+    if step is not None:
+        return step
+    path = directory / f"{stem}-{quant}.gguf"
+    _atomic(path, partial(_quantize_into, reference, quant))
+    return LadderStep(
+        name=quant, path=path, sha256=file_sha256(path), size_bytes=path.stat().st_size, built=True
+    )
 
 
 def _check_calibrations(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from evaluators.comparison import PairedDelta
 from quantgate._formatting import MISSING, interval_points, number, percent, points
 from quantgate.capacity._capacity_rows import capacity_section
+from quantgate.render._calibration_rows import CALIBRATION_NOTE, calibration_sentence, calibration_table
 from quantgate.render._cost_rows import cost_rows
 from quantgate.render._decision_record import record_lines
 from quantgate.render._embedding_table import embedding_rows
@@ -229,6 +230,23 @@ def _runtimes(decision: Decision) -> list[str]:
     return ["## Runtime comparison", "", *markdown_table(table[0], table[1:]), RUNTIME_NOTE, ""]
 
 
+def _calibrations(decision: Decision) -> list[str]:
+    """Each calibrated variant against its plain twin, when the run has one."""
+    table = calibration_table(decision)
+    if table is None:
+        return []
+    sentences = [f"- {calibration_sentence(c)}" for c in decision.calibrations]
+    return [
+        "## Calibrated against plain",
+        "",
+        *sentences,
+        "",
+        *markdown_table(table[0], table[1:]),
+        CALIBRATION_NOTE,
+        "",
+    ]
+
+
 def _embeddings(decision: Decision) -> list[str]:
     """The variants' embedding figures (`run --embeddings`), when measured."""
     measured = [(name, v) for name, v in decision.variants.items() if v.embeddings is not None]
@@ -338,6 +356,7 @@ def render_decision(decision: Decision, *, summary: RunSummary | None = None) ->
         _gates(decision),
         _deltas(decision),
         _runtimes(decision),
+        _calibrations(decision),
         _embeddings(decision),
         _costs(decision),
         _capacity(decision, summary),

@@ -19,6 +19,7 @@ from evaluators.sequential import Forecast
 from evaluators.statistics import Interval
 from quantgate.capacity._shape_record import CapacityFigure
 from quantgate.inputs._gates import Gates
+from quantgate.rundir._calibration_comparison import CalibrationComparison
 from quantgate.rundir._embedding_files import EmbeddingEntry
 from quantgate.rundir._files import DECISION_FORMAT_VERSION
 from quantgate.rundir._lines import RunFileModel
@@ -264,8 +265,8 @@ class DecisionRecord(RunFileModel):
 class Decision(RunFileModel):
     """decision.json."""
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (2, 3, 4, 5, 6, 7)
-    format_version: Literal[8] = DECISION_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (2, 3, 4, 5, 6, 7, 8)
+    format_version: Literal[9] = DECISION_FORMAT_VERSION
     recommended: str | None = Field(description="The variant to deploy; None when none passed.")
     recommended_is_reference: bool
     outcome: Outcome = Field(
@@ -297,5 +298,11 @@ class Decision(RunFileModel):
         default_factory=list,
         description="Each variant against the variant of the same model file (sha256) on another backend "
         "(`quantgate.rundir._runtime_comparison`); empty: no such pair, or decided before it was recorded.",
+    )
+    calibrations: list[CalibrationComparison] = Field(
+        default_factory=list,
+        description="Each calibrated variant against the plain variant of its type "
+        "(`quantgate.rundir._calibration_comparison`); empty: no such twin, or decided before "
+        "decision.json 9.",
     )
     record: DecisionRecord

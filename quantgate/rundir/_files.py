@@ -91,7 +91,7 @@ section's arrivals, seed and latency targets, each level's arrivals, rate and se
 (`queued_s`). Version 1 is still read (as version 2, closed levels, the keys added since unknown)."""
 EMBEDDINGS_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of embeddings.json and a summary variant's `embeddings` entry."""
-DECISION_FORMAT_VERSION: Final[Literal[8]] = 8
+DECISION_FORMAT_VERSION: Final[Literal[9]] = 9
 """Of decision.json. 3: whether the run was complete when decided, and what it lacked
 (`run_complete`, `run_problems`). 4: each variant's embedding figures (`embeddings`). 5: the
 forecast of each variant still open (`open`), and each delta's descriptive bootstrap interval
@@ -104,4 +104,5 @@ and the runtime comparisons (`runtimes`: variants of the same model file on othe
 the gate `max_runtime_accuracy_drop`; both were added on the same day, before any release, so 7
 carries both, and a 7 without `runtimes` reads as none. 8 (issue 45): the flip gate
 (`max_flip_share`), each variant's flips and the noise floor's share beside them (`flips`,
-`flip_noise_floor`). Decisions of versions 2 to 7 are still read (as version 8)."""
+`flip_noise_floor`). 9 (issue 48): each calibrated variant against its plain twin
+(`calibrations`). Decisions of versions 2 to 8 are still read (as version 9, without calibrations)."""

@@ -17,6 +17,10 @@ Inside a round the budget holds at case granularity: each variant is given the s
 them, and once they are spent no further variant runs; every finished pair is kept (the
 confidence sequence holds at any stopping time), so a candidate cut short has fewer pairs.
 
+A plain variant whose calibrated twin (`Q2_K` beside `Q2_K+imat`,
+`quantgate.inputs._calibration_twins`) is still open stays open once settled, so that the two are
+compared on the same cases (`quantgate.decide._calibrations`); it is placed when no twin is open.
+
 A fixed sample (`--limit`, `--all`) runs the same way, without judging: all its cases.
 
 The machine's load is read before and after each variant's part of each round (other processes'
@@ -49,6 +53,7 @@ from quantgate.evaluate.scheduler._verification import (
     reference_options,
     verification_missing,
 )
+from quantgate.inputs._calibration_twins import calibration_twins
 from quantgate.rundir._round_loads import RoundLoadEntry
 from quantgate.rundir._summary import Placement
 
@@ -66,6 +71,10 @@ class _Rounds:
         self.tracks = [self._track(v.name) for v in session.variants if v.name not in session.done]
         self.reference = next((t for t in self.tracks if t.is_reference), None) or self._done_reference()
         self.candidates = [t for t in self.tracks if not t.is_reference]
+        self.twins: dict[str, list[str]] = {}
+        """Each plain variant's calibrated twins: kept open while one of them is (`CalibrationTwin`)."""
+        for twin in calibration_twins([t.job.variant for t in self.candidates]):
+            self.twins.setdefault(twin.plain, []).append(twin.calibrated)
         capacity = warm_capacity([t.job.variant for t in self.tracks])
         self.pool = WarmPool(session.store, capacity, on_load=self._loaded)
         self.cache = ReferenceCache.for_session(session)
@@ -289,13 +298,21 @@ class _Rounds:
             for c, o in self.reference.outcomes.items()
             if o.score.fields is not None
         }
-        for track in [t for t in self.candidates if t.open]:
+        open_tracks = [t for t in self.candidates if t.open]
+        # the calibrated first, so that a plain twin sees whether they are still open
+        for track in sorted(open_tracks, key=lambda t: t.job.variant.imatrix is None):
             paired = paired_outcomes(track.ordered(), scores)
             status = settling_gates_status(paired, self.options.gates, truncation=self.options.truncation)
-            if status != "undecided":
-                track.settled, track.stopped = status, "settled"
-                self.bars[track.name].set_postfix_str(f"{status} after {len(paired)} paired cases")
-                self._place(track)
+            if status == "undecided":
+                continue
+            waiting = [t.name for t in self.candidates if t.name in self.twins.get(track.name, ()) and t.open]
+            if waiting:  # settled, but its calibrated twins need it on the same cases
+                shown = f"{status} after {len(paired)} paired cases; kept open beside {', '.join(waiting)}"
+                self.bars[track.name].set_postfix_str(shown)
+                continue
+            track.settled, track.stopped = status, "settled"
+            self.bars[track.name].set_postfix_str(f"{status} after {len(paired)} paired cases")
+            self._place(track)
 
     def _fail(self, track: Track, error: str) -> None:
         track.error = error

@@ -70,8 +70,8 @@ def test_a_decision_of_format_version_2_is_still_read(tmp_path: Path) -> None:
     older = json.loads(path.read_text())
     del older["run_complete"], older["run_problems"]
     path.write_text(json.dumps({**older, "format_version": 2}))
-    decision = load_decision(run_dir)  # read as the current format, 7, without the fields it lacked
-    assert (decision.format_version, decision.run_complete, decision.run_problems) == (8, None, [])
+    decision = load_decision(run_dir)  # read as the current format, 9, without the fields it lacked
+    assert (decision.format_version, decision.run_complete, decision.run_problems) == (9, None, [])
 
 
 # escaping

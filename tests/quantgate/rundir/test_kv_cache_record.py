@@ -66,7 +66,7 @@ def test_the_decision_records_each_variants_cache_type(tmp_path: Path) -> None:
     write_model(run_dir / VARIANTS_FILE, VariantsFile(variants=variants))
     decide(run_dir)
     decision = read_model(run_dir / DECISION_JSON, Decision)
-    assert decision.format_version == 8
+    assert decision.format_version == 9
     assert decision.record.variants["Q"].kv_cache == KVCache(k="q4_0", v="q4_0")
     markdown = (run_dir / DECISION_MD).read_text()
     assert "| variant | precision | method | calibration | KV cache | runtime |" in markdown

@@ -102,7 +102,7 @@ def test_the_schemas_describe_their_files(tmp_path: Path) -> None:
     assert record["properties"]["format_version"]["const"] == 4
     assert {"variant", "case_id"} <= set(record["required"])
     decision = json.loads((tmp_path / "decision.schema.json").read_text())
-    assert decision["properties"]["format_version"]["const"] == 8
+    assert decision["properties"]["format_version"]["const"] == 9
     summary = json.loads((tmp_path / "summary.schema.json").read_text())
     assert summary["properties"]["format_version"]["const"] == 14
     entry = summary["$defs"]["VariantEntry"]["properties"]
