@@ -14,7 +14,14 @@ from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs._calibration_twins import CalibrationTwin, calibration_twins
 from quantgate.inputs._dataset import Case, Dataset, load_dataset, write_dataset
 from quantgate.inputs._gates import Gates
-from quantgate.inputs._variants import ImatrixCalibration, KVCache, Variant, VariantSet, VariantSpec
+from quantgate.inputs._variants import (
+    CalibrationSource,
+    ImatrixCalibration,
+    KVCache,
+    Variant,
+    VariantSet,
+    VariantSpec,
+)
 from quantgate.ladder._calibration_record import CalibrationRecord
 from quantgate.rundir._store import read_records
 from tests.fakes import GOOD, SCHEMA, QueuedChatModel
@@ -23,7 +30,7 @@ GATES = Gates(max_accuracy_drop=0.2, max_slice_accuracy_drop=None, max_flip_shar
 WRONG = json.dumps({"vendor": "x", "total": 1.0, "issued": "1999-01-01", "currency": "JPY"})
 
 
-def _imatrix(tmp_path: Path, source: str = "text") -> ImatrixCalibration:
+def _imatrix(tmp_path: Path, source: CalibrationSource = "text") -> ImatrixCalibration:
     """A general text's matrix: its calibration.json holds no case, so the run leaves none out."""
     record = CalibrationRecord(
         source=source, dataset="general.txt", dataset_path="general.txt", dataset_sha256="3" * 64, seed=0,
