@@ -23,6 +23,10 @@ DEFAULT_CALIBRATION_CASES = 64
 kept equal by a test), without importing the ladder at start-up."""
 
 
+_BUNDLED = "<bundled>"
+"""`--calibrate-text` without FILE: the bundled text (`quantgate.ladder._calibrate_text.BUNDLED_TEXT`)."""
+
+
 def _names(text: str) -> list[str]:
     """A comma-separated list, blanks dropped."""
     return [name.strip() for name in text.split(",") if name.strip()]
@@ -67,9 +71,10 @@ def _text_calibration(args: argparse.Namespace, quants: list[str]) -> TextCalibr
     """`--calibrate-text FILE`: the request (the file is read before any build)."""
     if args.calibrate_text is None:
         return None
-    from quantgate.ladder._calibrate_text import TextCalibrationRequest
+    from quantgate.ladder._calibrate_text import BUNDLED_TEXT, TextCalibrationRequest
 
-    return TextCalibrationRequest(text=Path(args.calibrate_text), quants=quants)
+    text = BUNDLED_TEXT if args.calibrate_text == _BUNDLED else Path(args.calibrate_text)
+    return TextCalibrationRequest(text=text, quants=quants)
 
 
 def add_parser(commands: Commands) -> None:
@@ -110,8 +115,11 @@ def add_parser(commands: Commands) -> None:
     ladder.add_argument(
         "--calibrate-text",
         metavar="FILE",
+        nargs="?",
+        const=_BUNDLED,
         help="also make each --quants type with an importance matrix from a general text file (UTF-8; "
-        "an encyclopedia's pages, a book: not your task), named like Q2_K+imat-text: the third arm "
+        "an encyclopedia's pages, a book: not your task; without FILE the bundled opening of Pride and "
+        "Prejudice, public domain), named like Q2_K+imat-text: the third arm "
         "beside the plain and the --calibrate types, to see whether your own data is what helps; with "
         "--calibrate it reads as many chunks of 512 tokens as the dataset's matrix did, else at most 128",
     )

@@ -29,6 +29,9 @@ from quantgate.ladder._calibration_split import CHUNK_TOKENS, MIN_TOKENS
 from quantgate.ladder._llama_tool_calls import CalibrationError
 
 TEXT_SUFFIX = "+imat-text"
+BUNDLED_TEXT = Path(__file__).parent / "texts" / "pride-and-prejudice.txt"
+"""The general text `--calibrate-text` reads when given no file: the opening of Pride and Prejudice,
+public domain (its source in texts/README.md)."""
 DEFAULT_TEXT_CHUNKS = 128
 """Chunks read from a text file when no dataset arm sets the number (llama.cpp's usual 50-200)."""
 

@@ -106,3 +106,19 @@ def test_a_bad_text_file_is_refused_and_leaves_nothing(tools, ladder, tmp_path, 
             request, reference=ladder / "model-F16.gguf", directory=ladder, count_tokens=count_tokens
         )
     assert sorted(p.name for p in ladder.iterdir()) == ["model-F16.gguf"]
+
+
+def test_without_a_file_the_bundled_text_is_read_and_its_card_names_its_source():
+    from quantgate.cli._ladder import _text_calibration
+    from quantgate.cli._main import build_parser
+
+    args = build_parser().parse_args(["ladder", "--calibrate-text"])
+    request = _text_calibration(args, ["Q2_K"])
+    assert request is not None
+    assert request.text == text_module.BUNDLED_TEXT
+    text = text_module.read_calibration_text(request.text)
+    assert text.startswith("It is a truth universally acknowledged, that a single man in possession")
+    assert len(text) == 239_719
+    card = (request.text.parent / "README.md").read_text()
+    assert "936af28fdf47e9a50abf52183a04959df01daf17" in card
+    assert "public domain" in card
