@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from quantgate._hardware import package_version
 from quantgate.inputs._dataset import Dataset
@@ -99,48 +100,63 @@ def calibrate(
     text = calibration_text(prompted, cases)
     tokens = (count_tokens or vocabulary_token_counter(reference))(text)
     check_enough_tokens(request.dataset, len(cases), tokens)
-    record = CalibrationRecord(
-        dataset=request.dataset.name,
-        dataset_path=str(request.dataset.path),
-        dataset_sha256=request.dataset.sha256,
-        seed=request.seed,
-        cases=[CalibrationCase(id=c.id, text_sha256=text_sha256(c.text)) for c in cases],
-        tokens=tokens,
-        chunk_tokens=CHUNK_TOKENS,
-        chunks=tokens // CHUNK_TOKENS,
-        text_sha256=text_sha256(text),
-        model_sha256=file_sha256(reference),
-        imatrix_file=IMATRIX_FILE,
-        imatrix_sha256="",
-        tool_version="",
-        bindings_version=package_version("llama-cpp-python") or "unknown",
-    )
-    final = directory / f"calibration-{request.dataset.name}"
+    origin = {
+        "dataset": request.dataset.name,
+        "dataset_path": str(request.dataset.path),
+        "dataset_sha256": request.dataset.sha256,
+        "seed": request.seed,
+        "cases": [CalibrationCase(id=c.id, text_sha256=text_sha256(c.text)) for c in cases],
+    }
     return build_calibrated(
-        text, record, quants=request.quants, reference=reference, final=final, suffix=CALIBRATED_SUFFIX
+        CalibratedText(text=text, tokens=tokens, chunks=tokens // CHUNK_TOKENS, origin=origin),
+        quants=request.quants,
+        reference=reference,
+        final=directory / f"calibration-{request.dataset.name}",
+        suffix=CALIBRATED_SUFFIX,
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class CalibratedText:
+    """A calibration text, its tokens, the chunks llama-imatrix reads of it, and where it came from
+    (calibration.json's fields that say so: `source`, `dataset`, `dataset_path`, `dataset_sha256`,
+    `seed`, `cases`, `answers`)."""
+
+    text: str
+    tokens: int
+    chunks: int
+    origin: dict[str, Any]
 
 
 def build_calibrated(
-    text: str, record: CalibrationRecord, *, quants: Sequence[str], reference: Path, final: Path, suffix: str
+    calibrated: CalibratedText, *, quants: Sequence[str], reference: Path, final: Path, suffix: str
 ) -> list[Variant]:
-    """Compute the matrix of `text` over `record.chunks` chunks, make each type with it, and move the
-    whole into `final` (calibration.txt, imatrix.gguf, the GGUF files, calibration.json) only when
-    complete; `record` is completed with the matrix's sha256 and the tool's version.
+    """Compute the text's matrix, make each type with it, and move the whole into `final`
+    (calibration.txt, imatrix.gguf, the GGUF files, calibration.json) only when complete.
 
     Returns:
         One variant per type, `<TYPE><suffix>`, each with its `imatrix` record.
     """
     work = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+    label = str(calibrated.origin["dataset"])
     try:
-        (work / TEXT_FILE).write_text(text, encoding="utf-8")
-        version = _imatrix_into(work, reference, label=record.dataset, chunks=record.chunks)
+        (work / TEXT_FILE).write_text(calibrated.text, encoding="utf-8")
+        version = _imatrix_into(work, reference, label=label, chunks=calibrated.chunks)
         quantize_tool = find_llama_tool("llama-quantize")
         for quant in quants:
             out = work / _file_name(reference, quant, suffix)
             _quantize(quantize_tool, work / IMATRIX_FILE, reference, out, quant)
-        record = record.model_copy(
-            update={"imatrix_sha256": file_sha256(work / IMATRIX_FILE), "tool_version": version}
+        record = CalibrationRecord(
+            **calibrated.origin,
+            tokens=calibrated.tokens,
+            chunk_tokens=CHUNK_TOKENS,
+            chunks=calibrated.chunks,
+            text_sha256=text_sha256(calibrated.text),
+            model_sha256=file_sha256(reference),
+            imatrix_file=IMATRIX_FILE,
+            imatrix_sha256=file_sha256(work / IMATRIX_FILE),
+            tool_version=version,
+            bindings_version=package_version("llama-cpp-python") or "unknown",
         )
         (work / CALIBRATION_FILE).write_text(record.model_dump_json(indent=2), encoding="utf-8")
         _move_into_place(work, final)

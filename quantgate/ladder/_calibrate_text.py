@@ -15,16 +15,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from quantgate._hardware import package_version
 from quantgate.inputs._file_hashes import file_sha256
 from quantgate.inputs._variants import Variant
 from quantgate.ladder._calibrate import (
-    IMATRIX_FILE,
+    CalibratedText,
     TokenCounter,
     build_calibrated,
     vocabulary_token_counter,
 )
-from quantgate.ladder._calibration_record import CalibrationRecord, text_sha256
 from quantgate.ladder._calibration_split import CHUNK_TOKENS, MIN_TOKENS
 from quantgate.ladder._llama_tool_calls import CalibrationError
 
@@ -88,25 +86,17 @@ def calibrate_text(
             f"{CHUNK_TOKENS}): give a longer text"
         )
     chunks = min(tokens // CHUNK_TOKENS, request.max_chunks)
-    record = CalibrationRecord(
-        source="text",
-        dataset=request.text.name,
-        dataset_path=str(request.text),
-        dataset_sha256=file_sha256(request.text),
-        seed=0,
-        cases=[],
-        answers="none",
-        tokens=chunks * CHUNK_TOKENS,
-        chunk_tokens=CHUNK_TOKENS,
-        chunks=chunks,
-        text_sha256=text_sha256(text),
-        model_sha256=file_sha256(reference),
-        imatrix_file=IMATRIX_FILE,
-        imatrix_sha256="",
-        tool_version="",
-        bindings_version=package_version("llama-cpp-python") or "unknown",
-    )
+    origin = {
+        "source": "text",
+        "dataset": request.text.name,
+        "dataset_path": str(request.text),
+        "dataset_sha256": file_sha256(request.text),
+        "seed": 0,
+        "cases": [],
+        "answers": "none",
+    }
+    calibrated = CalibratedText(text=text, tokens=chunks * CHUNK_TOKENS, chunks=chunks, origin=origin)
     final = directory / f"calibration-text-{_name(request.text)}"
     return build_calibrated(
-        text, record, quants=request.quants, reference=reference, final=final, suffix=TEXT_SUFFIX
+        calibrated, quants=request.quants, reference=reference, final=final, suffix=TEXT_SUFFIX
     )

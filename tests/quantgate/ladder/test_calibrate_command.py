@@ -13,7 +13,7 @@ import quantgate.ladder._quantize
 from quantgate.cli._main import main
 from quantgate.inputs._variants import load_variants_file
 from quantgate.ladder._llama_tools import ENV_VAR as TOOLS_ENV
-from tests.quantgate.ladder.fake_llama_tools import install_fake_tools, write_fake_f16
+from tests.quantgate.ladder.fake_llama_tools import write_fake_f16
 
 
 @pytest.fixture
@@ -26,14 +26,6 @@ def source(tmp_path, monkeypatch) -> Path:
         quantgate.ladder._calibrate, "vocabulary_token_counter", lambda model: lambda t: len(t) // 4
     )
     return write_fake_f16(tmp_path / "tiny.gguf")
-
-
-@pytest.fixture
-def tools(tmp_path, monkeypatch) -> Path:
-    log = install_fake_tools(tmp_path / "bin")
-    monkeypatch.setenv(TOOLS_ENV, str(tmp_path / "bin"))
-    monkeypatch.setenv("FAKE_LOG", str(log))
-    return log
 
 
 def test_calibrated_variants_sit_beside_the_plain_ones_in_the_variants_file(source, tools, tmp_path, capsys):

@@ -15,27 +15,10 @@ from quantgate.ladder._calibrate import CalibrationRequest
 from quantgate.ladder._calibrate_text import TextCalibrationRequest, calibrate_text
 from quantgate.ladder._calibration_record import read_calibration_record
 from quantgate.ladder._llama_tool_calls import CalibrationError
-from quantgate.ladder._llama_tools import ENV_VAR as TOOLS_ENV
 from quantgate.ladder._quantize import _calibrated
-from tests.quantgate.ladder.fake_llama_tools import install_fake_tools, write_fake_f16
 from tests.quantgate.ladder.test_calibration import count_tokens
 
 _PARAGRAPH = "The river rises in the hills and runs two hundred miles to the sea through old towns. "
-
-
-@pytest.fixture
-def tools(tmp_path, monkeypatch) -> Path:
-    log = install_fake_tools(tmp_path / "bin")
-    monkeypatch.setenv(TOOLS_ENV, str(tmp_path / "bin"))
-    monkeypatch.setenv("FAKE_LOG", str(log))
-    return log
-
-
-@pytest.fixture
-def ladder(tmp_path: Path) -> Path:
-    (tmp_path / "ladder").mkdir()
-    write_fake_f16(tmp_path / "ladder" / "model-F16.gguf")
-    return tmp_path / "ladder"
 
 
 def _imatrix_calls(log: Path) -> list[list[str]]:
@@ -43,14 +26,14 @@ def _imatrix_calls(log: Path) -> list[list[str]]:
     return [c for c in calls if c[0] == "llama-imatrix" and c[1:] != ["--version"]]
 
 
-def test_a_text_file_makes_the_text_arm_with_its_record(tools, ladder, tmp_path):
+def test_a_text_file_makes_the_text_arm_with_its_record(tools, fake_ladder, tmp_path):
     text = tmp_path / "wiki.test.raw"
     text.write_text(_PARAGRAPH * 200, encoding="utf-8")  # 17,400 characters: 4,350 stand-in tokens
     request = TextCalibrationRequest(text=text, quants=["Q2_K"], max_chunks=5)
     variants = calibrate_text(
-        request, reference=ladder / "model-F16.gguf", directory=ladder, count_tokens=count_tokens
+        request, reference=fake_ladder / "model-F16.gguf", directory=fake_ladder, count_tokens=count_tokens
     )
-    final = ladder / "calibration-text-wiki.test"
+    final = fake_ladder / "calibration-text-wiki.test"
     assert [v.name for v in variants] == ["Q2_K+imat-text"]
     assert Path(variants[0].model) == final / "model-Q2_K+imat-text.gguf"
     record = read_calibration_record(final / "calibration.json")
@@ -66,11 +49,11 @@ def test_a_text_file_makes_the_text_arm_with_its_record(tools, ladder, tmp_path)
     assert imatrix is not None
     assert (imatrix.source, imatrix.cases, imatrix.chunks) == ("text", 0, 5)
     assert "the text file wiki.test.raw" in variants[0].calibration
-    assert sorted(p.name for p in ladder.iterdir()) == ["calibration-text-wiki.test", "model-F16.gguf"]
+    assert sorted(p.name for p in fake_ladder.iterdir()) == ["calibration-text-wiki.test", "model-F16.gguf"]
 
 
 def test_with_a_dataset_arm_the_text_reads_as_many_chunks_as_the_dataset_did(
-    tools, ladder, tmp_path, monkeypatch
+    tools, fake_ladder, tmp_path, monkeypatch
 ):
     text = tmp_path / "general.txt"
     text.write_text(_PARAGRAPH * 400, encoding="utf-8")  # 17 stand-in chunks
@@ -78,7 +61,7 @@ def test_with_a_dataset_arm_the_text_reads_as_many_chunks_as_the_dataset_did(
         monkeypatch.setattr(module, "vocabulary_token_counter", lambda _model: count_tokens)
     dataset_arm = CalibrationRequest(dataset=load_dataset("restaurants"), cases=4, quants=["Q2_K"])
     text_arm = TextCalibrationRequest(text=text, quants=["Q2_K"])
-    variants = _calibrated(dataset_arm, text_arm, ladder / "model-F16.gguf", ladder)
+    variants = _calibrated(dataset_arm, text_arm, fake_ladder / "model-F16.gguf", fake_ladder)
     assert [v.name for v in variants] == ["Q2_K+imat", "Q2_K+imat-text"]
     dataset_chunks, text_chunks = (v.imatrix.chunks for v in variants if v.imatrix)
     assert dataset_chunks < 17
@@ -96,16 +79,19 @@ def test_with_a_dataset_arm_the_text_reads_as_many_chunks_as_the_dataset_did(
         (None, "cannot read the calibration text"),
     ],
 )
-def test_a_bad_text_file_is_refused_and_leaves_nothing(tools, ladder, tmp_path, content, message):
+def test_a_bad_text_file_is_refused_and_leaves_nothing(tools, fake_ladder, tmp_path, content, message):
     text = tmp_path / "general.txt"
     if content is not None:
         text.write_bytes(content)
     request = TextCalibrationRequest(text=text, quants=["Q2_K"])
     with pytest.raises(CalibrationError, match=message):
         calibrate_text(
-            request, reference=ladder / "model-F16.gguf", directory=ladder, count_tokens=count_tokens
+            request,
+            reference=fake_ladder / "model-F16.gguf",
+            directory=fake_ladder,
+            count_tokens=count_tokens,
         )
-    assert sorted(p.name for p in ladder.iterdir()) == ["model-F16.gguf"]
+    assert sorted(p.name for p in fake_ladder.iterdir()) == ["model-F16.gguf"]
 
 
 def test_without_a_file_the_bundled_text_is_read_and_its_card_names_its_source():

@@ -22,7 +22,6 @@ from quantgate.ladder._calibration_split import (
 from quantgate.ladder._llama_tool_calls import CalibrationError
 from quantgate.ladder._llama_tools import ENV_VAR as TOOLS_ENV
 from tests.fakes import write_tiny_dataset
-from tests.quantgate.ladder.fake_llama_tools import install_fake_tools, write_fake_f16
 
 
 def count_tokens(text: str) -> int:
@@ -35,25 +34,10 @@ def restaurants() -> Dataset:
     return load_dataset("restaurants")
 
 
-@pytest.fixture
-def tools(tmp_path, monkeypatch) -> Path:
-    log = install_fake_tools(tmp_path / "bin")
-    monkeypatch.setenv(TOOLS_ENV, str(tmp_path / "bin"))
-    monkeypatch.setenv("FAKE_LOG", str(log))
-    return log
-
-
-@pytest.fixture
-def ladder(tmp_path: Path) -> Path:
-    (tmp_path / "ladder").mkdir()
-    write_fake_f16(tmp_path / "ladder" / "model-F16.gguf")
-    return tmp_path / "ladder"
-
-
-def _calibrate(dataset: Dataset, ladder: Path, cases: int = 8, quants=("Q2_K", "IQ3_XXS")):
+def _calibrate(dataset: Dataset, fake_ladder: Path, cases: int = 8, quants=("Q2_K", "IQ3_XXS")):
     request = CalibrationRequest(dataset=dataset, cases=cases, quants=list(quants))
-    reference = ladder / "model-F16.gguf"
-    return calibrate(request, reference=reference, directory=ladder, count_tokens=count_tokens)
+    reference = fake_ladder / "model-F16.gguf"
+    return calibrate(request, reference=reference, directory=fake_ladder, count_tokens=count_tokens)
 
 
 def _calls(log: Path) -> list[list[str]]:
@@ -63,10 +47,10 @@ def _calls(log: Path) -> list[list[str]]:
 
 
 def test_calibrated_variants_are_quantized_with_the_matrix_of_the_split_and_record_it(
-    restaurants, tools, ladder
+    restaurants, tools, fake_ladder
 ):
-    variants = _calibrate(restaurants, ladder)
-    final = ladder / "calibration-restaurants"
+    variants = _calibrate(restaurants, fake_ladder)
+    final = fake_ladder / "calibration-restaurants"
     assert [v.name for v in variants] == ["Q2_K+imat", "IQ3_XXS+imat"]
     q2 = Path(variants[0].model)
     assert q2 == final / "model-Q2_K+imat.gguf"
@@ -81,7 +65,7 @@ def test_calibrated_variants_are_quantized_with_the_matrix_of_the_split_and_reco
     assert record.dataset_sha256 == restaurants.sha256
     assert len(record.cases) == 8
     imatrix_call = next(c for c in _calls(tools) if c[0] == "llama-imatrix")
-    assert imatrix_call[1:3] == ["-m", str(ladder / "model-F16.gguf")]
+    assert imatrix_call[1:3] == ["-m", str(fake_ladder / "model-F16.gguf")]
     assert imatrix_call[-5:] == ["-c", "512", "--chunks", str(record.chunks), "--no-ppl"]
     quantize_types = [c[-1] for c in _calls(tools) if c[0] == "llama-quantize"]
     assert quantize_types == ["Q2_K", "IQ3_XXS"]
@@ -90,7 +74,7 @@ def test_calibrated_variants_are_quantized_with_the_matrix_of_the_split_and_reco
     assert imatrix.file == str(final / "calibration.json")
     assert (imatrix.cases, imatrix.tokens, imatrix.chunks) == (8, record.tokens, record.chunks)
     assert "importance matrix from restaurants (8 cases" in variants[1].calibration
-    assert sorted(p.name for p in ladder.iterdir()) == ["calibration-restaurants", "model-F16.gguf"]
+    assert sorted(p.name for p in fake_ladder.iterdir()) == ["calibration-restaurants", "model-F16.gguf"]
 
 
 def test_the_split_is_seeded_leaves_the_few_shot_examples_and_the_text_is_the_prompt_then_the_gold(
@@ -107,25 +91,25 @@ def test_the_split_is_seeded_leaves_the_few_shot_examples_and_the_text_is_the_pr
     assert text.count("Text:\n") == 1 + len(prompted.examples)  # the examples, then the case
 
 
-def test_a_split_too_small_for_llama_imatrix_is_refused_with_the_token_count(restaurants, tools, ladder):
+def test_a_split_too_small_for_llama_imatrix_is_refused_with_the_token_count(restaurants, tools, fake_ladder):
     too_few = r"make \d+ tokens .*needs at least 1024 \(two chunks of 512\)"
     with pytest.raises(CalibrationError, match=too_few):
-        _calibrate(restaurants, ladder, cases=1)
-    assert [p.name for p in ladder.iterdir()] == ["model-F16.gguf"]
+        _calibrate(restaurants, fake_ladder, cases=1)
+    assert [p.name for p in fake_ladder.iterdir()] == ["model-F16.gguf"]
 
 
-def test_a_dataset_with_too_few_labeled_cases_is_refused(tmp_path, tools, ladder):
+def test_a_dataset_with_too_few_labeled_cases_is_refused(tmp_path, tools, fake_ladder):
     tiny = load_dataset(write_tiny_dataset(tmp_path / "tiny"))
     with pytest.raises(CalibrationError, match=r"5 labeled cases .* cannot give 3 calibration cases"):
-        _calibrate(tiny, ladder, cases=3)
+        _calibrate(tiny, fake_ladder, cases=3)
 
 
-def test_a_missing_tool_names_the_install_script(restaurants, tmp_path, monkeypatch, ladder):
+def test_a_missing_tool_names_the_install_script(restaurants, tmp_path, monkeypatch, fake_ladder):
     (tmp_path / "empty").mkdir()
     monkeypatch.setenv(TOOLS_ENV, str(tmp_path / "empty"))
     with pytest.raises(UsageError, match=r"llama-imatrix not found .*bash scripts/install-llama-tools"):
-        _calibrate(restaurants, ladder)
-    assert [p.name for p in ladder.iterdir()] == ["model-F16.gguf"]
+        _calibrate(restaurants, fake_ladder)
+    assert [p.name for p in fake_ladder.iterdir()] == ["model-F16.gguf"]
 
 
 @pytest.mark.parametrize(
@@ -138,22 +122,22 @@ def test_a_missing_tool_names_the_install_script(restaurants, tmp_path, monkeypa
     ],
 )
 def test_a_failing_tool_or_a_matrix_of_another_model_leaves_the_previous_calibration_as_it_was(
-    restaurants, tools, ladder, monkeypatch, mode, message
+    restaurants, tools, fake_ladder, monkeypatch, mode, message
 ):
-    _calibrate(restaurants, ladder, quants=["Q4_K_M"])
-    before = {p.name: p.read_bytes() for p in (ladder / "calibration-restaurants").iterdir()}
+    _calibrate(restaurants, fake_ladder, quants=["Q4_K_M"])
+    before = {p.name: p.read_bytes() for p in (fake_ladder / "calibration-restaurants").iterdir()}
     monkeypatch.setenv("FAKE_MODE", mode)
     with pytest.raises(CalibrationError, match=message):
-        _calibrate(restaurants, ladder, cases=9)
-    assert sorted(p.name for p in ladder.iterdir()) == ["calibration-restaurants", "model-F16.gguf"]
-    after = {p.name: p.read_bytes() for p in (ladder / "calibration-restaurants").iterdir()}
+        _calibrate(restaurants, fake_ladder, cases=9)
+    assert sorted(p.name for p in fake_ladder.iterdir()) == ["calibration-restaurants", "model-F16.gguf"]
+    after = {p.name: p.read_bytes() for p in (fake_ladder / "calibration-restaurants").iterdir()}
     assert after == before
 
 
-def test_a_calibrated_variant_keeps_its_record_in_the_variants_file(restaurants, tools, ladder):
-    variants = _calibrate(restaurants, ladder, quants=["Q4_K_M"])
-    write_variants_file(ladder / "variants.toml", VariantSet(variants=variants))
-    loaded = load_variants_file(ladder / "variants.toml").variants[0]
+def test_a_calibrated_variant_keeps_its_record_in_the_variants_file(restaurants, tools, fake_ladder):
+    variants = _calibrate(restaurants, fake_ladder, quants=["Q4_K_M"])
+    write_variants_file(fake_ladder / "variants.toml", VariantSet(variants=variants))
+    loaded = load_variants_file(fake_ladder / "variants.toml").variants[0]
     assert loaded.imatrix == variants[0].imatrix
     assert loaded.calibration == variants[0].calibration
 
