@@ -72,4 +72,5 @@ def without_calibration_cases(dataset: Dataset, variants: Sequence[Variant]) -> 
         f"{len(left_out)} calibration case(s) of the calibrated variants are left out of scoring: "
         f"{_ids(left_out)}"
     )
-    return HeldOut(dataset=replace(dataset, cases=kept), note=note)
+    left = tuple(c.id for c in dataset.cases if c.id in ids)
+    return HeldOut(dataset=replace(dataset, cases=kept, left_out=left), note=note)

@@ -89,6 +89,8 @@ class Dataset:
         warnings: Problems that did not stop loading (skipped lines, a missing card).
         task: What the cases ask (task.json; extraction without one). For the kinds other than
             extraction, `schema` and `spec` are derived from it (`evaluators.tasks`).
+        left_out: Case ids a run leaves out of scoring that the dataset holds: the calibration cases
+            of its calibrated variants (`quantgate.evaluate._calibration_holdout`); empty otherwise.
     """
 
     name: str
@@ -101,6 +103,7 @@ class Dataset:
     sha256: str
     warnings: tuple[Problem, ...] = ()
     task: Task = field(default_factory=ExtractionTask)
+    left_out: tuple[str, ...] = ()
 
     @property
     def labeled(self) -> bool:

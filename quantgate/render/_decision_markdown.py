@@ -23,7 +23,7 @@ from quantgate.render._noise_floor_line import noise_floor_text
 from quantgate.render._runtime_rows import RUNTIME_NOTE, runtime_table
 from quantgate.render._task_figures import task_figures
 from quantgate.rundir._decision import Decision, VariantDecision
-from quantgate.rundir._summary import RunSummary, SequentialEntry
+from quantgate.rundir._summary import DatasetInfo, RunSummary, SequentialEntry
 
 
 def _incomplete(decision: Decision) -> list[str]:
@@ -73,10 +73,16 @@ def _headline(decision: Decision) -> list[str]:
         text,
         "",
         f"Reference: {escape_markdown(decision.reference)}. Dataset: {escape_markdown(dataset.name)}, "
-        f"{dataset.cases} cases (sha256 {escape_markdown(dataset.sha256)}). "
+        f"{dataset.cases} cases (sha256 {escape_markdown(dataset.sha256)}{_left_out(dataset)}). "
         f"Run status: {escape_markdown(record.run_status)}.",
         "",
     ]
+
+
+def _left_out(dataset: DatasetInfo) -> str:
+    """`; 64 calibration cases left out of scoring`, when the run left some out."""
+    left = dataset.calibration_cases_left_out
+    return f"; {len(left)} calibration cases left out of scoring" if left else ""
 
 
 def _overview_row(name: str, v: VariantDecision) -> list[str]:

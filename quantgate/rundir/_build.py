@@ -77,6 +77,7 @@ def dataset_info(
         cases_in_dataset=len(dataset.cases) if full else None,
         labeled=dataset.labeled if full else None,
         copy_sha256=copy_sha256,
+        calibration_cases_left_out=list(dataset.left_out),
         task=dataset.task.kind,
     )
 

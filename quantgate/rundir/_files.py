@@ -51,7 +51,7 @@ verified then decoded), and each attempt's text and `obtained` in `attempt_timin
 version, keys that may be absent) the reference's `top_logprobs` per token and a verifying
 candidate's `fidelity` per position read.
 Records of versions 1 to 3 are still read (as version 4, the keys added since unknown)."""
-SUMMARY_FORMAT_VERSION: Final[Literal[14]] = 14
+SUMMARY_FORMAT_VERSION: Final[Literal[15]] = 15
 """Of summary.json. 2: each variant says whether it is complete and which cases it lacks
 (`complete`, `missing_cases`). 3: the options record the gates and the token-fidelity
 settings a resumed run goes on with, and each variant how many of its cases a resumed run
@@ -80,7 +80,9 @@ candidate's token fidelity over the positions it read while verifying (`verified
 `evaluators.verified_fidelity.VerifiedFidelity`). 14 (issue 47): a variant's figures of its task
 kind, which 7 to 13 kept flat in its entry (null for the other kinds), are one sub-object tagged
 with the kind, `kind_figures` (the kind's `figures_model`: `evaluators.kinds`; null for extraction).
-Summaries of versions 1 to 13 are still read (as version 14, the keys added since unknown, the gates
+15 (issue 48): the dataset's calibration cases the run left out of scoring
+(`dataset.calibration_cases_left_out`). Summaries of versions 1 to 14 are still read (as version 15,
+the keys added since unknown, the gates
 off, the flat figures of 7 to 13 moved into `kind_figures`: `quantgate.rundir._older_summaries`)."""
 NOISE_FLOOR_FORMAT_VERSION: Final[Literal[1]] = 1
 """Of noise_floor.jsonl: the reference's answers to the noise-floor sample, rerun one case at a time."""
@@ -105,4 +107,5 @@ the gate `max_runtime_accuracy_drop`; both were added on the same day, before an
 carries both, and a 7 without `runtimes` reads as none. 8 (issue 45): the flip gate
 (`max_flip_share`), each variant's flips and the noise floor's share beside them (`flips`,
 `flip_noise_floor`). 9 (issue 48): each calibrated variant against its plain twin
-(`calibrations`). Decisions of versions 2 to 8 are still read (as version 9, without calibrations)."""
+(`calibrations`), and in the record's dataset the calibration cases left out of scoring (as in
+summary.json 15). Decisions of versions 2 to 8 are still read (as version 9, without calibrations)."""

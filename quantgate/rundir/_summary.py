@@ -260,6 +260,12 @@ class DatasetInfo(RunFileModel):
         "schema.json, cases.jsonl, examples.jsonl) as the run wrote it; `--resume` refuses a copy "
         "changed since. None: written before summary format 6.",
     )
+    calibration_cases_left_out: list[str] | None = Field(
+        default=None,
+        description="Ids of the dataset's cases the run left out of scoring because they are calibration "
+        "cases of its calibrated variants (`quantgate.evaluate._calibration_holdout`); empty: none. None: "
+        "written before summary format 15.",
+    )
     task: str | None = Field(
         default=None,
         description="The dataset's task kind (its task.json, docs/tasks.md): extraction, classification, "
@@ -318,8 +324,8 @@ class RunSummary(RunFileModel):
     that died (or is still going).
     """
 
-    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
-    format_version: Literal[14] = SUMMARY_FORMAT_VERSION
+    older_format_versions: ClassVar[tuple[int, ...]] = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
+    format_version: Literal[15] = SUMMARY_FORMAT_VERSION
     run_id: str
     quantgate_version: str | None
     status: Literal["running", "complete", "interrupted"]

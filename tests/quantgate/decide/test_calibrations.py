@@ -113,6 +113,7 @@ def test_a_plain_twin_stays_open_while_its_calibrated_twin_is_and_the_decision_c
     )
     assert decision.variants["Q2_K"].passes is False
     assert decision.variants["Q2_K+imat-text"].passes is True
+    assert decision.record.dataset.calibration_cases_left_out == []  # a text's matrix has no case
     if not calibrated:  # no twin: Q2_K stops when it fails, after the first round
         assert _cases_of(run_dir, "Q2_K") == 10
         assert decision.calibrations == []

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from quantgate.decide import decide
 from quantgate.evaluate._calibration_holdout import without_calibration_cases
 from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
 from quantgate.inputs._dataset import Case, Dataset, load_dataset, write_dataset
@@ -67,7 +68,12 @@ def test_a_run_on_the_calibration_dataset_leaves_the_calibration_cases_out(tmp_p
     run_dir = run_evaluation(dataset, _variants(tmp_path, dataset), options=options)
     scored = [c.id for c in load_dataset(run_dir / "dataset").cases]
     assert scored == ["c00", "c02", "c03", "c05"]
-    assert load_run(run_dir).summary.dataset.cases == 4
+    summary = load_run(run_dir).summary
+    assert summary.dataset.cases == 4
+    assert summary.dataset.calibration_cases_left_out == ["c01", "c04"]
+    decide(run_dir)
+    assert "4 cases (sha256 " in (run_dir / "decision.md").read_text()
+    assert "; 2 calibration cases left out of scoring). " in (run_dir / "decision.md").read_text()
     assert "2 calibration case(s) of the calibrated variants are left out of scoring: c01, c04" in (
         capsys.readouterr().err
     )

@@ -32,7 +32,7 @@ def test_run_writes_records_variants_and_summary(dataset, tmp_path):
     run_dir = run_evaluation(dataset, variants(), options=RunOptions(out=tmp_path / "runs", progress=False))
     run = load_run(run_dir)
     summary = run.summary
-    assert summary.format_version == 14
+    assert summary.format_version == 15
     assert summary.run_id == run_dir.name
     assert summary.status == "complete"
     dataset_info = summary.dataset

@@ -101,7 +101,7 @@ def test_a_finished_run_says_every_variant_is_complete(tmp_path: Path) -> None:
     options = RunOptions(out=tmp_path / "runs", progress=False)
     run_dir = run_evaluation(_tiny_dataset(tmp_path / "tiny"), _variants(quant), options=options)
     summary = load_run(run_dir).summary
-    assert summary.format_version == 14
+    assert summary.format_version == 15
     assert [(e.name, e.complete, e.missing_cases, e.cases) for e in summary.variants] == [
         ("ref", True, [], 4),
         ("quant", True, [], 4),
@@ -282,7 +282,7 @@ def test_a_summary_of_format_1_is_read_and_judged_on_what_it_records(tmp_path: P
         del entry["complete"], entry["missing_cases"]
     (run_dir / SUMMARY_FILE).write_text(json.dumps(summary))
     read = read_summary(run_dir)
-    assert read.format_version == 14  # read as the current version: its keys are a subset
+    assert read.format_version == 15  # read as the current version: its keys are a subset
     assert [(e.complete, e.missing_cases) for e in read.variants] == [(None, []), (None, [])]
     assert run_completeness(run_dir).complete
     summary["status"] = "running"

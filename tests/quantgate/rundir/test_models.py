@@ -96,16 +96,16 @@ def test_records_written_by_the_store_read_back_equal(tmp_path: Path) -> None:
     assert [json.loads(line)["case_id"] for line in on_disk] == ["c0", "c1"]
 
 
-def test_a_file_of_format_version_15_is_refused_naming_the_file(tmp_path: Path) -> None:
+def test_a_file_of_format_version_16_is_refused_naming_the_file(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
-    (run / SUMMARY_FILE).write_text(json.dumps(_summary(format_version=15)))
+    (run / SUMMARY_FILE).write_text(json.dumps(_summary(format_version=16)))
     with pytest.raises(RunFileError) as caught:
         read_summary(run)
     message = str(caught.value)
     assert message.startswith(f"{run / SUMMARY_FILE}: ")
-    assert "format_version 15" in message
-    assert "(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)" in message  # the versions this quantgate reads
+    assert "format_version 16" in message
+    assert "(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)" in message  # the versions this quantgate reads
 
 
 def test_a_records_line_of_format_version_5_is_refused_naming_the_file_and_line(tmp_path: Path) -> None:
@@ -127,8 +127,8 @@ def test_a_records_line_of_format_version_1_is_read_without_its_retries(tmp_path
 
 
 def test_parse_model_names_where_the_version_was_found() -> None:
-    with pytest.raises(RunFileError, match=r"^somewhere/decision\.json: format_version 15 is not one"):
-        parse_model(RunSummary, _summary(format_version=15), where="somewhere/decision.json")
+    with pytest.raises(RunFileError, match=r"^somewhere/decision\.json: format_version 16 is not one"):
+        parse_model(RunSummary, _summary(format_version=16), where="somewhere/decision.json")
 
 
 def test_a_file_without_format_version_is_read_as_version_1(tmp_path: Path) -> None:
@@ -138,7 +138,7 @@ def test_a_file_without_format_version_is_read_as_version_1(tmp_path: Path) -> N
     del summary["format_version"]
     (run / SUMMARY_FILE).write_text(json.dumps(summary))
     read = read_summary(run)
-    assert read.format_version == 14  # version 1, which summary.json's version 14 reads as itself
+    assert read.format_version == 15  # version 1, which summary.json's version 15 reads as itself
     assert read.run_id == "20260101-000000-abcdef"
     assert read.variants[0].field_accuracy == 0.75
     line = _record().model_dump(mode="json")

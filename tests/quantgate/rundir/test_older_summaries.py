@@ -44,7 +44,7 @@ def test_a_format_13_summary_is_read_with_its_kinds_figures_in_kind_figures(kind
     written = _written(kind)
     (tmp_path / SUMMARY_FILE).write_text(json.dumps(written), encoding="utf-8")
     summary = read_summary(tmp_path)
-    assert summary.format_version == 14
+    assert summary.format_version == 15
     for old, entry in zip(written["variants"], summary.variants, strict=True):
         figures = entry.kind_figures
         assert isinstance(figures, model)

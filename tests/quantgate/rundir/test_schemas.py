@@ -104,7 +104,7 @@ def test_the_schemas_describe_their_files(tmp_path: Path) -> None:
     decision = json.loads((tmp_path / "decision.schema.json").read_text())
     assert decision["properties"]["format_version"]["const"] == 9
     summary = json.loads((tmp_path / "summary.schema.json").read_text())
-    assert summary["properties"]["format_version"]["const"] == 14
+    assert summary["properties"]["format_version"]["const"] == 15
     entry = summary["$defs"]["VariantEntry"]["properties"]
     assert (entry["missing_cases"]["type"], entry["missing_cases"]["items"]) == ("array", {"type": "string"})
     assert entry["complete"]["anyOf"] == [{"type": "boolean"}, {"type": "null"}]
