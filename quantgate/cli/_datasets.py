@@ -82,12 +82,8 @@ def _import_bfcl(args: argparse.Namespace) -> int:
     counts = ", ".join(f"{name} {n}" for name, n in sorted(dataset.categories.items()))
     calls = "several calls" if dataset.task["calls"] == "many" else "one call or none"
     print(terminal_text(f"wrote {out}: {len(dataset.cases)} cases ({counts}), records of {calls}"))
-    if dataset.skipped:
-        ids = ", ".join(dataset.skipped)
-        print(
-            terminal_text(f"left out {len(dataset.skipped)} questions not one user message: {ids}"),
-            file=sys.stderr,
-        )
+    for id_, why in dataset.skipped.items():
+        print(terminal_text(f"left out {id_}: {why}"), file=sys.stderr)
     return 0
 
 

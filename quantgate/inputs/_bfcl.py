@@ -84,11 +84,11 @@ def bfcl_case_category(case_id: str) -> str:
 @dataclass(frozen=True, kw_only=True)
 class BfclDataset:
     """A converted BFCL file: the task (task.json's value), its cases (cases.jsonl's lines) and
-    the ids of the questions left out, which are not one user message."""
+    the questions left out, by id: why (`NOT_ONE_MESSAGE`, `NO_FUNCTIONS`, `UNANSWERABLE`)."""
 
     task: dict[str, Any]
     cases: list[dict[str, Any]]
-    skipped: list[str]
+    skipped: dict[str, str]
 
     @property
     def categories(self) -> dict[str, int]:
@@ -161,18 +161,45 @@ def _answers(file: Path, ids: Mapping[str, str]) -> dict[str, list[dict[str, Any
     return answers
 
 
+NOT_ONE_MESSAGE = "not one user message (several turns or a system prompt; a quantgate case is one text)"
+NO_FUNCTIONS = "no functions (a case offers at least one tool)"
+UNANSWERABLE = (
+    "no call passes BFCL's checker (an argument without acceptable values, or one the answer needs "
+    "that the function does not declare)"
+)
+
+
+def _unanswerable(functions: Sequence[Mapping[str, Any]], calls: Sequence[dict[str, Any]]) -> bool:
+    """No call can pass BFCL's checker: an argument's list of acceptable values is empty, or the
+    answer needs an argument (its list lacks `""`) that the function does not declare."""
+    declared = {
+        tool_name(str(f.get("name"))): (f.get("parameters") or {}).get("properties") or {} for f in functions
+    }
+    for call in calls:
+        for name, values in call["acceptable"].items():
+            if isinstance(values, list) and (
+                not values or ("" not in values and name not in declared.get(call["name"], {name: 0}))
+            ):
+                return True
+    return False
+
+
 def _case(
     question: Mapping[str, Any], where: str, calls: Sequence[dict[str, Any]] | None, many: bool
-) -> dict[str, Any] | None:
-    """The question as a case; None when it is not one user message."""
+) -> dict[str, Any] | str:
+    """The question as a case, or why it is left out."""
     text = _text(question, where)
     if text is None:
-        return None
+        return NOT_ONE_MESSAGE
     functions = question.get("function")
     if not isinstance(functions, list) or not all(
         isinstance(f, dict) and "parameters" in f for f in functions
     ):
         raise UsageError(f'{where}: "function" must be a list of functions with "name" and "parameters"')
+    if not functions:
+        return NO_FUNCTIONS
+    if _unanswerable(functions, calls or []):
+        return UNANSWERABLE
     tools = [tool_of(f) for f in functions]
     gold = list(calls or [])
     expected: dict[str, Any] = {"calls": gold} if many else {"call": gold[0] if gold else None}
@@ -197,11 +224,13 @@ def _case(
 def convert_bfcl(questions: Path, answers: Path | None) -> BfclDataset:
     """The dataset of a BFCL questions file and its answers file (None: a category without
     answers, whose gold is "no call"; see the module docstring). A question that is not one user
-    message (several turns, a system prompt) is left out, its id in `skipped`.
+    message (several turns, a system prompt), has no functions, or that no call can answer by
+    BFCL's checker is left out, in `skipped` with why.
 
     Raises:
         UsageError: A file is not BFCL's, naming its line: a malformed line, a question without an
-            answer, an answer without a question.
+            answer, an answer without a question, no answers file for a category other than
+            irrelevance.
     """
     rows = _read(questions)
     ids: dict[str, str] = {}
@@ -210,6 +239,14 @@ def convert_bfcl(questions: Path, answers: Path | None) -> BfclDataset:
             raise UsageError(f"{where}: id {row['id']!r} is already at {ids[row['id']]}")
         ids[row["id"]] = where
     truth = _answers(answers, ids) if answers is not None else {}
+    if answers is None:
+        relevant = next(((w, r) for w, r in rows if "irrelevance" not in bfcl_case_category(r["id"])), None)
+        if relevant is not None:
+            where, row = relevant
+            raise UsageError(
+                f"{where}: {row['id']!r} needs its answers file: `-` is for the irrelevance categories, "
+                "whose gold is no call (a relevance question's gold is some call, which a gold cannot say)"
+            )
     if answers is not None:
         missing = next((where for where, row in rows if row["id"] not in truth), None)
         if missing is not None:
@@ -219,8 +256,13 @@ def convert_bfcl(questions: Path, answers: Path | None) -> BfclDataset:
     )
     converted = [(row["id"], _case(row, where, truth.get(row["id"]), many)) for where, row in rows]
     task = {"kind": "tool_calling", "tools": [], "calls": "many" if many else "one"}
-    cases = [case for _, case in converted if case is not None]
-    return BfclDataset(task=task, cases=cases, skipped=[id_ for id_, case in converted if case is None])
+    cases = [case for _, case in converted if not isinstance(case, str)]
+    skipped = {id_: why for id_, why in converted if isinstance(why, str)}
+    if not cases:
+        raise UsageError(
+            f"{questions}: none of its {len(rows)} questions can be a case: {next(iter(skipped.values()))}"
+        )
+    return BfclDataset(task=task, cases=cases, skipped=skipped)
 
 
 _ATTRIBUTION = (
@@ -280,14 +322,14 @@ argument may be left out).{_skipped(dataset)}
 
 
 def _skipped(dataset: BfclDataset) -> str:
-    if not dataset.skipped:
-        return ""
-    shown = ", ".join(f"`{id_}`" for id_ in dataset.skipped[:5]) + (
-        ", ..." if len(dataset.skipped) > 5 else ""
-    )
-    return (
-        f" {len(dataset.skipped)} questions are left out, which are not one user message (several "
-        f"turns or a system prompt; a quantgate case is one text): {shown}."
+    reasons: dict[str, list[str]] = {}
+    for id_, why in dataset.skipped.items():
+        reasons.setdefault(why, []).append(id_)
+    return "".join(
+        f"\n\n{len(ids)} questions are left out, {why}: "
+        + ", ".join(f"`{id_}`" for id_ in ids[:5])
+        + (", ..." if len(ids) > 5 else ".")
+        for why, ids in reasons.items()
     )
 
 

@@ -102,11 +102,45 @@ def test_an_irrelevance_category_without_answers_has_the_gold_no_call(tmp_path):
     ] * 2
 
 
+def test_only_an_irrelevance_category_goes_without_answers(tmp_path, capsys):
+    questions, _ = _files(tmp_path)
+    assert main(["datasets", "import", "bfcl", questions, "-", str(tmp_path / "out")]) == 2
+    assert f"{questions}:1: 'parallel_0' needs its answers file" in capsys.readouterr().err
+
+
+def test_unanswerable_questions_are_left_out_and_named(tmp_path, capsys):
+    no_functions = {**QUESTIONS[0], "id": "irrelevance_0", "function": []}
+    path = _jsonl(
+        tmp_path / "BFCL_v4_irrelevance.json", [no_functions, {**QUESTIONS[1], "id": "irrelevance_1"}]
+    )
+    assert main(["datasets", "import", "bfcl", str(path), "-", str(tmp_path / "irr")]) == 0
+    assert "left out irrelevance_0: no functions" in capsys.readouterr().err
+    empty = {"id": "parallel_1", "ground_truth": [{"spotify.play": {"artist": [], "duration": [5]}}]}
+    undeclared = {
+        "id": "parallel_0",
+        "ground_truth": [{"spotify.play": {"artist": ["A"], "duration": [1], "x": [1]}}],
+    }
+    third = {**QUESTIONS[0], "id": "parallel_2"}
+    golds = [undeclared, empty, {**ANSWERS[0], "id": "parallel_2"}]
+    questions, answers = _files(tmp_path, [*QUESTIONS, third], golds)
+    assert main(["datasets", "import", "bfcl", questions, answers, str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert "left out parallel_0: no call passes BFCL's checker" in err
+    assert "left out parallel_1: no call passes BFCL's checker" in err
+    lines = (tmp_path / "out" / "cases.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == ["parallel_2"]
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "2 questions are left out, no call passes BFCL's checker" in card
+    questions, answers = _files(tmp_path, QUESTIONS, golds[:2])  # nothing left: an error
+    assert main(["datasets", "import", "bfcl", questions, answers, str(tmp_path / "none")]) == 2
+    assert f"{questions}: none of its 2 questions can be a case" in capsys.readouterr().err
+
+
 def test_a_question_of_several_messages_is_left_out_and_named(tmp_path, capsys):
     turns = [[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Play Queen."}]]
     questions, answers = _files(tmp_path, [QUESTIONS[0], {**QUESTIONS[1], "question": turns}])
     assert main(["datasets", "import", "bfcl", questions, answers, str(tmp_path / "out")]) == 0
-    assert "left out 1 questions not one user message: parallel_1" in capsys.readouterr().err
+    assert "left out parallel_1: not one user message" in capsys.readouterr().err
     assert len((tmp_path / "out" / "cases.jsonl").read_text().splitlines()) == 1
 
 
