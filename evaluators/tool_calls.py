@@ -100,10 +100,16 @@ def score_call(
         field=name,
         score=1.0 if comparison.exact else 0.0,
         outcome=_outcome(comparison),
-        expected=reference_outputs.get(name),
-        predicted=None if outputs is None else outputs.get(name),
+        expected=_calls_value(reference_outputs, name),
+        predicted=_calls_value(outputs, name),
     )
     return FieldAccuracy(fields={name: score})
+
+
+def _calls_value(record: Mapping[str, Any] | None, name: str) -> Any:
+    """A record's call (a mapping, else None) or calls (a list, else None), as its score keeps it."""
+    value = record.get(name) if isinstance(record, Mapping) else None
+    return value if isinstance(value, list if name == MANY_FIELD else Mapping) else None
 
 
 def task_tools(task: Task) -> list[dict[str, Any]]:

@@ -186,3 +186,11 @@ def test_bfcl_form_gold_is_checked_by_the_kind_not_by_the_record_schema():
     assert check_expected(task, gold) == []
     assert not gold_in_record_shape(task, gold)
     assert gold_in_record_shape(task, {"call": _call("get_time", zone="CET")})
+
+
+def test_a_call_that_is_not_an_object_is_kept_as_none_and_missed():
+    gold = {"call": _gold("get_time", zone=["CET"])}
+    one = score_call(outputs={"call": "get_time"}, reference_outputs=gold, tools=TOOLS).fields["call"]
+    assert (one.score, one.outcome, one.predicted, one.expected) == (0.0, "missed", None, gold["call"])
+    many = score_call(outputs={"calls": "x"}, reference_outputs=PARIS_OSLO, tools=TOOLS).fields["calls"]
+    assert (many.outcome, many.predicted) == ("missed", None)
