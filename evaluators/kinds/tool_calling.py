@@ -159,10 +159,12 @@ def _figures(
     """Tool selection, argument accuracy (overall and per argument), exact calls, abstention, false
     abstention and schema validity, and per BFCL category; none when a case's calls were not kept.
     The calls are the `call` (`calls`) field's gold and predicted values as its score has them; a
-    case without a valid record has no output."""
+    case without a valid record has no output. Each case is given the task's tools: with none in
+    task.json (every case bringing its own), the figures are not measured, until a labeled case
+    keeps its own tools."""
     field = MANY_FIELD if task.calls == "many" else ONE_FIELD
     scored = [case.fields[field] for case in cases]
-    if not all(_calls_kept(s) for s in scored):
+    if not task.offered_tools or not all(_calls_kept(s) for s in scored):
         return None
     return summarize_tool_calls(
         outputs=[None if s.outcome == "no_output" else {field: s.predicted} for s in scored],
