@@ -194,3 +194,14 @@ def test_a_call_that_is_not_an_object_is_kept_as_none_and_missed():
     assert (one.score, one.outcome, one.predicted, one.expected) == (0.0, "missed", None, gold["call"])
     many = score_call(outputs={"calls": "x"}, reference_outputs=PARIS_OSLO, tools=TOOLS).fields["calls"]
     assert (many.outcome, many.predicted) == ("missed", None)
+
+
+def test_without_tools_in_task_json_the_figures_are_not_measured():
+    from evaluators.fields import FieldScore
+    from evaluators.kinds import LabeledCase
+
+    task = ToolCallingTask.model_construct(tools=(), calls="one")  # every case brings its own
+    case = LabeledCase(fields={"call": FieldScore(field="call", score=1.0, outcome="correct")})
+    make = kind_of(task).make_figures
+    assert make is not None
+    assert make(task, [case], against_reference=False) is None
