@@ -176,10 +176,11 @@ def _unanswerable(functions: Sequence[Mapping[str, Any]], calls: Sequence[dict[s
         tool_name(str(f.get("name"))): (f.get("parameters") or {}).get("properties") or {} for f in functions
     }
     for call in calls:
+        properties = declared.get(call["name"])  # None: not offered, which the gold check names
         for name, values in call["acceptable"].items():
-            if isinstance(values, list) and (
-                not values or ("" not in values and name not in declared.get(call["name"], {name: 0}))
-            ):
+            if not isinstance(values, list):
+                continue  # the gold check names it
+            if not values or ("" not in values and properties is not None and name not in properties):
                 return True
     return False
 
