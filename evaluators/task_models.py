@@ -195,6 +195,9 @@ class ToolCallingTask(TaskModel):
 
     kind: Literal["tool_calling"] = "tool_calling"
     tools: tuple[Tool, ...]
+    calls: Literal["one", "many"] = "one"
+    """How many calls a record holds: "one" (`{"call": CALL}`, or null for no call) or "many"
+    (`{"calls": [CALL, ...]}`, empty for no call), as BFCL's parallel categories ask."""
 
     @field_validator("tools")
     @classmethod
@@ -207,8 +210,8 @@ class ToolCallingTask(TaskModel):
         return tools
 
     def summary(self) -> str:
-        """The task in a few words: `tool_calling, 11 tools`."""
-        return f"{self.kind}, {len(self.tools)} tools"
+        """The task in a few words: `tool_calling, 11 tools` (`, several calls` when many)."""
+        return f"{self.kind}, {len(self.tools)} tools{', several calls' if self.calls == 'many' else ''}"
 
     @property
     def offered_tools(self) -> tuple[Tool, ...]:
@@ -220,8 +223,9 @@ class ToolCallingTask(TaskModel):
         return next((t.function for t in self.tools if t.function.name == name), None)
 
     def record_schema(self) -> dict[str, Any]:
-        """`{"call": null}` or `{"call": {"name": <a tool>, "arguments": <its parameters>}}`."""
-        branches: list[dict[str, Any]] = [{"type": "null"}]
+        """`{"call": null}` or `{"call": {"name": <a tool>, "arguments": <its parameters>}}`; with
+        several calls, `{"calls": [<such calls>]}`."""
+        branches: list[dict[str, Any]] = []
         for tool in self.tools:
             branches.append(
                 {
@@ -235,7 +239,16 @@ class ToolCallingTask(TaskModel):
                     "description": tool.function.description,  # an annotation: what Ollama's `tools` send
                 }
             )
-        return _one_field_schema("call", {"anyOf": branches, "description": "the call, or null"})
+        if self.calls == "many":
+            calls = {
+                "type": "array",
+                "items": {"anyOf": branches},
+                "description": "the calls, none when no tool fits",
+            }
+            return _one_field_schema("calls", calls)
+        return _one_field_schema(
+            "call", {"anyOf": [{"type": "null"}, *branches], "description": "the call, or null"}
+        )
 
 
 class GenerationTask(TaskModel):

@@ -1,20 +1,18 @@
-"""Tool calling: one case's call against its gold call, and the task's figures over a variant's cases.
+"""Tool calling: one case's calls against its gold calls, and the task's figures over a variant's cases.
 
 A tool-calling record is `{"call": {"name": "get_weather", "arguments": {...}}}`, or `{"call": null}`
-when no tool fits (abstention). The case scorer gives one field, `call`: 1.0 for the exact call (the
-same tool and every argument matching) or for "no call" where gold has none, else 0.0.
-
-Arguments are compared by the matchers of `evaluators.fields`, chosen from the argument's schema in
-the tool's `parameters`: numbers within tolerance, strings normalized, enums exactly, arrays of
-scalars as sets, arrays of objects item by item, nested objects per sub-field. An argument whose
-schema those matchers cannot read (no `type`, an `anyOf`, an object without `properties`) or that
-the tool does not declare must be equal as JSON. An argument left out is its schema's `default`
-when it has one; without one it is absent, which matches only absent.
+when no tool fits (abstention); a task of several calls (`"calls": "many"`) has records
+`{"calls": [CALL, ...]}`, `[]` for no call. The case scorer gives one field, `call` (or `calls`):
+1.0 for the exact calls (as many as gold, each paired with a gold call to the same tool whose every
+argument matches, in any order: `evaluators.tool_call_matching`) or for "no call" where gold has
+none, else 0.0. How each argument is compared, for a gold call in the exact form or in BFCL's form
+(acceptable values per argument), is `evaluators.tool_arguments`.
 
 The figures follow the Berkeley Function Calling Leaderboard's: tool selection, argument accuracy
-(overall and per argument), exact calls, abstention and false abstention, and whether the call's
-arguments are valid against the chosen tool's parameters. A figure with no case to measure it on
-is None.
+(overall and per argument), exact calls, abstention and false abstention, and whether the calls'
+arguments are valid against the chosen tools' parameters; tool selection, argument accuracy and
+exact calls per BFCL category too (a case's `category:NAME` tag). A figure with no case to measure
+it on is None.
 """
 
 from __future__ import annotations
@@ -22,21 +20,33 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from evaluators.fields import FieldAccuracy, FieldScore, Outcome, score_fields
+from evaluators.fields import FieldAccuracy, FieldScore, Outcome
 from evaluators.format import FormatEvaluator
 from evaluators.matchers import DEFAULT_OPTIONS, MatchOptions
 from evaluators.results import KindFigures
-from evaluators.schema import FieldSpec, SchemaSupportError, parse_schema
+from evaluators.schema import FieldSpec
 from evaluators.task_models import Task
+from evaluators.tool_call_matching import (
+    MANY_FIELD,
+    ONE_FIELD,
+    CallComparison,
+    CallsComparison,
+    compare_call_lists,
+    compare_calls,
+    tool_parameters,
+)
 
 __all__ = [
     "CallComparison",
+    "CallsComparison",
+    "ToolCallCategory",
     "ToolCallSummary",
+    "bfcl_category",
+    "compare_call_lists",
     "compare_calls",
     "score_call",
     "score_tool_call_case",
@@ -44,129 +54,22 @@ __all__ = [
     "task_tools",
 ]
 
-_ABSENT = object()
-"""An argument neither given nor defaulted."""
+_CATEGORY_TAG = "category:"
 
 
-@dataclass(frozen=True, kw_only=True)
-class CallComparison:
-    """One predicted call against its gold call.
-
-    Attributes:
-        gold: The gold call (`{"name": ..., "arguments": {...}}`), None for "no call".
-        predicted: The predicted call, None for "no call".
-        no_output: The system produced no record at all.
-        right_tool: The same tool was chosen, or no call where gold has none.
-        arguments: When the right tool was called, the score in [0, 1] of every argument given
-            on either side (sets score their F1); empty otherwise.
-    """
-
-    gold: Mapping[str, Any] | None
-    predicted: Mapping[str, Any] | None
-    no_output: bool = False
-    right_tool: bool = False
-    arguments: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def exact(self) -> bool:
-        """The right tool with every argument matching (or rightly no call)."""
-        return self.right_tool and all(score == 1.0 for score in self.arguments.values())
+def bfcl_category(tags: Iterable[str]) -> str | None:
+    """A case's BFCL category, its tag `category:NAME` (None: none)."""
+    return next((t[len(_CATEGORY_TAG) :] for t in tags if t.startswith(_CATEGORY_TAG)), None)
 
 
-def _tool_parameters(tools: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """Each tool's `parameters` by its name; tools in the OpenAI format (`{"type": "function", ...}`)."""
-    functions = (tool.get("function", tool) for tool in tools)
-    return {str(f["name"]): f.get("parameters") or {"type": "object"} for f in functions}
-
-
-def _call_of(record: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    call = record.get("call") if isinstance(record, Mapping) else None
-    return call if isinstance(call, Mapping) else None
-
-
-def _arguments_of(call: Mapping[str, Any]) -> Mapping[str, Any]:
-    arguments = call.get("arguments")
-    return arguments if isinstance(arguments, Mapping) else {}
-
-
-@functools.lru_cache(maxsize=256)
-def _argument_spec(schema_json: str) -> FieldSpec | None:
-    """The field tree of one argument (under the key `value`), None when the matchers cannot read it."""
-    try:
-        return parse_schema({"type": "object", "properties": {"value": json.loads(schema_json)}})
-    except SchemaSupportError:
-        return None
-
-
-def _same_json(gold: Any, predicted: Any) -> bool:
-    # json.dumps tells `true` from `1`, which Python's == does not
-    return json.dumps(gold, sort_keys=True) == json.dumps(predicted, sort_keys=True)
-
-
-def _argument_score(schema: Any, gold: Any, predicted: Any, options: MatchOptions) -> float:
-    if gold is _ABSENT or predicted is _ABSENT:
-        return 1.0 if gold is predicted else 0.0
-    spec = _argument_spec(json.dumps(schema, sort_keys=True)) if isinstance(schema, Mapping) else None
-    if spec is None:
-        return 1.0 if _same_json(gold, predicted) else 0.0
-    accuracy = score_fields(
-        outputs={"value": predicted}, reference_outputs={"value": gold}, schema=spec, options=options
-    )
-    return accuracy.score if accuracy.score is not None else 1.0
-
-
-def _score_arguments(
-    parameters: Mapping[str, Any],
-    gold: Mapping[str, Any],
-    predicted: Mapping[str, Any],
-    options: MatchOptions,
-) -> dict[str, float]:
-    properties = parameters.get("properties")
-    properties = properties if isinstance(properties, Mapping) else {}
-    scores: dict[str, float] = {}
-    for name in dict.fromkeys([*gold, *predicted]):
-        schema = properties.get(name)
-        default = schema["default"] if isinstance(schema, Mapping) and "default" in schema else _ABSENT
-        scores[name] = _argument_score(schema, gold.get(name, default), predicted.get(name, default), options)
-    return scores
-
-
-def compare_calls(
-    *,
-    outputs: Mapping[str, Any] | None,
-    reference_outputs: Mapping[str, Any],
-    tools: Sequence[Mapping[str, Any]],
-    options: MatchOptions = DEFAULT_OPTIONS,
-) -> CallComparison:
-    """Compare a predicted record's call with the gold record's (see the module docstring).
-
-    Args:
-        outputs: The predicted record, None when the system produced nothing usable.
-        reference_outputs: The gold record (or the reference model's, for agreement).
-        tools: The dataset's tools, in the OpenAI function format.
-        options: Matcher tolerances.
-    """
-    gold = _call_of(reference_outputs)
-    if outputs is None:
-        return CallComparison(gold=gold, predicted=None, no_output=True)
-    predicted = _call_of(outputs)
-    if gold is None or predicted is None:
-        return CallComparison(gold=gold, predicted=predicted, right_tool=gold is None and predicted is None)
-    if gold.get("name") != predicted.get("name"):
-        return CallComparison(gold=gold, predicted=predicted)
-    parameters = _tool_parameters(tools).get(str(gold.get("name")), {})
-    arguments = _score_arguments(parameters, _arguments_of(gold), _arguments_of(predicted), options)
-    return CallComparison(gold=gold, predicted=predicted, right_tool=True, arguments=arguments)
-
-
-def _outcome(comparison: CallComparison) -> Outcome:
+def _outcome(comparison: CallsComparison) -> Outcome:
     if comparison.no_output:
         return "no_output"
     if comparison.exact:
         return "correct"
-    if comparison.predicted is None:
+    if not comparison.predicted:
         return "missed"
-    return "false_positive" if comparison.gold is None else "wrong"
+    return "false_positive" if not comparison.gold else "wrong"
 
 
 def score_call(
@@ -176,28 +79,37 @@ def score_call(
     tools: Sequence[Mapping[str, Any]],
     options: MatchOptions = DEFAULT_OPTIONS,
 ) -> FieldAccuracy:
-    """The case score of a tool-calling record: one field `call`, 1.0 for the exact call, else 0.0.
+    """The case score of a tool-calling record: one field, `call` (`calls` for a record of several
+    calls, as the gold record has it), 1.0 for the exact calls, else 0.0.
 
     "No call" predicted where gold has none scores 1.0; a call where gold has none is a false
     positive, no call where gold has one a miss, and no record at all scores 0.0 (`no_output`).
 
     Args:
-        outputs: The predicted record (`{"call": ...}`), None when the system produced nothing usable.
+        outputs: The predicted record (`{"call": ...}` or `{"calls": [...]}`), None when the system
+            produced nothing usable.
         reference_outputs: The gold record (or the reference model's, for agreement).
-        tools: The dataset's tools, in the OpenAI function format.
+        tools: The case's tools, in the OpenAI function format.
         options: Matcher tolerances.
     """
-    comparison = compare_calls(
+    comparison = compare_call_lists(
         outputs=outputs, reference_outputs=reference_outputs, tools=tools, options=options
     )
+    name = MANY_FIELD if MANY_FIELD in reference_outputs else ONE_FIELD
     score = FieldScore(
-        field="call",
+        field=name,
         score=1.0 if comparison.exact else 0.0,
         outcome=_outcome(comparison),
-        expected=comparison.gold,
-        predicted=comparison.predicted,
+        expected=_calls_value(reference_outputs, name),
+        predicted=_calls_value(outputs, name),
     )
-    return FieldAccuracy(fields={"call": score})
+    return FieldAccuracy(fields={name: score})
+
+
+def _calls_value(record: Mapping[str, Any] | None, name: str) -> Any:
+    """A record's call (a mapping, else None) or calls (a list, else None), as its score keeps it."""
+    value = record.get(name) if isinstance(record, Mapping) else None
+    return value if isinstance(value, list if name == MANY_FIELD else Mapping) else None
 
 
 def task_tools(task: Task) -> list[dict[str, Any]]:
@@ -228,21 +140,41 @@ def score_tool_call_case(
     )
 
 
+class ToolCallCategory(BaseModel):
+    """The figures of one BFCL category's cases (see `ToolCallSummary`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cases: int = Field(description="Cases of the category scored.")
+    tool_selection_accuracy: float | None = Field(
+        default=None, description="Share of its cases with the right tools, or rightly no call."
+    )
+    argument_accuracy: float | None = Field(
+        default=None, description="Mean argument score of its calls to the right tool."
+    )
+    exact_call_rate: float | None = Field(
+        default=None, description="Share of its cases with the exact calls."
+    )
+
+
 class ToolCallSummary(KindFigures):
     """The tool-calling figures of one variant's cases (its `kind_figures` in summary.json); None
     where no case measures a figure.
 
     Attributes:
         tool_call_cases: Cases scored (those with no record count as wrong everywhere they count).
-        tool_selection_accuracy: Share of cases with the right tool, or rightly no call.
-        argument_accuracy: Mean argument score over the arguments of the cases where the right
-            tool was called (every argument given on either side counts once).
+        tool_selection_accuracy: Share of cases with the right tools (each as many times as gold
+            calls it, in any order), or rightly no call.
+        argument_accuracy: Mean argument score over the arguments of the calls paired with a gold
+            call to the same tool (every argument given on either side counts once).
         argument_accuracy_by_name: The same per argument, keyed `tool.argument`.
-        exact_call_rate: Share of cases whose call is exact (the case score's mean).
+        exact_call_rate: Share of cases whose calls are exact (the case score's mean).
         abstention_accuracy: Among the cases whose gold is no call, the share with no call.
         false_abstention_rate: Among the cases whose gold is a call, the share with no call.
-        schema_validity: Among the cases with a predicted call, the share whose arguments are valid
-            against the chosen tool's `parameters` (a tool not in the list is invalid).
+        schema_validity: Among the cases with a predicted call, the share whose calls' arguments
+            are all valid against the chosen tools' `parameters` (a tool not offered is invalid).
+        by_category: Tool selection, argument accuracy and exact calls per BFCL category (the
+            cases' `category:` tags); None: no case has one.
     """
 
     kind: Literal["tool_calling"] = "tool_calling"
@@ -250,15 +182,15 @@ class ToolCallSummary(KindFigures):
         default=None, description="Tool-calling cases scored, including those without a record."
     )
     tool_selection_accuracy: float | None = Field(
-        default=None, description="Share of cases with the right tool, or rightly no call."
+        default=None, description="Share of cases with the right tools, or rightly no call."
     )
     argument_accuracy: float | None = Field(
-        default=None, description="Mean argument score where the right tool was called."
+        default=None, description="Mean argument score of the calls to the right tool."
     )
     argument_accuracy_by_name: dict[str, float] | None = Field(
         default=None, description="Mean argument score per argument, keyed `tool.argument`."
     )
-    exact_call_rate: float | None = Field(default=None, description="Share of cases with the exact call.")
+    exact_call_rate: float | None = Field(default=None, description="Share of cases with the exact calls.")
     abstention_accuracy: float | None = Field(
         default=None, description="Share with no call, of the cases whose gold is no call."
     )
@@ -266,7 +198,10 @@ class ToolCallSummary(KindFigures):
         default=None, description="Share with no call, of the cases whose gold is a call."
     )
     schema_validity: float | None = Field(
-        default=None, description="Share of the calls whose arguments are valid for the chosen tool."
+        default=None, description="Share of the cases whose calls' arguments are valid for their tools."
+    )
+    by_category: dict[str, ToolCallCategory] | None = Field(
+        default=None, description="Tool selection, argument accuracy and exact calls per BFCL category."
     )
 
 
@@ -278,49 +213,88 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _valid_call(call: Mapping[str, Any], evaluators: Mapping[str, FormatEvaluator]) -> bool:
-    evaluator = evaluators.get(str(call.get("name")))
-    arguments = call.get("arguments", {})
-    return evaluator is not None and isinstance(arguments, Mapping) and not evaluator.schema_errors(arguments)
+def _valid_calls(calls: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> bool:
+    parameters = tool_parameters(tools)
+    for call in calls:
+        schema, arguments = parameters.get(str(call.get("name"))), call.get("arguments", {})
+        if schema is None or not isinstance(arguments, Mapping):
+            return False
+        if _format_evaluator(json.dumps(schema, sort_keys=True)).schema_errors(arguments):
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _format_evaluator(schema_json: str) -> FormatEvaluator:
+    """One validator per tool's parameters, kept: the same tools come with case after case."""
+    return FormatEvaluator(schema=json.loads(schema_json))
+
+
+def _argument_scores(comparisons: Sequence[CallsComparison]) -> list[float]:
+    return [s for c in comparisons for pair in c.pairs for s in pair.arguments.values()]
+
+
+def _by_category(
+    comparisons: Sequence[CallsComparison], categories: Sequence[str | None]
+) -> dict[str, ToolCallCategory] | None:
+    grouped: dict[str, list[CallsComparison]] = {}
+    for comparison, category in zip(comparisons, categories, strict=True):
+        if category is not None:
+            grouped.setdefault(category, []).append(comparison)
+    if not grouped:
+        return None
+    return {
+        name: ToolCallCategory(
+            cases=len(group),
+            tool_selection_accuracy=_share([c.right_tool for c in group]),
+            argument_accuracy=_mean(_argument_scores(group)),
+            exact_call_rate=_share([c.exact for c in group]),
+        )
+        for name, group in sorted(grouped.items())
+    }
 
 
 def summarize_tool_calls(
     *,
     outputs: Sequence[Mapping[str, Any] | None],
     reference_outputs: Sequence[Mapping[str, Any]],
-    tools: Sequence[Mapping[str, Any]],
+    tools: Sequence[Sequence[Mapping[str, Any]]],
     options: MatchOptions = DEFAULT_OPTIONS,
+    categories: Sequence[str | None] | None = None,
 ) -> ToolCallSummary:
     """The tool-calling figures over one variant's cases (see `ToolCallSummary`).
 
     Args:
         outputs: Each case's predicted record, None where the system produced nothing usable.
         reference_outputs: The gold records, in the same order.
-        tools: The dataset's tools, in the OpenAI function format.
+        tools: Each case's tools, in the OpenAI function format, in the same order.
         options: Matcher tolerances.
+        categories: Each case's BFCL category (`bfcl_category`), None where it has none; None:
+            no case has one.
     """
     if len(outputs) != len(reference_outputs):
         raise ValueError(f"{len(outputs)} outputs for {len(reference_outputs)} gold records")
+    if len(tools) != len(outputs):
+        raise ValueError(f"{len(tools)} tool lists for {len(outputs)} cases")
     comparisons = [
-        compare_calls(outputs=o, reference_outputs=r, tools=tools, options=options)
-        for o, r in zip(outputs, reference_outputs, strict=True)
+        compare_call_lists(outputs=o, reference_outputs=r, tools=t, options=options)
+        for o, r, t in zip(outputs, reference_outputs, tools, strict=True)
     ]
     by_name: dict[str, list[float]] = {}
     for c in comparisons:
-        for argument, score in c.arguments.items():
-            by_name.setdefault(f"{(c.gold or {}).get('name')}.{argument}", []).append(score)
-    evaluators = {name: FormatEvaluator(schema=p) for name, p in _tool_parameters(tools).items()}
+        for pair in c.pairs:
+            for argument, score in pair.arguments.items():
+                by_name.setdefault(f"{pair.name}.{argument}", []).append(score)
     return ToolCallSummary(
         tool_call_cases=len(comparisons),
         tool_selection_accuracy=_share([c.right_tool for c in comparisons]),
-        argument_accuracy=_mean([s for c in comparisons for s in c.arguments.values()]),
+        argument_accuracy=_mean(_argument_scores(comparisons)),
         argument_accuracy_by_name={name: sum(s) / len(s) for name, s in by_name.items()},
         exact_call_rate=_share([c.exact for c in comparisons]),
-        abstention_accuracy=_share([c.right_tool for c in comparisons if c.gold is None]),
-        false_abstention_rate=_share(
-            [not c.no_output and c.predicted is None for c in comparisons if c.gold is not None]
-        ),
+        abstention_accuracy=_share([c.right_tool for c in comparisons if not c.gold]),
+        false_abstention_rate=_share([not c.no_output and not c.predicted for c in comparisons if c.gold]),
         schema_validity=_share(
-            [_valid_call(c.predicted, evaluators) for c in comparisons if c.predicted is not None]
+            [_valid_calls(c.predicted, t) for c, t in zip(comparisons, tools, strict=True) if c.predicted]
         ),
+        by_category=_by_category(comparisons, categories or [None] * len(comparisons)),
     )

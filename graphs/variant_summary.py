@@ -111,6 +111,7 @@ def _labeled_case(outcome: CaseOutcome) -> LabeledCase | None:
         fields=outcome.score.fields.fields,
         agreement=outcome.agreement.fields if outcome.agreement is not None else None,
         reported=(attempts[-1].get("reported") or {}) if attempts else {},
+        tags=outcome.score.tags,
     )
 
 

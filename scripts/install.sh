@@ -19,6 +19,9 @@ llama_cmake_args scripts/install.sh
 # The report extra always: `quantgate run` ends by writing the HTML report. `test` brings every extra.
 pip install -e ".[report${extra:+,$extra}]"
 if [[ ",$extra," == *,test,* ]]; then
+  # BFCL's own data and AST checker, which tests/evaluators/test_bfcl_checker.py scores against; without
+  # its dependencies (model clients, not needed for the checker: the test stubs the one module it needs)
+  pip install --no-deps "bfcl-eval==2026.3.23"
   bash scripts/install-llama-tools.sh \
     || echo "scripts/install.sh: llama.cpp's tools not built (above: why); the tests that need them will skip"
 fi

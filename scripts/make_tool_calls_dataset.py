@@ -14,9 +14,9 @@ Irrelevance cases (gold: no call) are BFCL_v4_irrelevance questions that none of
 fits: those that mention the pool's topics (`_POOL_TOPICS`) or were found to fit on reading
 (`_FITTING`) are left out, `IRRELEVANT` of the rest are drawn with `SEED`.
 
-Conversion: BFCL's parameter types become JSON Schema's (`dict` object, `float` number, `tuple`
-array, `any` no type), the parameters object gets `additionalProperties: false` (BFCL's checker
-refuses an unexpected argument too), and BFCL's possible answers, which list the accepted values
+Conversion: BFCL's functions become tools as `quantgate datasets import bfcl` converts them
+(`quantgate.inputs._bfcl.tool_of`: BFCL's parameter types in JSON Schema's words, the parameters
+object closed with `additionalProperties: false`), and BFCL's possible answers, which list the accepted values
 of each argument, give their first value (a first value "" means the argument is left out).
 Every gold call is checked against its tool's parameters before anything is written. The script
 writes `task.json`, `cases.jsonl` and `examples.jsonl`; the card (README.md) is written by hand.
@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
+
+from quantgate.inputs._bfcl import tool_of
 
 POOL = (
     "Weather_1_GetWeather",
@@ -55,7 +57,6 @@ EXAMPLE_TOOLS = ("Weather_1_GetWeather", "Payment_1_MakePayment")
 """One case of each becomes a few-shot example, after one irrelevance case; never scored."""
 SEED = 34
 
-_TYPES = {"dict": "object", "float": "number", "tuple": "array"}
 _POOL_TOPICS = re.compile(
     r"weather|forecast|rain|temperature|movie|film|cinema|music|song|album|artist|band|concert|event"
     r"|theat|play\b|show|hotel|accommodation|stay|room|pay|money|send|transfer|bus\b|buses|car\b|cars"
@@ -71,31 +72,6 @@ _FITTING = frozenset(
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def json_schema(node: Any) -> Any:
-    """A BFCL parameter schema in JSON Schema's words (types renamed, BFCL's `optional` dropped)."""
-    if not isinstance(node, dict):
-        return node
-    converted: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "type":
-            if value != "any":
-                converted["type"] = _TYPES.get(value, value)
-        elif key == "properties":
-            converted["properties"] = {name: json_schema(child) for name, child in value.items()}
-        elif key == "items":
-            converted["items"] = json_schema(value)
-        elif key != "optional":
-            converted[key] = value
-    return converted
-
-
-def tool_of(function: dict[str, Any]) -> dict[str, Any]:
-    """A BFCL function in the OpenAI tool format."""
-    parameters = {**json_schema(function["parameters"]), "additionalProperties": False}
-    described = {"name": function["name"], "description": function.get("description", "")}
-    return {"type": "function", "function": {**described, "parameters": parameters}}
 
 
 def first_answer(arguments: dict[str, list[Any]]) -> dict[str, Any]:

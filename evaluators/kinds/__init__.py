@@ -60,6 +60,7 @@ __all__ = [
     "case_field_scorer",
     "check_expected",
     "field_spec",
+    "gold_in_record_shape",
     "instructions",
     "kind_figures",
     "kind_named",
@@ -130,6 +131,11 @@ def case_field_scorer(task: Task) -> CaseFieldScorer:
 def check_expected(task: Task, expected: Mapping[str, Any]) -> list[FormatProblem]:
     """What is wrong with a gold `expected` for this task, beyond its record schema."""
     return list(kind_of(task).check_expected(task, expected))
+
+
+def gold_in_record_shape(task: Task, expected: Mapping[str, Any]) -> bool:
+    """Whether the record schema checks this gold `expected` (its kind's `gold_in_record_shape`)."""
+    return kind_of(task).gold_in_record_shape(expected)
 
 
 def field_spec(task: Task, record_schema: Mapping[str, Any]) -> FieldSpec:

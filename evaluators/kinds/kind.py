@@ -62,11 +62,13 @@ class LabeledCase:
         agreement: Its field scores against the reference's record (None: the variant is the
             reference, or the reference has no record of the case).
         reported: The numbers its last attempt reported (label probabilities; empty: none).
+        tags: The case's tags (its slices; tool calling's BFCL category).
     """
 
     fields: Mapping[str, FieldScore]
     agreement: Mapping[str, FieldScore] | None = None
     reported: Mapping[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
 
 
 class FiguresMaker(Protocol):
@@ -157,6 +159,9 @@ class TaskKind:
         score: Its per-case scorer; None while it is not wired (scoring then refuses the kind).
         check_expected: Checks a gold `expected` beyond the record schema, with messages
             that say what task.json allows (a label outside the set, an unknown tool).
+        gold_in_record_shape: Whether a gold `expected` has the record's shape, which the record
+            schema then checks (not tool calling's gold calls in BFCL's form: `check_expected`
+            checks those whole).
         scorer_module: Where its scorer lives (or will), for messages and docs.
         field_spec: The scored fields, from the record schema: its field tree unless the kind
             scores a construct the tree does not read (tool calling's `anyOf`).
@@ -177,6 +182,7 @@ class TaskKind:
     model: type[TaskModel]
     score: CaseFieldScorer | None
     check_expected: ExpectedCheck = _no_check
+    gold_in_record_shape: Callable[[Mapping[str, Any]], bool] = lambda expected: True
     scorer_module: str = "evaluators/fields.py"
     field_spec: Callable[[Mapping[str, Any]], FieldSpec] = parse_schema
     parse: Callable[[Any], Any] | None = None

@@ -1,4 +1,4 @@
-"""`quantgate datasets check DIR...` and `quantgate datasets list`."""
+"""`quantgate datasets check DIR...`, `quantgate datasets list` and `quantgate datasets import bfcl`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evaluators.errors import MissingInputError
 from quantgate._formatting import terminal_text
 from quantgate.inputs._dataset import (
     SCHEMA_FILE,
@@ -67,8 +68,27 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _import_bfcl(args: argparse.Namespace) -> int:
+    from quantgate.inputs._bfcl import bfcl_card, convert_bfcl, write_bfcl_dataset
+
+    questions = Path(args.questions)
+    answers = None if args.answers == "-" else Path(args.answers)
+    for file in (questions, answers):
+        if file is not None and not file.is_file():
+            raise MissingInputError(f"{file}: no such file")
+    dataset = convert_bfcl(questions, answers)
+    out = Path(args.out_dir)
+    write_bfcl_dataset(dataset, out, bfcl_card(dataset, questions, answers))
+    counts = ", ".join(f"{name} {n}" for name, n in sorted(dataset.categories.items()))
+    calls = "several calls" if dataset.task["calls"] == "many" else "one call or none"
+    print(terminal_text(f"wrote {out}: {len(dataset.cases)} cases ({counts}), records of {calls}"))
+    for id_, why in dataset.skipped.items():
+        print(terminal_text(f"left out {id_}: {why}"), file=sys.stderr)
+    return 0
+
+
 def add_parser(commands: Commands) -> None:
-    """Add `quantgate datasets` and its actions `check` and `list`."""
+    """Add `quantgate datasets` and its actions `check`, `list` and `import`."""
     datasets = commands.add_parser("datasets", help="check and list datasets")
     actions = datasets.add_subparsers(dest="datasets_command", required=True, metavar="ACTION")
     check = actions.add_parser("check", help="validate dataset directories; exit 1 on any error")
@@ -76,3 +96,17 @@ def add_parser(commands: Commands) -> None:
     check.set_defaults(handler=_check)
     listing = actions.add_parser("list", help="list the bundled datasets")
     listing.set_defaults(handler=_list)
+    importing = actions.add_parser("import", help="convert another benchmark's files into a dataset")
+    sources = importing.add_subparsers(dest="import_source", required=True, metavar="SOURCE")
+    bfcl = sources.add_parser(
+        "bfcl",
+        help="a BFCL category (bfcl-eval's bfcl_eval/data/): its questions and possible answers",
+        description="Convert a Berkeley Function Calling Leaderboard category into a tool-calling dataset "
+        "with per-case tools and BFCL's gold (acceptable values per argument); see docs/tasks.md.",
+    )
+    bfcl.add_argument("questions", metavar="QUESTIONS", help="the questions file, BFCL_v4_<category>.json")
+    bfcl.add_argument(
+        "answers", metavar="ANSWERS", help="its possible_answer file; - for a category without (irrelevance)"
+    )
+    bfcl.add_argument("out_dir", metavar="OUT_DIR", help="the dataset directory to write (new or empty)")
+    bfcl.set_defaults(handler=_import_bfcl)

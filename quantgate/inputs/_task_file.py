@@ -27,7 +27,15 @@ from evaluators import (
     loads_json,
     parse_schema,
 )
-from evaluators.tasks import TASK_KINDS, ExtractionTask, Task, check_expected, field_spec, parse_task
+from evaluators.tasks import (
+    TASK_KINDS,
+    ExtractionTask,
+    Task,
+    check_expected,
+    field_spec,
+    gold_in_record_shape,
+    parse_task,
+)
 from quantgate.inputs._problems import Problem, validation_problems
 from quantgate.inputs._schema_refs import SchemaRefError, inline_refs
 from quantgate.inputs._utf8 import utf8_encodable
@@ -200,7 +208,10 @@ class ExpectedCheck:
 
     def __call__(self, expected: Mapping[str, Any]) -> list[FormatProblem]:
         """Every problem of `expected`, located from it (`expected.label`)."""
-        return check_expected(self.task, expected) or self._format.schema_errors(expected, prefix="expected")
+        problems = check_expected(self.task, expected)
+        if problems or not gold_in_record_shape(self.task, expected):
+            return problems
+        return self._format.schema_errors(expected, prefix="expected")
 
 
 def task_json(task: Task) -> str:

@@ -124,3 +124,24 @@ def test_walks_on_the_bundled_tools_are_valid_calls(walker):
     validator = Draft202012Validator(schema)
     for record in records:
         assert list(validator.iter_errors(record)) == []
+
+
+SEVERAL = THREE_TOOLS.model_copy(update={"calls": "many"})
+"""The same tools, several calls per record (`{"calls": [...]}`)."""
+
+
+@pytest.mark.parametrize(
+    ("text", "taken"),
+    [
+        (' {"calls": []}', None),
+        (
+            ' {"calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}, '
+            '{"name": "get_weather", "arguments": {"city": "Oslo"}}]}',
+            None,
+        ),
+        (' {"calls": null}', ' {"calls":'),  # no call is an empty list
+        (' {"calls": [{"name": "send_email", "arguments": {}}]}', ' {"calls": [{"name": "'),
+    ],
+)
+def test_the_grammar_of_several_calls(walker, text, taken):
+    assert _feed(walker, SEVERAL.record_schema(), text) == (taken or text, taken is None)

@@ -40,8 +40,15 @@ QUANT = {
 """The quantized variant's answers."""
 
 
+def _category(call: dict[str, Any] | None) -> str:
+    return "category:irrelevance" if call is None else "category:simple_python"
+
+
 def test_a_tool_calling_run_summary_carries_the_tool_calling_figures(tmp_path):
-    lines = [{"id": f"t{i}", "text": t, "expected": {"call": c}} for i, (t, c) in enumerate(GOLD.items())]
+    lines = [
+        {"id": f"t{i}", "text": t, "expected": {"call": c}, "tags": [_category(c)]}
+        for i, (t, c) in enumerate(GOLD.items())
+    ]
     shot = [{"id": "e0", "text": "is it raining in Rome", "expected": {"call": _weather("Rome")}}]
     dataset = load_dataset(write_dataset(tmp_path / "tools", lines, schema=None, task=TOOLS, examples=shot))
     right = {text: call_answer(call) for text, call in GOLD.items()}
@@ -75,6 +82,20 @@ def test_a_tool_calling_run_summary_carries_the_tool_calling_figures(tmp_path):
         "abstention_accuracy": 1.0,  # t3: no call
         "false_abstention_rate": 0.0,  # of t0, t1, t2, t4
         "schema_validity": 1.0,  # its 4 calls
+        "by_category": {
+            "irrelevance": {
+                "cases": 1,
+                "tool_selection_accuracy": 1.0,
+                "argument_accuracy": None,
+                "exact_call_rate": 1.0,
+            },
+            "simple_python": {
+                "cases": 4,
+                "tool_selection_accuracy": 1.0,
+                "argument_accuracy": 1.0,
+                "exact_call_rate": 1.0,
+            },
+        },
     }
     # the variant: the right tool (or rightly none) on t0 and t1 only; arguments t0 city 1 and unit
     # 1 (celsius both, the default), t1 city 1 and unit 0; exact t0 only; t3 called where none is due;
@@ -89,6 +110,14 @@ def test_a_tool_calling_run_summary_carries_the_tool_calling_figures(tmp_path):
     assert quant.abstention_accuracy == 0.0
     assert quant.false_abstention_rate == pytest.approx(1 / 4)
     assert quant.schema_validity == 1.0
+    # per category: t3 alone is irrelevance; the right tool on t0 and t1 of the other four
+    assert quant.by_category is not None
+    assert quant.by_category["irrelevance"].model_dump() == {
+        "cases": 1, "tool_selection_accuracy": 0.0, "argument_accuracy": None, "exact_call_rate": 0.0
+    }  # fmt: skip
+    assert quant.by_category["simple_python"].model_dump() == pytest.approx({
+        "cases": 4, "tool_selection_accuracy": 2 / 4, "argument_accuracy": 3 / 4, "exact_call_rate": 1 / 4
+    })  # fmt: skip
     assert "label_accuracy" not in quant_entry.model_dump()["kind_figures"]  # another kind's: not there
     assert "chrf" not in quant_entry.model_dump()
     stored = json.loads((run_dir / "summary.json").read_text())
