@@ -49,6 +49,8 @@ from quantgate.evaluate._options import DEFAULT_LATENCY_CASES
 from quantgate.evaluate.scheduler._stopping_rule import DEFAULT_ROUND_SIZE
 
 MEASURED = Path(__file__).resolve().parent / "data" / "verify-restaurants-200.json"
+TOKENS = Path(__file__).resolve().parent / "data" / "dataset-tokens.json"
+"""Tokens a case of each bundled extraction dataset reads and writes (`benchmarks/dataset_tokens.py`)."""
 REFERENCE = "BF16"
 CANDIDATES = ("Q8_0", "Q5_K_M", "Q4_K_M")
 MEASURED_AS = {"BF16": "Q8_0", "Q8_0": "Q8_0", "Q5_K_M": "Q4_K_M", "Q4_K_M": "Q4_K_M"}
@@ -194,6 +196,45 @@ def variant_costs(measured: Mapping[str, dict[str, float]], machine: Machine) ->
     return costs
 
 
+def with_tokens(
+    measured: Mapping[str, dict[str, float]], dataset: Mapping[str, float], restaurants: Mapping[str, float]
+) -> dict[str, dict[str, float]]:
+    """The measured costs with another dataset's tokens a case: its prompt's and gold record's tokens
+    over `restaurants`' (where the answers were measured too) times the measured ones; the tail grows
+    with the answer."""
+    read = dataset["read_tokens"] / restaurants["read_tokens"]
+    written = dataset["gold_tokens"] / restaurants["gold_tokens"]
+    return {
+        variant: here
+        | {"read": here["read"] * read, "written": here["written"] * written, "tail": here["tail"] * written}
+        for variant, here in measured.items()
+    }
+
+
+def datasets_table(measured: Mapping[str, dict[str, float]], tokens: Mapping[str, object]) -> str:
+    """One decision per bundled extraction dataset, on 4 CPU machines and the GPU: its tokens a case,
+    and its paired cases (as many as `restaurants` needed, at most the dataset's cases)."""
+    datasets: dict[str, dict[str, float]] = tokens["datasets"]  # type: ignore[assignment]
+    rows = []
+    for name, dataset in datasets.items():
+        costs = with_tokens(measured, dataset, datasets["restaurants"])
+        paired = {v: min(n, int(dataset["cases"])) for v, n in PAIRED_CASES.items()}
+        walls = [
+            decision(variant_costs(costs, layout.machine), paired, layout=layout, verify=verify).wall_s / 60
+            for layout in (LAYOUTS[1], LAYOUTS[-1])
+            for verify in (False, True)
+        ]
+        rows.append([
+            name, str(dataset["cases"]), f"{dataset['read_tokens']:.0f}", f"{dataset['gold_tokens']:.0f}",
+            str(max(paired.values())), *(f"{w:.1f}" for w in walls),
+        ])  # fmt: skip
+    header = [
+        "dataset", "cases", "tokens read a case", "gold tokens", "paired cases",
+        "4 CPU machines: min decoded", "verified", "GPU: min decoded", "verified",
+    ]  # fmt: skip
+    return _table(header, rows)
+
+
 def measured_costs(figures: Mapping[str, object]) -> dict[str, dict[str, float]]:
     """The 270M per-token costs and tokens per case of each measured candidate (`per_token_costs`)."""
     prefix = figures["reference"]["shared_prefix_tokens"]  # type: ignore[index]
@@ -236,15 +277,20 @@ def inputs_table(figures: Mapping[str, object], measured: Mapping[str, dict[str,
 
 def per_case_table(measured: Mapping[str, dict[str, float]]) -> str:
     """Each 12B variant's weights, memory and seconds per case on each machine kind."""
-    by_machine = {machine.name: variant_costs(measured, machine) for machine in (CPU, GPU)}
+    by_machine = [variant_costs(measured, machine) for machine in (CPU, GPU)]
+
+    def seconds(costs: CaseCosts, variant: str) -> str:  # the reference never verifies
+        return f"{costs.decoded:.2f} / " + ("—" if variant == REFERENCE else f"{costs.verified:.2f}")
+
     rows = [
         [
-            variant, f"{WEIGHTS_GB[variant]:.2f}", f"{memory_gb(variant):.1f}",
-            *(f"{by_machine[m.name][variant].decoded:.2f} / {by_machine[m.name][variant].verified:.2f}"
-              for m in (CPU, GPU)),
+            variant,
+            f"{WEIGHTS_GB[variant]:.2f}",
+            f"{memory_gb(variant):.1f}",
+            *(seconds(c[variant], variant) for c in by_machine),
         ]
         for variant in (REFERENCE, *CANDIDATES)
-    ]  # fmt: skip
+    ]
     total = sum(memory_gb(v) for v in (REFERENCE, *CANDIDATES))
     fits = [f"fits in {m.memory_gb:.0f} GB: {'yes' if total <= m.memory_gb else 'no'}" for m in (CPU, GPU)]
     rows.append(["all four", f"{sum(WEIGHTS_GB[v] for v in MEASURED_AS):.2f}", f"{total:.1f}", *fits])
@@ -271,8 +317,8 @@ def decisions_table(measured: Mapping[str, dict[str, float]]) -> str:
     return _table(header, rows)
 
 
-def report(figures: Mapping[str, object]) -> str:
-    """docs/scale.md's three tables, computed from the measured figures."""
+def report(figures: Mapping[str, object], tokens: Mapping[str, object]) -> str:
+    """docs/scale.md's tables, computed from the measured figures and the datasets' tokens."""
     measured = measured_costs(figures)
     notes = (
         f"Roofline: reading {2 * LARGE_MACS / GB:.1f} GFLOP a token, decoding in steps of {SLOTS} slots,"
@@ -280,7 +326,13 @@ def report(figures: Mapping[str, object]) -> str:
         f" {DEFAULT_LATENCY_CASES} decoded in full by every variant."
     )
     return "\n\n".join(
-        [inputs_table(figures, measured), per_case_table(measured), decisions_table(measured), notes]
+        [
+            inputs_table(figures, measured),
+            per_case_table(measured),
+            decisions_table(measured),
+            notes,
+            datasets_table(measured, tokens),
+        ]
     )
 
 
@@ -289,8 +341,9 @@ def main() -> None:
     parser.add_argument(
         "file", type=Path, nargs="?", default=MEASURED, help="benchmarks/verify.py --json output"
     )
+    parser.add_argument("--tokens", type=Path, default=TOKENS, help="benchmarks/dataset_tokens.py output")
     args = parser.parse_args()
-    print(report(json.loads(args.file.read_text())))
+    print(report(json.loads(args.file.read_text()), json.loads(args.tokens.read_text())))
 
 
 if __name__ == "__main__":

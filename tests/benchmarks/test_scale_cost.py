@@ -73,12 +73,26 @@ def test_the_wall_time_of_each_layout_worked_by_hand(
     assert result.held_s == pytest.approx(result.machines * wall)
 
 
-def test_docs_scale_md_holds_the_script_s_tables() -> None:
-    figures = json.loads(scale.MEASURED.read_text())
+def test_another_dataset_scales_the_measured_tokens_by_its_own_against_restaurants() -> None:
+    measured = {"Q8_0": {"t_read": 0.1, "t_decode": 0.2, "read": 30.0, "written": 60.0, "tail": 6.0}}
+    restaurants = {"read_tokens": 31.0, "gold_tokens": 59.0}
+    longer = {"read_tokens": 310.0, "gold_tokens": 118.0}  # 10 times the prompt, twice the answer
 
-    tables = scale.report(figures).split("\n\n")
+    costs = scale.with_tokens(measured, longer, restaurants)
+
+    assert costs["Q8_0"] == pytest.approx(
+        {"t_read": 0.1, "t_decode": 0.2, "read": 300.0, "written": 120.0, "tail": 12.0}
+    )
+    assert scale.with_tokens(measured, restaurants, restaurants) == measured
+
+
+def test_docs_scale_md_holds_the_script_s_tables() -> None:
+    figures, tokens = (json.loads(path.read_text()) for path in (scale.MEASURED, scale.TOKENS))
+
+    tables = scale.report(figures, tokens).split("\n\n")
 
     page = (ROOT / "docs" / "scale.md").read_text()
     assert [table in page for table in tables] == [True] * len(tables)
-    assert len(tables) == 4
+    assert len(tables) == 5
     assert "| 1 CPU machine |" in tables[2]
+    assert "| long-documents |" in tables[4]
