@@ -35,12 +35,16 @@ SMALL_MACS = 0.27e9
 """Gemma 3 270M's multiply-adds per token: ~100 M in its layers, 168 M in its 262,144 x 640 output layer."""
 LARGE_MACS = 11.8e9
 """Gemma 3 12B's: ~10.8 G in its 48 layers, 1.0 G in its 262,144 x 3,840 output layer (public config)."""
-WEIGHTS_GB = {"F16": 24.4, "Q8_0": 13.0, "Q4_K_M": 7.3, "Q2_K": 4.8}
-"""Gemma 3 12B's GGUF sizes per type, about 12.2 G parameters at each type's bits per weight (assumed)."""
+WEIGHTS_GB = {"F16": 24.4, "BF16": 23.54, "Q8_0": 12.51, "Q5_K_M": 8.45, "Q4_K_M": 7.30, "Q2_K": 4.8}
+"""Gemma 3 12B's GGUF sizes per type in GB (assumed): BF16, Q8_0, Q5_K_M and Q4_K_M as the
+bartowski/google_gemma-3-12b-it-GGUF listing gives them, not checked against the files here; F16 and
+Q2_K about 12.2 G parameters at the type's bits per weight."""
 EFFICIENCY = 0.3
 """Share of peak compute and bandwidth a serving stack reaches (assumed)."""
+CPU_SERVER = (2.0e12, 150e9)
+"""Peak FLOP/s and memory bytes/s of a 32-core CPU server (assumed)."""
 MACHINES = {
-    "CPU server (32 cores, assumed 2 TFLOPS, 150 GB/s)": (2.0e12, 150e9),
+    "CPU server (32 cores, assumed 2 TFLOPS, 150 GB/s)": CPU_SERVER,
     "GPU (48 GB, assumed 180 TFLOPS fp16, 860 GB/s)": (180e12, 860e9),
 }
 SLOTS = 4
@@ -63,11 +67,18 @@ def per_token_costs(result: dict[str, Any], prefix: int) -> dict[str, float]:
     }
 
 
+def case_s(costs: dict[str, float], *, verify: bool) -> float:
+    """Seconds of one case: decoded (read the prompt, decode the answer) or verified (read the prompt
+    and the reference's answer, decode the tail where the candidate leaves it)."""
+    if verify:
+        return (costs["read"] + costs["written"]) * costs["t_read"] + costs["tail"] * costs["t_decode"]
+    return costs["read"] * costs["t_read"] + costs["written"] * costs["t_decode"]
+
+
 def decision_s(costs: dict[str, float], *, cases: int, latency_cases: int, verify: bool) -> float:
     """Seconds of one decision: the reference decodes every case, three candidates decode the latency
     sample and verify (or decode) the rest."""
-    decode = costs["read"] * costs["t_read"] + costs["written"] * costs["t_decode"]
-    check = (costs["read"] + costs["written"]) * costs["t_read"] + costs["tail"] * costs["t_decode"]
+    decode, check = case_s(costs, verify=False), case_s(costs, verify=True)
     candidate = latency_cases * decode + (cases - latency_cases) * (check if verify else decode)
     return cases * decode + 3 * candidate
 
