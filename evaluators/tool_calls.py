@@ -284,11 +284,22 @@ def _valid_call(call: Mapping[str, Any], evaluators: Mapping[str, FormatEvaluato
     return evaluator is not None and isinstance(arguments, Mapping) and not evaluator.schema_errors(arguments)
 
 
+@functools.lru_cache(maxsize=256)
+def _parameters_evaluators(tools_json: str) -> dict[str, FormatEvaluator]:
+    tools = json.loads(tools_json)
+    return {name: FormatEvaluator(schema=p) for name, p in _tool_parameters(tools).items()}
+
+
+def _evaluators(tools: Sequence[Mapping[str, Any]]) -> dict[str, FormatEvaluator]:
+    """A validator of each tool's parameters by its name, built once per tool list."""
+    return _parameters_evaluators(json.dumps(tools, sort_keys=True))
+
+
 def summarize_tool_calls(
     *,
     outputs: Sequence[Mapping[str, Any] | None],
     reference_outputs: Sequence[Mapping[str, Any]],
-    tools: Sequence[Mapping[str, Any]],
+    tools: Sequence[Sequence[Mapping[str, Any]]],
     options: MatchOptions = DEFAULT_OPTIONS,
 ) -> ToolCallSummary:
     """The tool-calling figures over one variant's cases (see `ToolCallSummary`).
@@ -296,20 +307,26 @@ def summarize_tool_calls(
     Args:
         outputs: Each case's predicted record, None where the system produced nothing usable.
         reference_outputs: The gold records, in the same order.
-        tools: The dataset's tools, in the OpenAI function format.
+        tools: The tools offered to each case, in the same order, in the OpenAI function format.
         options: Matcher tolerances.
     """
-    if len(outputs) != len(reference_outputs):
-        raise ValueError(f"{len(outputs)} outputs for {len(reference_outputs)} gold records")
+    if not len(outputs) == len(reference_outputs) == len(tools):
+        raise ValueError(
+            f"{len(outputs)} outputs for {len(reference_outputs)} gold records and {len(tools)} tool lists"
+        )
     comparisons = [
-        compare_calls(outputs=o, reference_outputs=r, tools=tools, options=options)
-        for o, r in zip(outputs, reference_outputs, strict=True)
+        compare_calls(outputs=o, reference_outputs=r, tools=t, options=options)
+        for o, r, t in zip(outputs, reference_outputs, tools, strict=True)
     ]
     by_name: dict[str, list[float]] = {}
     for c in comparisons:
         for argument, score in c.arguments.items():
             by_name.setdefault(f"{(c.gold or {}).get('name')}.{argument}", []).append(score)
-    evaluators = {name: FormatEvaluator(schema=p) for name, p in _tool_parameters(tools).items()}
+    validity = [
+        _valid_call(c.predicted, _evaluators(t))
+        for c, t in zip(comparisons, tools, strict=True)
+        if c.predicted is not None
+    ]
     return ToolCallSummary(
         tool_call_cases=len(comparisons),
         tool_selection_accuracy=_share([c.right_tool for c in comparisons]),
@@ -320,7 +337,5 @@ def summarize_tool_calls(
         false_abstention_rate=_share(
             [not c.no_output and c.predicted is None for c in comparisons if c.gold is not None]
         ),
-        schema_validity=_share(
-            [_valid_call(c.predicted, evaluators) for c in comparisons if c.predicted is not None]
-        ),
+        schema_validity=_share(validity),
     )

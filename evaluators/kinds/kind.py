@@ -62,11 +62,13 @@ class LabeledCase:
         agreement: Its field scores against the reference's record (None: the variant is the
             reference, or the reference has no record of the case).
         reported: The numbers its last attempt reported (label probabilities; empty: none).
+        task: The case's own task when it brings its own tools (None: the dataset's).
     """
 
     fields: Mapping[str, FieldScore]
     agreement: Mapping[str, FieldScore] | None = None
     reported: Mapping[str, Any] = field(default_factory=dict)
+    task: Task | None = None
 
 
 class FiguresMaker(Protocol):

@@ -32,7 +32,7 @@ def _check(task: ToolCallingTask, expected: Mapping[str, Any]) -> list[FormatPro
         return []  # the record schema names what is wrong with its shape
     tool = task.tool(call["name"])
     if tool is None:
-        message = f"{call['name']!r} is not one of the {len(task.tools)} tools in task.json"
+        message = f"{call['name']!r} is not one of the {len(task.tools)} tools offered to the case"
         return [FormatProblem(path="expected.call.name", message=message)]
     arguments = call.get("arguments")
     errors = sorted(
@@ -98,10 +98,11 @@ def _figures(
     scored = [case.fields[_CALL_FIELD] for case in cases]
     if not all(_calls_kept(s) for s in scored):
         return None
+    shared = task_tools(task) if task.tools else []  # `"tools": []`: every case brings its own
     return summarize_tool_calls(
         outputs=[None if s.outcome == "no_output" else {_CALL_FIELD: s.predicted} for s in scored],
         reference_outputs=[{_CALL_FIELD: s.expected} for s in scored],
-        tools=task_tools(task),
+        tools=[shared if case.task is None else task_tools(case.task) for case in cases],
     )
 
 

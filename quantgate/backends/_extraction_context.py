@@ -27,4 +27,5 @@ def variant_context(
         retry_backoff_s=opened.retry_backoff_s,
         task=dataset.task,
         native_tools=opened.native_tools,
+        model_for_schema=opened.for_schema,
     )

@@ -41,7 +41,6 @@ from typing import Any, TypeVar
 import platformdirs
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from evaluators import CaseScorer
 from graphs.evaluation import retained, score_case
 from graphs.outcomes import keeps_values
 from graphs.prompting import build_messages
@@ -185,7 +184,7 @@ class ReferenceCache:
         if track.cached_entry is None:
             track.cached_entry = self.entry
         by_id = {case.id: case for case in track.job.cases}
-        scorer = CaseScorer(schema=track.job.dataset.schema, task=track.job.dataset.task)
+        scorer = track.job.dataset.scorer()
         for case_id in found:
             record = self.records[case_id]
             outcome = score_case(

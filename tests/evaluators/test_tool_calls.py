@@ -194,7 +194,9 @@ SUMMARY_CASES: list[tuple[dict[str, Any] | None, dict[str, Any]]] = [
 
 def test_the_figures_over_a_variant_s_cases():
     summary = summarize_tool_calls(
-        outputs=[o for o, _ in SUMMARY_CASES], reference_outputs=[g for _, g in SUMMARY_CASES], tools=TOOLS
+        outputs=[o for o, _ in SUMMARY_CASES],
+        reference_outputs=[g for _, g in SUMMARY_CASES],
+        tools=[TOOLS] * len(SUMMARY_CASES),
     )
     assert summary.tool_call_cases == 7
     assert summary.tool_selection_accuracy == pytest.approx(3 / 7)  # cases 1, 2, 4
@@ -217,10 +219,10 @@ def test_the_figures_over_a_variant_s_cases():
 def test_a_figure_without_cases_is_none_never_zero():
     nothing = dict.fromkeys(ToolCallSummary.model_fields) | {"kind": "tool_calling"}
     assert ToolCallSummary().model_dump() == nothing  # its `kind` tag, nothing measured
-    empty = summarize_tool_calls(outputs=[], reference_outputs=[], tools=TOOLS)
+    empty = summarize_tool_calls(outputs=[], reference_outputs=[], tools=[])
     assert empty == ToolCallSummary(tool_call_cases=0, argument_accuracy_by_name={})
     only_calls = summarize_tool_calls(
-        outputs=[NO_CALL], reference_outputs=[_call("get_weather", city="Lima")], tools=TOOLS
+        outputs=[NO_CALL], reference_outputs=[_call("get_weather", city="Lima")], tools=[TOOLS]
     )
     assert only_calls.abstention_accuracy is None
     assert only_calls.argument_accuracy is None  # the right tool was never chosen
@@ -231,14 +233,29 @@ def test_a_figure_without_cases_is_none_never_zero():
 
 def test_a_call_to_a_tool_not_in_the_list_is_invalid():
     summary = summarize_tool_calls(
-        outputs=[_call("send_email", to="x")], reference_outputs=[NO_CALL], tools=TOOLS
+        outputs=[_call("send_email", to="x")], reference_outputs=[NO_CALL], tools=[TOOLS]
     )
     assert summary.schema_validity == 0.0
 
 
 def test_the_outputs_and_the_gold_records_must_pair():
-    with pytest.raises(ValueError, match="2 outputs for 1 gold records"):
-        summarize_tool_calls(outputs=[NO_CALL, NO_CALL], reference_outputs=[NO_CALL], tools=TOOLS)
+    with pytest.raises(ValueError, match="2 outputs for 1 gold records and 1 tool lists"):
+        summarize_tool_calls(outputs=[NO_CALL, NO_CALL], reference_outputs=[NO_CALL], tools=[TOOLS])
+
+
+def test_each_case_s_calls_are_judged_against_the_tools_offered_to_it():
+    lookup = _tool("lookup", {"city": {"type": "string"}}, ["city"])  # another lookup: a city
+    summary = summarize_tool_calls(
+        outputs=[_call("get_weather", city="Oslo"), _call("lookup", city="Oslo")],
+        reference_outputs=[_call("get_weather", city="Oslo"), _call("lookup", city="Oslo")],
+        tools=[TOOLS, [lookup]],
+    )
+    assert summary.schema_validity == 1.0  # `lookup` is valid for the second case, which offers it
+    assert summary.argument_accuracy_by_name == {"get_weather.city": 1.0, "lookup.city": 1.0}
+    offered_to_neither = summarize_tool_calls(
+        outputs=[_call("lookup", city="Oslo")], reference_outputs=[NO_CALL], tools=[TOOLS]
+    )
+    assert offered_to_neither.schema_validity == 0.0
 
 
 def _task() -> ToolCallingTask:
