@@ -46,6 +46,7 @@ from graphs.outcomes import keeps_values
 from graphs.prompting import build_messages
 from quantgate._hardware import hardware, package_version
 from quantgate.backends import capabilities
+from quantgate.backends._extraction_context import prompt_examples
 from quantgate.evaluate._options import case_input, variant_concurrency
 from quantgate.evaluate._rescore import extraction_of
 from quantgate.evaluate._session import RunSession
@@ -104,7 +105,7 @@ def key_inputs(session: RunSession) -> dict[str, Any] | None:
     dataset, options = session.dataset, session.options
     prefix = build_messages(
         schema=dataset.schema,
-        examples=[(e.text, e.expected) for e in dataset.examples if e.expected is not None],
+        examples=prompt_examples(dataset),
         text="",
         task=dataset.task,
     )[:-1]

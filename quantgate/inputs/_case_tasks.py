@@ -70,6 +70,14 @@ class CaseTasks:
         self.by_case[case.id] = task
         return check
 
+    def of_dataset(self, kept: Iterable[str]) -> tuple[dict[str, Any], dict[str, Task]]:
+        """The dataset's record schema (`offered_schema`) and its `case_tasks`: the task of each
+        kept case and example by id when some case brings its own tools, else none."""
+        schema = offered_schema(self._task, self._check.schema, self.by_case.values())
+        if schema == self._check.schema:
+            return schema, {}
+        return schema, {case_id: self.by_case.get(case_id, self._task) for case_id in kept}
+
 
 def offered_schema(task: Task, schema: Mapping[str, Any], case_tasks: Iterable[Task]) -> dict[str, Any]:
     """The record schema a variant is opened with: the dataset's (`schema`) when no case brings its

@@ -31,7 +31,7 @@ from evaluators.errors import MissingInputError, UsageError
 from evaluators.matchers import DEFAULT_OPTIONS
 from evaluators.task_models import unique_tools
 from evaluators.tasks import ExtractionTask, Task, Tool
-from quantgate.inputs._case_tasks import CaseTasks, offered_schema
+from quantgate.inputs._case_tasks import CaseTasks
 from quantgate.inputs._problems import Problem as Problem  # re-exported: readers import it from here
 from quantgate.inputs._problems import is_repeat
 from quantgate.inputs._problems import validation_problems as validation_problems
@@ -293,9 +293,7 @@ def check_dataset(
     card = _read_card(card_file, problems) if card_file else None
     if parsed is None or tasks is None or any(p.severity == "error" for p in problems):
         return None, problems
-    kept = [c.id for c in (*cases, *examples)]
-    schema = offered_schema(parsed.task, parsed.schema, tasks.by_case.values())
-    case_tasks = {} if schema == parsed.schema else {i: tasks.by_case.get(i, parsed.task) for i in kept}
+    schema, case_tasks = tasks.of_dataset(c.id for c in (*cases, *examples))
     dataset = Dataset(
         name=root.resolve().name,
         path=root,

@@ -5,6 +5,7 @@ the model constrained to its own record schema, and scored against its own tools
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,9 @@ from langchain_core.messages import SystemMessage
 
 from evaluators.tool_calls import ToolCallSummary
 from graphs.evaluation import EvaluationContext, graph
+from graphs.long_inputs import prompt_messages
 from quantgate.backends import OpenedVariant
-from quantgate.backends._extraction_context import variant_context
+from quantgate.backends._extraction_context import case_context, prompt_examples, variant_context
 from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
 from quantgate.evaluate._options import case_input
 from quantgate.inputs._dataset import load_dataset
@@ -137,3 +139,40 @@ def test_a_run_on_a_dataset_with_case_tools_scores_each_case_against_its_own_too
         "call: {'name': 'get_stock_price', 'arguments': {'symbol': 'acme'}} is not valid under any of the "
         "given schemas"
     ]
+
+
+def test_an_example_that_brings_its_own_tools_shows_them_and_plain_examples_stay_as_they_were(tmp_path):
+    plain = load_dataset(DATA)
+    assert prompt_examples(plain) == [(e.text, e.expected) for e in plain.examples]  # unchanged
+    root = tmp_path / "own-example"
+    shutil.copytree(DATA, root)
+    stock = json.loads((root / "cases.jsonl").read_text().splitlines()[2])["tools"]
+    example = {
+        "id": "example-stock",
+        "text": "Price of one INTC share?",
+        "expected": {"call": {"name": "get_stock_price", "arguments": {"symbol": "INTC"}}},
+        "tools": stock,
+    }
+    with (root / "examples.jsonl").open("a") as examples:
+        examples.write(json.dumps(example) + "\n")
+    dataset = load_dataset(root)
+    assert [text for text, _ in prompt_examples(dataset)] == [
+        "Is it raining in Rome?",
+        "(tools offered: get_weather, get_stock_price)\nPrice of one INTC share?",
+    ]
+
+
+def test_a_case_s_first_prompt_outside_the_graph_is_the_one_the_graph_sends():
+    """Token fidelity, the noise floor's KLD and the load test build each case's first prompt
+    outside the graph (`case_context`): with the case's own tools, as the graph does."""
+    dataset = load_dataset(DATA)
+    model = QueuedChatModel(outputs=["{}"], by_text=_answers(RIGHT))
+    context = variant_context(dataset, OpenedVariant(chat_model=model))
+    stock = next(c for c in dataset.cases if c.id == "stock")
+    messages, _ = prompt_messages(case_context(context, dataset, "stock"), stock.text)
+    graph.invoke(
+        {"cases": [case_input(stock)]}, context=EvaluationContext(extraction=context, scorer=dataset.scorer())
+    )
+    assert model.calls == [messages]
+    assert "get_stock_price" in str(messages[0].content)
+    assert case_context(context, dataset, "stock") is case_context(context, dataset, "stock")
