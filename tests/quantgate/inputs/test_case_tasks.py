@@ -140,6 +140,10 @@ def test_datasets_check_names_a_bad_case_tool_with_its_line(tmp_path, capsys):
         err.out + err.err
     )
     assert main(["datasets", "check", str(DATA)]) == 0
+    assert (
+        "per-case-tools: tool_calling, 1 tools; 4 cases (4 labeled), 1 examples, 3 with their own tools"
+        in (capsys.readouterr().out)
+    )
 
 
 def test_a_case_line_keeps_its_tools_only_when_it_has_them():
