@@ -36,8 +36,8 @@ class Evidence:
         against_reference: The variant is not the reference (its outcomes carry agreement).
         memory: Returns the memory readings (None: not measured here).
         task: The dataset's task (its kind's figures are made from the outcomes).
-        case_tasks: The own task of each case that brings its own tools, by id (the dataset's
-            `case_tasks`): the kind's figures read such a case against it.
+        case_tasks: Each case's task by id when some case brings its own tools (the dataset's
+            `case_tasks`): the kind's figures read each case against its task; empty: `task`.
         timed_cases: The cases whose timings make the latency figures (the run's latency sample,
             decoded in full by every variant: `quantgate.evaluate.scheduler._verification`); None: all.
     """
@@ -214,7 +214,7 @@ def outcomes_summary(
         against_reference: The variant is not the reference (its outcomes carry agreement).
         memory: Its memory figures (`MemorySummary()`: none measured).
         task: The dataset's task (None: extraction).
-        case_tasks: The own task of each case that brings its own tools, by id.
+        case_tasks: Each case's task by id when some case brings its own tools (None: `task`).
         timed_cases: The cases whose timings make the latency figures (None: all).
     """
     evidence = Evidence(

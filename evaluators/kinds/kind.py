@@ -62,7 +62,7 @@ class LabeledCase:
         agreement: Its field scores against the reference's record (None: the variant is the
             reference, or the reference has no record of the case).
         reported: The numbers its last attempt reported (label probabilities; empty: none).
-        task: The case's own task when it brings its own tools (None: the dataset's).
+        task: The case's task when cases bring their own tools (None: the dataset's).
     """
 
     fields: Mapping[str, FieldScore]
