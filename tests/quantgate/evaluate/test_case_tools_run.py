@@ -18,7 +18,7 @@ from graphs.evaluation import EvaluationContext, graph
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import OpenedVariant
 from quantgate.backends._extraction_context import case_context, prompt_examples, variant_context
-from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
+from quantgate.evaluate._evaluation_run import RunOptions, resume_evaluation, run_evaluation
 from quantgate.evaluate._options import case_input
 from quantgate.inputs._dataset import load_dataset
 from quantgate.inputs._variants import Variant, VariantSet
@@ -176,3 +176,39 @@ def test_a_case_s_first_prompt_outside_the_graph_is_the_one_the_graph_sends():
     assert model.calls == [messages]
     assert "get_stock_price" in str(messages[0].content)
     assert case_context(context, dataset, "stock") is case_context(context, dataset, "stock")
+
+
+def test_a_resumed_run_rescores_each_recorded_case_against_its_own_tools(tmp_path):
+    """A resumed run rescores the records it reads back (`_rescore`) and refuses one that scores
+    otherwise than it was recorded: each case is rescored against its own tools, as it ran."""
+    dataset = load_dataset(DATA)
+    lower = {**RIGHT, "a share of ACME": {"name": "get_stock_price", "arguments": {"symbol": "acme"}}}
+
+    def variants(*, stop: bool) -> VariantSet:
+        quant: dict[str, Any] = _answers(lower)
+        if stop:
+            quant["a joke"] = KeyboardInterrupt()  # as by Ctrl-C, after its other cases
+        return VariantSet(
+            reference="ref",
+            variants=[
+                Variant.from_chat_model(
+                    "ref", QueuedChatModel(outputs=["{}"], by_text=_answers(RIGHT)), quantization="F16"
+                ),
+                Variant.from_chat_model(
+                    "quant", QueuedChatModel(outputs=["{}"], by_text=quant), quantization="Q4"
+                ),
+            ],
+        )
+
+    options = RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False)
+    with pytest.raises(KeyboardInterrupt):
+        run_evaluation(dataset, variants(stop=True), options=options)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    ref, quant = read_summary(
+        resume_evaluation(run_dir, variant_set=variants(stop=False), progress=False)
+    ).variants
+    assert quant.resumed_cases == 3
+    assert isinstance(quant.kind_figures, ToolCallSummary)
+    assert quant.kind_figures.schema_validity == pytest.approx(2 / 3)  # the stock case's call, as it ran
+    assert isinstance(ref.kind_figures, ToolCallSummary)
+    assert ref.kind_figures.exact_call_rate == 1.0
