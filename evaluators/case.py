@@ -17,6 +17,7 @@ from evaluators.fields import FieldAccuracy, no_output
 from evaluators.format import FormatEvaluator, FormatProblem, FormatResult
 from evaluators.matchers import DEFAULT_OPTIONS, MatchOptions
 from evaluators.schema import FieldSpec
+from evaluators.task_models import tool_set_key
 from evaluators.tasks import CaseFieldScorer, ExtractionTask, Task, case_field_scorer, field_spec
 
 _LANGUAGE_TAG = "lang:"
@@ -36,6 +37,9 @@ class CaseScorer:
             from its task).
         options: Matcher tolerances.
         task: The dataset's task; its kind's scorer scores the fields.
+        case_tasks: Each case's task by id when some case brings its own tools (the dataset's
+            `case_tasks`): a case is then scored against its task and its task's record schema
+            (`for_case`); empty: every case against `schema` and `task`.
 
     Raises:
         UsageError: The task's kind has no scorer wired yet (`evaluators.kinds.TASK_KINDS`).
@@ -44,9 +48,28 @@ class CaseScorer:
     schema: Mapping[str, Any]
     options: MatchOptions = field(default=DEFAULT_OPTIONS)
     task: Task = field(default_factory=ExtractionTask)
+    case_tasks: Mapping[str, Task] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         case_field_scorer(self.task)  # refuse a kind without a scorer before any case runs
+
+    def for_case(self, case_id: str) -> CaseScorer:
+        """The scorer of one case: against its own task (and that task's record schema) when it
+        brings its own tools, else this one; cases with the same tools share one."""
+        task = self.case_tasks.get(case_id)
+        if task is None:
+            return self
+        key = tool_set_key(task.offered_tools)
+        if key not in self._case_scorers:
+            schema = task.record_schema()
+            assert schema is not None, "a task of a case's own derives its record schema"
+            self._case_scorers.setdefault(key, CaseScorer(schema=schema, options=self.options, task=task))
+        return self._case_scorers[key]
+
+    @cached_property
+    def _case_scorers(self) -> dict[str, CaseScorer]:
+        """The scorers of the cases' own tasks, by tool set (`for_case`)."""
+        return {}
 
     @cached_property
     def spec(self) -> FieldSpec:
@@ -100,6 +123,16 @@ class CaseScorer:
             record: The record to score fields on when it differs from the parsed output
                 (a pipeline's normalized record); format validity is still judged on `outputs`.
         """
+        own = self.for_case(case_id)
+        if own is not self:
+            return own(
+                case_id=case_id,
+                outputs=outputs,
+                reference_outputs=reference_outputs,
+                tags=tags,
+                missing_reason=missing_reason,
+                record=record,
+            )
         if outputs is None:
             fmt = FormatResult(
                 is_json=None,

@@ -9,10 +9,12 @@ the scorers).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, field_validator
@@ -32,6 +34,8 @@ __all__ = [
     "ToolCallingTask",
     "ToolFunction",
     "parse_task",
+    "tool_set_key",
+    "unique_tools",
 ]
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -81,6 +85,37 @@ class TaskModel(BaseModel):
         """The tools it offers the model to call, which a backend may send natively through its
         API's `tools` (its records are then `{"call": ...}`, as tool calling's); empty: none."""
         return ()
+
+    def for_case(self, tools: Sequence[Tool]) -> Self:
+        """The task of a case that brings its own `tools` (tool calling's); the task itself when the
+        case brings none.
+
+        Raises:
+            ValueError: The kind offers no tools, so a case cannot bring any.
+        """
+        if tools:
+            raise ValueError(f"a {getattr(self, 'kind', 'task')} task offers no tools to call; remove them")
+        return self
+
+    @property
+    def needs_case_tools(self) -> bool:
+        """Whether each case must bring its own tools: a tool-calling task.json with `"tools": []`."""
+        return False
+
+
+def unique_tools(tools: Sequence[Tool]) -> tuple[Tool, ...]:
+    """`tools` as a tuple, refused (ValueError) when two share a name."""
+    repeated = _first_repeat(tool.function.name for tool in tools)
+    if repeated is not None:
+        raise ValueError(f"tool name {repeated!r} is used twice")
+    return tuple(tools)
+
+
+def tool_set_key(tools: Iterable[Tool]) -> str:
+    """A key of a tool set (the sha256 of its JSON), the same for the same tools in the same order:
+    the per-case tasks, contexts and grammars of cases with the same tools are shared under it."""
+    text = json.dumps([tool.model_dump(mode="json") for tool in tools], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _first_repeat(names: Iterable[str]) -> str | None:
@@ -202,12 +237,7 @@ class ToolCallingTask(TaskModel):
     @field_validator("tools")
     @classmethod
     def _names_unique(cls, tools: tuple[Tool, ...]) -> tuple[Tool, ...]:
-        if not tools:
-            raise ValueError("at least one tool is needed")
-        repeated = _first_repeat(tool.function.name for tool in tools)
-        if repeated is not None:
-            raise ValueError(f"tool name {repeated!r} is used twice")
-        return tools
+        return unique_tools(tools)
 
     def summary(self) -> str:
         """The task in a few words: `tool_calling, 11 tools` (`, several calls` when many)."""
@@ -218,9 +248,24 @@ class ToolCallingTask(TaskModel):
         """Its tools."""
         return self.tools
 
+    @property
+    def needs_case_tools(self) -> bool:
+        """Whether each case must bring its own tools: task.json offers none (`"tools": []`)."""
+        return not self.tools
+
     def tool(self, name: str) -> ToolFunction | None:
         """The function of that name, if the task has it."""
         return next((t.function for t in self.tools if t.function.name == name), None)
+
+    def for_case(self, tools: Sequence[Tool]) -> Self:
+        """The task of a case that brings its own `tools`: task.json's tools, a case tool replacing
+        the task tool of the same name, then the case's other tools (the task itself when the case
+        brings none)."""
+        if not tools:
+            return self
+        own = {tool.function.name: tool for tool in tools}
+        kept = [own.pop(tool.function.name, tool) for tool in self.tools]
+        return self.model_copy(update={"tools": unique_tools((*kept, *own.values()))})
 
     def record_schema(self) -> dict[str, Any]:
         """`{"call": null}` or `{"call": {"name": <a tool>, "arguments": <its parameters>}}`; with

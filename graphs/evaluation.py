@@ -145,9 +145,10 @@ def run_case(state: EvaluationState, runtime: Runtime[EvaluationContext]) -> dic
     lang = case_language(case["tags"])
     answers = ctx.answers.get(case["id"]) if ctx.answers is not None else None
     options = dict(ctx.model_options.get(case["id"]) or {}) if ctx.model_options is not None else None
+    own_task = ctx.scorer.case_tasks.get(case["id"])  # a case that brings its own tools
     output = extraction_graph.invoke(
         {"text": case["text"], "lang": lang, "answers": answers, "model_options": options},
-        context=ctx.extraction,
+        context=ctx.extraction if own_task is None else ctx.extraction.for_task(own_task),
     )
     outcome = score_case(
         case,
@@ -214,6 +215,7 @@ def _evaluator_node(node: EvaluatorNode) -> _PartNode:
             against_reference=ctx.reference_records is not None,
             memory=ctx.memory,
             task=ctx.scorer.task,
+            case_tasks=ctx.scorer.case_tasks,
         )
         return {"parts": [node.score(evidence)]}
 

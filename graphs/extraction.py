@@ -18,7 +18,7 @@ from __future__ import annotations
 import operator
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
@@ -31,6 +31,7 @@ from langgraph.runtime import Runtime
 from evaluators.format import FormatEvaluator, parse_json_output
 from evaluators.normalize import normalize_record
 from evaluators.schema import FieldSpec
+from evaluators.task_models import tool_set_key
 from evaluators.tasks import ExtractionTask, Task, field_spec
 from graphs.long_inputs import prompt_messages
 from graphs.prompting import build_messages, native_tools_text, prompt_text, repair_turn
@@ -63,6 +64,9 @@ class ExtractionContext:
             `answers`): the backends that declare `verification` read it at prefill speed instead
             of writing their own, keeping it as far as they would have written it. None: every
             call decodes, and `answers` are not used.
+        model_for_schema: The same model constrained to another record schema (a backend's
+            `OpenedVariant.for_schema`), for the cases that bring their own tools (`for_task`);
+            None: `model` serves every schema (it is not constrained by one).
     """
 
     model: BaseChatModel
@@ -77,6 +81,24 @@ class ExtractionContext:
     task: Task = field(default_factory=ExtractionTask)
     native_tools: bool = False
     verify_kwarg: str | None = None
+    model_for_schema: Callable[[Mapping[str, Any]], BaseChatModel] | None = None
+
+    def for_task(self, task: Task) -> ExtractionContext:
+        """The context of a case's task when cases bring their own tools (docs/tasks.md): its
+        record schema, its prompt and the model constrained to that schema; one context for every
+        case with the same tools, so that they share its prompt prefix and grammar."""
+        key = tool_set_key(task.offered_tools)
+        if key not in self._case_contexts:
+            schema = task.record_schema()
+            assert schema is not None, "a task of a case's own derives its record schema"
+            model = self.model if self.model_for_schema is None else self.model_for_schema(schema)
+            self._case_contexts.setdefault(key, replace(self, task=task, schema=schema, model=model))
+        return self._case_contexts[key]
+
+    @cached_property
+    def _case_contexts(self) -> dict[str, ExtractionContext]:
+        """The contexts of the cases' own tasks, by tool set (`for_task`)."""
+        return {}
 
     @cached_property
     def spec(self) -> FieldSpec:

@@ -63,11 +63,13 @@ def score_case(
     Args:
         case: The case.
         result: What the extraction graph returned for it.
-        scorer: Format and field scoring for the dataset's schema.
+        scorer: Format and field scoring for the dataset's schema (the case's own, for a case
+            that brings its own tools: `CaseScorer.for_case`).
         reference_records: The reference's normalized records by case id, for agreement
             (None: this is the reference).
     """
     lang = case_language(case["tags"])
+    scorer = scorer.for_case(case["id"])
     score = scorer(
         case_id=case["id"],
         outputs=result.raw,  # format validity: the model's own text, strictly

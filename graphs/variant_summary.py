@@ -12,7 +12,7 @@ one task kind is its kind's (`evaluators.kinds`: its `figures_model` and `make_f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self, get_type_hints
 
@@ -36,6 +36,8 @@ class Evidence:
         against_reference: The variant is not the reference (its outcomes carry agreement).
         memory: Returns the memory readings (None: not measured here).
         task: The dataset's task (its kind's figures are made from the outcomes).
+        case_tasks: Each case's task by id when some case brings its own tools (the dataset's
+            `case_tasks`): the kind's figures read each case against its task; empty: `task`.
         timed_cases: The cases whose timings make the latency figures (the run's latency sample,
             decoded in full by every variant: `quantgate.evaluate.scheduler._verification`); None: all.
     """
@@ -44,6 +46,7 @@ class Evidence:
     against_reference: bool
     memory: Callable[[], MemoryReading] | None = None
     task: Task = field(default_factory=ExtractionTask)
+    case_tasks: Mapping[str, Task] = field(default_factory=dict)
     timed_cases: frozenset[str] | None = None
 
 
@@ -101,9 +104,9 @@ def score_memory(evidence: Evidence) -> MemorySummary:
     return summarize_memory(evidence.memory() if evidence.memory else MemoryReading())
 
 
-def _labeled_case(outcome: CaseOutcome) -> LabeledCase | None:
+def _labeled_case(outcome: CaseOutcome, case_tasks: Mapping[str, Task]) -> LabeledCase | None:
     """What the kind's figures read of an outcome: its field scores, its agreement with the
-    reference, its last attempt's reported numbers (None: the case has no gold)."""
+    reference, its last attempt's reported numbers, its own task if any (None: the case has no gold)."""
     if outcome.score.fields is None:
         return None
     attempts = outcome.extraction.attempts
@@ -112,6 +115,7 @@ def _labeled_case(outcome: CaseOutcome) -> LabeledCase | None:
         agreement=outcome.agreement.fields if outcome.agreement is not None else None,
         reported=(attempts[-1].get("reported") or {}) if attempts else {},
         tags=outcome.score.tags,
+        task=case_tasks.get(outcome.case_id),
     )
 
 
@@ -119,7 +123,8 @@ def score_kind(evidence: Evidence) -> KindFiguresPart:
     """The figures of the run's task kind (`evaluators.kinds`: the kind's `make_figures`) over the
     labeled cases: a classification's label figures, a generation's chrF, tool calling's call
     figures; none for a kind without its own (extraction)."""
-    labeled = [case for case in map(_labeled_case, evidence.outcomes) if case is not None]
+    cases = (_labeled_case(outcome, evidence.case_tasks) for outcome in evidence.outcomes)
+    labeled = [case for case in cases if case is not None]
     figures = kind_figures(evidence.task, labeled, against_reference=evidence.against_reference)
     return KindFiguresPart(kind_figures=figures)
 
@@ -198,6 +203,7 @@ def outcomes_summary(
     against_reference: bool,
     memory: MemorySummary,
     task: Task | None = None,
+    case_tasks: Mapping[str, Task] | None = None,
     timed_cases: frozenset[str] | None = None,
 ) -> VariantSummary:
     """What the evaluator nodes make of `outcomes`, with memory figures measured elsewhere: the
@@ -209,12 +215,14 @@ def outcomes_summary(
         against_reference: The variant is not the reference (its outcomes carry agreement).
         memory: Its memory figures (`MemorySummary()`: none measured).
         task: The dataset's task (None: extraction).
+        case_tasks: Each case's task by id when some case brings its own tools (None: `task`).
         timed_cases: The cases whose timings make the latency figures (None: all).
     """
     evidence = Evidence(
         outcomes=outcomes,
         against_reference=against_reference,
         task=task or ExtractionTask(),
+        case_tasks=case_tasks or {},
         timed_cases=timed_cases,
     )
     parts = [node.score(evidence) for node in EVALUATORS if node.of_outcomes]

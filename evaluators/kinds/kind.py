@@ -63,12 +63,14 @@ class LabeledCase:
             reference, or the reference has no record of the case).
         reported: The numbers its last attempt reported (label probabilities; empty: none).
         tags: The case's tags (its slices; tool calling's BFCL category).
+        task: The case's task when cases bring their own tools (None: the dataset's).
     """
 
     fields: Mapping[str, FieldScore]
     agreement: Mapping[str, FieldScore] | None = None
     reported: Mapping[str, Any] = field(default_factory=dict)
     tags: tuple[str, ...] = ()
+    task: Task | None = None
 
 
 class FiguresMaker(Protocol):

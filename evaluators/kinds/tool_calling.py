@@ -86,7 +86,7 @@ def _call_problems(task: ToolCallingTask, call: Any, path: str) -> list[FormatPr
         return []  # the record schema names what is wrong with its shape
     tool = task.tool(call["name"])
     if tool is None:
-        message = f"{call['name']!r} is not one of the {len(task.tools)} tools in task.json"
+        message = f"{call['name']!r} is not one of the {len(task.tools)} tools offered to the case"
         return [FormatProblem(path=f"{path}.name", message=message)]
     if ACCEPTABLE in call:
         return _bfcl_problems(tool, call, path)
@@ -159,17 +159,17 @@ def _figures(
     """Tool selection, argument accuracy (overall and per argument), exact calls, abstention, false
     abstention and schema validity, and per BFCL category; none when a case's calls were not kept.
     The calls are the `call` (`calls`) field's gold and predicted values as its score has them; a
-    case without a valid record has no output. Each case is given the task's tools: with none in
-    task.json (every case bringing its own), the figures are not measured, until a labeled case
-    keeps its own tools."""
+    case without a valid record has no output. Each case is given its own tools (the task's when it
+    brings none)."""
     field = MANY_FIELD if task.calls == "many" else ONE_FIELD
     scored = [case.fields[field] for case in cases]
-    if not task.offered_tools or not all(_calls_kept(s) for s in scored):
+    if not all(_calls_kept(s) for s in scored):
         return None
+    shared = task_tools(task) if task.tools else []  # `"tools": []`: every case brings its own
     return summarize_tool_calls(
         outputs=[None if s.outcome == "no_output" else {field: s.predicted} for s in scored],
         reference_outputs=[{field: s.expected} for s in scored],
-        tools=[task_tools(task)] * len(cases),
+        tools=[shared if case.task is None else task_tools(case.task) for case in cases],
         categories=[bfcl_category(case.tags) for case in cases],
     )
 

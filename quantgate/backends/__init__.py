@@ -59,6 +59,9 @@ class OpenedVariant:
         native_tools: A tool-calling task's tools go through the model API's own `tools` (Ollama's
             `/api/chat`), not as JSON constrained by a grammar: the prompt then asks for a tool
             call and shows its examples as tool calls (`graphs.prompting.build_messages`).
+        for_schema: The same model constrained to another record schema, for the cases that
+            bring their own tools (`ExtractionContext.for_task`); None: `chat_model` serves any
+            schema (the backend does not constrain answers to one).
     """
 
     chat_model: BaseChatModel
@@ -73,6 +76,7 @@ class OpenedVariant:
     max_retries: int = 2
     retry_backoff_s: float = 0.5
     native_tools: bool = False
+    for_schema: Callable[[Mapping[str, Any]], BaseChatModel] | None = None
 
 
 class Backend(Protocol):

@@ -4,11 +4,14 @@ the load test and production all build it here, so they prompt alike."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from graphs.extraction import DEFAULT_MAX_REPAIRS, ExtractionContext
 from quantgate.backends import OpenedVariant
-from quantgate.inputs._dataset import Dataset
+from quantgate.inputs._dataset import Case, Dataset
 
-__all__ = ["variant_context"]
+__all__ = ["case_context", "prompt_examples", "variant_context"]
 
 
 def variant_context(
@@ -18,7 +21,7 @@ def variant_context(
     return ExtractionContext(
         model=opened.chat_model,
         schema=dataset.schema,
-        examples=[(e.text, e.expected) for e in dataset.examples if e.expected is not None],
+        examples=prompt_examples(dataset),
         max_repairs=max_repairs,
         context_window=opened.context_window,
         max_output_tokens=opened.max_output_tokens,
@@ -27,4 +30,27 @@ def variant_context(
         retry_backoff_s=opened.retry_backoff_s,
         task=dataset.task,
         native_tools=opened.native_tools,
+        model_for_schema=opened.for_schema,
     )
+
+
+def case_context(context: ExtractionContext, dataset: Dataset, case_id: str) -> ExtractionContext:
+    """The context of one of the dataset's cases: `context` itself, or, when cases bring their own
+    tools, that of the case's task (`ExtractionContext.for_task`: its prompt, schema and model), as
+    the evaluation graph prompts the case."""
+    task = dataset.case_tasks.get(case_id)
+    return context if task is None else context.for_task(task)
+
+
+def prompt_examples(dataset: Dataset) -> list[tuple[str, Mapping[str, Any]]]:
+    """The few-shot examples as the prompt shows them: each labeled example's text and gold record.
+    An example that brings its own tools shows them first (`(tools offered: a, b)`), since the
+    instruction lists the case's tools, not the example's."""
+    return [(_example_text(e, dataset), e.expected) for e in dataset.examples if e.expected is not None]
+
+
+def _example_text(example: Case, dataset: Dataset) -> str:
+    if not example.tools:
+        return example.text
+    names = ", ".join(tool.function.name for tool in dataset.task_of(example.id).offered_tools)
+    return f"(tools offered: {names})\n{example.text}"

@@ -42,6 +42,8 @@ def _check(args: argparse.Namespace) -> int:
         else:
             labeled = sum(c.expected is not None for c in dataset.cases)
             counts = f"{len(dataset.cases)} cases ({labeled} labeled), {len(dataset.examples)} examples"
+            own = sum(bool(c.tools) for c in (*dataset.cases, *dataset.examples))
+            counts += f", {own} with their own tools" if own else ""
             print(terminal_text(f"ok   {path}: {dataset.task.summary()}; {counts}"))
             source = SCHEMA_FILE if dataset.task.record_schema() is None else f"{TASK_FILE} (derived schema)"
             _say_unenforced(path, dataset.schema, source)

@@ -106,7 +106,11 @@ def _merged_run(job: VariantJob, shards: Sequence[ShardEnded]) -> VariantRun:
     resumed = len(job.prior) + sum(len(s.job.prior) for s in shards)
     memory = MemorySummary.model_validate(largest.entry.model_dump(include=set(_MEMORY_FIGURES)))
     summary = outcomes_summary(
-        outcomes, against_reference=job.reference_records is not None, memory=memory, task=job.dataset.task
+        outcomes,
+        against_reference=job.reference_records is not None,
+        memory=memory,
+        task=job.dataset.task,
+        case_tasks=job.dataset.case_tasks,
     )
     figures = {
         "concurrency": runs[0].entry.concurrency,

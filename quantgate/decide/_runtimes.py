@@ -111,7 +111,7 @@ def runtime_comparisons(
     pairs = same_file_pairs(listed, reference)
     if not pairs:
         return []
-    scorer = CaseScorer(schema=dataset.schema, task=dataset.task) if dataset else None
+    scorer = dataset.scorer() if dataset else None
     found = []
     for base, name, why in pairs:
         last = len(case_order)

@@ -41,12 +41,12 @@ from typing import Any, TypeVar
 import platformdirs
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from evaluators import CaseScorer
 from graphs.evaluation import retained, score_case
 from graphs.outcomes import keeps_values
 from graphs.prompting import build_messages
 from quantgate._hardware import hardware, package_version
 from quantgate.backends import capabilities
+from quantgate.backends._extraction_context import prompt_examples
 from quantgate.evaluate._options import case_input, variant_concurrency
 from quantgate.evaluate._rescore import extraction_of
 from quantgate.evaluate._session import RunSession
@@ -105,7 +105,7 @@ def key_inputs(session: RunSession) -> dict[str, Any] | None:
     dataset, options = session.dataset, session.options
     prefix = build_messages(
         schema=dataset.schema,
-        examples=[(e.text, e.expected) for e in dataset.examples if e.expected is not None],
+        examples=prompt_examples(dataset),
         text="",
         task=dataset.task,
     )[:-1]
@@ -185,7 +185,7 @@ class ReferenceCache:
         if track.cached_entry is None:
             track.cached_entry = self.entry
         by_id = {case.id: case for case in track.job.cases}
-        scorer = CaseScorer(schema=track.job.dataset.schema, task=track.job.dataset.task)
+        scorer = track.job.dataset.scorer()
         for case_id in found:
             record = self.records[case_id]
             outcome = score_case(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from evaluators.fidelity import TokenFidelitySummary, summarize_token_fidelity, token_fidelity
 from quantgate.backends import BackendError, capabilities, open_variant
+from quantgate.backends._extraction_context import case_context
 from quantgate.backends.llamacpp._llamacpp import LlamaCppChatModel
 from quantgate.backends.llamacpp._teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
 from quantgate.evaluate._options import RunOptions, extraction_context
@@ -61,7 +62,8 @@ def _measure(job: _KldJob) -> TokenFidelitySummary:
         llama = opened.chat_model.engine.llama
         cases = []
         for case_id, output in job.outputs.items():
-            prompt = llama.tokenize(case_prompt(context, job.texts[case_id]).encode("utf-8"))
+            own = case_context(context, job.dataset, case_id)
+            prompt = llama.tokenize(case_prompt(own, job.texts[case_id]).encode("utf-8"))
             target = llama.tokenize(output.encode("utf-8"), add_bos=False)
             one_at_a_time = forced_logits(llama, prompt, target, rows_per_batch=1)
             batched = forced_logits(llama, prompt, target)

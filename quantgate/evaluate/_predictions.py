@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from evaluators import CaseScore, CaseScorer, DatasetScore, MatchOptions, aggregate
+from evaluators import CaseScore, DatasetScore, MatchOptions, aggregate
 from evaluators.errors import MissingInputError, UsageError
 from quantgate.inputs._dataset import Dataset, Problem, validation_problems
 from quantgate.inputs._utf8 import utf8_lines
@@ -107,7 +107,7 @@ def score_predictions(
     options: MatchOptions | None = None,
 ) -> ScoreReport:
     """Score predictions against the dataset's gold; cases with no prediction fail."""
-    scorer = CaseScorer(schema=dataset.schema, options=options or MatchOptions(), task=dataset.task)
+    scorer = dataset.scorer(options or MatchOptions())
     case_scores = []
     missing = []
     for case in dataset.cases:

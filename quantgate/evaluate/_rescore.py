@@ -122,7 +122,7 @@ def prior_outcomes(
     Raises:
         ResumeError: A record does not score now as it was recorded.
     """
-    scorer = CaseScorer(schema=dataset.schema, task=dataset.task)
+    scorer = dataset.scorer()
     own = outcomes_read_back(records.get(reference, {}), cases, scorer=scorer, reference_records=None)
     reference_records = {o.case_id: o.extraction.record if o.extraction.valid else None for o in own}
     prior = {reference: tuple(own)}

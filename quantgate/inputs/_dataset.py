@@ -16,15 +16,26 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
-from evaluators import FieldSpec, case_language, loads_json
+from evaluators import CaseScorer, FieldSpec, MatchOptions, case_language, loads_json
 from evaluators.errors import MissingInputError, UsageError
-from evaluators.tasks import ExtractionTask, Task
+from evaluators.matchers import DEFAULT_OPTIONS
+from evaluators.task_models import unique_tools
+from evaluators.tasks import ExtractionTask, Task, Tool
+from quantgate.inputs._case_tasks import CaseTasks
 from quantgate.inputs._problems import Problem as Problem  # re-exported: readers import it from here
 from quantgate.inputs._problems import is_repeat
 from quantgate.inputs._problems import validation_problems as validation_problems
-from quantgate.inputs._task_file import TASK_FILE, ExpectedCheck, read_record_schema, task_json
+from quantgate.inputs._task_file import TASK_FILE, inlined_tools, read_record_schema, task_json
 from quantgate.inputs._utf8 import utf8_encodable, utf8_lines
 
 SCHEMA_FILE = "schema.json"
@@ -54,6 +65,14 @@ class Case(BaseModel):
     text: Text
     expected: Annotated[dict[str, Any] | None, BeforeValidator(utf8_encodable)] = None
     tags: tuple[Annotated[str, BeforeValidator(utf8_encodable)], ...] = ()
+    tools: Annotated[tuple[Tool, ...] | None, BeforeValidator(utf8_encodable)] = None
+    """The case's own tools (a tool-calling task's; docs/tasks.md), in task.json's format: they
+    replace task.json's tools of the same name and join the others (`Dataset.case_tasks`)."""
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_names_unique(cls, tools: tuple[Tool, ...] | None) -> tuple[Tool, ...] | None:
+        return None if tools is None else unique_tools(tools)
 
     @property
     def lang(self) -> str | None:
@@ -91,6 +110,10 @@ class Dataset:
             extraction, `schema` and `spec` are derived from it (`evaluators.tasks`).
         left_out: Case ids a run leaves out of scoring that the dataset holds: the calibration cases
             of its calibrated variants (`quantgate.evaluate._calibration_holdout`); empty otherwise.
+        case_tasks: When some case brings its own tools (`quantgate.inputs._case_tasks`): the
+            task of every case and example by id (its own, or `task`), each case's record schema
+            its task's, and `schema` offers every tool of the dataset (the schema variants are
+            opened with). Empty otherwise: every case's task is `task`, its schema `schema`.
     """
 
     name: str
@@ -104,6 +127,15 @@ class Dataset:
     warnings: tuple[Problem, ...] = ()
     task: Task = field(default_factory=ExtractionTask)
     left_out: tuple[str, ...] = ()
+    case_tasks: Mapping[str, Task] = field(default_factory=dict)
+
+    def task_of(self, case_id: str) -> Task:
+        """The task of a case or example: its own when it brings tools, else the dataset's."""
+        return self.case_tasks.get(case_id, self.task)
+
+    def scorer(self, options: MatchOptions = DEFAULT_OPTIONS) -> CaseScorer:
+        """The scorer of its cases: each against its record schema and task (`case_tasks`)."""
+        return CaseScorer(schema=self.schema, options=options, task=self.task, case_tasks=self.case_tasks)
 
     @property
     def labeled(self) -> bool:
@@ -154,6 +186,11 @@ def _parse_case(name: str, lineno: int, line: str, problems: list[Problem]) -> C
     if not isinstance(raw, dict):
         problems.append(Problem(file=name, line=lineno, message="a line must be a JSON object"))
         return None
+    if isinstance(raw.get("tools"), list):
+        tools = inlined_tools(raw["tools"], file=name, line=lineno, problems=problems)
+        if tools is None:
+            return None
+        raw = {**raw, "tools": tools}
     try:
         return Case.model_validate(raw)
     except ValidationError as exc:
@@ -162,7 +199,7 @@ def _parse_case(name: str, lineno: int, line: str, problems: list[Problem]) -> C
 
 
 def _read_cases(
-    file: Path, check: ExpectedCheck | None, seen: dict[str, str], problems: list[Problem]
+    file: Path, tasks: CaseTasks | None, seen: dict[str, str], problems: list[Problem]
 ) -> list[tuple[int, Case]]:
     cases = []
     for lineno, case in _read_lines(file, problems):
@@ -170,6 +207,7 @@ def _read_cases(
             seen, case.id, file=file.name, line=lineno, where=f"{file.name}:{lineno}", problems=problems
         ):
             continue
+        check = tasks.check_of(case, file=file.name, line=lineno, problems=problems) if tasks else None
         if case.expected is not None and check is not None:
             for error in check(case.expected):
                 problems.append(Problem(file=file.name, line=lineno, field=error.path, message=error.message))
@@ -235,16 +273,16 @@ def check_dataset(
         return None, [Problem(file=str(os.fsencode(root)), message=message)]
     problems: list[Problem] = []
     parsed = read_record_schema(root, problems)
-    check = ExpectedCheck(task=parsed.task, schema=parsed.schema) if parsed else None
+    tasks = CaseTasks(parsed.task, parsed.schema) if parsed else None
     seen: dict[str, str] = {}
     case_lines: list[tuple[int, Case]] = []
     if (root / CASES_FILE).is_file():
-        case_lines = _read_cases(root / CASES_FILE, check, seen, problems)
+        case_lines = _read_cases(root / CASES_FILE, tasks, seen, problems)
     else:
         problems.append(Problem(file=CASES_FILE, message="missing"))
     example_lines: list[tuple[int, Case]] = []
     if (root / EXAMPLES_FILE).is_file():
-        example_lines = _read_cases(root / EXAMPLES_FILE, check, seen, problems)
+        example_lines = _read_cases(root / EXAMPLES_FILE, tasks, seen, problems)
     if skip_invalid_cases and parsed is not None:
         cases = _skip_invalid_lines(case_lines, CASES_FILE, problems)
         examples = _skip_invalid_lines(example_lines, EXAMPLES_FILE, problems)
@@ -256,12 +294,13 @@ def check_dataset(
     if card_file is None:
         problems.append(Problem(file="README.md", message="no dataset card (README.md)", severity="warning"))
     card = _read_card(card_file, problems) if card_file else None
-    if parsed is None or any(p.severity == "error" for p in problems):
+    if parsed is None or tasks is None or any(p.severity == "error" for p in problems):
         return None, problems
+    schema, case_tasks = tasks.of_dataset(c.id for c in (*cases, *examples))
     dataset = Dataset(
         name=root.resolve().name,
         path=root,
-        schema=parsed.schema,
+        schema=schema,
         spec=parsed.spec,
         cases=tuple(cases),
         examples=tuple(examples),
@@ -269,6 +308,7 @@ def check_dataset(
         sha256=_sha256(root),
         warnings=tuple(problems),
         task=parsed.task,
+        case_tasks=case_tasks,
     )
     return dataset, problems
 
@@ -305,7 +345,12 @@ def load_dataset(name_or_path: str | Path, *, skip_invalid_cases: bool = False) 
 
 
 def _jsonl(cases: Iterable[Case]) -> str:
-    return "".join(json.dumps(c.model_dump(mode="json"), ensure_ascii=False) + "\n" for c in cases)
+    return "".join(json.dumps(_line(c), ensure_ascii=False) + "\n" for c in cases)
+
+
+def _line(case: Case) -> dict[str, Any]:
+    """A case as its line holds it: `tools` only when it brings its own."""
+    return case.model_dump(mode="json", exclude={"tools"} if case.tools is None else None)
 
 
 def write_dataset(

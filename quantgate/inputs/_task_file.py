@@ -45,6 +45,7 @@ __all__ = [
     "ExpectedCheck",
     "RecordSchema",
     "derived_schema",
+    "inlined_tools",
     "read_record_schema",
     "read_task",
     "task_json",
@@ -113,26 +114,37 @@ def read_task(root: Path, problems: list[Problem]) -> Task | None:
 
 
 def _tools_inlined(raw: dict[str, Any], problems: list[Problem]) -> dict[str, Any] | None:
-    """task.json with each tool's parameters' local `$ref`s inlined (`schema_refs`: they would point
-    elsewhere inside the record schema); None when one cannot be, each such problem added."""
+    """task.json with each tool's parameters' local `$ref`s inlined (`inlined_tools`); None when
+    one cannot be, each such problem added."""
     tools = raw.get("tools")
     if not isinstance(tools, list):
         return raw
+    inlined = inlined_tools(tools, file=TASK_FILE, line=None, problems=problems)
+    return None if inlined is None else {**raw, "tools": inlined}
+
+
+def inlined_tools(
+    tools: list[Any], *, file: str, line: int | None, problems: list[Problem]
+) -> list[Any] | None:
+    """A `tools` list (task.json's, or a case line's) with each tool's parameters' local `$ref`s
+    inlined (`schema_refs`: they would point elsewhere inside the record schema); None when one
+    cannot be, each such problem added, located by `file` and `line`. Entries that are not a tool
+    with parameters are kept as they are: the `Tool` model names what is wrong with them."""
     inlined: list[Any] = []
     refused = False
     for index, tool in enumerate(tools):
         function = tool.get("function") if isinstance(tool, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("parameters"), dict):
-            inlined.append(tool)  # the task's model names what is wrong
+            inlined.append(tool)
             continue
         try:
             function = {**function, "parameters": inline_refs(function["parameters"])}
         except SchemaRefError as exc:
             field = ".".join(filter(None, (f"tools[{index}].function.parameters", exc.path)))
-            problems.append(Problem(file=TASK_FILE, field=field, message=exc.message))
+            problems.append(Problem(file=file, line=line, field=field, message=exc.message))
             refused = True
         inlined.append({**tool, "function": function})
-    return None if refused else {**raw, "tools": inlined}
+    return None if refused else inlined
 
 
 def read_record_schema(root: Path, problems: list[Problem]) -> RecordSchema | None:

@@ -38,6 +38,7 @@ from evaluators.format import FormatEvaluator
 from evaluators.loadtest import LoadRequest, summarize_load
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import OpenedVariant, capabilities, open_variant
+from quantgate.backends._extraction_context import case_context
 from quantgate.evaluate._memory_sampler import RssSampler, rss_mb
 from quantgate.evaluate._options import RunOptions, extraction_context
 from quantgate.evaluate.scheduler._warm_up import first_token_s
@@ -223,7 +224,10 @@ def _instances(job: LoadJob, count: int) -> Iterator[tuple[list[OpenedVariant], 
 def _prompts(job: LoadJob, opened: OpenedVariant) -> list[Prompt]:
     """Each case's first-attempt messages, built as the evaluation builds them."""
     context = extraction_context(job.dataset, opened, RunOptions(progress=False))
-    return [(case.id, prompt_messages(context, case.text)[0]) for case in job.cases]
+    return [
+        (case.id, prompt_messages(case_context(context, job.dataset, case.id), case.text)[0])
+        for case in job.cases
+    ]
 
 
 def _warm_up(job: LoadJob, opened: OpenedVariant) -> float | None:

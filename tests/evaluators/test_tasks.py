@@ -4,6 +4,7 @@ classification scores (label accuracy, multi-label set F1), and every kind compl
 import re
 import typing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -95,7 +96,13 @@ def test_the_generation_schema_is_one_text():
         ({"kind": "classification", "labels": ["a", "a"]}, "label 'a' is listed twice"),
         ({"kind": "classification", "labels": [""]}, "String should have at least 1 character"),
         ({"kind": "classification", "labels": [1]}, "Input should be a valid string"),
-        ({"kind": "tool_calling", "tools": []}, "at least one tool is needed"),
+        (
+            {
+                "kind": "tool_calling",
+                "tools": [{"type": "function", "function": {"name": "f"}}] * 2,
+            },
+            "tool name 'f' is used twice",
+        ),
         (
             {
                 "kind": "tool_calling",
@@ -125,6 +132,32 @@ def test_the_generation_schema_is_one_text():
 def test_a_bad_task_is_refused_saying_why(raw, message):
     with pytest.raises(ValidationError, match=re.escape(message)):
         parse_task(raw)
+
+
+def _function(name: str, description: str = "") -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": description}}
+
+
+def test_a_case_s_tools_replace_the_task_s_of_the_same_name_then_join_them():
+    task = parse_task({"kind": "tool_calling", "tools": [_function("a"), _function("b")]})
+    own = parse_task({"kind": "tool_calling", "tools": [_function("c"), _function("b", "the case's b")]})
+    case_task = task.for_case(own.offered_tools)
+    assert [(t.function.name, t.function.description) for t in case_task.offered_tools] == [
+        ("a", ""),
+        ("b", "the case's b"),
+        ("c", ""),
+    ]
+    assert task.for_case(()) is task  # a case without tools: the task's
+    assert not task.needs_case_tools
+    none = parse_task({"kind": "tool_calling", "tools": []})  # every case brings its own
+    assert none.needs_case_tools
+    assert [t.function.name for t in none.for_case(own.offered_tools).offered_tools] == ["c", "b"]
+
+
+def test_only_a_kind_that_offers_tools_takes_a_case_s_tools():
+    tools = parse_task({"kind": "tool_calling", "tools": [_function("a")]}).offered_tools
+    with pytest.raises(ValueError, match="a classification task offers no tools to call"):
+        parse_task({"kind": "classification", "labels": ["x"]}).for_case(tools)
 
 
 def test_tasks_are_frozen():

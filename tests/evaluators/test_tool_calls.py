@@ -243,6 +243,21 @@ def test_the_outputs_and_the_gold_records_must_pair():
         summarize_tool_calls(outputs=[NO_CALL, NO_CALL], reference_outputs=[NO_CALL], tools=[TOOLS])
 
 
+def test_each_case_s_calls_are_judged_against_the_tools_offered_to_it():
+    lookup = _tool("lookup", {"city": {"type": "string"}}, ["city"])  # another lookup: a city
+    summary = summarize_tool_calls(
+        outputs=[_call("get_weather", city="Oslo"), _call("lookup", city="Oslo")],
+        reference_outputs=[_call("get_weather", city="Oslo"), _call("lookup", city="Oslo")],
+        tools=[TOOLS, [lookup]],
+    )
+    assert summary.schema_validity == 1.0  # `lookup` is valid for the second case, which offers it
+    assert summary.argument_accuracy_by_name == {"get_weather.city": 1.0, "lookup.city": 1.0}
+    offered_to_neither = summarize_tool_calls(
+        outputs=[_call("lookup", city="Oslo")], reference_outputs=[NO_CALL], tools=[TOOLS]
+    )
+    assert offered_to_neither.schema_validity == 0.0
+
+
 def _task() -> ToolCallingTask:
     task = parse_task({"kind": "tool_calling", "tools": TOOLS})
     assert isinstance(task, ToolCallingTask)

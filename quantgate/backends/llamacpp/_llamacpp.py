@@ -365,9 +365,10 @@ def open_llamacpp(
         engine = EmbeddedEngine(path, kv_cache=variant.kv_cache, **options)
     except (ValueError, RuntimeError, TypeError) as exc:
         raise BackendError(f"variant {variant.name}: llama.cpp could not load {path}: {exc}") from exc
+    chat_model = LlamaCppChatModel(engine=engine, json_schema=dict(schema), max_tokens=max_tokens)
     try:
         yield OpenedVariant(
-            chat_model=LlamaCppChatModel(engine=engine, json_schema=dict(schema), max_tokens=max_tokens),
+            chat_model=chat_model,
             runtime={
                 "name": "llama.cpp (llama-cpp-python, in process)",
                 "version": package_version("llama-cpp-python"),
@@ -388,6 +389,7 @@ def open_llamacpp(
             context_window=engine.n_ctx,
             max_output_tokens=max_tokens,
             count_tokens=engine.count_tokens,
+            for_schema=lambda other: chat_model.model_copy(update={"json_schema": dict(other)}),
         )
     finally:
         engine.close()

@@ -295,5 +295,6 @@ def open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
         max_retries=settings.max_retries,
         retry_backoff_s=settings.retry_backoff_s,
         native_tools=task_tools(schema) is not None,
+        for_schema=lambda other: _chat_model(variant, other, settings, context),
     )
     server.client.close()

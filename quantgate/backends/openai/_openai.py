@@ -327,17 +327,13 @@ def _open_completions(
             f"{'; '.join(f'{k} ({v})' for k, v in shown.items())}; using {kind}",
             file=sys.stderr,
         )
-    body = completion_body(kind, schema, settings.extra_body)
-    client = completion_client(
-        endpoint, seed=settings.seed, timeout_s=settings.silence_s, body=body, max_tokens=settings.max_tokens
-    )
     runtime = {
         "client": f"langchain-openai {package_version('langchain-openai')} (OpenAI, /v1/completions)",
         "prompt": "render_prompt: the embedded backend's plain few-shot text",
         "structured_output_probe": shown,
         **completion_decoding(kind, schema),
     }
-    return CompletionChatModel(llm=client), {"response_format": kind, **runtime}
+    return _client(endpoint, settings, kind, schema), {"response_format": kind, **runtime}
 
 
 def _open_chat(
@@ -360,13 +356,18 @@ def open_openai(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
     opening = _open_completions if settings.api == "completions" else _open_chat
     inner, recorded = opening(variant, endpoint, settings, schema)
     probe_s = time.perf_counter() - started
-    yield OpenedVariant(
-        chat_model=OpenAIServerChatModel(
+
+    def served(inner: Any) -> OpenAIServerChatModel:
+        return OpenAIServerChatModel(
             inner=inner,
             base_url=endpoint[0],
             first_token_timeout_s=settings.first_token_s,
             timeout_s=settings.timeout_s,
-        ),
+        )
+
+    kind = recorded["response_format"]
+    yield OpenedVariant(
+        chat_model=served(inner),
         runtime={
             "name": "openai-compatible",
             "api": settings.api,
@@ -386,4 +387,19 @@ def open_openai(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
         memory_pid=_local_pid(endpoint[0]),
         max_retries=settings.max_retries,
         retry_backoff_s=settings.retry_backoff_s,
+        for_schema=lambda other: served(_client(endpoint, settings, kind, other)),
     )
+
+
+def _client(
+    endpoint: tuple[str, str, str | None], settings: _Settings, kind: str, schema: Mapping[str, Any]
+) -> Any:
+    """The client of the chosen way of sending a schema (`kind`) for another record schema: a
+    case's own, when cases bring their own tools (no new probe: the server took that way)."""
+    if settings.api != "completions":
+        return _chat(endpoint, settings, _response_format(kind, schema), settings.max_tokens)
+    body = completion_body(kind, schema, settings.extra_body)
+    client = completion_client(
+        endpoint, seed=settings.seed, timeout_s=settings.silence_s, body=body, max_tokens=settings.max_tokens
+    )
+    return CompletionChatModel(llm=client)

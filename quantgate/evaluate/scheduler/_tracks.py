@@ -172,6 +172,7 @@ def track_result(track: Track, *, sequential: bool, timed_cases: frozenset[str] 
         against_reference=not track.is_reference,
         memory=_memory(track),
         task=track.job.dataset.task,
+        case_tasks=track.job.dataset.case_tasks,
         timed_cases=timed_cases,
     )
     figures = {

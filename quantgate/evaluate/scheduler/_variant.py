@@ -17,7 +17,6 @@ from typing import Any
 
 from tqdm import tqdm
 
-from evaluators import CaseScorer
 from evaluators.latency import throughput
 from evaluators.memory import MemoryReading
 from graphs.evaluation import CaseOutcome, EvaluationContext, VariantSummary, rounds_limit
@@ -141,7 +140,7 @@ def evaluate_variant(job: VariantJob, on_outcome: Callable[[CaseOutcome], None])
         judge, deadline = _judge_of(job)
         context = EvaluationContext(
             extraction=extraction_context(dataset, opened, options),
-            scorer=CaseScorer(schema=dataset.schema, task=dataset.task),
+            scorer=dataset.scorer(),
             reference_records=job.reference_records,
             on_record=on_record,
             memory=lambda: memory_reading(variant, opened, sampler, before),

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from evaluators import CaseScorer
 from evaluators.memory import MemorySummary, summarize_memory
 from graphs.evaluation import CaseOutcome, EvaluationContext, rounds_limit
 from graphs.evaluation import graph as evaluation_graph
@@ -205,7 +204,7 @@ class WarmVariant:
 
         context = EvaluationContext(
             extraction=self._context(),
-            scorer=CaseScorer(schema=self.job.dataset.schema, task=self.job.dataset.task),
+            scorer=self.job.dataset.scorer(),
             reference_records=reference_records,
             on_record=on_record,
             deadline=deadline,

@@ -36,6 +36,7 @@ from langchain_core.messages import BaseMessage
 from evaluators.fidelity import TokenFidelitySummary
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import BackendError, capabilities, open_variant
+from quantgate.backends._extraction_context import case_context
 from quantgate.backends._forcing import Forcing
 from quantgate.backends._runtime_pairs import same_file_pairs
 from quantgate.backends.llamacpp._embedded_forcing import EmbeddedForcing
@@ -136,7 +137,11 @@ def measure_pairs(job: FidelityJob) -> dict[str, TokenFidelityEntry]:
         if not isinstance(opened.chat_model, LlamaCppChatModel):
             raise BackendError(f"base {job.reference.name}: not an embedded llama.cpp model")
         context = extraction_context(job.dataset, opened, options)
-        messages = {c.id: prompt_messages(context, c.text)[0] for c in job.cases if c.id in job.outputs}
+        messages = {
+            c.id: prompt_messages(case_context(context, job.dataset, c.id), c.text)[0]
+            for c in job.cases
+            if c.id in job.outputs
+        }
         llama = opened.chat_model.engine.llama
         for member in job.variants:
             forcing = pair_member_forcing(member)

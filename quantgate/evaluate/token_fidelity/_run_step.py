@@ -29,6 +29,7 @@ from langchain_core.messages import BaseMessage
 
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import BackendError, capabilities, open_variant, options_of
+from quantgate.backends._extraction_context import case_context
 from quantgate.backends._forcing import Forcing
 from quantgate.backends.llamacpp._llamacpp import LlamaCppChatModel
 from quantgate.backends.llamacpp._llamacpp_options import LlamaCppOptions
@@ -120,7 +121,7 @@ def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry | str]:
         if not isinstance(opened.chat_model, LlamaCppChatModel):
             raise BackendError(f"reference {job.reference.name}: not an embedded llama.cpp model")
         context = extraction_context(job.dataset, opened, options)
-        prompts = {case_id: case_prompt(context, text) for case_id, text in texts.items()}
+        prompts = {i: case_prompt(case_context(context, job.dataset, i), text) for i, text in texts.items()}
 
         summaries = measure_token_fidelity(
             reference=opened.chat_model.engine,
@@ -188,7 +189,11 @@ def measure_logprobs(job: FidelityJob) -> dict[str, TokenFidelityEntry | str]:
     sink = JsonLines(job.run_dir / FIDELITY_FILE)
     with open_variant(job.reference, job.dataset.schema) as opened, closing(sink):
         context = extraction_context(job.dataset, opened, options)
-        messages = {c.id: prompt_messages(context, c.text)[0] for c in job.cases if c.id in job.outputs}
+        messages = {
+            c.id: prompt_messages(case_context(context, job.dataset, c.id), c.text)[0]
+            for c in job.cases
+            if c.id in job.outputs
+        }
         forcings, unbuilt = _variant_forcings(job.variants)
         by_variant = [(v, forcings[v.name]) for v in job.variants if v.name in forcings]
         sample = next(iter(messages.values()), None)

@@ -8,6 +8,7 @@ import pytest
 
 from graphs.extraction import graph
 from graphs.prompting import NATIVE_TOOL_INSTRUCTION, NO_TOOL_ANSWER
+from quantgate.backends._extraction_context import case_context
 from quantgate.backends.ollama._ollama import open_ollama
 from quantgate.backends.ollama._ollama_tools import MALFORMED_CALL, TOOLS_DECODING
 from quantgate.cli._main import main
@@ -208,3 +209,30 @@ def test_a_native_repair_sends_the_call_back_as_a_tool_call(tool_double, tool_da
     assert unread["content"].startswith(MALFORMED_CALL)
     assert said == {"role": "user", "content": said["content"]}
     assert said["content"].startswith("The answer is invalid: ")
+
+
+def test_a_case_s_own_tools_go_as_its_request_s_tools(tool_double, tmp_path):
+    """Per-case tools (docs/tasks.md): the EUR case brings the conversion tool; its chat is sent
+    task.json's tool and its own, the other case's task.json's tool alone."""
+    root = tmp_path / "own-tools"
+    root.mkdir()
+    (root / "task.json").write_text(json.dumps({"kind": "tool_calling", "tools": TOOLS[:1]}))
+    oslo, eur = ({"id": i, "text": t, "expected": e} for i, t, e in (CASES[0], CASES[3]))
+    lines = [oslo, {**eur, "tools": TOOLS[1:]}]
+    (root / "cases.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    dataset = load_dataset(root)
+    variant = Variant(
+        name="q4", backend="ollama", model="gemma3:270m-q4_K_M", options={"host": tool_double.url}
+    )
+    with open_ollama(variant, dataset.schema) as opened:
+        assert opened.native_tools
+        context = extraction_context(dataset, opened, RunOptions(max_repairs=0))
+        results = {
+            case.id: graph.invoke({"text": case.text}, context=case_context(context, dataset, case.id))
+            for case in dataset.cases
+        }
+    assert results["eur"]["record"] == CASES[3][2]
+    assert results["eur"]["valid"]
+    requests = httpx.get(f"{tool_double.url}/_double/tool_requests").json()["requests"]
+    sent = {body["messages"][-1]["content"]: body["tools"] for body in requests[-2:]}
+    assert sent == {CASES[0][1]: TOOLS[:1], CASES[3][1]: TOOLS}

@@ -175,3 +175,23 @@ def test_a_malformed_base_url_skips_its_variant_and_the_others_run(dataset, tmp_
         "skipped",
         "variant bad: base_url 'http://[::1/v1' is not a valid URL: Invalid IPv6 URL",
     )
+
+
+@pytest.mark.parametrize(
+    ("api", "kind"), [("chat", "json_schema"), ("chat", "json_object"), ("completions", "json_schema")]
+)
+def test_a_case_s_own_schema_goes_the_way_the_server_took_the_dataset_s(api, kind):
+    """Per-case tools: the client for a case's record schema (`OpenedVariant.for_schema`) sends that
+    schema the way the probe chose for the dataset's, without probing again."""
+    from quantgate.backends.openai._openai import _client, _Settings
+
+    own = {"type": "object", "properties": {"call": {"type": "null"}}, "required": ["call"]}
+    settings = _Settings.of(variant(base_url=URL, api=api))
+    client = _client((URL, "q4_k_m", None), settings, kind, own)
+    body = (client.llm.extra_body if api == "completions" else client.extra_body) or {}
+    sent = body["response_format"]
+    assert sent["type"] == kind
+    if kind == "json_schema":
+        assert sent["json_schema"]["schema"] == own
+    else:
+        assert sent["schema"]["properties"] == own["properties"]

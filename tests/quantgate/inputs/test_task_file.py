@@ -227,7 +227,7 @@ def test_a_tool_calling_dataset_loads_and_its_golds_are_checked_against_the_tool
     _, problems = check_dataset(write_test_dataset(tmp_path / "bad", bad, schema=None, task=TOOL_TASK))
     of_weather = "(the parameters of 'get_weather')"
     assert errors(problems) == [
-        "cases.jsonl:3: expected.call.name: 'get_time' is not one of the 1 tools in task.json",
+        "cases.jsonl:3: expected.call.name: 'get_time' is not one of the 1 tools offered to the case",
         f"cases.jsonl:4: expected.call.arguments.city: 3 is not of type 'string' {of_weather}",
         f"cases.jsonl:4: expected.call.arguments.days: 0 is less than the minimum of 1 {of_weather}",
         f"cases.jsonl:5: expected.call.arguments: 'city' is a required property {of_weather}",

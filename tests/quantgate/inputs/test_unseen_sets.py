@@ -173,7 +173,7 @@ BAD_GOLDS = [
         BFCL,
         "simple_python_230",
         {"call": {"name": "historic_leader_find", "arguments": LEADER}},
-        "expected.call.name: 'historic_leader_find' is not one of the 14 tools in task.json",
+        "expected.call.name: 'historic_leader_find' is not one of the 14 tools offered to the case",
     ),
     (
         BFCL,
