@@ -11,7 +11,7 @@ import pytest
 from evaluators.format import FormatEvaluator
 from evaluators.kinds import check_expected, gold_in_record_shape, kind_of
 from evaluators.tasks import ToolCallingTask
-from evaluators.tool_calls import compare_call_lists, score_call, summarize_tool_calls
+from evaluators.tool_calls import ToolCallSummary, compare_call_lists, score_call, summarize_tool_calls
 
 WEATHER = {
     "type": "function",
@@ -155,7 +155,7 @@ _GET_TIME = {"name": "get_time", "acceptable": {"zone": "CET"}}
         ({"call": None}, "expected.calls: missing (a list, empty when no tool fits)"),
         (
             {"calls": [_gold("get_news", q=["x"])]},
-            "expected.calls[0].name: 'get_news' is not one of the 2 tools in task.json",
+            "expected.calls[0].name: 'get_news' is not one of the 2 tools offered to the case",
         ),
         ({"calls": [_GET_TIME]}, f"expected.calls[0].acceptable.zone: {_LIST}"),
         ({"calls": [_gold("get_time", zone=[])]}, f"expected.calls[0].acceptable.zone: {_LIST}"),
@@ -196,12 +196,18 @@ def test_a_call_that_is_not_an_object_is_kept_as_none_and_missed():
     assert (many.outcome, many.predicted) == ("missed", None)
 
 
-def test_without_tools_in_task_json_the_figures_are_not_measured():
+def test_without_tools_in_task_json_the_figures_read_each_case_s_own_tools():
     from evaluators.fields import FieldScore
     from evaluators.kinds import LabeledCase
 
     task = ToolCallingTask.model_construct(tools=(), calls="one")  # every case brings its own
-    case = LabeledCase(fields={"call": FieldScore(field="call", score=1.0, outcome="correct")})
+    own = ToolCallingTask.model_validate({"kind": "tool_calling", "tools": TOOLS})
+    call = {"name": "get_time", "arguments": {"zone": "CET"}}
+    score = FieldScore(field="call", score=1.0, outcome="correct", expected=call, predicted=call)
+    case = LabeledCase(fields={"call": score}, task=own, tags=("category:simple",))
     make = kind_of(task).make_figures
     assert make is not None
-    assert make(task, [case], against_reference=False) is None
+    figures = make(task, [case], against_reference=False)
+    assert isinstance(figures, ToolCallSummary)
+    assert figures.schema_validity == 1.0  # get_time is valid against the case's own tools
+    assert figures.exact_call_rate == 1.0

@@ -91,7 +91,7 @@ def test_a_decision_of_another_format_version_is_refused_naming_the_file_and_ver
         load_chosen(run)
     message = str(caught.value)
     assert message.startswith(f"unreadable decision: {path}: ")
-    assert "format_version 99 is not one this quantgate reads (2, 3, 4, 5, 6, 7, 8)" in message
+    assert "format_version 99 is not one this quantgate reads (2, 3, 4, 5, 6, 7, 8, 9)" in message
 
 
 def test_a_missing_model_file(tmp_path: Path) -> None:
