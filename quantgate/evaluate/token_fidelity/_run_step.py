@@ -120,7 +120,8 @@ def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry | str]:
         if not isinstance(opened.chat_model, LlamaCppChatModel):
             raise BackendError(f"reference {job.reference.name}: not an embedded llama.cpp model")
         context = extraction_context(job.dataset, opened, options)
-        prompts = {case_id: case_prompt(context, text) for case_id, text in texts.items()}
+        render = opened.chat_model.prompt_text
+        prompts = {case_id: case_prompt(context, text, render) for case_id, text in texts.items()}
 
         summaries = measure_token_fidelity(
             reference=opened.chat_model.engine,
