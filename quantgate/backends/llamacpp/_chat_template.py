@@ -15,7 +15,8 @@ special tokens parsed (`<start_of_turn>` is one token), no BOS added (the templa
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,10 @@ class BasePrompt:
     def tokens(self, llama: Any, text: str) -> list[int]:
         """`text`'s tokens as the model reads them."""
         return list(llama.tokenize(text.encode("utf-8")))
+
+    def tools_tokens(self, schema: Mapping[str, Any], count: Callable[[str], int]) -> int:
+        """Tokens the prompt adds for a task's tools beyond its messages: none."""
+        return 0
 
     def record(self) -> dict[str, Any]:
         """What the variant's runtime record says of its prompt."""
@@ -123,6 +128,12 @@ class ChatTemplate:
         """`text`'s tokens as llama-cpp-python reads a formatter's prompt: special tokens parsed,
         no BOS added (the template writes it)."""
         return list(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def tools_tokens(self, schema: Mapping[str, Any], count: Callable[[str], int]) -> int:
+        """Tokens the template adds for a tool-calling task's tools (their JSON, counted by `count`, as
+        the graph counts tools that go natively), which the context window left for messages loses."""
+        tools = task_tools(schema)
+        return count(json.dumps(tools, ensure_ascii=False)) if tools else 0
 
     def record(self) -> dict[str, Any]:
         """What the variant's runtime record says of its prompt: the template and its sha256."""

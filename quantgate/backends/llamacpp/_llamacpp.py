@@ -412,7 +412,8 @@ def open_llamacpp(
                 "score_labels": engine.score_labels and closed_label_set(schema) is not None,
                 "unenforced_schema_keywords": [str(keyword) for keyword in engine.unenforced(schema)],
             },
-            context_window=engine.n_ctx,
+            # a chat template also renders a tool-calling task's tools: the messages have that much less
+            context_window=engine.n_ctx - engine.prompt.tools_tokens(schema, engine.count_tokens),
             max_output_tokens=max_tokens,
             count_tokens=engine.count_tokens,
         )

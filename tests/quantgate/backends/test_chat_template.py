@@ -123,6 +123,23 @@ def test_a_variant_sends_the_templates_text_with_the_tasks_tools(vocab, template
     assert answer.usage_metadata["input_tokens"] == len(sent)
 
 
+def test_the_tools_the_template_renders_are_left_out_of_the_context_for_messages(vocab, templated) -> None:
+    from quantgate.backends.llamacpp._chat_template import BasePrompt, ChatTemplate
+
+    dataset = load_dataset("tool-calls")
+    tools = json.loads((dataset.path / "task.json").read_text(encoding="utf-8"))["tools"]
+    count = len(vocab.tokenize(json.dumps(tools, ensure_ascii=False).encode(), add_bos=False))
+    assert count > 1000  # 11 tools
+    assert (
+        ChatTemplate.of_model(vocab, templated).tools_tokens(
+            dataset.schema, lambda t: len(vocab.tokenize(t.encode(), add_bos=False))
+        )
+        == count
+    )
+    assert ChatTemplate.of_model(vocab, templated).tools_tokens(load_dataset("restaurants").schema, len) == 0
+    assert BasePrompt().tools_tokens(dataset.schema, len) == 0
+
+
 def test_the_record_names_the_template_by_its_sha256(vocab, templated) -> None:
     import hashlib
 
