@@ -42,15 +42,37 @@ def _no_template(path: Path) -> str:
     )
 
 
+def _formatter(source: str, path: Path, *, bos: str = "", eos: str = "", eos_id: int = -1) -> Any:
+    """llama-cpp-python's formatter over a template text.
+
+    Raises:
+        ValueError: The text is not a Jinja2 template (the message names `path` and the line).
+    """
+    import jinja2
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    try:
+        return Jinja2ChatFormatter(template=source, bos_token=bos, eos_token=eos, stop_token_ids=[eos_id])
+    except jinja2.TemplateError as exc:
+        where = f" (line {exc.lineno})" if isinstance(exc, jinja2.TemplateSyntaxError) else ""
+        raise ValueError(f"{path}: its chat template is not a valid Jinja2 template{where}: {exc}") from None
+
+
 def missing_chat_template(path: Path) -> str | None:
     """Why the GGUF at `path` cannot be prompted through its chat template (read from its header,
-    before any model loads); None when it has one.
+    before any model loads): none, or one that does not compile; None when it can.
 
     Raises:
         ModelFileError: The file is missing, not a GGUF, corrupt or truncated (named).
     """
     template = read_gguf_metadata(path).get(CHAT_TEMPLATE_KEY)
-    return None if isinstance(template, str) and template.strip() else _no_template(path)
+    if not isinstance(template, str) or not template.strip():
+        return _no_template(path)
+    try:
+        _formatter(template, path)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,21 +114,17 @@ class ChatTemplate:
         llama-cpp-python builds its own formatter of a GGUF's template).
 
         Raises:
-            ValueError: The model has no chat template (the message names `path`).
+            ValueError: The model has no chat template, or one that does not compile (the message
+                names `path`).
         """
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
         source = llama.metadata.get(CHAT_TEMPLATE_KEY)
         if not isinstance(source, str) or not source.strip():
             raise ValueError(_no_template(path))
         bos, eos = llama.token_bos(), llama.token_eos()
-        formatter = Jinja2ChatFormatter(
-            template=source,
-            bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
-            eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
-            stop_token_ids=[eos],
+        spelled = {token: llama._model.token_get_text(token) if token != -1 else "" for token in (bos, eos)}
+        return cls(
+            source=source, formatter=_formatter(source, path, bos=spelled[bos], eos=spelled[eos], eos_id=eos)
         )
-        return cls(source=source, formatter=formatter)
 
     @property
     def sha256(self) -> str:
@@ -119,10 +137,15 @@ class ChatTemplate:
 
         Raises:
             ValueError: The template refuses the messages (its `raise_exception`, e.g. roles that
-                do not alternate).
+                do not alternate) or fails on them.
         """
+        import jinja2
+
         tools = task_tools(schema) if schema is not None else None
-        return str(self.formatter(messages=chat_messages(messages), tools=tools).prompt)
+        try:
+            return str(self.formatter(messages=chat_messages(messages), tools=tools).prompt)
+        except jinja2.TemplateError as exc:
+            raise ValueError(f"the chat template failed on the messages: {exc}") from None
 
     def tokens(self, llama: Any, text: str) -> list[int]:
         """`text`'s tokens as llama-cpp-python reads a formatter's prompt: special tokens parsed,

@@ -202,3 +202,19 @@ def test_the_variants_of_a_run_share_the_option(gguf: Path, templated: Path) -> 
                 Variant(name="base", backend="llamacpp", model=str(gguf)),
             ]
         )
+
+
+def test_a_template_that_does_not_compile_is_named_with_its_line(tmp_path: Path) -> None:
+    from quantgate.backends.llamacpp._chat_template import missing_chat_template
+    from tests.quantgate.inputs.tiny_gguf import write_tiny_gguf
+
+    tiny = write_tiny_gguf(tmp_path / "tiny.gguf")
+    broken = with_chat_template(
+        tiny, tmp_path / "broken.gguf", "{{ bos_token }}\n{% for m in messages %}{{ m }}"
+    )
+    assert missing_chat_template(broken) == (
+        f"{broken}: its chat template is not a valid Jinja2 template (line 2): Unexpected end of template. "
+        "Jinja was looking for the following tags: 'endfor' or 'else'. The innermost block that needs to be "
+        "closed is 'for'."
+    )
+    assert missing_chat_template(with_chat_template(tiny, tmp_path / "ok.gguf", TOOLS_TEMPLATE)) is None
