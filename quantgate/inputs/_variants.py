@@ -247,18 +247,6 @@ class VariantSet(BaseModel):
             raise ValueError(f"the variants must share one grammar_engine and fast_forward option ({named})")
         return self
 
-    @model_validator(mode="after")
-    def _one_prompt(self) -> VariantSet:
-        """Every variant of a run reads the same prompt: all with the `chat_template` option or none
-        (token fidelity reads the reference's prompt), or the comparison is confounded."""
-        by_template = {bool(v.options.get("chat_template")): v.name for v in self.variants}
-        if len(by_template) > 1:
-            raise ValueError(
-                "the variants must share one chat_template option (the prompt they read): "
-                f"{by_template[True]} sets it, {by_template[False]} does not"
-            )
-        return self
-
 
 def _grammar_setting(options: dict[str, Any]) -> str:
     """How a variant's options decode under the grammar, e.g. "llguidance with fast_forward"."""

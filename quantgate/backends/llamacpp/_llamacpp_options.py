@@ -62,6 +62,10 @@ class LlamaCppOptions(BackendOptions):
         """`n_threads`, when given."""
         return self.n_threads
 
+    def prompt_format(self) -> str | None:
+        """`the GGUF's chat template` with `chat_template`; None for the base-model prompt."""
+        return "the GGUF's chat template" if self.chat_template else None
+
     def model_file_problem(self, path: Path) -> str | None:
         """With `chat_template`, a GGUF without a chat template (`missing_chat_template`)."""
         if not self.chat_template:

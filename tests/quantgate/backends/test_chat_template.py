@@ -194,14 +194,22 @@ def test_a_run_with_the_option_on_a_gguf_without_a_template_exits_2(
     assert not out.exists() or not any(out.iterdir())  # no run started
 
 
-def test_the_variants_of_a_run_share_the_option(gguf: Path, templated: Path) -> None:
-    with pytest.raises(ValueError, match=r"share one chat_template option .*: it sets it, base does not"):
-        VariantSet(
-            variants=[
-                Variant(name="it", backend="llamacpp", model=str(templated), options={"chat_template": True}),
-                Variant(name="base", backend="llamacpp", model=str(gguf)),
-            ]
-        )
+def test_token_fidelity_pairs_only_variants_that_read_the_same_prompt(gguf: Path, templated: Path) -> None:
+    from quantgate.evaluate.token_fidelity._run_step import unmeasured_reason
+
+    it = Variant(name="it", backend="llamacpp", model=str(templated), options={"chat_template": True})
+    it_q4 = Variant(name="it-q4", backend="llamacpp", model=str(templated), options={"chat_template": True})
+    base = Variant(name="base", backend="llamacpp", model=str(gguf))
+    assert unmeasured_reason(it_q4, it, enabled=True) is None
+    assert unmeasured_reason(base, base, enabled=True) is None
+    assert unmeasured_reason(base, it, enabled=True) == (
+        "not measured: this variant reads the base-model prompt and the reference the GGUF's chat "
+        "template; token fidelity compares them on the same prompt"
+    )
+    assert unmeasured_reason(it, base, enabled=True) == (
+        "not measured: this variant reads the GGUF's chat template and the reference the base-model "
+        "prompt; token fidelity compares them on the same prompt"
+    )
 
 
 def test_a_template_that_does_not_compile_is_named_with_its_line(tmp_path: Path) -> None:
