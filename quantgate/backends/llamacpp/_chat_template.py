@@ -109,22 +109,27 @@ class ChatTemplate:
     formatter: Any
 
     @classmethod
-    def of_model(cls, llama: Any, path: Path) -> ChatTemplate:
+    def of_model(cls, llama: Any, path: Path, *, free_on_error: bool = False) -> ChatTemplate:
         """The chat template of a loaded `llama_cpp.Llama`, with its BOS and EOS token texts (as
-        llama-cpp-python builds its own formatter of a GGUF's template).
+        llama-cpp-python builds its own formatter of a GGUF's template); with `free_on_error`, the
+        model is closed before the error is raised.
 
         Raises:
             ValueError: The model has no chat template, or one that does not compile (the message
                 names `path`).
         """
-        source = llama.metadata.get(CHAT_TEMPLATE_KEY)
-        if not isinstance(source, str) or not source.strip():
-            raise ValueError(_no_template(path))
-        bos, eos = llama.token_bos(), llama.token_eos()
-        spelled = {token: llama._model.token_get_text(token) if token != -1 else "" for token in (bos, eos)}
-        return cls(
-            source=source, formatter=_formatter(source, path, bos=spelled[bos], eos=spelled[eos], eos_id=eos)
-        )
+        try:
+            source = llama.metadata.get(CHAT_TEMPLATE_KEY)
+            if not isinstance(source, str) or not source.strip():
+                raise ValueError(_no_template(path))
+            bos, eos = llama.token_bos(), llama.token_eos()
+            spelled = {t: llama._model.token_get_text(t) if t != -1 else "" for t in (bos, eos)}
+            formatter = _formatter(source, path, bos=spelled[bos], eos=spelled[eos], eos_id=eos)
+        except ValueError:
+            if free_on_error:
+                llama.close()
+            raise
+        return cls(source=source, formatter=formatter)
 
     @property
     def sha256(self) -> str:

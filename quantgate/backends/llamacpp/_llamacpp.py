@@ -79,15 +79,6 @@ def _check_options(*, slots: int | None, grammar_engine: str, fast_forward: bool
         raise ValueError('fast_forward needs grammar_engine = "llguidance"')
 
 
-def _template_of(llama: Any, path: Path) -> ChatTemplate:
-    """The loaded model's chat template; the model is freed when it has none (`ValueError`, named)."""
-    try:
-        return ChatTemplate.of_model(llama, path)
-    except ValueError:
-        llama.close()
-        raise
-
-
 class EmbeddedEngine:
     """One GGUF loaded in this process by llama.cpp, shared by the chat models over it.
 
@@ -172,7 +163,7 @@ class EmbeddedEngine:
                 verbose=False,
             )
             if chat_template:
-                self.prompt = _template_of(self.llama, self.model_path)
+                self.prompt = ChatTemplate.of_model(self.llama, self.model_path, free_on_error=True)
             self._checker = self._grammar_checker()
             if slots is not None:
                 self._start_slots(slots, fast_forward)

@@ -166,6 +166,27 @@ def test_a_gguf_without_a_template_is_named(gguf: Path, templated: Path) -> None
         llama.close()
 
 
+class _Untemplated:
+    """A loaded model without a chat template: records whether it was freed."""
+
+    def __init__(self) -> None:
+        self.metadata: dict[str, str] = {}
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_engine_frees_a_model_without_a_template(gguf: Path) -> None:
+    from quantgate.backends.llamacpp._chat_template import ChatTemplate
+
+    kept, freed = _Untemplated(), _Untemplated()
+    for model, free in ((kept, False), (freed, True)):
+        with pytest.raises(ValueError, match="has no chat template"):
+            ChatTemplate.of_model(model, gguf, free_on_error=free)
+    assert (kept.closed, freed.closed) == (False, True)
+
+
 def _variants(model: Path, **options: Any) -> VariantSet:
     return VariantSet(variants=[Variant(name="it", backend="llamacpp", model=str(model), options=options)])
 
