@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
@@ -281,6 +282,18 @@ def options_problems(variants: Iterable[Variant]) -> list[str]:
     return problems
 
 
+def model_file_problems(variants: Iterable[Variant]) -> list[str]:
+    """Why each variant's local model file cannot serve its options (`BackendOptions.model_file_problem`:
+    an embedded variant with `chat_template` and a GGUF without one), asked once the files are
+    checked, before any model loads."""
+    problems = []
+    for variant in variants:
+        problem = backend_options(variant).model_file_problem(Path(variant.model))
+        if problem is not None:
+            problems.append(f"variant {variant.name!r}: {problem}")
+    return problems
+
+
 def kv_cache_problem(variant: Variant) -> str | None:
     """Why the variant's backend cannot take its `kv_cache` (see `BackendCapabilities.kv_cache`),
     or None when it can (or the variant sets none)."""
@@ -372,6 +385,7 @@ __all__ = [
     "capabilities",
     "kv_cache_note",
     "kv_cache_problem",
+    "model_file_problems",
     "open_variant",
     "options_of",
     "options_problems",

@@ -11,6 +11,7 @@ goes in an option of its own (the OpenAI-compatible backend's `extra_body` table
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -73,6 +74,17 @@ class BackendOptions(BaseModel):
 
     def quantized_v_cache_refused(self) -> str | None:
         """Why these options rule out a quantized V cache (see `kv_cache_problem`); None by default."""
+        return None
+
+    def prompt_format(self) -> str | None:
+        """The prompt the variant reads when its options change it from its backend's own (the
+        embedded backend's `chat_template`), for token fidelity, which compares variants on one
+        prompt; None by default."""
+        return None
+
+    def model_file_problem(self, path: Path) -> str | None:
+        """Why the variant's model file at `path` (already checked as a complete GGUF) cannot serve
+        these options, read from its header before any model loads; None by default."""
         return None
 
 

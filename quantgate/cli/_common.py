@@ -134,12 +134,13 @@ def cli_variants(specs: list[str] | None) -> VariantSet:
 def check_variant_files(variant_set: VariantSet, *, verify_sha256: bool = True) -> None:
     """Check every variant's options against its backend's model (`options_problems`: a wrong value,
     an unknown key), its `kv_cache` against its backend (`kv_cache_problem`) and every embedded
-    variant's model file (`check_model_files`), before any model loads.
+    variant's model file (`check_model_files`, then `model_file_problems`), before any model loads.
 
     Raises:
-        UsageError: A variant's backend refuses one of its options or cannot take its `kv_cache`.
+        UsageError: A variant's backend refuses one of its options or cannot take its `kv_cache`, or
+            its model file cannot serve its options (no chat template for `chat_template`).
     """
-    from quantgate.backends import capabilities, kv_cache_problem, options_problems
+    from quantgate.backends import capabilities, kv_cache_problem, model_file_problems, options_problems
     from quantgate.inputs._gguf_files import check_model_files
 
     problems = options_problems(variant_set.variants)
@@ -148,6 +149,8 @@ def check_variant_files(variant_set: VariantSet, *, verify_sha256: bool = True) 
         raise UsageError("; ".join(problems))
     embedded = [variant for variant in variant_set.variants if capabilities(variant).model_file]
     check_model_files(embedded, verify_sha256=verify_sha256)
+    if problems := model_file_problems(embedded):
+        raise UsageError("; ".join(problems))
 
 
 def check_output_dir(out: Path, what: str = "--out") -> None:

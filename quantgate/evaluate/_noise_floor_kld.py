@@ -59,11 +59,13 @@ def _measure(job: _KldJob) -> TokenFidelitySummary:
         if not isinstance(opened.chat_model, LlamaCppChatModel):
             raise BackendError(f"reference {job.reference.name}: not an embedded llama.cpp model")
         context = extraction_context(job.dataset, opened, options)
-        llama = opened.chat_model.engine.llama
+        chat_model = opened.chat_model
+        llama = chat_model.engine.llama
         cases = []
         for case_id, output in job.outputs.items():
             own = case_context(context, job.dataset, case_id)
-            prompt = llama.tokenize(case_prompt(own, job.texts[case_id]).encode("utf-8"))
+            text = case_prompt(own, job.texts[case_id], chat_model.prompt_text)
+            prompt = chat_model.engine.prompt.tokens(llama, text)
             target = llama.tokenize(output.encode("utf-8"), add_bos=False)
             one_at_a_time = forced_logits(llama, prompt, target, rows_per_batch=1)
             batched = forced_logits(llama, prompt, target)

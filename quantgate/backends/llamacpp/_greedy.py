@@ -95,11 +95,13 @@ class GreedyDecoder:
         llama.n_tokens = prefix
         llama.eval(tokens[prefix:])
 
-    def generate(self, prompt: str, grammar: str | None, max_tokens: int, stats: Generation) -> Iterator[str]:
+    def generate(
+        self, prompt: str | Sequence[int], grammar: str | None, max_tokens: int, stats: Generation
+    ) -> Iterator[str]:
         """Yield the text of each generated token; `stats` is filled in as it goes.
 
         Args:
-            prompt: The completion prompt.
+            prompt: The completion prompt, or its tokens.
             grammar: GBNF text with a `root` rule, or None for unconstrained greedy decoding.
             max_tokens: Generation limit (finish reason `length` when reached).
             stats: Receives token counts, the finish reason and grammar fallbacks.

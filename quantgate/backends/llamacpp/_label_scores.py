@@ -103,16 +103,16 @@ def common_token_prefix(sequences: Sequence[Sequence[int]]) -> int:
 
 
 def label_probabilities(
-    llama: Any, scorer: ContinuationScorer, prompt: str, continuations: Mapping[str, str]
+    llama: Any, scorer: ContinuationScorer, prompt_tokens: Sequence[int], continuations: Mapping[str, str]
 ) -> dict[str, float]:
     """P(label | prompt) over the labels of `continuations`, from the logits of `scorer`, a
-    context over `llama`'s model (`llama` tokenizes).
+    context over `llama`'s model (`llama` tokenizes the continuations); `prompt_tokens` are the
+    prompt's tokens as the model read them.
 
     The tokens every continuation shares at its start are evaluated with the prompt (the same
     for every label, they cancel in the normalization); each label's remaining tokens are
     teacher-forced after them, all labels in one batch.
     """
-    prompt_tokens = llama.tokenize(prompt.encode("utf-8"))
     tokens = {
         label: llama.tokenize(text.encode("utf-8"), add_bos=False) for label, text in continuations.items()
     }
@@ -124,7 +124,7 @@ def label_probabilities(
 
 
 def label_metadata(
-    llama: Any, scorer: ContinuationScorer, prompt: str, raw: str, labels: LabelSet
+    llama: Any, scorer: ContinuationScorer, prompt_tokens: Sequence[int], raw: str, labels: LabelSet
 ) -> dict[str, float]:
     """The response metadata of a classification answer: the chosen label's probability
     (`PROBABILITY_KEY`) and each label's (`label_key`); empty when the answer chose no label."""
@@ -132,6 +132,6 @@ def label_metadata(
     if chosen is None:
         return {}
     probabilities = label_probabilities(
-        llama, scorer, prompt, label_continuations(raw, chosen, labels.labels)
+        llama, scorer, prompt_tokens, label_continuations(raw, chosen, labels.labels)
     )
     return {PROBABILITY_KEY: probabilities[chosen], **{label_key(k): p for k, p in probabilities.items()}}

@@ -3,8 +3,9 @@
 Why not langchain-community's `ChatLlamaCpp` or llama-cpp-python's chat API: Gemma 3 270M
 as packaged here is a *base* model with no chat template, so any chat format (the default
 llama-2 one included) wraps the prompt in tokens the model never saw in training. We render
-the conversation ourselves as a plain few-shot completion prompt (`render_prompt`) and
-decode it with `GreedyDecoder`; `ChatLlamaCpp` is also being sunset. Output is constrained
+the conversation ourselves as a plain few-shot completion prompt (`render_prompt`), or, with the
+`chat_template` option, through the GGUF's own chat template (`_chat_template.py`), and decode
+it with `GreedyDecoder`; `ChatLlamaCpp` is also being sunset. Output is constrained
 by a llama.cpp grammar built from the JSON schema once per schema, decoding is greedy
 (temperature 0, so the seed has no effect but is recorded), and tokens are streamed so time
 to first token is real.
@@ -29,7 +30,6 @@ from evaluators.json_tokens import token_kinds
 from quantgate._hardware import package_version, physical_cores
 from quantgate.backends import BackendError, OpenedVariant
 from quantgate.backends._backend_options import options_of
-from quantgate.backends._base_prompt import render_prompt
 from quantgate.backends._schema_grammar import (
     GRAMMAR_ENGINES,
     GrammarEngineName,
@@ -39,6 +39,7 @@ from quantgate.backends._schema_grammar import (
     unenforced_keywords,
 )
 from quantgate.backends._streaming import StreamingChatModel
+from quantgate.backends.llamacpp._chat_template import BasePrompt, ChatTemplate, EmbeddedPrompt
 from quantgate.backends.llamacpp._grammar import (
     GrammarChecker,
     GrammarEngine,
@@ -103,7 +104,13 @@ class EmbeddedEngine:
 
     `kv_cache` sets the attention cache's K and V types (f16 when None); a quantized V cache
     turns flash attention on, as llama.cpp requires (`quantgate.backends.llamacpp._kv_cache`).
+
+    `prompt` renders a chat as the text the model reads and tokenizes it: the base-model prompt, or
+    with `chat_template` the GGUF's own chat template (`quantgate.backends.llamacpp._chat_template`;
+    a GGUF without one is refused, named, with a `ValueError`).
     """
+
+    prompt: EmbeddedPrompt = BasePrompt()
 
     def __init__(
         self,
@@ -119,6 +126,7 @@ class EmbeddedEngine:
         max_array_items: int = 20,
         score_labels: bool = False,
         kv_cache: KVCache | None = None,
+        chat_template: bool = False,
     ) -> None:
         from llama_cpp import Llama
         from llama_cpp._utils import suppress_stdout_stderr
@@ -154,6 +162,8 @@ class EmbeddedEngine:
                 use_mmap=False,
                 verbose=False,
             )
+            if chat_template:
+                self.prompt = ChatTemplate.of_model(self.llama, self.model_path, free_on_error=True)
             self._checker = self._grammar_checker()
             if slots is not None:
                 self._start_slots(slots, fast_forward)
@@ -212,8 +222,8 @@ class EmbeddedEngine:
 
         Thread-safe: with slots the request joins the batch, else it waits for the lock.
         """
+        tokens = self.prompt.tokens(self.llama, prompt)
         if self.scheduler is not None:
-            tokens = self.llama.tokenize(prompt.encode("utf-8"))
             given = None if answer is None else self.llama.tokenize(answer.encode("utf-8"), add_bos=False)
             yield from self.scheduler.generate(
                 tokens, grammar, max_tokens, stats, answer=given, answer_top=answer_top
@@ -223,7 +233,7 @@ class EmbeddedEngine:
                 stats.fidelity.kinds = list(token_kinds(pieces)[: len(stats.fidelity.kld)])
             return
         with self.lock:
-            yield from self.decoder.generate(prompt, grammar, max_tokens, stats)
+            yield from self.decoder.generate(tokens, grammar, max_tokens, stats)
 
     def grammar(self, schema: Mapping[str, Any]) -> str:
         """The grammar of a JSON schema (arrays capped) for the engine's grammar engine, once per schema."""
@@ -254,7 +264,9 @@ class EmbeddedEngine:
                 self._scorer = ContinuationScorer(
                     self.llama, sequences=sequences, n_ctx=self.n_ctx, n_threads=self.n_threads
                 )
-            scores = label_metadata(self.llama, self._scorer, prompt, raw, labels)
+            scores = label_metadata(
+                self.llama, self._scorer, self.prompt.tokens(self.llama, prompt), raw, labels
+            )
         return {**scores, LABEL_SCORING_KEY: time.perf_counter() - started} if scores else {}
 
     def unenforced(self, schema: Mapping[str, Any]) -> tuple[UnenforcedKeyword, ...]:
@@ -300,6 +312,11 @@ class LlamaCppChatModel(StreamingChatModel):
         """Count tokens with the model's own tokenizer."""
         return self.engine.count_tokens(text)
 
+    def prompt_text(self, messages: Sequence[BaseMessage]) -> str:
+        """The text the model reads for `messages`: the engine's prompt (`EmbeddedEngine.prompt`) with
+        this model's schema (a tool-calling task's tools go to a chat template)."""
+        return self.engine.prompt.text(messages, self.json_schema)
+
     def _stream(
         self,
         messages: list[BaseMessage],
@@ -307,7 +324,7 @@ class LlamaCppChatModel(StreamingChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        prompt = render_prompt(messages)
+        prompt = self.prompt_text(messages)
         grammar = self.engine.grammar(self.json_schema) if self.json_schema else None
         stats = Generation(top_logprobs=[] if kwargs.get("top_logprobs") else None)  # `TOP_LOGPROBS_KWARG`
         answer: list[str] = []
@@ -380,13 +397,15 @@ def open_llamacpp(
                 "seed": engine.seed,
                 "decoding": "greedy (temperature 0), JSON-schema grammar, argmax checked first",
                 "grammar_engine": engine.grammar_engine,
+                **engine.prompt.record(),
                 "fast_forward": engine.fast_forward,
                 "use_mmap": False,
                 "max_array_items": engine.max_array_items,
                 "score_labels": engine.score_labels and closed_label_set(schema) is not None,
                 "unenforced_schema_keywords": [str(keyword) for keyword in engine.unenforced(schema)],
             },
-            context_window=engine.n_ctx,
+            # a chat template also renders a tool-calling task's tools: the messages have that much less
+            context_window=engine.n_ctx - engine.prompt.tools_tokens(schema, engine.count_tokens),
             max_output_tokens=max_tokens,
             count_tokens=engine.count_tokens,
             for_schema=lambda other: chat_model.model_copy(update={"json_schema": dict(other)}),

@@ -4,6 +4,7 @@ checks how they combine (a grammar engine, fast_forward with llguidance)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
@@ -14,8 +15,9 @@ __all__ = ["LlamaCppOptions"]
 
 _NOT_THE_ENGINES = frozenset({"max_tokens", "pooling", "embedding_n_ctx", "max_retries", "retry_backoff_s"})
 """Options read by the chat model, the embedding mode or the retries, not `EmbeddedEngine`'s keywords."""
-_GENERATION = frozenset({"max_tokens", "grammar_engine", "fast_forward"})
-"""Options that only concern generation, left out when the model is opened for teacher forcing."""
+_GENERATION = frozenset({"max_tokens", "grammar_engine", "fast_forward", "chat_template"})
+"""Options that only concern generation, left out when the model is opened for teacher forcing (the
+variants read the tokens of the reference's prompt)."""
 
 
 class LlamaCppOptions(BackendOptions):
@@ -39,6 +41,9 @@ class LlamaCppOptions(BackendOptions):
     seed: int | None = None
     max_array_items: int | None = Field(None, ge=1)
     """Items a JSON array may hold under the grammar."""
+    chat_template: bool | None = None
+    """The GGUF's own chat template renders the prompt (`tokenizer.chat_template`), not the
+    base-model text; a GGUF without one is refused before the run."""
     score_labels: bool | None = None
     """A classification's label probabilities over its closed set."""
     pooling: Literal["mean", "cls", "last"] = "mean"
@@ -56,6 +61,18 @@ class LlamaCppOptions(BackendOptions):
     def cpu_threads(self) -> int | None:
         """`n_threads`, when given."""
         return self.n_threads
+
+    def prompt_format(self) -> str | None:
+        """`the GGUF's chat template` with `chat_template`; None for the base-model prompt."""
+        return "the GGUF's chat template" if self.chat_template else None
+
+    def model_file_problem(self, path: Path) -> str | None:
+        """With `chat_template`, a GGUF without a chat template (`missing_chat_template`)."""
+        if not self.chat_template:
+            return None
+        from quantgate.backends.llamacpp._chat_template import missing_chat_template
+
+        return missing_chat_template(path)
 
     def quantized_v_cache_refused(self) -> str | None:
         """llama.cpp quantizes the V cache only with flash attention: `flash_attn = false` rules it out."""

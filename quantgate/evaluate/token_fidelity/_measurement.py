@@ -54,15 +54,20 @@ Ollama records add `requests` (the variant's chat requests) and `unobserved` (po
 a model ended its answer, which have no log-probabilities and are left out)."""
 
 
-def case_prompt(context: ExtractionContext, text: str) -> str:
-    """The completion prompt of a case's first attempt, exactly as the embedded backend sees it.
+def case_prompt(
+    context: ExtractionContext, text: str, render: Callable[[Sequence[BaseMessage]], str] = render_prompt
+) -> str:
+    """The prompt of a case's first attempt, exactly as the embedded backend sees it.
 
     Args:
         context: The extraction context of the run (schema, examples, context window, tokenizer).
         text: The case text (cut to the input budget as the graph cuts it).
+        render: The prompt text of messages: the opened reference's own
+            (`LlamaCppChatModel.prompt_text`: its chat template with the `chat_template` option),
+            the base-model text by default.
     """
     messages, _ = prompt_messages(context, text)
-    return render_prompt(messages)
+    return render(messages)
 
 
 def _load(
@@ -165,8 +170,8 @@ def measure_token_fidelity(
 ) -> dict[str, TokenFidelitySummary]:
     """Teacher-force every variant on the reference's outputs and compare next-token predictions.
 
-    Prompts are tokenized with BOS and outputs without, by the reference's tokenizer (as
-    `GreedyDecoder` does), so every model reads the same tokens. An output should be the
+    Prompts are tokenized as the reference reads them (`EmbeddedEngine.prompt`), outputs without
+    BOS, by the reference's tokenizer, so every model reads the same tokens. An output should be the
     reference's answer to exactly that prompt (its first attempt, without repairs); being
     re-tokenized, it may differ from the generated tokens where the reference produced a
     non-canonical split (seen once in 685 tokens). A case whose prompt and output do not fit
@@ -201,7 +206,7 @@ def measure_token_fidelity(
         for case_id, output in tqdm(reference_outputs.items(), desc="token fidelity", disable=not progress):
             records = _case_records(
                 case_id=case_id,
-                prompt_tokens=reference.llama.tokenize(prompts[case_id].encode("utf-8")),
+                prompt_tokens=reference.prompt.tokens(reference.llama, prompts[case_id]),
                 target_tokens=reference.llama.tokenize(output.encode("utf-8"), add_bos=False),
                 tags=(tags or {}).get(case_id, ()),
                 reference=reference,

@@ -28,7 +28,7 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage
 
 from graphs.long_inputs import prompt_messages
-from quantgate.backends import BackendError, capabilities, open_variant, options_of
+from quantgate.backends import BackendError, backend_options, capabilities, open_variant, options_of
 from quantgate.backends._extraction_context import case_context
 from quantgate.backends._forcing import Forcing
 from quantgate.backends.llamacpp._llamacpp import LlamaCppChatModel
@@ -71,7 +71,8 @@ Measured = Mapping[str, TokenFidelityEntry | str]
 def unmeasured_reason(variant: Variant, reference: Variant, *, enabled: bool) -> str | None:
     """Why a variant's token fidelity cannot be measured; None when it can.
 
-    The reference and the variant must read the same prompt: the same backend and, for one that
+    The reference and the variant must read the same prompt: the same backend, the same prompt
+    options (an embedded variant's `chat_template`, `BackendOptions.prompt_format`) and, for one that
     speaks the OpenAI API, the same `api` (a chat variant reads the server's template, a
     completions variant the text quantgate renders).
     """
@@ -84,6 +85,12 @@ def unmeasured_reason(variant: Variant, reference: Variant, *, enabled: bool) ->
         return (
             f"not measured: the reference ({reference.backend}) and this variant ({variant.backend}) "
             "must be served by the same backend to read the same prompt"
+        )
+    read, given = backend_options(variant).prompt_format(), backend_options(reference).prompt_format()
+    if read != given:
+        return (
+            f"not measured: this variant reads {read or 'the base-model prompt'} and the reference "
+            f"{given or 'the base-model prompt'}; token fidelity compares them on the same prompt"
         )
     declared = capabilities(variant).logprobs_forcing
     return None if declared is None else declared.prompt_mismatch(variant, reference)
@@ -121,7 +128,10 @@ def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry | str]:
         if not isinstance(opened.chat_model, LlamaCppChatModel):
             raise BackendError(f"reference {job.reference.name}: not an embedded llama.cpp model")
         context = extraction_context(job.dataset, opened, options)
-        prompts = {i: case_prompt(case_context(context, job.dataset, i), text) for i, text in texts.items()}
+        render = opened.chat_model.prompt_text
+        prompts = {
+            i: case_prompt(case_context(context, job.dataset, i), text, render) for i, text in texts.items()
+        }
 
         summaries = measure_token_fidelity(
             reference=opened.chat_model.engine,

@@ -175,8 +175,8 @@ EMBEDDED = {
     ("backend", "misspelt", "accepted"),
     [
         ("llamacpp", "n_ctxx",
-         "embedding_n_ctx, fast_forward, flash_attn, grammar_engine, max_array_items, max_retries, "
-         "max_tokens, n_ctx, n_threads, pooling, retry_backoff_s, score_labels, seed, slots"),
+         "chat_template, embedding_n_ctx, fast_forward, flash_attn, grammar_engine, max_array_items, "
+         "max_retries, max_tokens, n_ctx, n_threads, pooling, retry_backoff_s, score_labels, seed, slots"),
         ("ollama", "num_ctxx",
          "first_token_timeout_s, host, keep_alive, max_retries, max_tokens, model_file, notice_every_s, "
          "num_ctx, num_keep, retry_backoff_s, seed, timeout_s, top_logprobs"),

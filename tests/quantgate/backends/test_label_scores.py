@@ -115,7 +115,7 @@ def test_label_probabilities_score_the_labels_after_their_shared_start() -> None
     from quantgate.backends.llamacpp._label_scores import label_probabilities
 
     scorer = _Scorer([math.log(0.03), math.log(0.01)])
-    probabilities = label_probabilities(_Tokens(), scorer, "P", {"ab": "xab", "ac": "xac"})  # type: ignore[arg-type]
+    probabilities = label_probabilities(_Tokens(), scorer, [0, ord("P")], {"ab": "xab", "ac": "xac"})  # type: ignore[arg-type]
     assert probabilities == pytest.approx({"ab": 0.75, "ac": 0.25})
     # "xa" shared by both: evaluated with the prompt; each label keeps its own last token
     assert scorer.calls == [([0, ord("P"), ord("x"), ord("a")], [[ord("b")], [ord("c")]])]

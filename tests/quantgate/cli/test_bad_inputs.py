@@ -179,7 +179,7 @@ def test_a_misspelt_option_is_refused_up_front_naming_the_variant_and_the_key(
     )
     message = _refused(capsys, command(variants, tmp_path / "runs"), no_model_loads)
     assert message.startswith(
-        "variant 'F16': options.n_ctxx: not an option of the llamacpp backend (it accepts: embedding_n_ctx, "
+        "variant 'F16': options.n_ctxx: not an option of the llamacpp backend (it accepts: chat_template, "
     )
     assert "; variant 'q4': options.hots: not an option of the ollama backend (it accepts: " in message
     assert "host, keep_alive" in message
