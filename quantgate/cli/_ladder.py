@@ -45,12 +45,13 @@ def _ladder(args: argparse.Namespace) -> int:
         kv_caches=_names(args.kv_cache or ""),
         kv_cache_of=_names(args.kv_cache_of) if args.kv_cache_of else None,
     )
+    width = max([12, *(len(v.name) for v in variant_set.variants)])
     for variant in variant_set.variants:
         size = (variant.file_size_bytes or 0) / 2**20
         cache = f"  KV cache {variant.kv_cache.label()}" if variant.kv_cache else ""
-        print(f"{variant.name:<12} {size:8.1f} MiB  {variant.model}{cache}")
+        print(f"{variant.name:<{width}} {size:8.1f} MiB  {variant.model}{cache}")
         if variant.imatrix:
-            print(f"{'':<12} {variant.calibration}")
+            print(f"{'':<{width}} {variant.calibration}")
     print(f"variants file: {variants_file}")
     return 0
 
