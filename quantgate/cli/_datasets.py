@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from evaluators.errors import MissingInputError
 from quantgate._formatting import terminal_text
+from quantgate.cli._common import non_negative_int
 from quantgate.inputs._dataset import (
     SCHEMA_FILE,
     bundled_datasets,
@@ -78,12 +79,13 @@ def _import_bfcl(args: argparse.Namespace) -> int:
     for file in (questions, answers):
         if file is not None and not file.is_file():
             raise MissingInputError(f"{file}: no such file")
-    dataset = convert_bfcl(questions, answers)
+    dataset = convert_bfcl(questions, answers).with_examples(args.examples)
     out = Path(args.out_dir)
     write_bfcl_dataset(dataset, out, bfcl_card(dataset, questions, answers))
     counts = ", ".join(f"{name} {n}" for name, n in sorted(dataset.categories.items()))
     calls = "several calls" if dataset.task["calls"] == "many" else "one call or none"
-    print(terminal_text(f"wrote {out}: {len(dataset.cases)} cases ({counts}), records of {calls}"))
+    examples = f", {len(dataset.examples)} examples" if dataset.examples else ""
+    print(terminal_text(f"wrote {out}: {len(dataset.cases)} cases ({counts}){examples}, records of {calls}"))
     for id_, why in dataset.skipped.items():
         print(terminal_text(f"left out {id_}: {why}"), file=sys.stderr)
     return 0
@@ -111,4 +113,12 @@ def add_parser(commands: Commands) -> None:
         "answers", metavar="ANSWERS", help="its possible_answer file; - for a category without (irrelevance)"
     )
     bfcl.add_argument("out_dir", metavar="OUT_DIR", help="the dataset directory to write (new or empty)")
+    bfcl.add_argument(
+        "--examples",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="the first N questions become the few-shot examples (examples.jsonl), never scored (default 0: "
+        "a run then takes some labeled cases as examples)",
+    )
     bfcl.set_defaults(handler=_import_bfcl)

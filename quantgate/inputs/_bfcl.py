@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,17 @@ class BfclDataset:
     task: dict[str, Any]
     cases: list[dict[str, Any]]
     skipped: dict[str, str]
+    examples: list[dict[str, Any]] = field(default_factory=list)
+
+    def with_examples(self, count: int) -> BfclDataset:
+        """The first `count` cases (file order) made the few-shot examples (examples.jsonl), not scored.
+
+        Raises:
+            UsageError: Fewer than `count` + 1 cases (at least one must stay to score).
+        """
+        if count and count >= len(self.cases):
+            raise UsageError(f"--examples {count}: only {len(self.cases)} cases; at least one must be scored")
+        return replace(self, examples=self.cases[:count], cases=self.cases[count:])
 
     @property
     def categories(self) -> dict[str, int]:
@@ -318,8 +329,18 @@ values (docs/tasks.md). {len(dataset.cases)} cases: {counts}.
 (`dict` object, `float` number, `tuple` array, `any` no type), each function's parameters closed
 (`additionalProperties: false`), a `.` in a function's name as `_`; ids are BFCL's, tags
 `category:NAME` (from the id) and `lang:en`; the gold calls keep every acceptable value (`""`: the
-argument may be left out).{_skipped(dataset)}
+argument may be left out).{_examples(dataset)}{_skipped(dataset)}
 """
+
+
+def _examples(dataset: BfclDataset) -> str:
+    if not dataset.examples:
+        return ""
+    ids = ", ".join(f"`{case['id']}`" for case in dataset.examples)
+    return (
+        f" The first {len(dataset.examples)} questions in BFCL's order are the few-shot examples "
+        f"(`examples.jsonl`, never scored): {ids}."
+    )
 
 
 def _skipped(dataset: BfclDataset) -> str:
@@ -335,12 +356,13 @@ def _skipped(dataset: BfclDataset) -> str:
 
 
 def write_bfcl_dataset(dataset: BfclDataset, out: Path, card: str) -> None:
-    """Write task.json, cases.jsonl and README.md into `out` (made if missing).
+    """Write task.json, cases.jsonl, examples.jsonl (when it has examples) and README.md into `out`
+    (made if missing).
 
     Raises:
         UsageError: `out` already holds a dataset file.
     """
-    written = ("task.json", "cases.jsonl", "README.md")
+    written = ("task.json", "cases.jsonl", "examples.jsonl", "README.md")
     existing = [name for name in written if (out / name).exists()]
     if existing:
         raise UsageError(f"{out}: already has {', '.join(existing)}; choose an empty directory")
@@ -350,4 +372,7 @@ def write_bfcl_dataset(dataset: BfclDataset, out: Path, card: str) -> None:
     )
     lines = "".join(json.dumps(case, ensure_ascii=False) + "\n" for case in dataset.cases)
     (out / "cases.jsonl").write_text(lines, encoding="utf-8")
+    if dataset.examples:
+        examples = "".join(json.dumps(case, ensure_ascii=False) + "\n" for case in dataset.examples)
+        (out / "examples.jsonl").write_text(examples, encoding="utf-8")
     (out / "README.md").write_text(card, encoding="utf-8")

@@ -186,3 +186,21 @@ def test_an_existing_dataset_is_not_overwritten(tmp_path, capsys):
     assert "already has cases.jsonl" in capsys.readouterr().err
     assert (tmp_path / "out" / "cases.jsonl").read_text() == "mine\n"
     assert main(["datasets", "import", "bfcl", str(tmp_path / "nowhere.json"), "-", str(tmp_path / "x")]) == 2
+
+
+def test_the_first_questions_can_be_the_few_shot_examples(tmp_path, capsys):
+    from quantgate.inputs._dataset import load_dataset
+
+    questions, answers = _files(tmp_path)
+    out = tmp_path / "out"
+    assert main(["datasets", "import", "bfcl", "--examples", "1", questions, answers, str(out)]) == 0
+    assert "1 cases (parallel 1), 1 examples" in capsys.readouterr().out
+    dataset = load_dataset(out)
+    assert [e.id for e in dataset.examples] == ["parallel_0"]
+    assert [c.id for c in dataset.cases] == ["parallel_1"]
+    assert (
+        "The first 1 questions in BFCL's order are the few-shot examples" in (out / "README.md").read_text()
+    )
+    again = ["datasets", "import", "bfcl", "--examples", "2", questions, answers, str(tmp_path / "all")]
+    assert main(again) == 2
+    assert "--examples 2: only 2 cases; at least one must be scored" in capsys.readouterr().err

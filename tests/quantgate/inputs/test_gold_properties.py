@@ -3,6 +3,7 @@
 import pytest
 
 from evaluators import CaseScorer, aggregate
+from evaluators.tool_arguments import first_acceptable
 from quantgate.evaluate._predictions import PredictionLine, score_predictions
 from quantgate.inputs._dataset import Case, bundled_datasets, bundled_root
 from quantgate.inputs._problems import Problem
@@ -30,12 +31,46 @@ def _read(path_or_name):
     return record, [c for c in cases if c.expected is not None]
 
 
+def _call_answer(call, parameters):
+    """A gold call as a model would write it: BFCL's form with each argument's first acceptable value,
+    `""` leaving it out, but the first other value for an argument the tool requires, and none for one
+    it does not declare (a few of BFCL's answers say a required argument may be left out, or list an
+    undeclared one that may be)."""
+    if not (isinstance(call, dict) and "acceptable" in call):
+        return call
+    schema = parameters.get(call["name"], {})
+    needed, declared = schema.get("required", ()), schema.get("properties", {})
+    acceptable = {
+        name: sorted(values, key=lambda v: v == "") if name in needed else values
+        for name, values in call["acceptable"].items()
+        if name in declared or "" not in values
+    }
+    return {"name": call["name"], "arguments": first_acceptable(acceptable)}
+
+
+def _answer(expected, task):
+    """A gold record as an answer (tool calling's gold in BFCL's form made a call; others as they are)."""
+    parameters = {t.function.name: t.function.parameters for t in getattr(task, "tools", ())}
+    if isinstance(expected.get("calls"), list):
+        return {"calls": [_call_answer(c, parameters) for c in expected["calls"]]}
+    if "call" in expected:
+        return {"call": _call_answer(expected["call"], parameters)}
+    return expected
+
+
 @pytest.mark.parametrize("root", _dataset_dirs())
 def test_gold_scores_perfectly(root):
     record, cases = _read(root)
-    scorer = CaseScorer(schema=record.schema, task=record.task)
+    case_tasks = {c.id: record.task.for_case(c.tools) for c in cases if c.tools}  # per-case tools
+    scorer = CaseScorer(schema=record.schema, task=record.task, case_tasks=case_tasks)
     summary = aggregate(
-        scorer(case_id=c.id, outputs=c.expected, reference_outputs=c.expected, tags=c.tags) for c in cases
+        scorer(
+            case_id=c.id,
+            outputs=_answer(c.expected, case_tasks.get(c.id, record.task)),
+            reference_outputs=c.expected,
+            tags=c.tags,
+        )
+        for c in cases
     )
     assert summary.field_accuracy == 1.0
     assert summary.field_accuracy_macro == 1.0
