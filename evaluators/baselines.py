@@ -154,6 +154,7 @@ def baseline_scores(
     schema: Mapping[str, Any],
     options: MatchOptions = DEFAULT_OPTIONS,
     task: Task | None = None,
+    case_tasks: Mapping[str, Task] | None = None,
 ) -> BaselineScores:
     """Score the always-null and majority-value predictors on the labeled cases.
 
@@ -164,12 +165,16 @@ def baseline_scores(
         schema: The dataset's JSON Schema.
         options: Matcher tolerances: those the model was scored with.
         task: The dataset's task, whose kind's scorer scores the fields (None: extraction).
+        case_tasks: Each case's task by id when cases bring their own tools (the dataset's
+            `case_tasks`): a case is scored against its own (None: every case against `task`).
 
     Returns:
         Both predictors' figures; None figures when no case is labeled.
     """
     labeled = {case_id: gold for case_id, gold in golds.items() if gold is not None}
-    scorer = CaseScorer(schema=schema, options=options, task=task or ExtractionTask())
+    scorer = CaseScorer(
+        schema=schema, options=options, task=task or ExtractionTask(), case_tasks=case_tasks or {}
+    )
     null = always_null_record(schema=schema)
     majority = majority_record(golds=labeled.values(), schema=schema)
     case_scores = {

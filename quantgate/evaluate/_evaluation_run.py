@@ -248,6 +248,7 @@ def _baselines(dataset: Dataset, cases: Sequence[Case]) -> BaselineScores:
         tags={c.id: c.tags for c in cases},
         schema=dataset.schema,
         task=dataset.task,
+        case_tasks=dataset.case_tasks,
     )
 
 

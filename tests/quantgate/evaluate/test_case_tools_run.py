@@ -212,3 +212,31 @@ def test_a_resumed_run_rescores_each_recorded_case_against_its_own_tools(tmp_pat
     assert quant.kind_figures.schema_validity == pytest.approx(2 / 3)  # the stock case's call, as it ran
     assert isinstance(ref.kind_figures, ToolCallSummary)
     assert ref.kind_figures.exact_call_rate == 1.0
+
+
+def test_a_run_whose_task_offers_no_tools_scores_its_baselines_against_each_case_s_own(tmp_path):
+    """task.json `"tools": []`, every case bringing its tools (as BFCL's imports are): the trivial
+    baselines are scored against each case's tools too (they were scored against the task's, none,
+    and the run stopped with an unexpected error)."""
+    root = shutil.copytree(DATA, tmp_path / "own-tools-only")
+    task = json.loads((root / "task.json").read_text())
+    shared, task["tools"] = task["tools"], []
+    (root / "task.json").write_text(json.dumps(task))
+    for name in ("cases.jsonl", "examples.jsonl"):
+        lines = [json.loads(line) for line in (root / name).read_text().splitlines() if line.strip()]
+        for line in lines:
+            own = {t["function"]["name"] for t in line.get("tools", [])}
+            line["tools"] = [*line.get("tools", []), *(t for t in shared if t["function"]["name"] not in own)]
+        (root / name).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    dataset = load_dataset(root)
+    model = QueuedChatModel(outputs=["{}"], by_text=_answers(RIGHT))
+    variants = VariantSet(
+        reference="ref", variants=[Variant.from_chat_model("ref", model, quantization="F16")]
+    )
+    options = RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False)
+    summary = read_summary(run_evaluation(dataset, variants, options=options))
+    assert summary.baselines is not None
+    assert summary.baselines.always_null == 0.25  # "no call" is right on the one case whose gold is none
+    figures = summary.variants[0].kind_figures
+    assert isinstance(figures, ToolCallSummary)
+    assert figures.exact_call_rate == 1.0
