@@ -33,7 +33,8 @@ CALIBRATION_NOTE = (
     "Each calibrated variant (an importance matrix from your dataset's cases, `+imat`, or from a general "
     "text, `+imat-text`) against the plain variant of the same type, on the labeled cases both have: Δ is "
     "accuracy, calibrated minus plain, with the interval the accuracy gate judges by, valid at any number "
-    "of cases. A plain variant is kept running while a calibrated twin is, so both have the same cases. "
+    "of cases. A sequential run keeps a plain variant running while a calibrated twin is, so both have the "
+    "same cases (the cases column says how many both have). "
     "Each is also judged against the reference in the tables above."
 )
 
