@@ -24,12 +24,16 @@ from tqdm import tqdm
 
 from graphs.evaluation import CaseOutcome
 from quantgate.backends import backend_module, capabilities
+from quantgate.cluster._actor_worker import ActorWorker
 from quantgate.cluster._connection import connected
 from quantgate.cluster._ray_tasks import CallReturned, TaskEnded, TaskStarted, call_task, variant_task
 from quantgate.cluster._resources import infeasible, task_resources, to_ray_options
 from quantgate.cluster._shards import ShardEnded, merged, shard_jobs, why_not_split
+from quantgate.evaluate._options import RunOptions
 from quantgate.evaluate.scheduler._executor import Called, Evaluated, LocalExecutor, Result, VariantCall
+from quantgate.evaluate.scheduler._pool import InlineWorker, VariantWorker
 from quantgate.evaluate.scheduler._variant import VariantJob, VariantRun, with_backend_module
+from quantgate.inputs._variants import Variant
 from quantgate.rundir._build import case_record
 from quantgate.rundir._store import RunStore
 from quantgate.rundir._summary import Placement, ShardPlacement
@@ -117,7 +121,21 @@ class RayExecutor:
 
     parallel = True
     remote = True
-    rounds = False
+
+    def in_rounds(self, variants: Sequence[Variant], options: RunOptions) -> bool:
+        """In rounds over warm actors, unless a server variant's cases are split between tasks
+        (`shards`, in a run that is not sequential): then each variant is a task, evaluated whole."""
+        return options.sequential or all(
+            v.shards == 1 or capabilities(v).memory != "server" for v in variants
+        )
+
+    def worker(self, job: VariantJob, store: RunStore) -> VariantWorker:
+        """A Ray actor on a node that has what the variant declares; a variant that cannot cross
+        processes (a chat model given from Python) stays in the driver."""
+        if not capabilities(job.variant).process_isolation:
+            return InlineWorker(job, store)
+        resources = task_resources(job.variant, self._ray.nodes())
+        return ActorWorker(job, store, resources=resources, retries=self.retries)
 
     def __init__(self, *, retries: int = 1, progress: bool = True) -> None:
         import ray
