@@ -1,15 +1,19 @@
-"""`RayExecutor`: each variant's evaluation as a Ray task, side by side on a cluster's nodes
-(a server variant's cases maybe split between several: `quantgate.cluster._shards`), and any other
-per-variant call (a load test, embeddings, token fidelity) as a task returning its result.
+"""`RayExecutor`: a run on a Ray cluster. Its variants are kept warm in Ray actors, one per
+variant on a node that has what it declares (`quantgate.cluster._actor_worker`), and driven in
+the local run's interleaved rounds (`quantgate.evaluate.scheduler._rounds`): same stopping rule,
+budget, reference cache and verification. A run whose server variants split their cases between
+nodes (`shards`, `quantgate.cluster._shards`) runs each variant as a Ray task instead, evaluated
+whole, side by side; any other per-variant call (a load test, embeddings, token fidelity) is a
+task returning its result.
 
-The driver (the process running `quantgate run`) submits one task per variant, with the
-resources it declares (`quantgate.cluster._resources`), and alone writes the run directory: each
-case's record as the task sends its outcome back, each variant's entry as its task ends. So the
-run directory is the same as a local run's, and an interrupted run resumes the same way.
+The driver (the process running `quantgate run`) alone writes the run directory: each case's
+record as an actor or task sends its outcome back, each variant's entry as it settles or ends. So
+the run directory is the same as a local run's, and an interrupted run resumes the same way.
 
 A task that dies (its worker crashed or was killed, its node was lost, out of memory) is started
 again for the cases it had not sent back, up to `retries` times; then its variant is reported as
-failed and the run goes on. Ctrl-C (or SIGTERM) cancels every task still running.
+failed and the run goes on (an actor likewise: `ActorWorker`). Ctrl-C (or SIGTERM) cancels every
+task still running.
 """
 
 from __future__ import annotations

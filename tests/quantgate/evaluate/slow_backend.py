@@ -7,7 +7,8 @@ a spawned worker process as an embedded one would; it is registered at import, a
 imports this module again (as its main module), so the worker knows it too; `slow-server` is
 the same fake declared as a server's client, which also embeds (each text as 4 numbers of its
 sha256). No model is loaded:
-each answer is a fixed valid record, given after `options.delay_s` seconds. With
+each answer is a fixed valid record (`options.answer`, else `GOOD`), given after `options.delay_s`
+seconds. With
 `options.sigterm_marker`, the worker ignores SIGTERM and touches that file instead, as a worker
 stuck in native code would not stop. With `options.die_after` = N, the process dies
 (`os._exit(1)`, as a crash in native code) when asked for answer N + 1; with
@@ -63,7 +64,7 @@ def _open_slow(
 ) -> Iterator[OpenedVariant]:
     options = variant.options
     model = SlowChatModel(
-        outputs=[json.dumps(GOOD)],
+        outputs=[json.dumps(options.get("answer", GOOD))],
         delay_s=float(options["delay_s"]),
         die_after=options.get("die_after"),
         die_marker=options.get("die_marker"),
