@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -42,7 +42,7 @@ _WAIT_S = 0.5
 """How long the driver waits for an actor's next message at a time (Ctrl-C is seen in between)."""
 
 
-def node_for(resources: Mapping[str, float], nodes: list[Node], avoid: set[str]) -> str | None:
+def node_for(resources: Mapping[str, float], nodes: Sequence[Node], avoid: set[str]) -> str | None:
     """The id of an alive node that has all of `resources`, one not in `avoid` when there is one;
     None when none has them."""
     fitting = [
@@ -174,6 +174,8 @@ class ActorWorker:
         began = time.perf_counter()
         while True:
             lacking = [case_id for case_id in case_ids if case_id not in got]
+            if got and not lacking:  # the lost actor had sent every case: the next round starts another
+                return RoundRan(outcomes=tuple(got.values()), wall_s=sum(walls) if walls else None)
             left = None if seconds_left is None else seconds_left - (time.perf_counter() - began)
             try:
                 if self._actor is None:
