@@ -76,6 +76,23 @@ def test_a_sequential_run_over_actors_decides_as_the_local_run(ray_cluster, tmp_
     )
 
 
+def test_candidates_verify_the_references_answers_in_their_actors(ray_cluster, tmp_path):
+    dataset, _ = write_inputs(tmp_path / "inputs", cases=6, delay_s=0.0)
+    variants = slow_variants("ref", "cand", backend="slow-verifying")
+    options = RunOptions(
+        out=tmp_path / "runs", progress=False, token_fidelity=False, latency_cases=2, concurrency=1
+    )
+    with RayExecutor.connect(progress=False) as executor:
+        run_dir = run_evaluation(load_dataset(dataset), variants, options=options, executor=executor)
+    obtained = {r.case_id: r.obtained for r in read_records(run_dir) if r.variant == "cand"}
+    # the latency sample decoded in full, the others read from the reference's answers, as locally
+    assert obtained == {"c0": "decoded", "c1": "decoded", "c2": "verified", "c3": "verified",
+                        "c4": "verified", "c5": "verified"}  # fmt: skip
+    cand = load_run(run_dir).summary.entry("cand")
+    assert cand is not None
+    assert (cand.verified_cases, cand.decoded_cases, cand.verification_missing) == (4, 2, None)
+
+
 def _kill_an_actor_mid_round(out: Path, killed: list[int]) -> None:
     """Once the candidate has recorded 2 cases, SIGKILL the actor process running a round."""
     deadline = time.monotonic() + 120
