@@ -5,8 +5,9 @@ dataset, no token fidelity, in one sitting: first with the local executor (a war
 per variant, in interleaved rounds), then through `RayExecutor.connect()` with a local Ray started
 for the run (its start-up counted: a user pays it on every run), the same rounds over a warm Ray
 actor per variant. The variants take turns either way; the difference is what Ray itself costs
-(start-up, an actor per variant, sending each round's cases and records through it). Both runs must record the same outputs (greedy decoding, one case at a time: `--concurrency
-1`, since batch composition changes outputs): the script says whether they do.
+(start-up, an actor per variant, sending each round's cases and records through it). Both runs
+must record the same outputs (greedy decoding, one case at a time: `--concurrency 1`, since batch
+composition changes outputs): the script says whether they do.
 
 It prints one JSON line: `local_s`, `ray_s` (with start-up), `ray_startup_s`, `ratio`
 (ray_s / local_s), `same_outputs`, `variants`, `cases`, and per variant and executor the peak RSS
