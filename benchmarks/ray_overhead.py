@@ -1,13 +1,13 @@
 """What `--executor ray` costs on one machine: the same run, local executor against a local Ray.
 
 The same variants (default: F16 and Q4_K_M of the default ladder) on the same cases of a bundled
-dataset, no token fidelity, in one sitting: first with the local executor (a spawned worker per
-variant, one after another), then through `RayExecutor.connect()` with a local Ray started for
-the run (its start-up counted: a user pays it on every run). On one machine an embedded variant's
-task takes every CPU (`quantgate.cluster._resources`), so the variants still run one after
-another; the difference is what Ray itself costs (start-up, a worker per task, sending records
-back). Both runs must record the same outputs (greedy decoding, one case at a time: `--concurrency
-1`, since batch composition changes outputs): the script says whether they do.
+dataset, no token fidelity, in one sitting: first with the local executor (a warm worker process
+per variant, in interleaved rounds), then through `RayExecutor.connect()` with a local Ray started
+for the run (its start-up counted: a user pays it on every run), the same rounds over a warm Ray
+actor per variant. The variants take turns either way; the difference is what Ray itself costs
+(start-up, an actor per variant, sending each round's cases and records through it). Both runs
+must record the same outputs (greedy decoding, one case at a time: `--concurrency 1`, since batch
+composition changes outputs): the script says whether they do.
 
 It prints one JSON line: `local_s`, `ray_s` (with start-up), `ray_startup_s`, `ratio`
 (ray_s / local_s), `same_outputs`, `variants`, `cases`, and per variant and executor the peak RSS

@@ -1,15 +1,19 @@
-"""`RayExecutor`: each variant's evaluation as a Ray task, side by side on a cluster's nodes
-(a server variant's cases maybe split between several: `quantgate.cluster._shards`), and any other
-per-variant call (a load test, embeddings, token fidelity) as a task returning its result.
+"""`RayExecutor`: a run on a Ray cluster. Its variants are kept warm in Ray actors, one per
+variant on a node that has what it declares (`quantgate.cluster._actor_worker`), and driven in
+the local run's interleaved rounds (`quantgate.evaluate.scheduler._rounds`): same stopping rule,
+budget, reference cache and verification. A run whose server variants split their cases between
+nodes (`shards`, `quantgate.cluster._shards`) runs each variant as a Ray task instead, evaluated
+whole, side by side; any other per-variant call (a load test, embeddings, token fidelity) is a
+task returning its result.
 
-The driver (the process running `quantgate run`) submits one task per variant, with the
-resources it declares (`quantgate.cluster._resources`), and alone writes the run directory: each
-case's record as the task sends its outcome back, each variant's entry as its task ends. So the
-run directory is the same as a local run's, and an interrupted run resumes the same way.
+The driver (the process running `quantgate run`) alone writes the run directory: each case's
+record as an actor or task sends its outcome back, each variant's entry as it settles or ends. So
+the run directory is the same as a local run's, and an interrupted run resumes the same way.
 
 A task that dies (its worker crashed or was killed, its node was lost, out of memory) is started
 again for the cases it had not sent back, up to `retries` times; then its variant is reported as
-failed and the run goes on. Ctrl-C (or SIGTERM) cancels every task still running.
+failed and the run goes on (an actor likewise: `ActorWorker`). Ctrl-C (or SIGTERM) cancels every
+task still running.
 """
 
 from __future__ import annotations
@@ -24,12 +28,16 @@ from tqdm import tqdm
 
 from graphs.evaluation import CaseOutcome
 from quantgate.backends import backend_module, capabilities
+from quantgate.cluster._actor_worker import ActorWorker
 from quantgate.cluster._connection import connected
 from quantgate.cluster._ray_tasks import CallReturned, TaskEnded, TaskStarted, call_task, variant_task
 from quantgate.cluster._resources import infeasible, task_resources, to_ray_options
 from quantgate.cluster._shards import ShardEnded, merged, shard_jobs, why_not_split
+from quantgate.evaluate._options import RunOptions
 from quantgate.evaluate.scheduler._executor import Called, Evaluated, LocalExecutor, Result, VariantCall
+from quantgate.evaluate.scheduler._pool import InlineWorker, VariantWorker
 from quantgate.evaluate.scheduler._variant import VariantJob, VariantRun, with_backend_module
+from quantgate.inputs._variants import Variant
 from quantgate.rundir._build import case_record
 from quantgate.rundir._store import RunStore
 from quantgate.rundir._summary import Placement, ShardPlacement
@@ -117,7 +125,21 @@ class RayExecutor:
 
     parallel = True
     remote = True
-    rounds = False
+
+    def in_rounds(self, variants: Sequence[Variant], options: RunOptions) -> bool:
+        """In rounds over warm actors, unless a server variant's cases are split between tasks
+        (`shards`, in a run that is not sequential): then each variant is a task, evaluated whole."""
+        return options.sequential or all(
+            v.shards == 1 or capabilities(v).memory != "server" for v in variants
+        )
+
+    def worker(self, job: VariantJob, store: RunStore) -> VariantWorker:
+        """A Ray actor on a node that has what the variant declares; a variant that cannot cross
+        processes (a chat model given from Python) stays in the driver."""
+        if not capabilities(job.variant).process_isolation:
+            return InlineWorker(job, store)
+        resources = task_resources(job.variant, self._ray.nodes())
+        return ActorWorker(job, store, resources=resources, retries=self.retries)
 
     def __init__(self, *, retries: int = 1, progress: bool = True) -> None:
         import ray

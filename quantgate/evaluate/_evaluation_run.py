@@ -178,8 +178,8 @@ def _execute_here(session: RunSession, executor: VariantExecutor) -> Path:
     try:
         store.write_variants(session.metadata)
         store.write_summary(summary)
-        if executor.rounds:
-            evaluate_in_rounds(session)
+        if executor.in_rounds(session.variants, session.options):
+            evaluate_in_rounds(session, executor.worker)
         else:
             evaluate_all(session, executor)
             if session.options.noise_floor_cases:

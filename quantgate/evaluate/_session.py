@@ -155,7 +155,7 @@ def evaluate_all(session: RunSession, executor: VariantExecutor) -> None:
             print(f"quantgate: skipping variant {evaluated.job.variant.name}: {evaluated.error}")
             record_skipped(session, evaluated.job, str(evaluated.error), placement=evaluated.placement)
         else:
-            record_run(session, evaluated.run, placement=evaluated.placement)
+            record_run(session, evaluated.run, placement=evaluated.placement, whole=True)
 
 
 def record_skipped(session: RunSession, job: VariantJob, error: str, *, placement: Placement) -> None:
@@ -170,14 +170,15 @@ def record_skipped(session: RunSession, job: VariantJob, error: str, *, placemen
     _write(session)
 
 
-def record_run(session: RunSession, result: VariantRun, *, placement: Placement) -> None:
+def record_run(session: RunSession, result: VariantRun, *, placement: Placement, whole: bool = False) -> None:
     """Write an evaluated variant's entry (with its trivial baseline), its line of variants.json,
-    and every variant's paired delta; say what its evaluation cut or could not enforce."""
+    and every variant's paired delta; say what its evaluation cut or could not enforce (`whole`:
+    it was evaluated whole, not in rounds, so it verified nothing)."""
     _say_cuts(result.entry)
     _say_unenforced(session, result.metadata)
     variant = next((v for v in session.variants if v.name == result.entry.name), None)
     if variant is not None and result.entry.name != session.reference:
-        missing = verification_missing(variant, session.options, executor=placement.executor)
+        missing = verification_missing(variant, session.options, whole=placement.executor if whole else None)
         result.entry.verification_missing = missing
     result.entry.baseline_accuracy = baseline_accuracy(scores=session.baselines, case_ids=result.case_ids)
     session.place(result.entry, result.metadata.model_copy(update={"placement": placement}))

@@ -1,6 +1,6 @@
 """The evaluation scheduler: which variant runs which cases, where, and when it stops.
 
-`_rounds.py` (the local run: every variant on the same cases in interleaved rounds, the budget,
+`_rounds.py` (a run: every variant on the same cases in interleaved rounds, the budget,
 settling), `_tracks.py` (a variant's progress through the rounds, the pool of warm variants, its
 result), `_pool.py` (a warm variant's worker process, or one in this process; how many fit in
 memory), `_warm.py` (a variant loaded once, warmed up, given a round's cases), `_warm_up.py` (the

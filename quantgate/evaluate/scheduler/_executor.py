@@ -1,5 +1,6 @@
-"""Where variants are evaluated: one after another in worker processes on this machine
-(`LocalExecutor`, the default), or as tasks on a Ray cluster (`quantgate.cluster.RayExecutor`).
+"""Where variants are evaluated: kept warm in worker processes on this machine (`LocalExecutor`,
+the default), or in actors on a Ray cluster's nodes (`quantgate.cluster.RayExecutor`), and driven
+in interleaved rounds; a Ray run of server variants split into case shards runs each as tasks.
 
 An executor takes variant jobs and yields each one's result as it ends. Either way the run
 directory gets each case's record exactly once, as the case finishes: the local executor's
@@ -18,9 +19,12 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 from quantgate.backends import BackendError, backend_module
+from quantgate.evaluate._options import RunOptions
+from quantgate.evaluate.scheduler._pool import VariantWorker, make_worker
 from quantgate.evaluate.scheduler._variant import VariantJob, VariantRun, evaluate_isolated
 from quantgate.evaluate.scheduler._worker import run_isolated
 from quantgate.inputs._variants import Variant
+from quantgate.rundir._store import RunStore
 from quantgate.rundir._summary import Placement
 
 __all__ = ["Called", "Evaluated", "LocalExecutor", "VariantCall", "VariantExecutor", "run_call"]
@@ -93,14 +97,20 @@ class VariantExecutor(Protocol):
             budget is then not split between them).
         remote: Work may run on another machine, whose files are not this one's: what it
             would write must be sent back instead.
-        rounds: A run keeps its variants warm here and evaluates them in interleaved rounds
-            on the same cases (`quantgate.evaluate.scheduler._rounds`), one at a time; otherwise each job
-            is evaluated whole by `evaluate`.
     """
 
     parallel: bool
     remote: bool
-    rounds: bool
+
+    def in_rounds(self, variants: Sequence[Variant], options: RunOptions) -> bool:
+        """A run of these variants keeps them warm (`worker`) and evaluates them in interleaved
+        rounds on the same cases (`quantgate.evaluate.scheduler._rounds`), one at a time;
+        otherwise each job is evaluated whole by `evaluate`."""
+        ...
+
+    def worker(self, job: VariantJob, store: RunStore) -> VariantWorker:
+        """Where a run in rounds keeps the job's variant warm."""
+        ...
 
     def evaluate(self, jobs: Sequence[VariantJob]) -> Iterator[Evaluated]:
         """Evaluate the jobs, yielding each as it ends (in any order), its records written.
@@ -126,7 +136,14 @@ class LocalExecutor:
 
     parallel = False
     remote = False
-    rounds = True
+
+    def in_rounds(self, variants: Sequence[Variant], options: RunOptions) -> bool:
+        """Always: a run keeps its variants warm in worker processes here."""
+        return True
+
+    def worker(self, job: VariantJob, store: RunStore) -> VariantWorker:
+        """A worker process here (`make_worker`), or this process for a chat model given from Python."""
+        return make_worker(job, store)
 
     def evaluate(self, jobs: Sequence[VariantJob]) -> Iterator[Evaluated]:
         """Evaluate the jobs one after another, in the order given."""

@@ -34,6 +34,7 @@ from quantgate.inputs._variants import Variant
 from quantgate.rundir._build import case_record
 from quantgate.rundir._jsonfile import RunWriteError
 from quantgate.rundir._store import RunStore
+from quantgate.rundir._summary import Placement
 
 __all__ = ["InlineWorker", "ProcessWorker", "VariantWorker", "make_worker", "warm_capacity"]
 
@@ -52,8 +53,20 @@ MEMORY_SHARE = 0.8
 """Share of the available memory the warm variants may take together."""
 
 
+_HERE = Placement(executor="local")
+
+
 class VariantWorker(Protocol):
-    """A warm variant, driven round by round from the run."""
+    """A warm variant, driven round by round from the run.
+
+    Attributes:
+        placement: Where it is kept warm (recorded in variants.json).
+    """
+
+    @property
+    def placement(self) -> Placement:
+        """Where it is kept warm."""
+        ...
 
     def start(self) -> Warmed:
         """Open and warm up the variant. Raises BackendError when it cannot be served."""
@@ -99,6 +112,8 @@ class VariantWorker(Protocol):
 
 class InlineWorker:
     """The variant in this process, its records written through the run's own store."""
+
+    placement = _HERE
 
     def __init__(self, job: VariantJob, store: RunStore) -> None:
         self._on_case: Callable[[], None] = lambda: None
@@ -197,6 +212,8 @@ def _serve(connection: Connection, job: VariantJob) -> None:
 
 class ProcessWorker:
     """The variant in a spawned worker process of its own, driven over a pipe."""
+
+    placement = _HERE
 
     def __init__(self, job: VariantJob) -> None:
         self.name = job.variant.name

@@ -45,7 +45,7 @@ from quantgate.evaluate._noise_floor_arm import NoiseFloorArm
 from quantgate.evaluate._session import RunSession, record_run, record_skipped
 from quantgate.evaluate.scheduler._pool import VariantWorker, warm_capacity
 from quantgate.evaluate.scheduler._stopping_rule import paired_outcomes, settling_gates_status
-from quantgate.evaluate.scheduler._tracks import Stopped, Track, WarmPool, track_result
+from quantgate.evaluate.scheduler._tracks import MakeWorker, Stopped, Track, WarmPool, track_result
 from quantgate.evaluate.scheduler._variant import VariantJob
 from quantgate.evaluate.scheduler._verification import (
     answers_to_verify,
@@ -55,17 +55,14 @@ from quantgate.evaluate.scheduler._verification import (
 )
 from quantgate.inputs._calibration_twins import calibration_twins
 from quantgate.rundir._round_loads import RoundLoadEntry
-from quantgate.rundir._summary import Placement
 
 __all__ = ["evaluate_in_rounds"]
-
-_HERE = Placement(executor="local")
 
 
 class _Rounds:
     """The state of a run in rounds: its tracks, its warm workers, the time spent."""
 
-    def __init__(self, session: RunSession) -> None:
+    def __init__(self, session: RunSession, make: MakeWorker) -> None:
         self.session = session
         self.options = session.options
         self.tracks = [self._track(v.name) for v in session.variants if v.name not in session.done]
@@ -76,7 +73,7 @@ class _Rounds:
         for twin in calibration_twins([t.job.variant for t in self.candidates]):
             self.twins.setdefault(twin.plain, []).append(twin.calibrated)
         capacity = warm_capacity([t.job.variant for t in self.tracks])
-        self.pool = WarmPool(session.store, capacity, on_load=self._loaded)
+        self.pool = WarmPool(session.store, capacity, on_load=self._loaded, make=make)
         self.cache = ReferenceCache.for_session(session)
         self.noise_floor = NoiseFloorArm(session)
         self.spent_s = session.summary.evaluation_s or 0.0
@@ -116,7 +113,7 @@ class _Rounds:
     def _loaded(self, track: Track) -> None:
         """A variant just loaded: its line of variants.json (what serves it) is written at once."""
         if track.metadata is not None and len(track.warmed) == 1:
-            self.session.place_metadata(track.metadata.model_copy(update={"placement": _HERE}))
+            self.session.place_metadata(track.metadata.model_copy(update={"placement": track.placement}))
             self.session.store.write_variants(self.session.metadata)
 
     def _done_reference(self) -> Track:
@@ -252,6 +249,7 @@ class _Rounds:
         except BackendError as exc:
             self._fail(track, str(exc))
             return
+        track.placement = worker.placement  # a worker started again elsewhere says so
         elapsed = time.perf_counter() - started
         self.spent_s += elapsed
         track.case_s = elapsed / max(len(ran.outcomes), 1)
@@ -318,7 +316,7 @@ class _Rounds:
         track.error = error
         self.pool.drop(track)
         print(f"quantgate: skipping variant {track.name}: {error}")
-        record_skipped(self.session, track.job, error, placement=_HERE)
+        record_skipped(self.session, track.job, error, placement=track.placement)
         track.placed = True
 
     def _place(self, track: Track) -> None:
@@ -329,7 +327,7 @@ class _Rounds:
         if track.is_reference:
             self.cache.keep(track)
             self.cache.keep_entry(result.entry)
-        record_run(self.session, result, placement=_HERE)
+        record_run(self.session, result, placement=track.placement)
         track.placed = True
 
     def _finish(self) -> None:
@@ -360,14 +358,19 @@ def _bar(track: Track, session: RunSession) -> tqdm:  # type: ignore[type-arg]
     )
 
 
-def evaluate_in_rounds(session: RunSession) -> None:
+def evaluate_in_rounds(session: RunSession, make: MakeWorker) -> None:
     """Evaluate the variants not done yet in interleaved rounds, writing each one's entry as it
     settles or the rounds end (summary.json and variants.json written again each time).
+
+    Args:
+        session: The run being written.
+        make: Where each variant is kept warm (`VariantExecutor.worker`: a worker process here,
+            a Ray actor on a node).
 
     Raises:
         KeyboardInterrupt: Ctrl-C or SIGTERM; every worker is stopped, the records stay.
     """
-    rounds = _Rounds(session)
+    rounds = _Rounds(session, make)
     try:
         rounds.run()
     except BaseException:

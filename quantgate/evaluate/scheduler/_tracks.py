@@ -23,11 +23,13 @@ from quantgate.evaluate.scheduler._variant import VariantJob, VariantRun, varian
 from quantgate.evaluate.scheduler._warm import Warmed, WorkerEnd
 from quantgate.rundir._build import planned_metadata, variant_entry
 from quantgate.rundir._store import RunStore
-from quantgate.rundir._summary import SequentialEntry, VariantEntry, VariantMetadata
+from quantgate.rundir._summary import Placement, SequentialEntry, VariantEntry, VariantMetadata
 
-__all__ = ["Stopped", "Track", "WarmPool", "track_result"]
+__all__ = ["MakeWorker", "Stopped", "Track", "WarmPool", "track_result"]
 
 Stopped = Literal["settled", "budget", "cases"]
+MakeWorker = Callable[[VariantJob, RunStore], VariantWorker]
+"""Where a variant is kept warm: a worker process here (`make_worker`), a Ray actor on a node, ..."""
 
 
 @dataclass(kw_only=True)
@@ -51,6 +53,7 @@ class Track:
         stopped: Why it stopped before the run's last case (None: it went on to the end).
         error: Why it could not be evaluated.
         placed: Its summary entry is written.
+        placement: Where its worker keeps it warm (its last worker's, after a restart).
     """
 
     job: VariantJob
@@ -69,6 +72,7 @@ class Track:
     stopped: Stopped | None = None
     error: str | None = None
     placed: bool = False
+    placement: Placement = field(default_factory=lambda: Placement(executor="local"))
 
     @property
     def name(self) -> str:
@@ -92,8 +96,15 @@ class Track:
 class WarmPool:
     """The variants kept loaded, at most `capacity` at once (the least recently used freed first)."""
 
-    def __init__(self, store: RunStore, capacity: int, on_load: Callable[[Track], None]) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        capacity: int,
+        on_load: Callable[[Track], None],
+        make: MakeWorker = make_worker,
+    ) -> None:
         self.store = store
+        self.make = make
         self.capacity = capacity
         self.on_load = on_load
         self._workers: OrderedDict[str, tuple[Track, VariantWorker]] = OrderedDict()
@@ -105,8 +116,9 @@ class WarmPool:
             return self._workers[track.name][1]
         while len(self._workers) >= self.capacity:
             self.release(next(iter(self._workers.values()))[0])
-        worker = make_worker(track.job, self.store)
+        worker = self.make(track.job, self.store)
         warmed = worker.start()
+        track.placement = worker.placement
         track.warmed.append(warmed)
         track.metadata = warmed.metadata
         self._workers[track.name] = (track, worker)
@@ -118,12 +130,14 @@ class WarmPool:
         found = self._workers.pop(track.name, None)
         if found is not None:
             track.ends.append(found[1].end())
+            track.placement = found[1].placement
 
     def drop(self, track: Track) -> None:
         """Stop the track's worker at once (it failed): no figures kept."""
         found = self._workers.pop(track.name, None)
         if found is not None:
             found[1].kill()
+            track.placement = found[1].placement
 
     def kill_all(self) -> None:
         """Stop every worker at once (an interruption); what they wrote stays."""

@@ -41,9 +41,10 @@ def latency_sample(cases: Sequence[Case], options: RunOptions) -> frozenset[str]
     return frozenset(c.id for c in cases[: options.latency_cases])
 
 
-def verification_missing(variant: Variant, options: RunOptions, *, executor: str = "local") -> str | None:
+def verification_missing(variant: Variant, options: RunOptions, *, whole: str | None = None) -> str | None:
     """Why a candidate decodes every case instead of verifying the reference's answers; None when it
-    verifies them (a candidate of a local run in rounds whose backend can)."""
+    verifies them (a candidate of a run in rounds whose backend can; `whole`: the executor that
+    evaluated it whole instead, a Ray task of a variant split into case shards)."""
     if not options.verify:
         return "verification is off (--no-verify): every case was decoded"
     if not capabilities(variant).verification:
@@ -51,9 +52,9 @@ def verification_missing(variant: Variant, options: RunOptions, *, executor: str
             f"the {variant.backend} backend cannot read given answers at prefill speed (it declares no "
             "verification): every case was decoded"
         )
-    if executor != "local":
+    if whole is not None:
         return (
-            f"the {executor} executor evaluates each variant whole, without the reference's answers: every "
+            f"the {whole} executor evaluated this variant whole, without the reference's answers: every "
             "case was decoded"
         )
     return None

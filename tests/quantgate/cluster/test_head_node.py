@@ -119,16 +119,17 @@ def test_a_run_on_a_ray_start_cluster_records_what_a_local_run_does(head_node, t
 
 
 def _tasks_running() -> list[str]:
-    """Command lines of Ray workers running a quantgate task (Ray titles them `ray::quantgate-<variant>`)."""
+    """Command lines of Ray workers running a quantgate task or actor (Ray titles them
+    `ray::quantgate-<variant>` and `ray::VariantActor`)."""
     found = []
     for process in psutil.process_iter(["cmdline"]):
         line = " ".join(process.info["cmdline"] or [])
-        if line.startswith("ray::quantgate-"):
+        if line.startswith(("ray::quantgate-", "ray::VariantActor")):
             found.append(line)
     return found
 
 
-def test_ctrl_c_cancels_the_tasks_and_the_run_resumes_on_the_cluster(
+def test_ctrl_c_ends_the_actors_and_the_run_resumes_on_the_cluster(
     head_node, sessions, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("RAY_AUTH_MODE", "token")  # for the run that `session` starts
@@ -144,11 +145,11 @@ def test_ctrl_c_cancels_the_tasks_and_the_run_resumes_on_the_cluster(
         lines = paths[0].read_text().splitlines() if paths else []
         return sum(json.loads(line)["variant"] != "ref" for line in lines)
 
-    wait_for(lambda: candidates_recorded() > 0, timeout=START_S, what="record of a candidate's task")
+    wait_for(lambda: candidates_recorded() > 0, timeout=START_S, what="record of a candidate's actor")
     assert _tasks_running()
     run.send_signal(signal.SIGINT)
     assert run.wait(timeout=60) == 130, stderr.read_text()[-2000:]
-    wait_for(lambda: not _tasks_running(), timeout=30, what="end of the cancelled tasks")
+    wait_for(lambda: not _tasks_running(), timeout=30, what="end of the actors")
     (run_dir,) = out.iterdir()
     assert load_run(run_dir).summary.status == "interrupted"
     kept = candidates_recorded()

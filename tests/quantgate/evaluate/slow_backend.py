@@ -6,8 +6,9 @@ runs the real command line. The backend declares `process_isolation`, so each va
 a spawned worker process as an embedded one would; it is registered at import, and the worker
 imports this module again (as its main module), so the worker knows it too; `slow-server` is
 the same fake declared as a server's client, which also embeds (each text as 4 numbers of its
-sha256). No model is loaded:
-each answer is a fixed valid record, given after `options.delay_s` seconds. With
+sha256); `slow-verifying` answers at once and reads the answers it is given to verify. No model is loaded:
+each answer is a fixed valid record (`options.answer`, else `GOOD`), given after `options.delay_s`
+seconds. With
 `options.sigterm_marker`, the worker ignores SIGTERM and touches that file instead, as a worker
 stuck in native code would not stop. With `options.die_after` = N, the process dies
 (`os._exit(1)`, as a crash in native code) when asked for answer N + 1; with
@@ -36,7 +37,7 @@ from quantgate.backends import BackendCapabilities, OpenedVariant, register_back
 from quantgate.backends._embedders import OpenedEmbeddings, register_embeddings
 from quantgate.cli import main
 from quantgate.inputs._variants import Variant, VariantSet, write_variants_file
-from tests.fakes import GOOD, SCHEMA, QueuedChatModel
+from tests.fakes import GOOD, SCHEMA, QueuedChatModel, VerifyingChatModel
 
 
 class SlowChatModel(QueuedChatModel):
@@ -63,7 +64,7 @@ def _open_slow(
 ) -> Iterator[OpenedVariant]:
     options = variant.options
     model = SlowChatModel(
-        outputs=[json.dumps(GOOD)],
+        outputs=[json.dumps(options.get("answer", GOOD))],
         delay_s=float(options["delay_s"]),
         die_after=options.get("die_after"),
         die_marker=options.get("die_marker"),
@@ -83,6 +84,23 @@ register_backend(
     capabilities=BackendCapabilities(
         process_isolation=True, parallel="server", memory="server", embeddings=True
     ),
+)
+
+
+@contextmanager
+def _open_verifying(
+    variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
+) -> Iterator[OpenedVariant]:
+    model = VerifyingChatModel(outputs=[json.dumps(variant.options.get("answer", GOOD))])
+    yield OpenedVariant(chat_model=model, runtime={"name": "verifying fake", "version": "0"})
+
+
+# a fake that reads given answers (`VerifyingChatModel`), in a process of its own: candidates of a
+# run in rounds on Ray verify the reference's answers in their actors
+register_backend(
+    "slow-verifying",
+    _open_verifying,
+    capabilities=BackendCapabilities(process_isolation=True, verification=True),
 )
 
 
