@@ -3,32 +3,19 @@ output, its chunks and scored positions, its base file read back, and its KLD fo
 
 from __future__ import annotations
 
-import importlib.util
 import struct
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 
 from evaluators.fidelity import token_fidelity
+from tests.benchmarks import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[2]
 REPORT = Path(__file__).parent / "data" / "llama_perplexity_kld_q2_k.txt"
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("kld_crosscheck", ROOT / "benchmarks" / "kld_crosscheck.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-crosscheck = _load()
+crosscheck = load_benchmark("kld_crosscheck")
 
 
 def test_the_report_s_figures_are_read_with_percentages_as_fractions() -> None:

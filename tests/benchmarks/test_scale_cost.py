@@ -3,28 +3,13 @@ and docs/scale.md's tables as the script prints them from the measured figures."
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.benchmarks import ROOT, load_benchmark
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("scale_cost", ROOT / "benchmarks" / "scale_cost.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-scale = _load()
+scale = load_benchmark("scale_cost")
 
 # Seconds a case: the reference decodes in 10; A decodes in 4 and verifies in 1; B in 6 and 2.
 COSTS = {
