@@ -127,10 +127,24 @@ def test_llguidance_names_what_it_ignores():
     assert named == ['Unimplemented keys: ["uniqueItems"]']
 
 
+IMPORTED_GBNF_GAPS = {
+    "bfcl-multiple": [("call.arguments.fee", "maximum")],
+    "bfcl-parallel": [("calls[].arguments.population", "required")],
+    "bfcl-parallel-multiple": [("calls[].arguments.fee", "maximum")],
+    "bfcl-irrelevance": [
+        ("call.arguments.user_responses[]", "minItems"),
+        ("call.arguments.user_responses[]", "maxItems"),
+    ],
+}
+"""What the GBNF converter leaves out of the BFCL sets' tools, imported as BFCL wrote them (the
+sets written for quantgate are enforced whole; `datasets check` and a run name these)."""
+
+
 def test_the_bundled_schemas_are_enforced_whole(bundled_dataset_dir):
     schema = load_dataset(bundled_dataset_dir).schema  # schema.json, or derived from task.json
-    for engine in ("gbnf", "llguidance"):
-        assert unenforced_keywords(schema, engine=engine) == ()
+    assert unenforced_keywords(schema, engine="llguidance") == ()
+    gaps = [(k.path, k.keyword) for k in unenforced_keywords(schema, engine="gbnf")]
+    assert gaps == IMPORTED_GBNF_GAPS.get(bundled_dataset_dir.name, [])
 
 
 def test_an_annotation_only_format_is_not_named():
