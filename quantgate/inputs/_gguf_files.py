@@ -146,11 +146,9 @@ def _tensor_bytes(name: bytes, kind: int, dims: list[int]) -> int:
     return elements // block_size * type_size
 
 
-def _parse_header(header: _Header) -> tuple[int, int, int]:
-    """(tensor count, data offset, end of the tensor data) of a header past its magic and version."""
-    tensor_count, kv_count = header.number("Q"), header.number("Q")
-    if kv_count * 12 > header.size or tensor_count * 24 > header.size:
-        raise _CorruptError(f"it claims {kv_count:,} metadata keys and {tensor_count:,} tensors")
+def _read_alignment(header: _Header, kv_count: int) -> int:
+    """Walk the header's `kv_count` metadata keys; their `general.alignment` (GGUF's default, 32,
+    when none is given). The header is left at the first tensor's info."""
     alignment = 32
     for _ in range(kv_count):
         key, kind = header.string(), header.number("I")
@@ -158,6 +156,15 @@ def _parse_header(header: _Header) -> tuple[int, int, int]:
             alignment = header.number("I")
         else:
             header.skip_value(kind)
+    return alignment
+
+
+def _parse_header(header: _Header) -> tuple[int, int, int]:
+    """(tensor count, data offset, end of the tensor data) of a header past its magic and version."""
+    tensor_count, kv_count = header.number("Q"), header.number("Q")
+    if kv_count * 12 > header.size or tensor_count * 24 > header.size:
+        raise _CorruptError(f"it claims {kv_count:,} metadata keys and {tensor_count:,} tensors")
+    alignment = _read_alignment(header, kv_count)
     if alignment <= 0 or alignment & (alignment - 1):
         raise _CorruptError(f"general.alignment is {alignment}, not a power of two")
     data_end = 0

@@ -13,7 +13,7 @@ import shutil
 import struct
 from pathlib import Path
 
-from quantgate.inputs._gguf_files import _Header
+from quantgate.inputs._gguf_files import _Header, _read_alignment
 
 TOOLS_TEMPLATE = (
     "{{ bos_token }}"
@@ -27,7 +27,7 @@ TOOLS_TEMPLATE = (
 """A small template in Gemma's turn markup that renders the tools it is given (a system turn is
 kept as its own turn here), so that a test sees the tools reach the text."""
 
-_STRING, _UINT32 = 8, 4
+_STRING = 8
 
 
 def _string(text: str) -> bytes:
@@ -40,13 +40,7 @@ def _header_parts(view: mmap.mmap) -> tuple[int, int, int, int, int]:
     header = _Header(view, "<")
     header.take(8)
     tensor_count, kv_count = header.number("Q"), header.number("Q")
-    alignment = 32
-    for _ in range(kv_count):
-        key, kind = header.string(), header.number("I")
-        if key == b"general.alignment" and kind == _UINT32:
-            alignment = header.number("I")
-        else:
-            header.skip_value(kind)
+    alignment = _read_alignment(header, kv_count)
     kv_end = header.offset
     for _ in range(tensor_count):
         header.string()
