@@ -265,7 +265,7 @@ def _case_tools_dataset(root: Path, calls: str = "one") -> Dataset:
     context with its case, all three do not."""
     root.mkdir()
     (root / "task.json").write_text(json.dumps({"kind": "tool_calling", "tools": [], "calls": calls}))
-    empty = {"call": None} if calls == "one" else {"calls": []}
+    empty: dict[str, Any] = {"call": None} if calls == "one" else {"calls": []}
     lines = [
         {
             "id": f"c{i}",
@@ -288,7 +288,7 @@ def _opened(vocab: Any, templated: Path, dataset: Dataset, decoder: _Decoder) ->
     engine = _engine(vocab, templated, decoder)
     engine.n_ctx, engine.n_threads, engine.slots, engine.flash_attn, engine.seed = 4096, 1, None, False, 0
     engine.fast_forward, engine.kv = False, SimpleNamespace(record=dict)
-    engine.close = lambda: None  # type: ignore[method-assign]  # the vocabulary is the module's
+    engine.close = lambda: None  # the vocabulary is the module's
     variant = Variant(name="it", backend="llamacpp", model=str(templated), options={"chat_template": True})
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_llamacpp, "EmbeddedEngine", lambda *args, **kwargs: engine)

@@ -28,7 +28,12 @@ def closed(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         monkeypatch.setattr(OllamaServer, name, lambda self, *a, answer=answer, **k: answer)
     closes: list[Any] = []
     original = ollama.Client.close
-    monkeypatch.setattr(ollama.Client, "close", lambda self: (closes.append(self), original(self))[1])
+
+    def counted(self: Any) -> None:
+        closes.append(self)
+        original(self)
+
+    monkeypatch.setattr(ollama.Client, "close", counted)
     return closes
 
 
