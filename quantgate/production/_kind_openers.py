@@ -172,7 +172,9 @@ class ToolCaller(TaskRunner[ToolCallAnswer]):
     schema (the grammar compiled once), shared by every call with the same tools (by tool-set hash,
     as the run's cases with their own tools share them)."""
 
-    _by_tools: dict[str, Extractor[dict[str, Any]]] = field(default_factory=dict, init=False, repr=False)
+    _by_tools: dict[str, Extractor[dict[str, Any]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __call__(
         self,

@@ -12,6 +12,8 @@ what that converter cannot enforce is recorded as `runtime.unenforced_schema_key
 For a tool-calling task the task's tools are sent as Ollama's `tools` instead, with no `format`
 (`quantgate.backends.ollama._ollama_tools`), and the variant says so (`native_tools`), so that the prompt
 asks for a tool call rather than JSON; `runtime.decoding` says which way a variant's calls went.
+Cases that bring their own tools get a chat model per tool set (`OpenedVariant.for_schema`), made
+once; each holds its own HTTP client, and every one is closed when the variant is.
 """
 
 from __future__ import annotations
