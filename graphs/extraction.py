@@ -67,6 +67,9 @@ class ExtractionContext:
         model_for_schema: The same model constrained to another record schema (a backend's
             `OpenedVariant.for_schema`), for the cases that bring their own tools (`for_task`);
             None: `model` serves every schema (it is not constrained by one).
+        prompt_tools_tokens: Tokens the model's prompt adds for a record schema beyond the messages
+            (a backend's `OpenedVariant.prompt_tools_tokens`: an embedded chat template renders the
+            tools of `schema`), left out of the input budget; None: none.
     """
 
     model: BaseChatModel
@@ -82,6 +85,7 @@ class ExtractionContext:
     native_tools: bool = False
     verify_kwarg: str | None = None
     model_for_schema: Callable[[Mapping[str, Any]], BaseChatModel] | None = None
+    prompt_tools_tokens: Callable[[Mapping[str, Any]], int] | None = None
 
     def for_task(self, task: Task) -> ExtractionContext:
         """The context of a case's task when cases bring their own tools (docs/tasks.md): its
@@ -128,6 +132,7 @@ class ExtractionContext:
         tools = native_tools_text(self.task, self.native_tools)  # "" unless the tools go natively
         overhead = sum(self.tokens(prompt_text(m)) + 4 for m in self.prompt_prefix) + 4
         overhead += self.tokens(tools) if tools else 0
+        overhead += self.prompt_tools_tokens(self.schema) if self.prompt_tools_tokens else 0
         return max(self.context_window - overhead - self.max_output_tokens - _SAFETY_TOKENS, 0)
 
 

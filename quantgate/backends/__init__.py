@@ -63,6 +63,10 @@ class OpenedVariant:
         for_schema: The same model constrained to another record schema, for the cases that
             bring their own tools (`ExtractionContext.for_task`); None: `chat_model` serves any
             schema (the backend does not constrain answers to one).
+        prompt_tools_tokens: Tokens the model's prompt adds for a record schema beyond its messages
+            (an embedded chat template renders a tool-calling task's tools), which `context_window`
+            has for the messages that much less; per schema, since each case's tools are its own.
+            None: none.
     """
 
     chat_model: BaseChatModel
@@ -78,6 +82,7 @@ class OpenedVariant:
     retry_backoff_s: float = 0.5
     native_tools: bool = False
     for_schema: Callable[[Mapping[str, Any]], BaseChatModel] | None = None
+    prompt_tools_tokens: Callable[[Mapping[str, Any]], int] | None = None
 
 
 class Backend(Protocol):

@@ -31,6 +31,7 @@ def variant_context(
         task=dataset.task,
         native_tools=opened.native_tools,
         model_for_schema=opened.for_schema,
+        prompt_tools_tokens=opened.prompt_tools_tokens,
     )
 
 

@@ -64,7 +64,7 @@ def _measure(job: _KldJob) -> TokenFidelitySummary:
         cases = []
         for case_id, output in job.outputs.items():
             own = case_context(context, job.dataset, case_id)
-            text = case_prompt(own, job.texts[case_id], chat_model.prompt_text)
+            text = case_prompt(own, job.texts[case_id])
             prompt = chat_model.engine.prompt.tokens(llama, text)
             target = llama.tokenize(output.encode("utf-8"), add_bos=False)
             one_at_a_time = forced_logits(llama, prompt, target, rows_per_batch=1)

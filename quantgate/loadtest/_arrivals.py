@@ -18,12 +18,11 @@ import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from langchain_core.language_models import BaseChatModel
 
 from evaluators.errors import UsageError
 from evaluators.loadtest import LoadRequest
 from quantgate.loadtest._bounds import rate_problem
-from quantgate.loadtest._one_request import Prompt, stream_request
+from quantgate.loadtest._one_request import CaseCheck, CaseModel, Prompt, stream_request
 
 __all__ = [
     "DEFAULT_IN_FLIGHT",
@@ -96,23 +95,23 @@ def poisson_schedule(
 
 
 def send_arrivals(
-    models: Sequence[BaseChatModel],
+    models: Sequence[CaseModel],
     prompts: Sequence[Prompt],
     *,
     level: str,
     schedule: Sequence[float],
-    check: Callable[[str], bool],
+    check: CaseCheck,
     in_flight: int,
     on_request: Callable[[LoadRequest], None] | None = None,
 ) -> tuple[list[LoadRequest], float]:
     """Send prompt i (round-robin) at `schedule[i]`, with at most `in_flight` requests at once.
 
     Args:
-        models: Chat models; sender i uses `models[i % len(models)]`.
+        models: Each model copy's chat model per case; sender i uses `models[i % len(models)]`.
         prompts: (case id, messages) pairs, sent in turn.
         level: The level's name, recorded on each request.
         schedule: Arrival times in seconds after the level begins, ascending.
-        check: Whether an answer's text is a valid output.
+        check: Whether an answer's text is a valid output for its case.
         in_flight: Senders; an arrival finding all busy waits in the client, its wait timed.
         on_request: Called with each request as it ends (from the sending thread).
 

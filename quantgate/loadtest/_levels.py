@@ -24,18 +24,17 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, closing, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import psutil
-from langchain_core.language_models import BaseChatModel
 
 from evaluators.errors import UsageError
-from evaluators.format import FormatEvaluator
 from evaluators.loadtest import LoadRequest, summarize_load
+from graphs.extraction import ExtractionContext
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import OpenedVariant, capabilities, open_variant
 from quantgate.backends._extraction_context import case_context
@@ -52,7 +51,7 @@ from quantgate.loadtest._arrivals import (
 )
 from quantgate.loadtest._bounds import load_problems
 from quantgate.loadtest._level_specs import DEFAULT_LEVELS, LoadLevel, parse_levels
-from quantgate.loadtest._one_request import Prompt, stream_request
+from quantgate.loadtest._one_request import CaseCheck, CaseModel, Prompt, stream_request
 from quantgate.rundir._lines import LoadLine
 from quantgate.rundir._loadtest_section import Arrivals, LoadLevelEntry, LoadVariantEntry
 from quantgate.rundir._store import JsonLines
@@ -111,11 +110,11 @@ class LoadOptions:
 
 
 def send_requests(
-    models: Sequence[BaseChatModel],
+    models: Sequence[CaseModel],
     prompts: Sequence[Prompt],
     *,
     level: LoadLevel,
-    check: Callable[[str], bool],
+    check: CaseCheck,
     requests: int | None,
     duration_s: float | None,
     on_request: Callable[[LoadRequest], None] | None = None,
@@ -123,10 +122,10 @@ def send_requests(
     """Send prompts round-robin from `level.concurrency` threads until the bound is reached.
 
     Args:
-        models: Chat models; slot i uses `models[i % len(models)]`.
+        models: Each model copy's chat model per case; slot i uses `models[i % len(models)]`.
         prompts: (case id, messages) pairs, sent in turn.
         level: The level (its name is recorded on each request).
-        check: Whether an answer's text is a valid output.
+        check: Whether an answer's text is a valid output for its case.
         requests: Stop after this many requests in all.
         duration_s: Start no request after this many seconds.
         on_request: Called with each request as it ends (from the sending thread).
@@ -221,13 +220,23 @@ def _instances(job: LoadJob, count: int) -> Iterator[tuple[list[OpenedVariant], 
         yield opened, cost
 
 
-def _prompts(job: LoadJob, opened: OpenedVariant) -> list[Prompt]:
-    """Each case's first-attempt messages, built as the evaluation builds them."""
+def _case_contexts(job: LoadJob, opened: OpenedVariant) -> dict[str, ExtractionContext]:
+    """Each case's extraction context on a model copy, as the evaluation builds it: the dataset's, or,
+    when cases bring their own tools, that of the case's tool set (its prompt, record schema and the
+    model constrained to it, one per tool set: `case_context`)."""
     context = extraction_context(job.dataset, opened, RunOptions(progress=False))
-    return [
-        (case.id, prompt_messages(case_context(context, job.dataset, case.id), case.text)[0])
-        for case in job.cases
-    ]
+    return {case.id: case_context(context, job.dataset, case.id) for case in job.cases}
+
+
+def _prompts(job: LoadJob, contexts: Mapping[str, ExtractionContext]) -> list[Prompt]:
+    """Each case's first-attempt messages, built as the evaluation builds them."""
+    return [(case.id, prompt_messages(contexts[case.id], case.text)[0]) for case in job.cases]
+
+
+def _case_models(contexts: Mapping[str, ExtractionContext]) -> CaseModel:
+    """A model copy's chat model per case (its context's: constrained to its record schema)."""
+    models = {case_id: context.model for case_id, context in contexts.items()}
+    return models.__getitem__
 
 
 def _warm_up(job: LoadJob, opened: OpenedVariant) -> float | None:
@@ -254,12 +263,12 @@ def _sampler(opened: OpenedVariant, process: str | None) -> AbstractContextManag
 
 
 def _send_level(
-    models: Sequence[BaseChatModel],
+    models: Sequence[CaseModel],
     prompts: Sequence[Prompt],
     *,
     level: LoadLevel,
     options: LoadOptions,
-    check: Callable[[str], bool],
+    check: CaseCheck,
     on_request: Callable[[LoadRequest], None],
 ) -> tuple[list[LoadRequest], float]:
     """One level's requests: closed threads, or Poisson arrivals from the options' seed."""
@@ -291,14 +300,14 @@ def load_variant(job: LoadJob) -> LoadVariantEntry:
             update={"options": {**variant.options, "max_tokens": options.max_tokens}}
         )
         job = replace(job, variant=variant)
-    evaluator = FormatEvaluator(schema=job.dataset.schema)
     sink = JsonLines(job.records_path)
     levels: list[LoadLevelEntry] = []
     with _instances(job, largest) as (opened, cost), closing(sink):
-        prompts = _prompts(job, opened[0])
+        contexts = [_case_contexts(job, o) for o in opened]
+        prompts = _prompts(job, contexts[0])
         warm_ups = [_warm_up(job, o) for o in opened]
         process = _memory_process(variant, opened[0])
-        models = [o.chat_model for o in opened]
+        models = [_case_models(own) for own in contexts]
         for level in options.levels:
             shared = models[: level.concurrency]
             with _sampler(opened[0], process) as sampler:
@@ -307,7 +316,7 @@ def load_variant(job: LoadJob) -> LoadVariantEntry:
                     prompts,
                     level=level,
                     options=options,
-                    check=lambda raw: evaluator(outputs=raw).valid,
+                    check=lambda case_id, raw: contexts[0][case_id].format(outputs=raw).valid,
                     on_request=lambda r: sink.append(LoadLine.extending(r, variant=variant.name)),
                 )
             stats = summarize_load(

@@ -15,16 +15,21 @@ from langchain_core.messages import BaseMessage
 from evaluators.loadtest import INVALID_OUTPUT, LoadRequest
 from graphs.streamed import ModelCallError, failure_kind, stream_timed
 
-__all__ = ["Prompt", "stream_request"]
+__all__ = ["CaseCheck", "CaseModel", "Prompt", "stream_request"]
 
 Prompt = tuple[str, list[BaseMessage]]
 """A case id and the messages sent for it."""
+CaseModel = Callable[[str], BaseChatModel]
+"""A model copy's chat model for a case, by the case's id: constrained to the case's record schema,
+its own tools' when it brings them (`quantgate.backends._extraction_context.case_context`)."""
+CaseCheck = Callable[[str, str], bool]
+"""Whether an answer's text is valid for a case (its id, the text): JSON matching its record schema."""
 
 
 def stream_request(
-    model: BaseChatModel,
+    model: CaseModel,
     prompt: Prompt,
-    check: Callable[[str], bool],
+    check: CaseCheck,
     *,
     level: str,
     slot: int,
@@ -34,17 +39,18 @@ def stream_request(
     """Stream one prompt and time it; a failure is recorded with its kind, never raised.
 
     Args:
-        model, prompt, check: The chat model, the case id and messages, whether an answer is valid.
+        model, prompt, check: The chat model of each case, the case id and messages, whether an
+            answer is valid for its case.
         level, slot, t0: Recorded on the request: level name, worker, `perf_counter` at the level's start.
         arrived: The scheduled arrival (`perf_counter` time) of an open-loop request: times are
             measured from it, and the wait until sending is `queued_s`. None: from sending.
     """
-    answer = stream_timed(model, prompt[1])
+    answer = stream_timed(model(prompt[0]), prompt[1])
     origin = answer.started if arrived is None else arrived
     exc = answer.error
     error = (failure_kind(exc), _message(exc)) if exc is not None else None
     tokens = answer.usage.get("output_tokens") or (answer.chunks or None)
-    valid = None if error else check(answer.text)
+    valid = None if error else check(prompt[0], answer.text)
     if error is None and not valid:
         error = (INVALID_OUTPUT, "the answer does not parse as JSON matching the schema")
     return LoadRequest(

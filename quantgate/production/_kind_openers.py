@@ -4,6 +4,7 @@
         answer = classify("my card has not arrived")     # Classification(label="card_arrival", ...)
     with open_tool_caller("runs/<run-id>") as call_tool:
         answer = call_tool("weather in Paris?")          # ToolCallAnswer(call=ToolCall(...), ...)
+        answer = call_tool("weather in Paris?", tools=[...])  # this call's own tools (OpenAI format)
     with open_generator("runs/<run-id>") as generate:
         answer = generate("name[Aromi], food[Italian]")  # Generation(text="Aromi serves ...", ...)
 
@@ -18,15 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from evaluators.errors import UsageError
 from evaluators.kinds import kind_of
-from evaluators.task_models import Task
+from evaluators.task_models import Task, Tool, tool_set_key
 from graphs.extraction import Attempt, ExtractionResult
 from quantgate.inputs._problems import Problem
 from quantgate.inputs._task_file import read_task
+from quantgate.production._call_tools import call_tools
 from quantgate.production._extractor import (
     ChosenVariant,
     Example,
@@ -38,6 +41,7 @@ from quantgate.production._extractor import (
 from quantgate.production._guard import OnlineGuard
 
 AnswerT = TypeVar("AnswerT")
+RunnerT = TypeVar("RunnerT", bound="TaskRunner[Any]")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,14 +151,68 @@ class TaskRunner(Generic[AnswerT]):
             reference_record: A shadow reference's record for the same text (its answer's
                 `record`), for the guard's agreement signals.
         """
-        result = self.extractor.run(text, reference_record=reference_record)
+        return self._answer(self.extractor, text, reference_record)
+
+    def _answer(
+        self, extractor: Extractor[dict[str, Any]], text: str, reference: Mapping[str, Any] | None
+    ) -> AnswerT:
+        result = extractor.run(text, reference_record=reference)
         valid = result.valid and result.error is None and result.record is not None
         return self.to_answer(result, valid)
 
 
 Classifier = TaskRunner[Classification]
-ToolCaller = TaskRunner[ToolCallAnswer]
 Generator = TaskRunner[Generation]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCaller(TaskRunner[ToolCallAnswer]):
+    """The chosen variant of a tool-calling run; call it on a text, with the call's own tools or
+    the run's. A call's tools get their own record schema, prompt and model constrained to that
+    schema (the grammar compiled once), shared by every call with the same tools (by tool-set hash,
+    as the run's cases with their own tools share them)."""
+
+    _by_tools: dict[str, Extractor[dict[str, Any]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def __call__(
+        self,
+        text: str,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        reference_record: Mapping[str, Any] | None = None,
+    ) -> ToolCallAnswer:
+        """The answer for one text (never raises for an invalid output: see `valid`).
+
+        Args:
+            text: The input text.
+            tools: The tools the model may call for this text, in the OpenAI function format (a
+                request's `tools`: `[{"type": "function", "function": {"name", "description",
+                "parameters"}}]`); they replace the run's. None: the run's tools (task.json's).
+            reference_record: A shadow reference's record for the same text, for the guard.
+
+        Raises:
+            UsageError: `tools` are not valid tools (the message names the place, `tools[1].function.name`),
+                or none are given and the run's task.json offers none (its cases brought their own).
+        """
+        if tools is None:
+            if self.task.needs_case_tools:
+                raise UsageError(
+                    "tools: the run's task.json offers no tools (each of its cases brought its own); "
+                    "pass the tools the model may call: call_tool(text, tools=[...])"
+                )
+            return self._answer(self.extractor, text, reference_record)
+        return self._answer(self._extractor_for(call_tools(tools)), text, reference_record)
+
+    def _extractor_for(self, tools: tuple[Tool, ...]) -> Extractor[dict[str, Any]]:
+        """The extractor of a tool set: the run's, prompting and constraining to these tools."""
+        key = tool_set_key(tools)
+        if key not in self._by_tools:
+            task = self.task.model_copy(update={"tools": tools})
+            context = self.extractor.context.for_task(task)
+            self._by_tools.setdefault(key, replace(self.extractor, context=context))
+        return self._by_tools[key]
 
 
 def _classification(task: Task) -> Callable[[ExtractionResult, bool], Classification]:
@@ -208,14 +266,15 @@ def _run_task(chosen: ChosenVariant, opener: str) -> Task:
 def _open_runner(
     source: str | Path | ChosenVariant,
     opener: str,
-    answers: Callable[[Task], Callable[[ExtractionResult, bool], AnswerT]],
+    runner: Callable[..., RunnerT],
+    answers: Callable[[Task], Callable[[ExtractionResult, bool], Any]],
     examples: Sequence[Example] | None,
     guard: OnlineGuard | None,
-) -> Iterator[TaskRunner[AnswerT]]:
+) -> Iterator[RunnerT]:
     chosen = source if isinstance(source, ChosenVariant) else load_chosen(source)
     task = _run_task(chosen, opener)  # before the model is loaded
     with open_extractor(chosen, examples=examples, guard=guard) as extractor:
-        yield TaskRunner(extractor=extractor, task=task, to_answer=answers(task))
+        yield runner(extractor=extractor, task=task, to_answer=answers(task))
 
 
 def open_classifier(
@@ -237,7 +296,7 @@ def open_classifier(
             names the opener that fits it) or its copy of the cases is gone.
         BackendError: The backend could not open the variant.
     """
-    return _open_runner(source, "open_classifier", _classification, examples, guard)
+    return _open_runner(source, "open_classifier", Classifier, _classification, examples, guard)
 
 
 def open_tool_caller(
@@ -246,7 +305,8 @@ def open_tool_caller(
     examples: Sequence[Example] | None = None,
     guard: OnlineGuard | None = None,
 ) -> AbstractContextManager[ToolCaller]:
-    """Open the chosen variant of a tool-calling run: a text in, a `ToolCallAnswer` out.
+    """Open the chosen variant of a tool-calling run: a text (and its own tools, or the run's) in, a
+    `ToolCallAnswer` out (`ToolCaller`).
 
     Args:
         source: A run directory, or a `ChosenVariant` from `load_chosen`.
@@ -258,7 +318,7 @@ def open_tool_caller(
         ProductionError: As `open_classifier`.
         BackendError: The backend could not open the variant.
     """
-    return _open_runner(source, "open_tool_caller", lambda task: _tool_call, examples, guard)
+    return _open_runner(source, "open_tool_caller", ToolCaller, lambda task: _tool_call, examples, guard)
 
 
 def open_generator(
@@ -279,4 +339,4 @@ def open_generator(
         ProductionError: As `open_classifier`.
         BackendError: The backend could not open the variant.
     """
-    return _open_runner(source, "open_generator", lambda task: _generation, examples, guard)
+    return _open_runner(source, "open_generator", Generator, lambda task: _generation, examples, guard)

@@ -6,7 +6,8 @@ few-shot completion (`render_prompt`). An instruct GGUF was trained on its chat 
 renders that template with llama-cpp-python's own `Jinja2ChatFormatter` (what its
 `create_chat_completion` does with a GGUF's template): the messages as chat API messages
 (`chat_messages`, as they go to Ollama and to an OpenAI-compatible server's `/apply-template`),
-a tool-calling task's tools in the OpenAI function format (`task_tools`, as Ollama's `tools`), the
+a tool-calling task's tools in the OpenAI function format (`_schema_tools`: the tools the schema,
+and so the grammar, lets the answer call, a case's own when it brings them), the
 generation prompt added. The text is tokenized as llama-cpp-python tokenizes a formatter's prompt:
 special tokens parsed (`<start_of_turn>` is one token), no BOS added (the template writes
 `bos_token`). The grammar still constrains the answer, so it is scored the same way.
@@ -56,6 +57,21 @@ def _formatter(source: str, path: Path, *, bos: str = "", eos: str = "", eos_id:
     except jinja2.TemplateError as exc:
         where = f" (line {exc.lineno})" if isinstance(exc, jinja2.TemplateSyntaxError) else ""
         raise ValueError(f"{path}: its chat template is not a valid Jinja2 template{where}: {exc}") from None
+
+
+def _schema_tools(schema: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """The tools a tool-calling task's record schema lets the answer call, in the OpenAI function
+    format (`task_tools`), for one call (`{"call": ...}`) or several (`{"calls": [...]}`: the tools
+    its items call); None for any other schema."""
+    properties = schema.get("properties")
+    calls = (
+        properties.get("calls") if isinstance(properties, Mapping) and set(properties) == {"calls"} else None
+    )
+    items = calls.get("items") if isinstance(calls, Mapping) else None
+    branches = items.get("anyOf") if isinstance(items, Mapping) else None
+    if isinstance(branches, list):  # several calls: the branches of one call, as `{"call": ...}` has them
+        schema = {"properties": {"call": {"anyOf": [{"type": "null"}, *branches]}}}
+    return task_tools(schema)
 
 
 def missing_chat_template(path: Path) -> str | None:
@@ -146,7 +162,7 @@ class ChatTemplate:
         """
         import jinja2
 
-        tools = task_tools(schema) if schema is not None else None
+        tools = _schema_tools(schema) if schema is not None else None
         try:
             return str(self.formatter(messages=chat_messages(messages), tools=tools).prompt)
         except jinja2.TemplateError as exc:
@@ -160,7 +176,7 @@ class ChatTemplate:
     def tools_tokens(self, schema: Mapping[str, Any], count: Callable[[str], int]) -> int:
         """Tokens the template adds for a tool-calling task's tools (their JSON, counted by `count`, as
         the graph counts tools that go natively), which the context window left for messages loses."""
-        tools = task_tools(schema)
+        tools = _schema_tools(schema)
         return count(json.dumps(tools, ensure_ascii=False)) if tools else 0
 
     def record(self) -> dict[str, Any]:

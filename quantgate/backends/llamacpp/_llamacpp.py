@@ -404,11 +404,12 @@ def open_llamacpp(
                 "score_labels": engine.score_labels and closed_label_set(schema) is not None,
                 "unenforced_schema_keywords": [str(keyword) for keyword in engine.unenforced(schema)],
             },
-            # a chat template also renders a tool-calling task's tools: the messages have that much less
-            context_window=engine.n_ctx - engine.prompt.tools_tokens(schema, engine.count_tokens),
+            context_window=engine.n_ctx,
             max_output_tokens=max_tokens,
             count_tokens=engine.count_tokens,
             for_schema=lambda other: chat_model.model_copy(update={"json_schema": dict(other)}),
+            # a chat template also renders a tool-calling task's tools: the messages have that much less
+            prompt_tools_tokens=lambda other: engine.prompt.tools_tokens(other, engine.count_tokens),
         )
     finally:
         engine.close()

@@ -12,12 +12,16 @@ what that converter cannot enforce is recorded as `runtime.unenforced_schema_key
 For a tool-calling task the task's tools are sent as Ollama's `tools` instead, with no `format`
 (`quantgate.backends.ollama._ollama_tools`), and the variant says so (`native_tools`), so that the prompt
 asks for a tool call rather than JSON; `runtime.decoding` says which way a variant's calls went.
+Cases that bring their own tools get a chat model per tool set (`OpenedVariant.for_schema`), made
+once; each holds its own HTTP client, and every one is closed when the variant is.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -224,6 +228,34 @@ def _chat_model(
     )
 
 
+class _ChatModels:
+    """A variant's chat models, one per record schema: the dataset's, and that of each tool set cases
+    bring (`OpenedVariant.for_schema`, asked again for the same tools by each context); each holds its
+    own `ChatOllama` and its HTTP client, all closed with the variant (`close`)."""
+
+    def __init__(self, variant: Variant, settings: _Settings, context: int) -> None:
+        self._variant, self._settings, self._context = variant, settings, context
+        self._models: dict[str, OllamaChatModel] = {}
+        self._lock = threading.Lock()
+
+    def of(self, schema: Mapping[str, Any]) -> OllamaChatModel:
+        """The chat model for `schema`, made at its first use."""
+        key = json.dumps(schema, sort_keys=True)
+        with self._lock:
+            if key not in self._models:
+                self._models[key] = _chat_model(self._variant, schema, self._settings, self._context)
+            return self._models[key]
+
+    def close(self) -> None:
+        """Close each chat model's client (its connections to the server)."""
+        with self._lock:
+            for model in self._models.values():
+                client = getattr(model.inner, "_client", None)  # `ChatOllama`'s `ollama.Client`
+                if client is not None:
+                    client.close()
+            self._models.clear()
+
+
 def _decoding(schema: Mapping[str, Any]) -> dict[str, Any]:
     """How the calls are decoded: Ollama's `tools` (no grammar: nothing of the schema enforced,
     None), or `format`, with the keywords llama.cpp's converter leaves unenforced."""
@@ -264,37 +296,41 @@ def open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
     details = show["details"]
     _warn_on_context(variant, running, settings.num_ctx)
     context = min(settings.num_ctx, _served_context(running) or settings.num_ctx)
-    yield OpenedVariant(
-        chat_model=_chat_model(variant, schema, settings, context),
-        runtime={
-            "name": "ollama",
-            "version": version,
-            "host": settings.host,
-            "num_ctx": settings.num_ctx,
-            "first_token_timeout_s": settings.first_token_s,
-            "timeout_s": settings.timeout_s,
-            "seed": settings.seed,
-            "temperature": 0.0,
-            "model_digest": server.digest(variant.model),
-            "details": details,
-            "parameters": show.get("parameters"),
-            "cold_load_s": cold_load_s,
-            "cold_load_duration_s": (loaded.get("load_duration") or 0) / 1e9
-            if "load_duration" in loaded
-            else None,
-            "ps": running,
-            "num_parallel": os.environ.get("OLLAMA_NUM_PARALLEL"),
-            **_decoding(schema),
-        },
-        context_window=context,
-        max_output_tokens=settings.max_tokens,
-        quantization=details.get("quantization_level"),
-        memory_pid=server.local_pid(),
-        reported_memory_bytes=running.get("size"),
-        reported_vram_bytes=running.get("size_vram"),
-        max_retries=settings.max_retries,
-        retry_backoff_s=settings.retry_backoff_s,
-        native_tools=task_tools(schema) is not None,
-        for_schema=lambda other: _chat_model(variant, other, settings, context),
-    )
-    server.client.close()
+    models = _ChatModels(variant, settings, context)
+    try:
+        yield OpenedVariant(
+            chat_model=models.of(schema),
+            runtime={
+                "name": "ollama",
+                "version": version,
+                "host": settings.host,
+                "num_ctx": settings.num_ctx,
+                "first_token_timeout_s": settings.first_token_s,
+                "timeout_s": settings.timeout_s,
+                "seed": settings.seed,
+                "temperature": 0.0,
+                "model_digest": server.digest(variant.model),
+                "details": details,
+                "parameters": show.get("parameters"),
+                "cold_load_s": cold_load_s,
+                "cold_load_duration_s": (loaded.get("load_duration") or 0) / 1e9
+                if "load_duration" in loaded
+                else None,
+                "ps": running,
+                "num_parallel": os.environ.get("OLLAMA_NUM_PARALLEL"),
+                **_decoding(schema),
+            },
+            context_window=context,
+            max_output_tokens=settings.max_tokens,
+            quantization=details.get("quantization_level"),
+            memory_pid=server.local_pid(),
+            reported_memory_bytes=running.get("size"),
+            reported_vram_bytes=running.get("size_vram"),
+            max_retries=settings.max_retries,
+            retry_backoff_s=settings.retry_backoff_s,
+            native_tools=task_tools(schema) is not None,
+            for_schema=models.of,
+        )
+    finally:
+        models.close()
+        server.client.close()

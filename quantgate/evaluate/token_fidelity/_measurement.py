@@ -42,7 +42,7 @@ from graphs.long_inputs import prompt_messages
 from quantgate.backends import BackendError
 from quantgate.backends._base_prompt import render_prompt
 from quantgate.backends._forcing import ForcedPositions, Forcing
-from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
+from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine, LlamaCppChatModel
 from quantgate.backends.llamacpp._teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
 from quantgate.inputs._variants import KVCache
 
@@ -55,18 +55,22 @@ a model ended its answer, which have no log-probabilities and are left out)."""
 
 
 def case_prompt(
-    context: ExtractionContext, text: str, render: Callable[[Sequence[BaseMessage]], str] = render_prompt
+    context: ExtractionContext, text: str, render: Callable[[Sequence[BaseMessage]], str] | None = None
 ) -> str:
     """The prompt of a case's first attempt, exactly as the embedded backend sees it.
 
     Args:
-        context: The extraction context of the run (schema, examples, context window, tokenizer).
+        context: The extraction context of the case (`case_context`: its schema, examples, context
+            window, tokenizer and model).
         text: The case text (cut to the input budget as the graph cuts it).
-        render: The prompt text of messages: the opened reference's own
-            (`LlamaCppChatModel.prompt_text`: its chat template with the `chat_template` option),
-            the base-model text by default.
+        render: The prompt text of messages; None: the context's model's own when it is an embedded
+            model (`LlamaCppChatModel.prompt_text`: its chat template, with the case's tools, with the
+            `chat_template` option), else the base-model text.
     """
     messages, _ = prompt_messages(context, text)
+    if render is None:
+        model = context.model
+        render = model.prompt_text if isinstance(model, LlamaCppChatModel) else render_prompt
     return render(messages)
 
 

@@ -128,10 +128,7 @@ def _measure(job: FidelityJob) -> dict[str, TokenFidelityEntry | str]:
         if not isinstance(opened.chat_model, LlamaCppChatModel):
             raise BackendError(f"reference {job.reference.name}: not an embedded llama.cpp model")
         context = extraction_context(job.dataset, opened, options)
-        render = opened.chat_model.prompt_text
-        prompts = {
-            i: case_prompt(case_context(context, job.dataset, i), text, render) for i, text in texts.items()
-        }
+        prompts = {i: case_prompt(case_context(context, job.dataset, i), text) for i, text in texts.items()}
 
         summaries = measure_token_fidelity(
             reference=opened.chat_model.engine,

@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import jinja2
@@ -247,3 +249,85 @@ def test_a_template_that_does_not_compile_is_named_with_its_line(tmp_path: Path)
         "closed is 'for'."
     )
     assert missing_chat_template(with_chat_template(tiny, tmp_path / "ok.gguf", TOOLS_TEMPLATE)) is None
+
+
+def _own_tool(name: str, words: int) -> dict[str, Any]:
+    """A tool in the order the template's tools are written (`task_tools`), `words` words long."""
+    parameters = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": "about " * words, "parameters": parameters},
+    }
+
+
+def _case_tools_dataset(root: Path, calls: str = "one") -> Dataset:
+    """Three cases, each bringing its own long tool (task.json offers none): any one fits in the
+    context with its case, all three do not."""
+    root.mkdir()
+    (root / "task.json").write_text(json.dumps({"kind": "tool_calling", "tools": [], "calls": calls}))
+    empty: dict[str, Any] = {"call": None} if calls == "one" else {"calls": []}
+    lines = [
+        {
+            "id": f"c{i}",
+            "text": f"weather in city {i} " * 20,
+            "expected": empty,
+            "tools": [_own_tool(f"t{i}", 1000)],
+        }
+        for i in range(3)
+    ]
+    (root / "cases.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return load_dataset(root)
+
+
+@contextmanager
+def _opened(vocab: Any, templated: Path, dataset: Dataset, decoder: _Decoder) -> Iterator[Any]:
+    """`open_llamacpp` of a chat-template variant over the vocabulary (an engine that decodes with
+    `decoder`, in a context of 4,096 tokens)."""
+    from quantgate.backends.llamacpp import _llamacpp
+
+    engine = _engine(vocab, templated, decoder)
+    engine.n_ctx, engine.n_threads, engine.slots, engine.flash_attn, engine.seed = 4096, 1, None, False, 0
+    engine.fast_forward, engine.kv = False, SimpleNamespace(record=dict)
+    engine.close = lambda: None  # the vocabulary is the module's
+    variant = Variant(name="it", backend="llamacpp", model=str(templated), options={"chat_template": True})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_llamacpp, "EmbeddedEngine", lambda *args, **kwargs: engine)
+        with _llamacpp.open_llamacpp(variant, dataset.schema) as opened:
+            yield opened
+
+
+def test_a_case_with_its_own_tools_reads_them_alone_through_the_template(vocab, templated, tmp_path) -> None:
+    """The template renders the case's tools (those its grammar allows), not every case's; the
+    context left for the case's text is what its own tools leave (all three would leave none);
+    token fidelity reads the very prompt the case was sent."""
+    from graphs.extraction import graph
+    from graphs.long_inputs import prompt_messages
+    from quantgate.backends._extraction_context import case_context, variant_context
+    from quantgate.evaluate.token_fidelity._measurement import case_prompt
+
+    dataset = _case_tools_dataset(tmp_path / "own")
+    decoder = _Decoder()
+    with _opened(vocab, templated, dataset, decoder) as opened:
+        context = variant_context(dataset, opened, max_repairs=0)
+        for i, case in enumerate(dataset.cases):
+            own = case_context(context, dataset, case.id)
+            messages, dropped = prompt_messages(own, case.text)
+            assert dropped == 0  # all three tools' tokens would leave the text no room
+            assert messages[-1].content == case.text
+            expected = _rendered_here(TOOLS_TEMPLATE, messages, [_own_tool(f"t{i}", 1000)])
+            graph.invoke({"text": case.text}, context=own)
+            assert decoder.prompts[-1] == vocab.tokenize(expected.encode(), add_bos=False, special=True)
+            assert case_prompt(own, case.text) == expected
+
+
+def test_a_case_with_several_calls_reads_its_tools_through_the_template(vocab, templated, tmp_path) -> None:
+    from quantgate.backends._extraction_context import case_context, variant_context
+    from quantgate.evaluate.token_fidelity._measurement import case_prompt
+
+    dataset = _case_tools_dataset(tmp_path / "many", calls="many")
+    with _opened(vocab, templated, dataset, _Decoder()) as opened:
+        context = variant_context(dataset, opened, max_repairs=0)
+        own = case_context(context, dataset, "c1")
+        text = case_prompt(own, dataset.cases[1].text)
+    assert f"Tools: {json.dumps([_own_tool('t1', 1000)], ensure_ascii=False)}<end_of_turn>" in text
+    assert '"t0"' not in text

@@ -26,7 +26,12 @@ from tests.fakes import SleepyChatModel
 PROMPTS: list[tuple[str, list[BaseMessage]]] = [("c0", []), ("c1", [])]
 
 
-def always_valid(raw):
+def every_case(model):
+    """The same chat model for every case."""
+    return lambda case_id: model
+
+
+def always_valid(case_id, raw):
     return True
 
 
@@ -69,7 +74,7 @@ def test_the_schedule_stops_at_the_first_bound():
 def test_requests_start_on_schedule_while_earlier_ones_still_run():
     model = SleepyChatModel(delay_s=0.1)  # 4 pieces: about 0.4 s per answer
     done, wall = send_arrivals(
-        [model], PROMPTS, level="x", schedule=[0.0, 0.1, 0.2], check=always_valid, in_flight=3
+        [every_case(model)], PROMPTS, level="x", schedule=[0.0, 0.1, 0.2], check=always_valid, in_flight=3
     )
     done.sort(key=lambda r: r.started_s)
     assert [r.started_s for r in done] == pytest.approx([0.0, 0.1, 0.2], abs=1e-9)  # the scheduled times
@@ -83,7 +88,9 @@ def test_requests_start_on_schedule_while_earlier_ones_still_run():
 def test_arrivals_beyond_the_bound_wait_in_the_client_and_that_wait_counts():
     model = SleepyChatModel(delay_s=0.1)  # about 0.4 s per answer
     schedule = [0.0, 0.02]
-    done, _ = send_arrivals([model], PROMPTS, level="x", schedule=schedule, check=always_valid, in_flight=1)
+    done, _ = send_arrivals(
+        [every_case(model)], PROMPTS, level="x", schedule=schedule, check=always_valid, in_flight=1
+    )
     first, second = sorted(done, key=lambda r: r.started_s)
     waited = measured(second.queued_s)
     assert measured(first.queued_s) < 0.08

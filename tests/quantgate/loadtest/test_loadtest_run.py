@@ -19,7 +19,12 @@ from tests.fakes import SleepyChatModel
 PROMPTS: list[tuple[str, list[BaseMessage]]] = [("c0", []), ("c1", [])]
 
 
-def always_valid(raw):
+def every_case(model):
+    """The same chat model for every case."""
+    return lambda case_id: model
+
+
+def always_valid(case_id, raw):
     return True
 
 
@@ -43,8 +48,8 @@ def test_options_default_to_a_request_count_and_refuse_unbounded_values():
 
 def test_stops_at_the_request_count():
     model = SleepyChatModel(delay_s=0.001)
-    done, _ = send_requests([model], PROMPTS, level=LoadLevel(name="p", concurrency=3), check=always_valid,
-                            requests=7, duration_s=None)  # fmt: skip
+    done, _ = send_requests([every_case(model)], PROMPTS, level=LoadLevel(name="p", concurrency=3),
+                            check=always_valid, requests=7, duration_s=None)  # fmt: skip
     assert len(done) == 7
     assert sorted(r.case_id for r in done) == ["c0"] * 4 + ["c1"] * 3  # round-robin over the prompts
     assert {r.slot for r in done} <= {0, 1, 2}
@@ -53,8 +58,8 @@ def test_stops_at_the_request_count():
 def test_stops_at_the_duration():
     model = SleepyChatModel(delay_s=0.02)  # about 0.08 s per request
     started = time.perf_counter()
-    done, wall = send_requests([model], PROMPTS, level=LoadLevel(name="p", concurrency=2), check=always_valid,
-                               requests=None, duration_s=0.3)  # fmt: skip
+    done, wall = send_requests([every_case(model)], PROMPTS, level=LoadLevel(name="p", concurrency=2),
+                               check=always_valid, requests=None, duration_s=0.3)  # fmt: skip
     elapsed = time.perf_counter() - started
     assert 0.3 <= elapsed < 0.6  # requests in flight at the deadline finish, none starts after it
     assert 2 <= len(done) <= 12
@@ -66,7 +71,12 @@ def test_errors_are_counted_by_kind_never_retried():
     busy = SleepyChatModel(delay_s=0.05, limit=1)
     level = LoadLevel(name="p", concurrency=3)
     done, _ = send_requests(
-        [busy], PROMPTS, level=level, check=lambda raw: False, requests=6, duration_s=None
+        [every_case(busy)],
+        PROMPTS,
+        level=level,
+        check=lambda case_id, raw: False,
+        requests=6,
+        duration_s=None,
     )
     kinds = [r.error_kind for r in done]
     assert len(done) == 6  # each refusal is one request: no retry
@@ -83,10 +93,10 @@ def test_errors_are_counted_by_kind_never_retried():
 
 def test_concurrency_really_overlaps():
     model = SleepyChatModel(delay_s=0.03)  # 0.12 s per request
-    _, one = send_requests([model], PROMPTS, level=LoadLevel(name="1", concurrency=1), check=always_valid,
-                           requests=8, duration_s=None)  # fmt: skip
-    _, four = send_requests([model], PROMPTS, level=LoadLevel(name="4", concurrency=4), check=always_valid,
-                            requests=8, duration_s=None)  # fmt: skip
+    _, one = send_requests([every_case(model)], PROMPTS, level=LoadLevel(name="1", concurrency=1),
+                           check=always_valid, requests=8, duration_s=None)  # fmt: skip
+    _, four = send_requests([every_case(model)], PROMPTS, level=LoadLevel(name="4", concurrency=4),
+                            check=always_valid, requests=8, duration_s=None)  # fmt: skip
     assert four < one / 2.5
 
 
@@ -139,7 +149,7 @@ def test_quantgate_load_without_a_server_reports_the_variant_skipped(tmp_path, c
 
 def test_both_bounds_missing_is_refused():
     with pytest.raises(ValueError, match="request count or a duration"):
-        send_requests([SleepyChatModel()], PROMPTS, level=LoadLevel(name="1", concurrency=1),
+        send_requests([every_case(SleepyChatModel())], PROMPTS, level=LoadLevel(name="1", concurrency=1),
                       check=always_valid, requests=None, duration_s=None)  # fmt: skip
 
 

@@ -11,7 +11,15 @@ from tests.fakes import SLACK_S, DelayedChatModel, assert_delay
 
 
 def request(model, *, check=lambda raw: True, t0=0.0, arrived=None):
-    return stream_request(model, ("c1", []), check, level="p", slot=1, t0=t0, arrived=arrived)
+    return stream_request(
+        lambda case_id: model,
+        ("c1", []),
+        lambda case_id, raw: check(raw),
+        level="p",
+        slot=1,
+        t0=t0,
+        arrived=arrived,
+    )
 
 
 def test_an_answer_is_timed_from_sending_with_its_gaps_and_tokens():
