@@ -59,13 +59,19 @@ def _ladder(args: argparse.Namespace) -> int:
 def _calibration(args: argparse.Namespace, quants: list[str]) -> CalibrationRequest | None:
     """`--calibrate DATASET`: the request, its dataset loaded (a bad one fails before any build)."""
     if args.calibrate is None:
-        if args.calibration_cases is not None:
-            raise UsageError("--calibration-cases needs --calibrate DATASET")
+        for flag, value in (
+            ("--calibration-cases", args.calibration_cases),
+            ("--calibration-answers", args.calibration_answers),
+        ):
+            if value is not None:
+                raise UsageError(f"{flag} needs --calibrate DATASET")
         return None
     from quantgate.ladder._calibrate import CalibrationRequest
 
     cases = args.calibration_cases or DEFAULT_CALIBRATION_CASES
-    return CalibrationRequest(dataset=cli_dataset(args.calibrate, False), cases=cases, quants=quants)
+    answers = args.calibration_answers or "reference"
+    dataset = cli_dataset(args.calibrate, False)
+    return CalibrationRequest(dataset=dataset, cases=cases, quants=quants, answers=answers)
 
 
 def _text_calibration(args: argparse.Namespace, quants: list[str]) -> TextCalibrationRequest | None:
@@ -112,6 +118,13 @@ def add_parser(commands: Commands) -> None:
         help=f"--calibrate: labeled cases in the calibration split, drawn with a fixed seed (default "
         f"{DEFAULT_CALIBRATION_CASES}: on restaurants about 860 tokens a case, 107 chunks of 512, within "
         "llama.cpp's usual 50-200; llama-imatrix needs at least 1024 tokens, two chunks)",
+    )
+    ladder.add_argument(
+        "--calibration-answers",
+        choices=("reference", "gold"),
+        help="--calibrate: what follows each case's prompt in the calibration text: the F16 reference's "
+        "own answer (default; it answers the cases first, about 4 s a case on a CPU) or the case's "
+        "gold record",
     )
     ladder.add_argument(
         "--calibrate-text",

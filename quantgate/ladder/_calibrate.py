@@ -1,7 +1,8 @@
 """Calibrated variants: an importance matrix from a dataset's cases, and llama.cpp types made with it.
 
-`calibrate` writes the calibration text of a split (`quantgate.ladder._calibration_split`), runs
-`llama-imatrix` on the F16 reference, checks that the matrix belongs to that model, and makes each
+`calibrate` has the F16 reference answer the cases of a split (`quantgate.ladder._reference_answers`),
+writes the calibration text of the split with those answers (`quantgate.ladder._calibration_split`),
+runs `llama-imatrix` on the F16 reference, checks that the matrix belongs to that model, and makes each
 type with `llama-quantize --imatrix`, named `Q2_K+imat`. Everything is built in a temporary
 directory inside the ladder directory and moved into place (`calibration-<dataset>/`) only when
 complete, so a failure or Ctrl-C leaves nothing half-built.
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from quantgate._hardware import package_version
 from quantgate.inputs._dataset import Dataset
@@ -36,10 +37,14 @@ from quantgate.ladder._calibration_split import (
 )
 from quantgate.ladder._imatrix_check import check_imatrix_model
 from quantgate.ladder._llama_tool_calls import CalibrationError, find_llama_tool, run_llama_tool, tool_version
+from quantgate.ladder._reference_answers import answer_cases, reference_variant
 
 CALIBRATED_SUFFIX = "+imat"
 IMATRIX_FILE = "imatrix.gguf"
 TEXT_FILE = "calibration.txt"
+
+CalibrationAnswers = Literal["reference", "gold"]
+"""`--calibration-answers`: what follows each case's prompt in the calibration text."""
 
 TokenCounter = Callable[[str], int]
 """Tokens of a text as the F16 reference tokenizes it (with its BOS)."""
@@ -53,6 +58,8 @@ class CalibrationRequest:
     cases: int
     quants: Sequence[str]
     seed: int = 0
+    answers: CalibrationAnswers = "reference"
+    """What follows each prompt in the text: the F16 reference's own answer, or the gold record."""
 
 
 def check_calibration(request: CalibrationRequest) -> None:
@@ -80,14 +87,16 @@ def calibrate(
     reference: Path,
     directory: Path,
     count_tokens: TokenCounter | None = None,
+    progress: bool = True,
 ) -> list[Variant]:
     """Make the importance matrix and the calibrated variants into `directory/calibration-<dataset>/`.
 
     Args:
-        request: The dataset, the number of cases and the types.
-        reference: The F16 reference GGUF.
+        request: The dataset, the number of cases, the types and the answers.
+        reference: The F16 reference GGUF (it answers the cases, `quantgate.ladder._reference_answers`).
         directory: The ladder directory.
         count_tokens: The reference's tokenizer; default: `vocabulary_token_counter(reference)`.
+        progress: Show a progress bar while the reference answers.
 
     Returns:
         One variant per type, `<TYPE>+imat`, each with its `imatrix` record.
@@ -97,8 +106,16 @@ def calibrate(
             the reference's; nothing is left of the attempt.
     """
     prompted, cases = calibration_split(request.dataset, request.cases, seed=request.seed)
+    count_tokens = count_tokens or vocabulary_token_counter(reference)
     text = calibration_text(prompted, cases)
-    tokens = (count_tokens or vocabulary_token_counter(reference))(text)
+    check_enough_tokens(request.dataset, len(cases), count_tokens(text))  # before minutes of answers
+    find_llama_tool("llama-imatrix")
+    find_llama_tool("llama-quantize")
+    answered = None
+    if request.answers == "reference":
+        answered = answer_cases(prompted, cases, reference_variant(reference), progress=progress)
+        text = calibration_text(prompted, cases, answered.texts)
+    tokens = count_tokens(text)
     check_enough_tokens(request.dataset, len(cases), tokens)
     origin = {
         "dataset": request.dataset.name,
@@ -106,6 +123,8 @@ def calibrate(
         "dataset_sha256": request.dataset.sha256,
         "seed": request.seed,
         "cases": [CalibrationCase(id=c.id, text_sha256=text_sha256(c.text)) for c in cases],
+        "answers": request.answers,
+        "valid_answers": answered.valid if answered else None,
     }
     return build_calibrated(
         CalibratedText(text=text, tokens=tokens, chunks=tokens // CHUNK_TOKENS, origin=origin),
@@ -208,9 +227,12 @@ def _move_into_place(work: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+_ANSWERED = {"reference": ", answered by the reference", "gold": ", with gold answers", "none": ""}
+
+
 def _calibration_sentence(record: CalibrationRecord) -> str:
     made_of = (
-        f"{record.dataset} ({len(record.cases)} cases, "
+        f"{record.dataset} ({len(record.cases)} cases{_ANSWERED[record.answers]}, "
         if record.source == "dataset"
         else f"the text file {record.dataset} ("
     )

@@ -39,9 +39,16 @@ class CalibrationRecord(BaseModel):
     dataset_sha256: str = Field(description="The dataset's sha256, or the text file's.")
     seed: int
     cases: list[CalibrationCase] = Field(description="The split's cases; none for a text file.")
-    answers: Literal["gold", "none"] = Field(
+    answers: Literal["reference", "gold", "none"] = Field(
         default="gold",
-        description="What follows each prompt: the gold record as JSON; none for a text file.",
+        description="What follows each prompt: the F16 reference's own answer (its first model call's "
+        "text), or the gold record as JSON; none for a text file or a given matrix. A record without "
+        "the field was made with gold (before the reference answered).",
+    )
+    valid_answers: int | None = Field(
+        default=None,
+        description="With answers 'reference': the cases the reference answered with a valid record; "
+        "the others' text is what it wrote anyway.",
     )
     tokens: int = Field(description="Tokens of the calibration text (with the model's BOS).")
     chunk_tokens: int

@@ -200,7 +200,7 @@ def build_ladder(
         steps.append(_quantized_step(directory, manifest, stem, reference, quant, source_sha))
     _write_manifest(directory, source_path, source_sha, steps, manifest)
     variant_set = _variant_set(steps, source_path, source_sha, is_default=source is None)
-    calibrated = _calibrated(calibration, text_calibration, reference, directory)
+    calibrated = _calibrated(calibration, text_calibration, reference, directory, progress=progress)
     variant_set = variant_set.model_copy(update={"variants": [*variant_set.variants, *calibrated]})
     variant_set = with_kv_cache_variants(variant_set, kv_caches, kv_cache_of)
     variants_file = directory / VARIANTS_FILE
@@ -241,11 +241,13 @@ def _calibrated(
     text_calibration: TextCalibrationRequest | None,
     reference: Path,
     directory: Path,
+    *,
+    progress: bool = True,
 ) -> list[Variant]:
     """The calibrated variants: the dataset's arm, then the text's (as many chunks as the dataset's)."""
     variants: list[Variant] = []
     if calibration is not None:
-        variants += calibrate(calibration, reference=reference, directory=directory)
+        variants += calibrate(calibration, reference=reference, directory=directory, progress=progress)
     if text_calibration is not None:
         if variants and variants[0].imatrix is not None:
             text_calibration = replace(text_calibration, max_chunks=variants[0].imatrix.chunks)
