@@ -156,25 +156,50 @@ def build_calibrated(
     Returns:
         One variant per type, `<TYPE><suffix>`, each with its `imatrix` record.
     """
-    work = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
-    label = str(calibrated.origin["dataset"])
-    try:
+
+    def compute(work: Path) -> dict[str, Any]:
         (work / TEXT_FILE).write_text(calibrated.text, encoding="utf-8")
+        label = str(calibrated.origin["dataset"])
         version = _imatrix_into(work, reference, label=label, chunks=calibrated.chunks)
+        return {
+            **calibrated.origin,
+            "tokens": calibrated.tokens,
+            "chunk_tokens": CHUNK_TOKENS,
+            "chunks": calibrated.chunks,
+            "text_sha256": text_sha256(calibrated.text),
+            "imatrix_file": IMATRIX_FILE,
+            "tool_version": version,
+        }
+
+    return quantize_with_matrix(compute, quants=quants, reference=reference, final=final, suffix=suffix)
+
+
+MatrixMaker = Callable[[Path], dict[str, Any]]
+"""Puts an importance matrix into a work directory and returns calibration.json's fields about it
+and where it came from (`imatrix_file` naming it in the directory)."""
+
+
+def quantize_with_matrix(
+    make_matrix: MatrixMaker, *, quants: Sequence[str], reference: Path, final: Path, suffix: str
+) -> list[Variant]:
+    """In a work directory beside `final`: the matrix (`make_matrix`), each type quantized with it
+    and calibration.json; the whole moved into `final` only when complete, nothing left otherwise.
+
+    Returns:
+        One variant per type, `<TYPE><suffix>`, each with its `imatrix` record.
+    """
+    work = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+    try:
+        fields = make_matrix(work)
+        matrix = work / fields["imatrix_file"]
         quantize_tool = find_llama_tool("llama-quantize")
         for quant in quants:
             out = work / _file_name(reference, quant, suffix)
-            _quantize(quantize_tool, work / IMATRIX_FILE, reference, out, quant)
+            _quantize(quantize_tool, matrix, reference, out, quant)
         record = CalibrationRecord(
-            **calibrated.origin,
-            tokens=calibrated.tokens,
-            chunk_tokens=CHUNK_TOKENS,
-            chunks=calibrated.chunks,
-            text_sha256=text_sha256(calibrated.text),
+            **fields,
             model_sha256=file_sha256(reference),
-            imatrix_file=IMATRIX_FILE,
-            imatrix_sha256=file_sha256(work / IMATRIX_FILE),
-            tool_version=version,
+            imatrix_sha256=file_sha256(matrix),
             bindings_version=package_version("llama-cpp-python") or "unknown",
         )
         (work / CALIBRATION_FILE).write_text(record.model_dump_json(indent=2), encoding="utf-8")
@@ -231,6 +256,8 @@ _ANSWERED = {"reference": ", answered by the reference", "gold": ", with gold an
 
 
 def _calibration_sentence(record: CalibrationRecord) -> str:
+    if record.source == "file":
+        return f"importance matrix from the file {record.dataset_path} (sha256 {record.imatrix_sha256[:12]})"
     made_of = (
         f"{record.dataset} ({len(record.cases)} cases{_ANSWERED[record.answers]}, "
         if record.source == "dataset"
@@ -251,7 +278,7 @@ def _variant(final: Path, reference: Path, quant: str, record: CalibrationRecord
         quantization=quant,
         method=(
             "llama.cpp llama-quantize with an importance matrix, from the F16 reference "
-            f"({record.tool_version}; llama-cpp-python {record.bindings_version})"
+            f"({record.tool_version or 'a given matrix'}; llama-cpp-python {record.bindings_version})"
         ),
         calibration=_calibration_sentence(record),
         imatrix=ImatrixCalibration(

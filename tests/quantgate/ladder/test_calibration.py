@@ -21,6 +21,7 @@ from quantgate.ladder._calibration_split import (
 )
 from quantgate.ladder._llama_tool_calls import CalibrationError
 from quantgate.ladder._llama_tools import ENV_VAR as TOOLS_ENV
+from quantgate.ladder._reference_answers import answer_cases, reference_variant
 from tests.fakes import write_tiny_dataset
 from tests.quantgate.ladder.conftest import REFERENCE_ANSWER, UNANSWERABLE
 
@@ -218,3 +219,20 @@ def test_a_record_written_before_the_reference_answered_reads_as_gold(tmp_path):
     (tmp_path / "calibration.json").write_text(json.dumps(record))
     read = read_calibration_record(tmp_path / "calibration.json")
     assert (read.answers, read.valid_answers) == ("gold", None)
+
+
+@pytest.mark.model
+def test_the_real_reference_answers_calibration_cases_with_records_of_the_schema(
+    restaurants, reference_ladder
+):
+    """The F16 reference of the session ladder answers two calibration cases through the embedded
+    backend, greedy and constrained by the task's grammar: each answer is a record of the schema."""
+    prompted, cases = calibration_split(restaurants, 2)
+    reference = reference_variant(Path(reference_ladder.variants[0].model))
+    answered = answer_cases(prompted, cases, reference, progress=False)
+    assert answered.valid == 2
+    for case in cases:
+        record = json.loads(answered.texts[case.id])
+        assert set(record) == set(restaurants.schema["properties"])
+    text = calibration_text(prompted, cases, answered.texts)
+    assert text.count("\nJSON: {") == 2 + 2 * len(prompted.examples)
