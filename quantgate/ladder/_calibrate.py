@@ -114,6 +114,12 @@ def calibrate(
     answered = None
     if request.answers == "reference":
         answered = answer_cases(prompted, cases, reference_variant(reference), progress=progress)
+        print(
+            f"the reference answered {answered.valid} of {len(cases)} calibration cases with a valid "
+            "record (an invalid answer is kept as it was written)",
+            file=sys.stderr,
+            flush=True,
+        )
         text = calibration_text(prompted, cases, answered.texts)
     tokens = count_tokens(text)
     check_enough_tokens(request.dataset, len(cases), tokens)

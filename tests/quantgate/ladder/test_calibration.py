@@ -159,7 +159,7 @@ def test_the_command_lines_default_is_the_ladders():
 
 
 def test_the_text_holds_the_references_answers_and_the_record_says_so(
-    restaurants, tools, fake_ladder, fake_reference
+    restaurants, tools, fake_ladder, fake_reference, capsys
 ):
     """The fake reference answers every case (one invalidly, at every attempt): its first answer,
     not the gold, follows each case's prompt; the record counts the valid ones."""
@@ -181,6 +181,7 @@ def test_the_text_holds_the_references_answers_and_the_record_says_so(
     assert len(fake_reference.calls) == 8 + 2
     record = read_calibration_record(final / "calibration.json")
     assert (record.answers, record.valid_answers) == ("reference", 7)
+    assert "the reference answered 7 of 8 calibration cases with a valid record" in capsys.readouterr().err
     assert (
         "importance matrix from restaurants (8 cases, answered by the reference," in variants[0].calibration
     )
