@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from quantgate._hardware import package_version
-from quantgate.inputs._dataset import Dataset
+from quantgate.inputs._dataset import Case, Dataset
 from quantgate.inputs._file_hashes import file_sha256
 from quantgate.inputs._variants import ImatrixCalibration, Variant
 from quantgate.ladder._calibration_record import (
@@ -37,7 +37,7 @@ from quantgate.ladder._calibration_split import (
 )
 from quantgate.ladder._imatrix_check import check_imatrix_model
 from quantgate.ladder._llama_tool_calls import CalibrationError, find_llama_tool, run_llama_tool, tool_version
-from quantgate.ladder._reference_answers import answer_cases, reference_variant
+from quantgate.ladder._reference_answers import ReferenceAnswers, answer_cases, reference_variant
 
 CALIBRATED_SUFFIX = "+imat"
 IMATRIX_FILE = "imatrix.gguf"
@@ -113,13 +113,7 @@ def calibrate(
     find_llama_tool("llama-quantize")
     answered = None
     if request.answers == "reference":
-        answered = answer_cases(prompted, cases, reference_variant(reference), progress=progress)
-        print(
-            f"the reference answered {answered.valid} of {len(cases)} calibration cases with a valid "
-            "record (an invalid answer is kept as it was written)",
-            file=sys.stderr,
-            flush=True,
-        )
+        answered = _reference_answered(prompted, cases, reference, progress=progress)
         text = calibration_text(prompted, cases, answered.texts)
     tokens = count_tokens(text)
     check_enough_tokens(request.dataset, len(cases), tokens)
@@ -139,6 +133,20 @@ def calibrate(
         final=directory / f"calibration-{request.dataset.name}",
         suffix=CALIBRATED_SUFFIX,
     )
+
+
+def _reference_answered(
+    prompted: Dataset, cases: list[Case], reference: Path, *, progress: bool
+) -> ReferenceAnswers:
+    """The F16 reference's answers to the cases, and how many were valid said on stderr."""
+    answered = answer_cases(prompted, cases, reference_variant(reference), progress=progress)
+    print(
+        f"the reference answered {answered.valid} of {len(cases)} calibration cases with a valid "
+        "record (an invalid answer is kept as it was written)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return answered
 
 
 @dataclass(frozen=True, kw_only=True)
