@@ -11,7 +11,8 @@ from quantgate.cli._common import cli_dataset, positive_int
 
 if TYPE_CHECKING:
     from quantgate.cli._common import Commands
-    from quantgate.ladder._calibrate import CalibrationRequest
+    from quantgate.ladder._calibrate import CalibrationAnswers, CalibrationRequest
+    from quantgate.ladder._calibrate_file import ImatrixFileRequest
     from quantgate.ladder._calibrate_text import TextCalibrationRequest
 
 
@@ -39,6 +40,7 @@ def _ladder(args: argparse.Namespace) -> int:
     variant_set, variants_file = build_ladder(
         calibration=_calibration(args, quants),
         text_calibration=_text_calibration(args, quants),
+        imatrix_file=_imatrix_file(args, quants),
         source=Path(args.source) if args.source else None,
         quants=quants,
         out=Path(args.out) if args.out else None,
@@ -59,13 +61,19 @@ def _ladder(args: argparse.Namespace) -> int:
 def _calibration(args: argparse.Namespace, quants: list[str]) -> CalibrationRequest | None:
     """`--calibrate DATASET`: the request, its dataset loaded (a bad one fails before any build)."""
     if args.calibrate is None:
-        if args.calibration_cases is not None:
-            raise UsageError("--calibration-cases needs --calibrate DATASET")
+        for flag, value in (
+            ("--calibration-cases", args.calibration_cases),
+            ("--calibration-answers", args.calibration_answers),
+        ):
+            if value is not None:
+                raise UsageError(f"{flag} needs --calibrate DATASET")
         return None
     from quantgate.ladder._calibrate import CalibrationRequest
 
     cases = args.calibration_cases or DEFAULT_CALIBRATION_CASES
-    return CalibrationRequest(dataset=cli_dataset(args.calibrate, False), cases=cases, quants=quants)
+    answers: CalibrationAnswers = args.calibration_answers or "reference"
+    dataset = cli_dataset(args.calibrate, False)
+    return CalibrationRequest(dataset=dataset, cases=cases, quants=quants, answers=answers)
 
 
 def _text_calibration(args: argparse.Namespace, quants: list[str]) -> TextCalibrationRequest | None:
@@ -76,6 +84,15 @@ def _text_calibration(args: argparse.Namespace, quants: list[str]) -> TextCalibr
 
     text = BUNDLED_TEXT if args.calibrate_text == _BUNDLED else Path(args.calibrate_text)
     return TextCalibrationRequest(text=text, quants=quants)
+
+
+def _imatrix_file(args: argparse.Namespace, quants: list[str]) -> ImatrixFileRequest | None:
+    """`--imatrix FILE`: the request (the file is checked before any build)."""
+    if args.imatrix is None:
+        return None
+    from quantgate.ladder._calibrate_file import ImatrixFileRequest
+
+    return ImatrixFileRequest(imatrix=Path(args.imatrix), quants=quants)
 
 
 def add_parser(commands: Commands) -> None:
@@ -98,11 +115,19 @@ def add_parser(commands: Commands) -> None:
         help="comma-separated weight types the --kv-cache variants are made of (default: every "
         "quantization built, not the F16 reference)",
     )
+    _add_calibration_arguments(ladder)
+    ladder.add_argument("--out", help="output directory (default: the user cache dir, quantgate/ladder)")
+    ladder.set_defaults(handler=_ladder)
+
+
+def _add_calibration_arguments(ladder: argparse.ArgumentParser) -> None:
+    """The calibrated arms: `--calibrate` (and its cases and answers), `--calibrate-text`, `--imatrix`."""
     ladder.add_argument(
         "--calibrate",
         metavar="DATASET",
         help="also make each --quants type with an importance matrix (llama-imatrix, llama-quantize) "
-        "from the dataset's texts as the graph sends them, named like Q2_K+imat; its calibration cases "
+        "from the dataset's texts as the graph sends them (each case's prompt, then the F16 reference's "
+        "answer), named like Q2_K+imat; its calibration cases "
         "(calibration-DATASET/calibration.json) are then left out of every run's scoring",
     )
     ladder.add_argument(
@@ -112,6 +137,13 @@ def add_parser(commands: Commands) -> None:
         help=f"--calibrate: labeled cases in the calibration split, drawn with a fixed seed (default "
         f"{DEFAULT_CALIBRATION_CASES}: on restaurants about 860 tokens a case, 107 chunks of 512, within "
         "llama.cpp's usual 50-200; llama-imatrix needs at least 1024 tokens, two chunks)",
+    )
+    ladder.add_argument(
+        "--calibration-answers",
+        choices=("reference", "gold"),
+        help="--calibrate: what follows each case's prompt in the calibration text: the F16 reference's "
+        "own answer (default; it answers the cases first, about 4 s a case on a CPU) or the case's "
+        "gold record",
     )
     ladder.add_argument(
         "--calibrate-text",
@@ -124,5 +156,10 @@ def add_parser(commands: Commands) -> None:
         "beside the plain and the --calibrate types, to see whether your own data is what helps; with "
         "--calibrate it reads as many chunks of 512 tokens as the dataset's matrix did, else at most 128",
     )
-    ladder.add_argument("--out", help="output directory (default: the user cache dir, quantgate/ladder)")
-    ladder.set_defaults(handler=_ladder)
+    ladder.add_argument(
+        "--imatrix",
+        metavar="FILE",
+        help="also make each --quants type with a ready-made importance matrix (a .gguf as llama-imatrix "
+        "writes, or the legacy .dat) of this ladder's model (checked), named like Q2_K+imat-file; "
+        "combines with --calibrate and --calibrate-text (one directory each, side by side)",
+    )

@@ -94,32 +94,39 @@ def _kv_cache_table(value: Any) -> dict[str, Any]:
     return value
 
 
-CalibrationSource = Literal["dataset", "text"]
+CalibrationSource = Literal["dataset", "text", "file"]
 """What an importance matrix was computed from: a dataset's cases as the graph sends them
-(`quantgate ladder --calibrate`, the team's own data), or a general text file the user names
-(`--calibrate-text`)."""
+(`quantgate ladder --calibrate`, the team's own data), a general text file the user names
+(`--calibrate-text`), or nothing quantgate saw: a ready-made matrix file (`--imatrix`)."""
 
 
 class ImatrixCalibration(BaseModel):
     """A calibrated variant's importance matrix, as `quantgate ladder --calibrate` (or
-    `--calibrate-text`) made it: which dataset and how much of it (the case ids are in `file`,
-    calibration.json, which a run reads to leave them out of scoring) or which text file, and which
-    matrix and tool."""
+    `--calibrate-text`, or `--imatrix`) made it: which dataset and how much of it (the case ids are
+    in `file`, calibration.json, which a run reads to leave them out of scoring), which text file, or
+    which ready-made matrix file, and which matrix and tool."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     file: str
     source: CalibrationSource = Field(
         default="dataset",
-        description="A dataset's cases (`--calibrate`), or a general text file (`--calibrate-text`).",
+        description="A dataset's cases (`--calibrate`), a general text file (`--calibrate-text`), or a "
+        "ready-made matrix file (`--imatrix`).",
     )
-    dataset: str
-    dataset_sha256: str
-    cases: int = Field(ge=0, description="Calibration cases; 0 for a text file.")
-    tokens: int = Field(ge=1)
-    chunks: int = Field(ge=1)
+    dataset: str = Field(description="The dataset's name, or the text file's or the matrix file's name.")
+    dataset_sha256: str = Field(description="The dataset's sha256, or the text file's or the matrix file's.")
+    cases: int = Field(ge=0, description="Calibration cases; 0 for a text file or a matrix file.")
+    tokens: int | None = Field(
+        default=None, ge=1, description="Tokens the matrix was computed from; None for a matrix file."
+    )
+    chunks: int | None = Field(
+        default=None, ge=1, description="Chunks of the text llama-imatrix read; None for a matrix file."
+    )
     imatrix_sha256: str
-    tool_version: str
+    tool_version: str | None = Field(
+        default=None, description="llama-imatrix --version; None for a matrix file."
+    )
 
 
 class VariantSpec(BaseModel):

@@ -1,7 +1,8 @@
 """Calibrated variants: an importance matrix from a dataset's cases, and llama.cpp types made with it.
 
-`calibrate` writes the calibration text of a split (`quantgate.ladder._calibration_split`), runs
-`llama-imatrix` on the F16 reference, checks that the matrix belongs to that model, and makes each
+`calibrate` has the F16 reference answer the cases of a split (`quantgate.ladder._reference_answers`),
+writes the calibration text of the split with those answers (`quantgate.ladder._calibration_split`),
+runs `llama-imatrix` on the F16 reference, checks that the matrix belongs to that model, and makes each
 type with `llama-quantize --imatrix`, named `Q2_K+imat`. Everything is built in a temporary
 directory inside the ladder directory and moved into place (`calibration-<dataset>/`) only when
 complete, so a failure or Ctrl-C leaves nothing half-built.
@@ -16,10 +17,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from quantgate._hardware import package_version
-from quantgate.inputs._dataset import Dataset
+from quantgate.inputs._dataset import Case, Dataset
 from quantgate.inputs._file_hashes import file_sha256
 from quantgate.inputs._variants import ImatrixCalibration, Variant
 from quantgate.ladder._calibration_record import (
@@ -36,10 +37,14 @@ from quantgate.ladder._calibration_split import (
 )
 from quantgate.ladder._imatrix_check import check_imatrix_model
 from quantgate.ladder._llama_tool_calls import CalibrationError, find_llama_tool, run_llama_tool, tool_version
+from quantgate.ladder._reference_answers import ReferenceAnswers, answer_cases, reference_variant
 
 CALIBRATED_SUFFIX = "+imat"
 IMATRIX_FILE = "imatrix.gguf"
 TEXT_FILE = "calibration.txt"
+
+CalibrationAnswers = Literal["reference", "gold"]
+"""`--calibration-answers`: what follows each case's prompt in the calibration text."""
 
 TokenCounter = Callable[[str], int]
 """Tokens of a text as the F16 reference tokenizes it (with its BOS)."""
@@ -53,6 +58,8 @@ class CalibrationRequest:
     cases: int
     quants: Sequence[str]
     seed: int = 0
+    answers: CalibrationAnswers = "reference"
+    """What follows each prompt in the text: the F16 reference's own answer, or the gold record."""
 
 
 def check_calibration(request: CalibrationRequest) -> None:
@@ -80,14 +87,16 @@ def calibrate(
     reference: Path,
     directory: Path,
     count_tokens: TokenCounter | None = None,
+    progress: bool = True,
 ) -> list[Variant]:
     """Make the importance matrix and the calibrated variants into `directory/calibration-<dataset>/`.
 
     Args:
-        request: The dataset, the number of cases and the types.
-        reference: The F16 reference GGUF.
+        request: The dataset, the number of cases, the types and the answers.
+        reference: The F16 reference GGUF (it answers the cases, `quantgate.ladder._reference_answers`).
         directory: The ladder directory.
         count_tokens: The reference's tokenizer; default: `vocabulary_token_counter(reference)`.
+        progress: Show a progress bar while the reference answers.
 
     Returns:
         One variant per type, `<TYPE>+imat`, each with its `imatrix` record.
@@ -97,8 +106,16 @@ def calibrate(
             the reference's; nothing is left of the attempt.
     """
     prompted, cases = calibration_split(request.dataset, request.cases, seed=request.seed)
+    count_tokens = count_tokens or vocabulary_token_counter(reference)
     text = calibration_text(prompted, cases)
-    tokens = (count_tokens or vocabulary_token_counter(reference))(text)
+    check_enough_tokens(request.dataset, len(cases), count_tokens(text))  # before minutes of answers
+    find_llama_tool("llama-imatrix")
+    find_llama_tool("llama-quantize")
+    answered = None
+    if request.answers == "reference":
+        answered = _reference_answered(prompted, cases, reference, progress=progress)
+        text = calibration_text(prompted, cases, answered.texts)
+    tokens = count_tokens(text)
     check_enough_tokens(request.dataset, len(cases), tokens)
     origin = {
         "dataset": request.dataset.name,
@@ -106,6 +123,8 @@ def calibrate(
         "dataset_sha256": request.dataset.sha256,
         "seed": request.seed,
         "cases": [CalibrationCase(id=c.id, text_sha256=text_sha256(c.text)) for c in cases],
+        "answers": request.answers,
+        "valid_answers": answered.valid if answered else None,
     }
     return build_calibrated(
         CalibratedText(text=text, tokens=tokens, chunks=tokens // CHUNK_TOKENS, origin=origin),
@@ -114,6 +133,20 @@ def calibrate(
         final=directory / f"calibration-{request.dataset.name}",
         suffix=CALIBRATED_SUFFIX,
     )
+
+
+def _reference_answered(
+    prompted: Dataset, cases: list[Case], reference: Path, *, progress: bool
+) -> ReferenceAnswers:
+    """The F16 reference's answers to the cases, and how many were valid said on stderr."""
+    answered = answer_cases(prompted, cases, reference_variant(reference), progress=progress)
+    print(
+        f"the reference answered {answered.valid} of {len(cases)} calibration cases with a valid "
+        "record (an invalid answer is kept as it was written)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return answered
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,25 +170,50 @@ def build_calibrated(
     Returns:
         One variant per type, `<TYPE><suffix>`, each with its `imatrix` record.
     """
-    work = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
-    label = str(calibrated.origin["dataset"])
-    try:
+
+    def compute(work: Path) -> dict[str, Any]:
         (work / TEXT_FILE).write_text(calibrated.text, encoding="utf-8")
+        label = str(calibrated.origin["dataset"])
         version = _imatrix_into(work, reference, label=label, chunks=calibrated.chunks)
+        return {
+            **calibrated.origin,
+            "tokens": calibrated.tokens,
+            "chunk_tokens": CHUNK_TOKENS,
+            "chunks": calibrated.chunks,
+            "text_sha256": text_sha256(calibrated.text),
+            "imatrix_file": IMATRIX_FILE,
+            "tool_version": version,
+        }
+
+    return quantize_with_matrix(compute, quants=quants, reference=reference, final=final, suffix=suffix)
+
+
+MatrixMaker = Callable[[Path], dict[str, Any]]
+"""Puts an importance matrix into a work directory and returns calibration.json's fields about it
+and where it came from (`imatrix_file` naming it in the directory)."""
+
+
+def quantize_with_matrix(
+    make_matrix: MatrixMaker, *, quants: Sequence[str], reference: Path, final: Path, suffix: str
+) -> list[Variant]:
+    """In a work directory beside `final`: the matrix (`make_matrix`), each type quantized with it
+    and calibration.json; the whole moved into `final` only when complete, nothing left otherwise.
+
+    Returns:
+        One variant per type, `<TYPE><suffix>`, each with its `imatrix` record.
+    """
+    work = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".partial", dir=final.parent))
+    try:
+        fields = make_matrix(work)
+        matrix = work / fields["imatrix_file"]
         quantize_tool = find_llama_tool("llama-quantize")
         for quant in quants:
             out = work / _file_name(reference, quant, suffix)
-            _quantize(quantize_tool, work / IMATRIX_FILE, reference, out, quant)
+            _quantize(quantize_tool, matrix, reference, out, quant)
         record = CalibrationRecord(
-            **calibrated.origin,
-            tokens=calibrated.tokens,
-            chunk_tokens=CHUNK_TOKENS,
-            chunks=calibrated.chunks,
-            text_sha256=text_sha256(calibrated.text),
+            **fields,
             model_sha256=file_sha256(reference),
-            imatrix_file=IMATRIX_FILE,
-            imatrix_sha256=file_sha256(work / IMATRIX_FILE),
-            tool_version=version,
+            imatrix_sha256=file_sha256(matrix),
             bindings_version=package_version("llama-cpp-python") or "unknown",
         )
         (work / CALIBRATION_FILE).write_text(record.model_dump_json(indent=2), encoding="utf-8")
@@ -208,9 +266,14 @@ def _move_into_place(work: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+_ANSWERED = {"reference": ", answered by the reference", "gold": ", with gold answers", "none": ""}
+
+
 def _calibration_sentence(record: CalibrationRecord) -> str:
+    if record.source == "file":
+        return f"importance matrix from the file {record.dataset_path} (sha256 {record.imatrix_sha256[:12]})"
     made_of = (
-        f"{record.dataset} ({len(record.cases)} cases, "
+        f"{record.dataset} ({len(record.cases)} cases{_ANSWERED[record.answers]}, "
         if record.source == "dataset"
         else f"the text file {record.dataset} ("
     )
@@ -229,7 +292,7 @@ def _variant(final: Path, reference: Path, quant: str, record: CalibrationRecord
         quantization=quant,
         method=(
             "llama.cpp llama-quantize with an importance matrix, from the F16 reference "
-            f"({record.tool_version}; llama-cpp-python {record.bindings_version})"
+            f"({record.tool_version or 'a given matrix'}; llama-cpp-python {record.bindings_version})"
         ),
         calibration=_calibration_sentence(record),
         imatrix=ImatrixCalibration(

@@ -57,7 +57,7 @@ def read_calibration_text(path: Path) -> str:
         raise CalibrationError(f"{path}: cannot read the calibration text: {exc.strerror or exc}") from exc
 
 
-def _name(path: Path) -> str:
+def name_part(path: Path) -> str:
     """The file's stem as a directory-name part (`wiki.test` for wiki.test.raw)."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", path.stem) or "text"
 
@@ -96,7 +96,7 @@ def calibrate_text(
         "answers": "none",
     }
     calibrated = CalibratedText(text=text, tokens=chunks * CHUNK_TOKENS, chunks=chunks, origin=origin)
-    final = directory / f"calibration-text-{_name(request.text)}"
+    final = directory / f"calibration-text-{name_part(request.text)}"
     return build_calibrated(
         calibrated, quants=request.quants, reference=reference, final=final, suffix=TEXT_SUFFIX
     )

@@ -34,23 +34,37 @@ class CalibrationRecord(BaseModel):
 
     format_version: Literal[1] = 1
     source: CalibrationSource = Field(default="dataset", description="What the text was made from.")
-    dataset: str = Field(description="The dataset's name (its directory's), or the text file's name.")
-    dataset_path: str
-    dataset_sha256: str = Field(description="The dataset's sha256, or the text file's.")
-    seed: int
-    cases: list[CalibrationCase] = Field(description="The split's cases; none for a text file.")
-    answers: Literal["gold", "none"] = Field(
-        default="gold",
-        description="What follows each prompt: the gold record as JSON; none for a text file.",
+    dataset: str = Field(
+        description="The dataset's name (its directory's), or the text file's or the matrix file's name."
     )
-    tokens: int = Field(description="Tokens of the calibration text (with the model's BOS).")
-    chunk_tokens: int
-    chunks: int = Field(description="Chunks llama-imatrix computed over: tokens // chunk_tokens.")
-    text_sha256: str
-    model_sha256: str = Field(description="The F16 reference the matrix was computed with.")
-    imatrix_file: str
+    dataset_path: str
+    dataset_sha256: str = Field(description="The dataset's sha256, or the text file's or the matrix file's.")
+    seed: int
+    cases: list[CalibrationCase] = Field(description="The split's cases; none for a text or matrix file.")
+    answers: Literal["reference", "gold", "none"] = Field(
+        default="gold",
+        description="What follows each prompt: the F16 reference's own answer (its first model call's "
+        "text), or the gold record as JSON; none for a text file or a given matrix. A record without "
+        "the field was made with gold (before the reference answered).",
+    )
+    valid_answers: int | None = Field(
+        default=None,
+        description="With answers 'reference': the cases the reference answered with a valid record; "
+        "the others' text is what it wrote anyway.",
+    )
+    tokens: int | None = Field(
+        description="Tokens of the calibration text (with the model's BOS); None for a matrix file."
+    )
+    chunk_tokens: int | None
+    chunks: int | None = Field(description="Chunks llama-imatrix computed over: tokens // chunk_tokens.")
+    text_sha256: str | None = Field(description="The calibration text's sha256; None for a matrix file.")
+    model_sha256: str = Field(
+        description="The F16 reference the matrix was computed with (for a matrix file: checked against)."
+    )
+    imatrix_file: str = Field(description="The matrix, beside this file (a given file is copied there).")
     imatrix_sha256: str
-    tool_version: str = Field(description="llama-imatrix --version.")
+    imatrix_path: str | None = Field(default=None, description="Where a given matrix file was read from.")
+    tool_version: str | None = Field(description="llama-imatrix --version; None for a matrix file.")
     bindings_version: str = Field(description="llama-cpp-python's version, whose llama.cpp the tools are.")
 
     def case_ids(self) -> set[str]:

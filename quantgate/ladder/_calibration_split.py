@@ -4,8 +4,9 @@ The cases are drawn (seeded) from the dataset's labeled cases, after the few-sho
 takes (`choose_examples`), so the run prompts with the same examples and the split never holds
 them. Each case's calibration text is what the graph sends the embedded base model on a first
 attempt (`build_messages` rendered by `render_prompt`: the instruction, the few-shot examples, the
-case's text), followed by the answer: the case's gold record as JSON, the stand-in for the
-reference's answer (the answer the reference should give, so the matrix sees the task's tokens).
+case's text), followed by the answer: the F16 reference's own answer to that prompt
+(`quantgate.ladder._reference_answers`), so the matrix sees the task's tokens as the model writes
+them, or, with `--calibration-answers gold`, the case's gold record as JSON.
 
 What was drawn is recorded in calibration.json (`quantgate.ladder._calibration_record`).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Mapping
 
 from langchain_core.messages import AIMessage
 
@@ -55,15 +57,24 @@ def calibration_split(dataset: Dataset, count: int, *, seed: int = SPLIT_SEED) -
     return prompted, [case for case in labeled if case.id in drawn]
 
 
-def calibration_text(prompted: Dataset, cases: list[Case]) -> str:
-    """Each case's first-attempt prompt as the embedded base model reads it, then its gold answer."""
+def calibration_text(prompted: Dataset, cases: list[Case], answers: Mapping[str, str] | None = None) -> str:
+    """Each case's first-attempt prompt as the embedded base model reads it, then its answer.
+
+    Args:
+        prompted: The dataset with its few-shot examples (`calibration_split`).
+        cases: The split's cases.
+        answers: The reference's answer text by case id; None: each case's gold record as JSON.
+    """
     examples = [(e.text, e.expected) for e in prompted.examples if e.expected is not None]
     parts = []
     for case in cases:
         messages = build_messages(
             schema=prompted.schema, examples=examples, text=case.text, task=prompted.task
         )
-        answer = AIMessage(content=json.dumps(case.expected, ensure_ascii=False))
+        written = answers[case.id] if answers is not None else None
+        answer = AIMessage(
+            content=json.dumps(case.expected, ensure_ascii=False) if written is None else written
+        )
         parts.append(render_prompt([*messages, answer]))
     return "".join(parts)
 

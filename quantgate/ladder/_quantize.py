@@ -29,6 +29,7 @@ from quantgate._hardware import package_version
 from quantgate.inputs._file_hashes import file_sha256
 from quantgate.inputs._variants import Variant, VariantSet, write_variants_file
 from quantgate.ladder._calibrate import CalibrationRequest, calibrate, check_calibration
+from quantgate.ladder._calibrate_file import ImatrixFileRequest, calibrate_from_file, check_imatrix_file
 from quantgate.ladder._calibrate_text import TextCalibrationRequest, calibrate_text, read_calibration_text
 from quantgate.ladder._dequantize import dequantize_to_f16
 from quantgate.ladder._kv_cache_variants import check_kv_caches, with_kv_cache_variants
@@ -162,6 +163,7 @@ def build_ladder(
     kv_cache_of: Sequence[str] | None = None,
     calibration: CalibrationRequest | None = None,
     text_calibration: TextCalibrationRequest | None = None,
+    imatrix_file: ImatrixFileRequest | None = None,
 ) -> tuple[VariantSet, Path]:
     """Build the F16 reference and each quantization, and write the variants file.
 
@@ -179,13 +181,15 @@ def build_ladder(
         text_calibration: Also make each of its types with an importance matrix from a general text
             file, named `<TYPE>+imat-text` (`quantgate.ladder._calibrate_text`), listed last; with
             `calibration` it reads as many chunks as the dataset's matrix did.
+        imatrix_file: Also make each of its types with a ready-made importance matrix, named
+            `<TYPE>+imat-file` (`quantgate.ladder._calibrate_file`), listed last.
 
     Returns:
         The variant set (reference `F16`) and the path of the variants file written.
     """
     _check_types(quants)
     check_kv_caches(kv_caches, kv_cache_of, [REFERENCE, *quants])
-    _check_calibrations(calibration, text_calibration)
+    _check_calibrations(calibration, text_calibration, imatrix_file)
     directory = (out or default_ladder_dir()).expanduser()
     directory.mkdir(parents=True, exist_ok=True)
     source_path = source.expanduser() if source else default_source(directory)
@@ -200,7 +204,9 @@ def build_ladder(
         steps.append(_quantized_step(directory, manifest, stem, reference, quant, source_sha))
     _write_manifest(directory, source_path, source_sha, steps, manifest)
     variant_set = _variant_set(steps, source_path, source_sha, is_default=source is None)
-    calibrated = _calibrated(calibration, text_calibration, reference, directory)
+    calibrated = _calibrated(calibration, text_calibration, reference, directory, progress=progress)
+    if imatrix_file is not None:
+        calibrated += calibrate_from_file(imatrix_file, reference=reference, directory=directory)
     variant_set = variant_set.model_copy(update={"variants": [*variant_set.variants, *calibrated]})
     variant_set = with_kv_cache_variants(variant_set, kv_caches, kv_cache_of)
     variants_file = directory / VARIANTS_FILE
@@ -223,9 +229,12 @@ def _quantized_step(
 
 
 def _check_calibrations(
-    calibration: CalibrationRequest | None, text_calibration: TextCalibrationRequest | None
+    calibration: CalibrationRequest | None,
+    text_calibration: TextCalibrationRequest | None,
+    imatrix_file: ImatrixFileRequest | None,
 ) -> None:
-    """Refuse, before anything is built, a calibration that cannot be made (types, split, tools, text)."""
+    """Refuse, before anything is built, a calibration that cannot be made (types, split, tools,
+    text, matrix file)."""
     if calibration is not None:
         _check_types(calibration.quants)
         check_calibration(calibration)
@@ -234,6 +243,10 @@ def _check_calibrations(
         read_calibration_text(text_calibration.text)
         find_llama_tool("llama-imatrix")
         find_llama_tool("llama-quantize")
+    if imatrix_file is not None:
+        _check_types(imatrix_file.quants)
+        check_imatrix_file(imatrix_file)
+        find_llama_tool("llama-quantize")
 
 
 def _calibrated(
@@ -241,13 +254,15 @@ def _calibrated(
     text_calibration: TextCalibrationRequest | None,
     reference: Path,
     directory: Path,
+    *,
+    progress: bool = True,
 ) -> list[Variant]:
     """The calibrated variants: the dataset's arm, then the text's (as many chunks as the dataset's)."""
     variants: list[Variant] = []
     if calibration is not None:
-        variants += calibrate(calibration, reference=reference, directory=directory)
+        variants += calibrate(calibration, reference=reference, directory=directory, progress=progress)
     if text_calibration is not None:
-        if variants and variants[0].imatrix is not None:
+        if variants and variants[0].imatrix is not None and variants[0].imatrix.chunks is not None:
             text_calibration = replace(text_calibration, max_chunks=variants[0].imatrix.chunks)
         variants += calibrate_text(text_calibration, reference=reference, directory=directory)
     return variants

@@ -22,7 +22,7 @@ CALIBRATION_HEADER = (
     "shown",
 )
 
-_SOURCE = {"dataset": "your data", "text": "a general text"}
+_SOURCE = {"dataset": "your data", "text": "a general text", "file": "a given matrix"}
 _FINDING = {
     "better": "calibrated better",
     "worse": "calibrated worse",
@@ -30,8 +30,9 @@ _FINDING = {
 }
 
 CALIBRATION_NOTE = (
-    "Each calibrated variant (an importance matrix from your dataset's cases, `+imat`, or from a general "
-    "text, `+imat-text`) against the plain variant of the same type, on the labeled cases both have: Δ is "
+    "Each calibrated variant (an importance matrix from your dataset's cases, `+imat`, from a general "
+    "text, `+imat-text`, or a given matrix file, `+imat-file`) against the plain variant of the same type, "
+    "on the labeled cases both have: Δ is "
     "accuracy, calibrated minus plain, with the interval the accuracy gate judges by, valid at any number "
     "of cases. A sequential run keeps a plain variant running while a calibrated twin is, so both have the "
     "same cases (the cases column says how many both have). "

@@ -28,8 +28,8 @@ class CalibrationComparison(RunFileModel):
     plain: str = Field(description="The plain variant (no importance matrix).")
     calibrated: str = Field(description="The calibrated variant.")
     source: CalibrationSource = Field(
-        description="What its importance matrix was computed from: the run's kind of data (`dataset`) "
-        "or a general text (`text`)."
+        description="What its importance matrix was computed from: the run's kind of data (`dataset`), "
+        "a general text (`text`), or a ready-made matrix file (`file`)."
     )
     calibration: str = Field(description="The calibrated variant's calibration, as variants.json has it.")
     accuracy: PairedDelta | None = Field(

@@ -1,5 +1,6 @@
 """Fake `llama-imatrix` and `llama-quantize` for the calibration tests: Python scripts that log
-their arguments, write recognisable files, and fail or misbehave when an environment variable says."""
+their arguments, write recognisable files, and fail or misbehave when an environment variable says;
+and `write_matrix`, a ready-made importance matrix of a model (GGUF or legacy `.dat`)."""
 
 from __future__ import annotations
 
@@ -70,6 +71,33 @@ def write_fake_f16(path: Path, *, columns: int = 8) -> Path:
     writer = gguf.GGUFWriter(path, "llama")
     writer.add_tensor("blk.0.attn_q.weight", np.zeros((4, columns), dtype=np.float16))
     writer.add_tensor("blk.0.ffn_down.weight", np.zeros((columns, columns), dtype=np.float16))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def write_matrix(path: Path, model: Path, *, legacy: bool = False, prefix: str = "") -> Path:
+    """An importance matrix of `model`'s tensors, as llama-imatrix writes it: a GGUF, or with `legacy`
+    the `.dat` format (entries named `prefix` + the tensor's name: another model's with a prefix)."""
+    import struct
+
+    import gguf
+
+    shapes = {t.name: int(t.shape[0]) for t in gguf.GGUFReader(model).tensors}
+    if legacy:
+        data = struct.pack("<i", len(shapes))
+        for name, columns in shapes.items():
+            encoded = (prefix + name).encode()
+            data += struct.pack("<i", len(encoded)) + encoded + struct.pack("<ii", 10, columns)
+            data += np.ones(columns, dtype="<f4").tobytes()
+        path.write_bytes(data + struct.pack("<i", 10) + struct.pack("<i", 4) + b"wiki")
+        return path
+    writer = gguf.GGUFWriter(path, "imatrix")
+    for name, columns in shapes.items():
+        writer.add_tensor(prefix + name + ".in_sum2", np.ones((1, columns), dtype=np.float32))
+        writer.add_tensor(prefix + name + ".counts", np.ones((1, 1), dtype=np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -12,6 +12,7 @@ import quantgate.ladder._calibrate
 import quantgate.ladder._quantize
 from quantgate.cli._main import main
 from quantgate.inputs._variants import load_variants_file
+from quantgate.ladder._calibration_record import read_calibration_record
 from quantgate.ladder._llama_tools import ENV_VAR as TOOLS_ENV
 from tests.quantgate.ladder.fake_llama_tools import write_fake_f16
 
@@ -28,10 +29,15 @@ def source(tmp_path, monkeypatch) -> Path:
     return write_fake_f16(tmp_path / "tiny.gguf")
 
 
-def test_calibrated_variants_sit_beside_the_plain_ones_in_the_variants_file(source, tools, tmp_path, capsys):
+def test_calibrated_variants_sit_beside_the_plain_ones_in_the_variants_file(
+    source, tools, fake_reference, tmp_path, capsys
+):
     out = tmp_path / "ladder"
     argv = ["ladder", "--source", str(source), "--quants", "Q2_K,Q4_K_M", "--out", str(out)]
     assert main([*argv, "--calibrate", "restaurants", "--calibration-cases", "8"]) == 0
+    record = read_calibration_record(out / "calibration-restaurants" / "calibration.json")
+    assert (record.answers, record.valid_answers) == ("reference", 7)
+    assert len(fake_reference.calls) == 8 + 2  # each case, and two repairs of the unanswerable one
     variants = load_variants_file(out / "variants.toml").variants
     assert [v.name for v in variants] == ["F16", "Q2_K", "Q4_K_M", "Q2_K+imat", "Q4_K_M+imat"]
     calibrated = variants[3]
@@ -49,6 +55,7 @@ def test_calibrated_variants_sit_beside_the_plain_ones_in_the_variants_file(sour
     ("flags", "message"),
     [
         (["--calibration-cases", "8"], "--calibration-cases needs --calibrate DATASET"),
+        (["--calibration-answers", "gold"], "--calibration-answers needs --calibrate DATASET"),
         (["--calibrate", "no-such-dataset"], "no-such-dataset"),
         (["--calibrate", "restaurants", "--calibration-cases", "5000"], "cannot give 5000 calibration cases"),
         (["--calibrate-text", "no-such-text.txt"], "no-such-text.txt: cannot read the calibration text"),
@@ -70,3 +77,12 @@ def test_a_missing_tool_exits_2_before_the_ladder_is_built(source, tmp_path, mon
     assert main(["ladder", "--source", str(source), "--out", str(out), "--calibrate", "restaurants"]) == 2
     assert "llama-imatrix not found" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_gold_calibration_answers_from_the_command_line(source, tools, fake_reference, tmp_path):
+    out = tmp_path / "ladder"
+    argv = ["ladder", "--source", str(source), "--quants", "Q2_K", "--out", str(out), "--calibrate"]
+    assert main([*argv, "restaurants", "--calibration-cases", "4", "--calibration-answers", "gold"]) == 0
+    record = read_calibration_record(out / "calibration-restaurants" / "calibration.json")
+    assert (record.answers, record.valid_answers) == ("gold", None)
+    assert fake_reference.calls == []

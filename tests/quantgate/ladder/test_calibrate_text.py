@@ -53,7 +53,7 @@ def test_a_text_file_makes_the_text_arm_with_its_record(tools, fake_ladder, tmp_
 
 
 def test_with_a_dataset_arm_the_text_reads_as_many_chunks_as_the_dataset_did(
-    tools, fake_ladder, tmp_path, monkeypatch
+    tools, fake_ladder, fake_reference, tmp_path, monkeypatch
 ):
     text = tmp_path / "general.txt"
     text.write_text(_PARAGRAPH * 400, encoding="utf-8")  # 17 stand-in chunks
@@ -64,6 +64,7 @@ def test_with_a_dataset_arm_the_text_reads_as_many_chunks_as_the_dataset_did(
     variants = _calibrated(dataset_arm, text_arm, fake_ladder / "model-F16.gguf", fake_ladder)
     assert [v.name for v in variants] == ["Q2_K+imat", "Q2_K+imat-text"]
     dataset_chunks, text_chunks = (v.imatrix.chunks for v in variants if v.imatrix)
+    assert dataset_chunks is not None
     assert dataset_chunks < 17
     assert text_chunks == dataset_chunks
 

@@ -21,7 +21,9 @@ from quantgate.ladder._calibration_split import (
 )
 from quantgate.ladder._llama_tool_calls import CalibrationError
 from quantgate.ladder._llama_tools import ENV_VAR as TOOLS_ENV
+from quantgate.ladder._reference_answers import answer_cases, reference_variant
 from tests.fakes import write_tiny_dataset
+from tests.quantgate.ladder.conftest import REFERENCE_ANSWER, UNANSWERABLE
 
 
 def count_tokens(text: str) -> int:
@@ -34,10 +36,14 @@ def restaurants() -> Dataset:
     return load_dataset("restaurants")
 
 
-def _calibrate(dataset: Dataset, fake_ladder: Path, cases: int = 8, quants=("Q2_K", "IQ3_XXS")):
-    request = CalibrationRequest(dataset=dataset, cases=cases, quants=list(quants))
+def _calibrate(
+    dataset: Dataset, fake_ladder: Path, cases: int = 8, quants=("Q2_K", "IQ3_XXS"), answers="reference"
+):
+    request = CalibrationRequest(dataset=dataset, cases=cases, quants=list(quants), answers=answers)
     reference = fake_ladder / "model-F16.gguf"
-    return calibrate(request, reference=reference, directory=fake_ladder, count_tokens=count_tokens)
+    return calibrate(
+        request, reference=reference, directory=fake_ladder, count_tokens=count_tokens, progress=False
+    )
 
 
 def _calls(log: Path) -> list[list[str]]:
@@ -47,7 +53,7 @@ def _calls(log: Path) -> list[list[str]]:
 
 
 def test_calibrated_variants_are_quantized_with_the_matrix_of_the_split_and_record_it(
-    restaurants, tools, fake_ladder
+    restaurants, tools, fake_ladder, fake_reference
 ):
     variants = _calibrate(restaurants, fake_ladder)
     final = fake_ladder / "calibration-restaurants"
@@ -91,7 +97,9 @@ def test_the_split_is_seeded_leaves_the_few_shot_examples_and_the_text_is_the_pr
     assert text.count("Text:\n") == 1 + len(prompted.examples)  # the examples, then the case
 
 
-def test_a_split_too_small_for_llama_imatrix_is_refused_with_the_token_count(restaurants, tools, fake_ladder):
+def test_a_split_too_small_for_llama_imatrix_is_refused_with_the_token_count(
+    restaurants, tools, fake_ladder, fake_reference
+):
     too_few = r"make \d+ tokens .*needs at least 1024 \(two chunks of 512\)"
     with pytest.raises(CalibrationError, match=too_few):
         _calibrate(restaurants, fake_ladder, cases=1)
@@ -122,7 +130,7 @@ def test_a_missing_tool_names_the_install_script(restaurants, tmp_path, monkeypa
     ],
 )
 def test_a_failing_tool_or_a_matrix_of_another_model_leaves_the_previous_calibration_as_it_was(
-    restaurants, tools, fake_ladder, monkeypatch, mode, message
+    restaurants, tools, fake_ladder, fake_reference, monkeypatch, mode, message
 ):
     _calibrate(restaurants, fake_ladder, quants=["Q4_K_M"])
     before = {p.name: p.read_bytes() for p in (fake_ladder / "calibration-restaurants").iterdir()}
@@ -134,7 +142,9 @@ def test_a_failing_tool_or_a_matrix_of_another_model_leaves_the_previous_calibra
     assert after == before
 
 
-def test_a_calibrated_variant_keeps_its_record_in_the_variants_file(restaurants, tools, fake_ladder):
+def test_a_calibrated_variant_keeps_its_record_in_the_variants_file(
+    restaurants, tools, fake_ladder, fake_reference
+):
     variants = _calibrate(restaurants, fake_ladder, quants=["Q4_K_M"])
     write_variants_file(fake_ladder / "variants.toml", VariantSet(variants=variants))
     loaded = load_variants_file(fake_ladder / "variants.toml").variants[0]
@@ -146,3 +156,84 @@ def test_the_command_lines_default_is_the_ladders():
     from quantgate.cli._ladder import DEFAULT_CALIBRATION_CASES as SHOWN
 
     assert SHOWN == DEFAULT_CALIBRATION_CASES
+
+
+def test_the_text_holds_the_references_answers_and_the_record_says_so(
+    restaurants, tools, fake_ladder, fake_reference, capsys
+):
+    """The fake reference answers every case (one invalidly, at every attempt): its first answer,
+    not the gold, follows each case's prompt; the record counts the valid ones."""
+    variants = _calibrate(restaurants, fake_ladder, quants=["Q2_K"])
+    final = fake_ladder / "calibration-restaurants"
+    text = (final / "calibration.txt").read_text()
+    prompted, cases = calibration_split(restaurants, 8)
+    answer = json.dumps(REFERENCE_ANSWER)
+    assert text.count(f"JSON: {answer}\n\n") == 7
+    unanswerable = next(c for c in cases if UNANSWERABLE in c.text)
+    assert f"{unanswerable.text.strip()}\nJSON: not json\n\n" in text
+    for case in cases:
+        assert json.dumps(case.expected, ensure_ascii=False) not in text
+    assert text == calibration_text(
+        prompted, cases, {c.id: "not json" if c is unanswerable else answer for c in cases}
+    )
+    first_calls = [call for call in fake_reference.calls if len(call) == len(fake_reference.calls[0])]
+    assert len(first_calls) == 8  # one first prompt per case, then the unanswerable case's repairs
+    assert len(fake_reference.calls) == 8 + 2
+    record = read_calibration_record(final / "calibration.json")
+    assert (record.answers, record.valid_answers) == ("reference", 7)
+    assert "the reference answered 7 of 8 calibration cases with a valid record" in capsys.readouterr().err
+    assert (
+        "importance matrix from restaurants (8 cases, answered by the reference," in variants[0].calibration
+    )
+
+
+def test_gold_answers_are_kept_on_request_and_recorded(restaurants, tools, fake_ladder, fake_reference):
+    variants = _calibrate(restaurants, fake_ladder, quants=["Q2_K"], answers="gold")
+    final = fake_ladder / "calibration-restaurants"
+    prompted, cases = calibration_split(restaurants, 8)
+    assert (final / "calibration.txt").read_text() == calibration_text(prompted, cases)
+    assert fake_reference.calls == []
+    record = read_calibration_record(final / "calibration.json")
+    assert (record.answers, record.valid_answers) == ("gold", None)
+    assert "(8 cases, with gold answers," in variants[0].calibration
+
+
+def test_a_record_written_before_the_reference_answered_reads_as_gold(tmp_path):
+    """calibration.json files of the first calibrations have no `answers`: they were made with gold."""
+    record = {
+        "format_version": 1,
+        "dataset": "restaurants",
+        "dataset_path": "datasets/restaurants",
+        "dataset_sha256": "d" * 64,
+        "seed": 0,
+        "cases": [{"id": "e2e-0082", "text_sha256": "t" * 64}],
+        "tokens": 1100,
+        "chunk_tokens": 512,
+        "chunks": 2,
+        "text_sha256": "x" * 64,
+        "model_sha256": "m" * 64,
+        "imatrix_file": "imatrix.gguf",
+        "imatrix_sha256": "i" * 64,
+        "tool_version": "version: 1 (abc)",
+        "bindings_version": "0.3.16",
+    }
+    (tmp_path / "calibration.json").write_text(json.dumps(record))
+    read = read_calibration_record(tmp_path / "calibration.json")
+    assert (read.answers, read.valid_answers) == ("gold", None)
+
+
+@pytest.mark.model
+def test_the_real_reference_answers_calibration_cases_with_records_of_the_schema(
+    restaurants, reference_ladder
+):
+    """The F16 reference of the session ladder answers two calibration cases through the embedded
+    backend, greedy and constrained by the task's grammar: each answer is a record of the schema."""
+    prompted, cases = calibration_split(restaurants, 2)
+    reference = reference_variant(Path(reference_ladder.variants[0].model))
+    answered = answer_cases(prompted, cases, reference, progress=False)
+    assert answered.valid == 2
+    for case in cases:
+        record = json.loads(answered.texts[case.id])
+        assert set(record) == set(restaurants.schema["properties"])
+    text = calibration_text(prompted, cases, answered.texts)
+    assert text.count("\nJSON: {") == 2 + 2 * len(prompted.examples)
