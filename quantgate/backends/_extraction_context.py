@@ -8,10 +8,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from graphs.extraction import DEFAULT_MAX_REPAIRS, ExtractionContext
+from graphs.outcomes import CaseInput
 from quantgate.backends import OpenedVariant
 from quantgate.inputs._dataset import Case, Dataset
 
-__all__ = ["case_context", "prompt_examples", "variant_context"]
+__all__ = ["case_context", "case_input", "prompt_examples", "variant_context"]
+
+
+def case_input(case: Case) -> CaseInput:
+    """A case as the evaluation graph takes it."""
+    return CaseInput(id=case.id, text=case.text, expected=case.expected, tags=list(case.tags))
 
 
 def variant_context(

@@ -46,8 +46,8 @@ from graphs.outcomes import keeps_values
 from graphs.prompting import build_messages
 from quantgate._hardware import hardware, package_version
 from quantgate.backends import capabilities
-from quantgate.backends._extraction_context import prompt_examples
-from quantgate.evaluate._options import case_input, variant_concurrency
+from quantgate.backends._extraction_context import case_input, prompt_examples
+from quantgate.evaluate._options import variant_concurrency
 from quantgate.evaluate._rescore import extraction_of
 from quantgate.evaluate._session import RunSession
 from quantgate.evaluate.scheduler._tracks import Track

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from evaluators.betting import DEFAULT_TRUNCATION
 from evaluators.errors import UsageError
-from graphs.evaluation import CaseInput
 from graphs.extraction import DEFAULT_MAX_REPAIRS, ExtractionContext
 from quantgate.backends import OpenedVariant, capabilities
 from quantgate.backends._extraction_context import variant_context
@@ -134,11 +133,6 @@ def run_cases(cases: Sequence[Case], options: RunOptions) -> list[Case]:
     if options.sequential:
         return interleaved(cases, seed=ROUND_ORDER_SEED)[: options.max_cases]
     return select_cases(cases, options.limit)
-
-
-def case_input(case: Case) -> CaseInput:
-    """A case as the evaluation graph takes it."""
-    return CaseInput(id=case.id, text=case.text, expected=case.expected, tags=list(case.tags))
 
 
 def select_cases(cases: Sequence[Case], limit: int | None) -> list[Case]:

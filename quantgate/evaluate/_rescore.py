@@ -16,7 +16,7 @@ from evaluators import CaseScorer
 from graphs.evaluation import CaseOutcome, retained, score_case
 from graphs.extraction import ExtractionResult
 from graphs.outcomes import keeps_values
-from quantgate.evaluate._options import case_input
+from quantgate.backends._extraction_context import case_input
 from quantgate.evaluate._resume import ResumeError
 from quantgate.inputs._dataset import Case, Dataset
 from quantgate.rundir._files import RECORDS_FILE

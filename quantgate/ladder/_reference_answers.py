@@ -19,10 +19,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from graphs.evaluation import CaseInput, CaseOutcome, EvaluationContext, rounds_limit
+from graphs.evaluation import CaseOutcome, EvaluationContext, rounds_limit
 from graphs.evaluation import graph as evaluation_graph
 from quantgate.backends import BackendError, capabilities, open_variant
-from quantgate.backends._extraction_context import variant_context
+from quantgate.backends._extraction_context import case_input, variant_context
 from quantgate.inputs._dataset import Case, Dataset
 from quantgate.inputs._variants import Variant
 from quantgate.ladder._llama_tool_calls import CalibrationError
@@ -79,7 +79,7 @@ def answer_cases(
                 extraction=variant_context(prompted, opened), scorer=prompted.scorer(), on_record=on_record
             )
             evaluation_graph.invoke(
-                {"cases": [_case_input(case) for case in cases]},
+                {"cases": [case_input(case) for case in cases]},
                 context=context,
                 config={"max_concurrency": slots, "recursion_limit": rounds_limit(len(cases), None)},
             )
@@ -91,10 +91,6 @@ def answer_cases(
         texts={case.id: _first_answer(reference, outcomes[case.id]) for case in cases},
         valid=sum(outcome.extraction.valid for outcome in outcomes.values()),
     )
-
-
-def _case_input(case: Case) -> CaseInput:
-    return CaseInput(id=case.id, text=case.text, expected=case.expected, tags=list(case.tags))
 
 
 def _first_answer(reference: Variant, outcome: CaseOutcome) -> str:

@@ -22,8 +22,9 @@ from evaluators.memory import MemoryReading
 from graphs.evaluation import CaseOutcome, EvaluationContext, VariantSummary, rounds_limit
 from graphs.evaluation import graph as evaluation_graph
 from quantgate.backends import OpenedVariant, backend_module, capabilities, open_variant
+from quantgate.backends._extraction_context import case_input
 from quantgate.evaluate._memory_sampler import RssSampler, rss_mb
-from quantgate.evaluate._options import RunOptions, case_input, extraction_context, variant_concurrency
+from quantgate.evaluate._options import RunOptions, extraction_context, variant_concurrency
 from quantgate.evaluate._signals import stop_asked
 from quantgate.evaluate.scheduler._stopping_rule import SequentialJudge
 from quantgate.evaluate.scheduler._warm_up import first_token_s

@@ -31,8 +31,9 @@ from graphs.evaluation import CaseOutcome, EvaluationContext, rounds_limit
 from graphs.evaluation import graph as evaluation_graph
 from graphs.extraction import ExtractionContext, GivenAnswer
 from quantgate.backends import VERIFY_KWARG, OpenedVariant, capabilities, open_variant
+from quantgate.backends._extraction_context import case_input
 from quantgate.evaluate._memory_sampler import RssSampler, rss_mb
-from quantgate.evaluate._options import case_input, extraction_context, variant_concurrency
+from quantgate.evaluate._options import extraction_context, variant_concurrency
 from quantgate.evaluate._signals import stop_asked
 from quantgate.evaluate.scheduler._variant import VariantJob, memory_reading, rss_sampler
 from quantgate.evaluate.scheduler._warm_up import first_token_s

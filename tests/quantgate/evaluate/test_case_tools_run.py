@@ -17,9 +17,8 @@ from evaluators.tool_calls import ToolCallSummary
 from graphs.evaluation import EvaluationContext, graph
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import OpenedVariant
-from quantgate.backends._extraction_context import case_context, prompt_examples, variant_context
+from quantgate.backends._extraction_context import case_context, case_input, prompt_examples, variant_context
 from quantgate.evaluate._evaluation_run import RunOptions, resume_evaluation, run_evaluation
-from quantgate.evaluate._options import case_input
 from quantgate.inputs._dataset import load_dataset
 from quantgate.inputs._variants import Variant, VariantSet
 from quantgate.rundir._store import read_summary
