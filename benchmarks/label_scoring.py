@@ -31,6 +31,7 @@ from typing import Any
 from graphs.long_inputs import prompt_messages
 from quantgate.backends import OpenedVariant
 from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends.llamacpp._engine import EmbeddedEngine
 from quantgate.backends.llamacpp._greedy import Generation
 from quantgate.backends.llamacpp._label_scores import (
     LABEL_SCORING_KEY,
@@ -42,7 +43,7 @@ from quantgate.backends.llamacpp._label_scores import (
     normalize_logprobs,
     sequence_logprob,
 )
-from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine, LlamaCppChatModel
+from quantgate.backends.llamacpp._llamacpp import LlamaCppChatModel
 from quantgate.backends.llamacpp._teacher_forcing import forced_logits
 from quantgate.evaluate._options import RunOptions, extraction_context
 from quantgate.inputs._dataset import load_dataset

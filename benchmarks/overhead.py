@@ -30,8 +30,8 @@ from typing import Any
 from graphs.prompting import build_messages
 from quantgate._hardware import hardware
 from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends.llamacpp._engine import EmbeddedEngine
 from quantgate.backends.llamacpp._greedy import Generation
-from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
 from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation, select_cases
 from quantgate.inputs._dataset import load_dataset
 from quantgate.inputs._variants import VariantSet

@@ -48,11 +48,9 @@ from quantgate.backends import EMBEDDED_SLOTS, OpenedVariant
 from quantgate.backends._base_prompt import render_prompt
 from quantgate.backends._schema_grammar import GRAMMAR_ENGINES
 from quantgate.backends.llamacpp._batch import LlamaBatchContext
+from quantgate.backends.llamacpp._engine import EmbeddedEngine
 from quantgate.backends.llamacpp._greedy import common_prefix
-from quantgate.backends.llamacpp._llamacpp import (
-    EmbeddedEngine,
-    LlamaCppChatModel,
-)
+from quantgate.backends.llamacpp._llamacpp import LlamaCppChatModel
 from quantgate.evaluate._options import RunOptions, extraction_context, select_cases
 from quantgate.inputs._dataset import Dataset, load_dataset
 from quantgate.ladder._quantize import build_ladder

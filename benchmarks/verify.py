@@ -43,8 +43,9 @@ from graphs.long_inputs import prompt_messages
 from quantgate._hardware import hardware, package_version
 from quantgate.backends import EMBEDDED_SLOTS, VERIFY_KWARG, open_variant
 from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends.llamacpp._engine import EmbeddedEngine
 from quantgate.backends.llamacpp._greedy import common_prefix
-from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine, LlamaCppChatModel
+from quantgate.backends.llamacpp._llamacpp import LlamaCppChatModel
 from quantgate.backends.llamacpp._teacher_forcing import forced_logits
 from quantgate.evaluate._options import RunOptions, extraction_context, run_cases
 from quantgate.inputs._dataset import Case, load_dataset

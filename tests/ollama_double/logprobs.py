@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 from scipy.special import log_softmax
 
+from quantgate.backends.llamacpp._engine import EmbeddedEngine
 from quantgate.backends.llamacpp._greedy import Step
-from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
 
 
 def logprob_entry(engine: EmbeddedEngine, step: Step, top: int) -> dict[str, Any]:

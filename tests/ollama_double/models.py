@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
+from quantgate.backends.llamacpp._engine import EmbeddedEngine
 from quantgate.backends.llamacpp._llamacpp_embeddings import LlamaCppEmbeddings
 
 DEFAULT_CONTEXT_LENGTH = 4096

@@ -25,8 +25,8 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends.llamacpp._engine import EmbeddedEngine
 from quantgate.backends.llamacpp._greedy import Generation
-from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
 from tests.ollama_double.embed import embed
 from tests.ollama_double.logprobs import logprob_entry as _logprobs
 from tests.ollama_double.models import DEFAULT_CONTEXT_LENGTH, DEFAULT_NUM_KEEP, Models, keep_alive_s

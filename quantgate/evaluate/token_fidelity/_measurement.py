@@ -42,7 +42,8 @@ from graphs.long_inputs import prompt_messages
 from quantgate.backends import BackendError
 from quantgate.backends._base_prompt import render_prompt
 from quantgate.backends._forcing import ForcedPositions, Forcing
-from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine, LlamaCppChatModel
+from quantgate.backends.llamacpp._engine import EmbeddedEngine
+from quantgate.backends.llamacpp._llamacpp import LlamaCppChatModel
 from quantgate.backends.llamacpp._teacher_forcing import DEFAULT_ROWS_PER_BATCH, forced_logits
 from quantgate.inputs._variants import KVCache
 

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from quantgate.backends._schema_grammar import GrammarEngineName
+from quantgate.backends.llamacpp._engine import EmbeddedEngine
 from quantgate.backends.llamacpp._grammar import GrammarChecker, LlguidanceChecker
-from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
 
 _CHARACTERS = '{}[]",: 0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-.+@_%/\\'
 _WORDS = ("null", "true", "false")

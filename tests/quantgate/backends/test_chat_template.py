@@ -77,7 +77,7 @@ class _Decoder:
 def _engine(vocab: Any, templated: Path, decoder: _Decoder) -> Any:
     """An `EmbeddedEngine` over the vocabulary with the template, its decoder `decoder`."""
     from quantgate.backends.llamacpp._chat_template import ChatTemplate
-    from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
+    from quantgate.backends.llamacpp._engine import EmbeddedEngine
 
     engine = EmbeddedEngine.__new__(EmbeddedEngine)  # generation's plumbing needs no weights here
     engine.llama, engine.model_path, engine.scheduler = vocab, templated, None

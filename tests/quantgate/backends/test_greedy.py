@@ -15,8 +15,8 @@ def test_same_tokens_as_create_completion(ladder):
     from llama_cpp.llama_grammar import LlamaGrammar
 
     from quantgate.backends._base_prompt import render_prompt
+    from quantgate.backends.llamacpp._engine import EmbeddedEngine
     from quantgate.backends.llamacpp._greedy import Generation
-    from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
 
     engine = EmbeddedEngine(next(v.model for v in ladder.variants if v.name == "Q4_K_M"), n_ctx=4096)
     dataset = load_dataset("invoices")

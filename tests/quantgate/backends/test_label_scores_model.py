@@ -53,9 +53,9 @@ def test_all_labels_in_one_batch_give_the_log_probabilities_of_teacher_forcing_e
 ) -> None:
     import llama_cpp
 
+    from quantgate.backends.llamacpp._engine import EmbeddedEngine
     from quantgate.backends.llamacpp._label_context import ContinuationScorer
     from quantgate.backends.llamacpp._label_scores import sequence_logprob
-    from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
     from quantgate.backends.llamacpp._teacher_forcing import forced_logits
 
     f16 = next(v for v in ladder.variants if v.name == "F16")
@@ -126,9 +126,9 @@ def test_more_labels_than_llama_cpp_has_sequences_are_all_scored(ladder: Variant
 def test_continuations_scored_in_groups_get_the_log_probabilities_of_teacher_forcing(
     ladder: VariantSet,
 ) -> None:
+    from quantgate.backends.llamacpp._engine import EmbeddedEngine
     from quantgate.backends.llamacpp._label_context import ContinuationScorer
     from quantgate.backends.llamacpp._label_scores import sequence_logprob
-    from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
     from quantgate.backends.llamacpp._teacher_forcing import forced_logits
 
     f16 = next(v for v in ladder.variants if v.name == "F16")

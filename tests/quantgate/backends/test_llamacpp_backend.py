@@ -10,8 +10,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from graphs.prompting import repair_message
 from quantgate.backends._base_prompt import render_prompt
 from quantgate.backends._schema_grammar import grammar_schema
+from quantgate.backends.llamacpp._engine import EmbeddedEngine
 from quantgate.backends.llamacpp._greedy import GreedyDecoder
-from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

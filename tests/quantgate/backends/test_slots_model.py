@@ -12,8 +12,8 @@ import pytest
 
 from graphs.prompting import build_messages
 from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends.llamacpp._engine import EmbeddedEngine
 from quantgate.backends.llamacpp._greedy import Generation
-from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
 from quantgate.evaluate._options import select_cases
 from quantgate.inputs._dataset import load_dataset
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from evaluators.fidelity import token_fidelity
+from quantgate.backends.llamacpp._engine import EmbeddedEngine
 from quantgate.backends.llamacpp._greedy import Generation
-from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
 from quantgate.backends.llamacpp._teacher_forcing import forced_logits
 from tests.quantgate.backends.test_slots_model import _prompt
 

@@ -22,7 +22,7 @@ def path_of(ladder, name):
 
 @pytest.fixture(scope="module")
 def engines(ladder):
-    from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
+    from quantgate.backends.llamacpp._engine import EmbeddedEngine
 
     loaded = {name: EmbeddedEngine(path_of(ladder, name), n_ctx=2048) for name in ("F16", "Q4_K_M")}
     yield loaded
@@ -178,7 +178,7 @@ def test_too_long_for_the_context_is_refused(engines):
 
 @pytest.mark.model
 def test_reference_against_itself_and_against_q4(ladder):
-    from quantgate.backends.llamacpp._llamacpp import EmbeddedEngine
+    from quantgate.backends.llamacpp._engine import EmbeddedEngine
     from quantgate.evaluate.token_fidelity._measurement import measure_token_fidelity
 
     prompt, target = PROMPT.removesuffix('{"name": '), '{"name": ' + TARGET  # the whole JSON answer
