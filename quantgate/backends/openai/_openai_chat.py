@@ -45,8 +45,10 @@ def _named(exc: BaseException, *names: str) -> bool:
 def _body_message(exc: Any) -> str:
     """The error message of a 4xx/5xx answer: the JSON body's `error.message` (or `error`,
     `detail`), else what the body was (an HTML page: a proxy, or not an OpenAI API?), never
-    quoting it (`quantgate.backends._server_fields`)."""
-    message = error_message(getattr(exc, "body", None))
+    quoting it (`quantgate.backends._server_fields`). The openai client gives the error the body's
+    `error` object alone (`{"message": ...}`), not the whole body."""
+    body = getattr(exc, "body", None)
+    message = error_message(body) or (error_message({"error": body}) if isinstance(body, dict) else None)
     if message is not None:
         return message
     response = getattr(exc, "response", None)
