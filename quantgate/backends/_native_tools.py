@@ -56,9 +56,11 @@ class NativeTools:
 
 def _tool(branch: Any) -> dict[str, Any] | None:
     """One branch of the record schema's calls as a tool; None when it is not a named call."""
-    fields = branch.get("properties", {}) if isinstance(branch, Mapping) else None
-    name = fields.get("name", {}).get("const") if isinstance(fields, Mapping) else None
-    if not isinstance(name, str) or "arguments" not in fields:
+    fields = branch.get("properties") if isinstance(branch, Mapping) else None
+    if not isinstance(fields, Mapping) or "arguments" not in fields:
+        return None
+    name = fields.get("name", {}).get("const")
+    if not isinstance(name, str):
         return None
     function = {"name": name, "description": branch.get("description", ""), "parameters": fields["arguments"]}
     return {"type": "function", "function": function}

@@ -4,6 +4,7 @@ the task's record (`quantgate.backends._native_tools`, shared by Ollama and `ope
 import json
 
 from langchain_core.messages import AIMessageChunk
+from langchain_core.messages.tool import invalid_tool_call
 from langchain_core.outputs import ChatGenerationChunk
 
 from evaluators.task_models import ToolCallingTask
@@ -65,7 +66,7 @@ def test_several_calls_are_the_calls_record_of_a_task_of_several_calls():
 
 
 def test_a_call_whose_arguments_are_not_json_is_a_malformed_answer_naming_them():
-    bad = {"type": "invalid_tool_call", "name": "add", "args": "one", "id": "1", "error": "not valid JSON"}
+    bad = invalid_tool_call(name="add", args="one", id="1", error="not valid JSON")
     answer = _answer(
         AIMessageChunk(content="", tool_calls=_calls("now"), invalid_tool_calls=[bad]), many=True
     )
