@@ -43,6 +43,7 @@ from quantgate.backends.openai._openai_options import OpenAIOptions
 from quantgate.backends.openai._openai_tools import (
     TOOLS_DECODING,
     native_tools_option,
+    tool_chat_openai,
     tool_fields,
     tools_refused,
 )
@@ -213,7 +214,8 @@ def _chat(
         body["response_format"] = response_format
     body.update(tool_fields(tools) if tools is not None else {})
     streamed = tools is None
-    return ChatOpenAI(
+    chat = ChatOpenAI if streamed else tool_chat_openai()
+    return chat(
         model=model,
         base_url=base_url,
         api_key=SecretStr(key or "no-key"),  # the client insists on one; a server without keys ignores it

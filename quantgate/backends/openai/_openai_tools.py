@@ -6,7 +6,10 @@ case's tools go as the Chat Completions request's own `tools` (the OpenAI functi
 holds; a case's own tools for a case that brings them) with `tool_choice: "auto"`, and no
 `response_format`: the model writes the call in its chat template's syntax and the server's
 tool-call parser reads it (vLLM's `--tool-call-parser`, llama.cpp's `llama-server --jinja`,
-llama-cpp-python's `--chat_format chatml-function-calling`). The answer's
+llama-cpp-python's `--chat_format chatml-function-calling`). What constrains the call is the
+server's own doing: llama-cpp-python's handler picks `functions.NAME:` or `message:` under a
+grammar of the tool names, then the arguments under the tool's parameters as a grammar; vLLM and
+llama-server decode freely and parse the text. The answer's
 `choices[0].message.tool_calls` carry each call's arguments as a JSON string; LangChain's `ChatOpenAI`
 parses them (unparseable ones become its `invalid_tool_calls`), and the calls are read back into the
 task's record shape as Ollama's are (`quantgate.backends._native_tools`), so the same scorer judges
@@ -17,10 +20,15 @@ call with `tool_choice: "auto"` once the model calls a tool ("Automatic streamin
 supported"), and the record is known only at the end of the answer anyway (Ollama's native calls are
 streamed, but their text is the record written at the end too). The first token's time is then the
 whole answer's; the read timeout is `timeout_s`.
+
+The few-shot examples' calls go as assistant messages with `tool_calls` and `content: ""`
+(`tool_chat_openai`): LangChain sends `content: null` there, as the OpenAI API allows, but
+llama-cpp-python's server refuses it (500, "Input should be a valid string").
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,11 +39,11 @@ from quantgate.backends._native_tools import NativeTools, native_tools_of
 from quantgate.backends.openai._openai_options import OpenAIOptions
 from quantgate.inputs._variants import Variant
 
-__all__ = ["TOOLS_DECODING", "native_tools_option", "tool_fields", "tools_refused"]
+__all__ = ["TOOLS_DECODING", "native_tools_option", "tool_chat_openai", "tool_fields", "tools_refused"]
 
 TOOLS_DECODING = (
     "OpenAI tools: tools with tool_choice auto, the call parsed by the server's tool-call parser; "
-    "no response_format, no grammar"
+    "no response_format or grammar sent"
 )
 """How an `openai:` variant's calls are decoded with `native_tools` (`runtime.decoding`)."""
 
@@ -81,3 +89,22 @@ def tools_refused(variant: Variant, base_url: str, refused: ModelCallError) -> B
         f"variant {variant.name}: {base_url} refused a call with tools ({refused}); native_tools needs "
         f"a server that parses tool calls ({_PARSERS}), or remove native_tools"
     )
+
+
+@functools.cache
+def tool_chat_openai() -> type[Any]:
+    """`ChatOpenAI` whose assistant messages with tool calls carry `content: ""` instead of LangChain's
+    `null` (see the module), which every server takes."""
+    from langchain_openai import ChatOpenAI
+
+    class ToolChatOpenAI(ChatOpenAI):
+        def _get_request_payload(
+            self, input_: Any, *, stop: list[str] | None = None, **kwargs: Any
+        ) -> dict[str, Any]:
+            payload = super()._get_request_payload(input_, stop=stop, **kwargs)
+            for message in payload.get("messages", []):
+                if message.get("tool_calls") and message.get("content") is None:
+                    message["content"] = ""
+            return payload
+
+    return ToolChatOpenAI

@@ -222,6 +222,7 @@ def _assert_tool_prompt(messages):
     assert system == {"role": "system", "content": NATIVE_TOOL_INSTRUCTION}
     assert rome == {"role": "user", "content": "Weather in Rome?"}
     assert [c["function"] for c in rome_call["tool_calls"]] == [_call("get_weather", {"city": "Rome"})]
+    assert rome_call["content"] == ""  # not null, which llama-cpp-python's server refuses
     assert (rome_call["role"], song["content"]) == ("assistant", "Sing me a song.")
     assert song_answer == {"role": "assistant", "content": NO_TOOL_ANSWER}
 
