@@ -65,9 +65,15 @@ def _native_calls(call: Any, prefix: str) -> list[ToolCall] | None:
     ]
 
 
+def _record_calls(record: Mapping[str, Any] | None) -> Any:
+    """A record's `call`, or its `calls` (a task of several calls)."""
+    record = record or {}
+    return record.get("calls") if "calls" in record else record.get("call")
+
+
 def _native_answer(record: Mapping[str, Any], prefix: str) -> AIMessage:
-    """An example's gold record as the assistant's turn: its call as `tool_calls`, or no call."""
-    calls = _native_calls(record.get("call"), prefix)
+    """An example's gold record as the assistant's turn: its calls as `tool_calls`, or no call."""
+    calls = _native_calls(_record_calls(record), prefix)
     return AIMessage(content="", tool_calls=calls) if calls else AIMessage(content=NO_TOOL_ANSWER)
 
 
@@ -136,8 +142,8 @@ def repair_turn(
         return [AIMessage(content=raw), repair_message(errors)]
     listed = "; ".join(errors[:5]) or "unknown error"
     again = "Call one of the tools again, corrected, or answer without a tool call when none fits."
-    calls = _native_calls((record or {}).get("call"), "repair")
-    if calls is None:
+    calls = _native_calls(_record_calls(record), "repair")
+    if not calls:
         feedback = HumanMessage(content=f"The answer is invalid: {listed}. {again}", name=REPAIR_NAME)
         return [AIMessage(content=raw), feedback]
     answer = f"The tool call is invalid: {listed}. {again}"

@@ -189,3 +189,34 @@ def test_a_tool_call_counts_in_the_prompt_as_its_json():
     assert prompt_text(HumanMessage(content="plain")) == "plain"
     assert native_tools_text(task, True) == json.dumps([tool.model_dump() for tool in task.tools])
     assert native_tools_text(task, False) == ""
+
+
+def test_with_native_tools_a_task_of_several_calls_shows_its_examples_calls_as_tool_calls():
+    task = _weather_task().model_copy(update={"calls": "many"})
+    examples: list[tuple[str, dict[str, Any]]] = [
+        (
+            "Rome and Oslo?",
+            {"calls": [{"name": "get_weather", "arguments": {"city": c}} for c in ("Rome", "Oslo")]},
+        ),
+        ("Tell me a joke.", {"calls": []}),
+    ]
+    messages = build_messages(
+        schema=task.record_schema(), examples=examples, text="case", task=task, native_tools=True
+    )
+    both, none = messages[2], messages[4]
+    assert isinstance(both, AIMessage)
+    assert [(c["name"], c["args"], c["id"]) for c in both.tool_calls] == [
+        ("get_weather", {"city": "Rome"}, "example-1-0"),
+        ("get_weather", {"city": "Oslo"}, "example-1-1"),
+    ]
+    assert isinstance(none, AIMessage)
+    assert (none.content, none.tool_calls) == (NO_TOOL_ANSWER, [])
+    calls = {"calls": [{"name": "get_forecast", "arguments": {"city": "Paris"}}]}
+    call, answer = repair_turn(
+        raw=json.dumps(calls), record=calls, errors=["calls: not valid"], native_tools=True
+    )
+    assert isinstance(answer, ToolMessage)
+    assert isinstance(call, AIMessage)
+    assert [c["name"] for c in call.tool_calls] == ["get_forecast"]
+    empty = repair_turn(raw='{"calls": []}', record={"calls": []}, errors=["x"], native_tools=True)
+    assert [type(m) for m in empty] == [AIMessage, HumanMessage]  # no call to answer: a user turn

@@ -34,6 +34,7 @@ import psutil
 
 from quantgate.backends import BackendError, OpenedVariant
 from quantgate.backends._backend_options import options_of
+from quantgate.backends._native_tools import task_tools
 from quantgate.backends._schema_grammar import grammar_schema, unenforced_keywords
 from quantgate.backends._server_fields import described, refusal
 from quantgate.backends.ollama._ollama_chat import (
@@ -42,7 +43,7 @@ from quantgate.backends.ollama._ollama_chat import (
 )
 from quantgate.backends.ollama._ollama_fields import digest_field, running_fields, shown_fields, version_field
 from quantgate.backends.ollama._ollama_options import DEFAULT_NUM_CTX, OllamaOptions
-from quantgate.backends.ollama._ollama_tools import TOOLS_DECODING, task_tools
+from quantgate.backends.ollama._ollama_tools import TOOLS_DECODING
 from quantgate.inputs._variants import Variant
 
 __all__ = ["DEFAULT_NUM_CTX", "OllamaServer", "classify", "ollama_host", "open_ollama"]

@@ -34,9 +34,9 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 
 from graphs.streamed import ModelCallError
+from quantgate.backends._native_tools import is_malformed_call, tool_answer
 from quantgate.backends._server_fields import error_message, refusal
 from quantgate.backends._streaming import TimedChatModel, WaitingNotice, status_error
-from quantgate.backends.ollama._ollama_tools import is_malformed_call, tool_answer
 
 DEFAULT_NOTICE_EVERY_S = 20.0
 DEFAULT_NUM_KEEP = 4

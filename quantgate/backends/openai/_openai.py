@@ -4,7 +4,9 @@ through LangChain's `ChatOpenAI` with streaming.
 
 A variant names the server's model (`model`) and its options `base_url` (required, ending in
 `/v1`) and `api_key_env`: the name of an environment variable holding the key. The key itself is
-read when the variant is opened and never written to `variants.json` or a log.
+read when the variant is opened and never written to `variants.json` or a log. With the option
+`native_tools` a tool-calling task's tools go as the request's `tools` instead of the record schema
+(`quantgate.backends.openai._openai_tools`).
 """
 
 from __future__ import annotations
@@ -18,16 +20,15 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import psutil
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage
 
-from graphs.streamed import ModelCallError
 from quantgate._hardware import package_version
 from quantgate.backends import BackendError, OpenedVariant
 from quantgate.backends._backend_options import options_of
 from quantgate.backends._base_prompt import render_prompt
+from quantgate.backends._native_tools import NativeTools, native_tools_of
 from quantgate.backends._schema_grammar import grammar_schema, unenforced_keywords
-from quantgate.backends.openai._openai_chat import OpenAIServerChatModel, classify
+from quantgate.backends.openai._openai_chat import OpenAIServerChatModel, probe_refusal
 from quantgate.backends.openai._openai_completions import (
     COMPLETION_FORMATS,
     CompletionChatModel,
@@ -37,8 +38,15 @@ from quantgate.backends.openai._openai_completions import (
     completion_decoding,
     extra_body_option,
 )
-from quantgate.backends.openai._openai_metadata import server_metadata
+from quantgate.backends.openai._openai_metadata import local_pid, server_metadata_or_error
 from quantgate.backends.openai._openai_options import OpenAIOptions
+from quantgate.backends.openai._openai_tools import (
+    TOOLS_DECODING,
+    native_tools_option,
+    tool_chat_openai,
+    tool_fields,
+    tools_refused,
+)
 from quantgate.inputs._variants import Variant
 
 __all__ = [
@@ -185,11 +193,18 @@ def _response_format(kind: str, schema: Mapping[str, Any]) -> dict[str, Any] | N
 
 
 def _chat(
-    endpoint: tuple[str, str, str | None], settings: _Settings, response_format: Any, max_tokens: int
+    endpoint: tuple[str, str, str | None],
+    settings: _Settings,
+    response_format: Any,
+    max_tokens: int,
+    *,
+    tools: NativeTools | None = None,
 ) -> Any:
     """`ChatOpenAI` streaming greedy answers (temperature 0, a fixed seed), usage asked for, no
     retries of its own (the graph retries), a read timeout of the variant's silence limit. The
-    limit goes as `max_completion_tokens` and as `max_tokens`, which llama-cpp-python reads."""
+    limit goes as `max_completion_tokens` and as `max_tokens`, which llama-cpp-python reads.
+    With `tools` (native tools) the tools go in the request and the answer comes whole, not
+    streamed, within `timeout_s` (`quantgate.backends.openai._openai_tools`)."""
     from langchain_openai import ChatOpenAI
     from pydantic import SecretStr
 
@@ -197,7 +212,10 @@ def _chat(
     body: dict[str, Any] = {**settings.extra_body, "max_tokens": max_tokens}
     if response_format:  # in the body, not as ChatOpenAI's own response_format (it would parse the answer)
         body["response_format"] = response_format
-    return ChatOpenAI(
+    body.update(tool_fields(tools) if tools is not None else {})
+    streamed = tools is None
+    chat = ChatOpenAI if streamed else tool_chat_openai()
+    return chat(
         model=model,
         base_url=base_url,
         api_key=SecretStr(key or "no-key"),  # the client insists on one; a server without keys ignores it
@@ -205,52 +223,12 @@ def _chat(
         seed=settings.seed,
         max_completion_tokens=max_tokens,
         extra_body=body,
-        timeout=settings.silence_s,
+        timeout=settings.silence_s if streamed else settings.timeout_s,
         max_retries=0,
-        streaming=True,
-        stream_usage=True,
+        streaming=streamed,
+        stream_usage=streamed,
+        disable_streaming=not streamed,
     )
-
-
-def _local_pid(base_url: str) -> int | None:
-    """PID of the process listening on the server's port, when it runs on this machine."""
-    parts = urlsplit(base_url)
-    if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
-        return None
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        for conn in psutil.net_connections(kind="tcp"):
-            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
-                return conn.pid
-    except psutil.AccessDenied:
-        return None
-    return None
-
-
-_PROBE = [HumanMessage("Answer with an empty JSON object.")]
-
-
-def _refusal(chat: Any) -> ModelCallError | None:
-    """The server's answer to a one-token call: None when it took it, or when the call could not
-    tell (a silent server, a busy one or a gateway's page are the cases' to meet, with their
-    retries and their error kinds); else why the call failed: nothing listening, or a refusal (a
-    4xx, or a 500 with the API's JSON body, as llama-cpp-python answers a `response_format` it
-    does not know)."""
-    import openai
-
-    try:
-        for _ in chat.stream(_PROBE):
-            pass
-    except openai.APITimeoutError:
-        return None
-    except openai.APIConnectionError as exc:  # nothing listens there: the variant cannot be served
-        return classify(exc)
-    except openai.APIStatusError as exc:
-        refused = (400 <= exc.status_code < 500 and exc.status_code != 429) or exc.status_code == 500
-        return classify(exc) if refused and isinstance(exc.body, dict) else None
-    except Exception:
-        return None
-    return None
 
 
 def _choose_format(
@@ -267,7 +245,7 @@ def _choose_format(
     )
     refusals: list[str] = []
     for kind in kinds:
-        refused = _refusal(_chat(endpoint, settings, _response_format(kind, schema), 1))
+        refused = probe_refusal(_chat(endpoint, settings, _response_format(kind, schema), 1))
         if refused is None:
             if refusals:
                 print(
@@ -296,15 +274,6 @@ def _decoding(kind: str, schema: Mapping[str, Any]) -> dict[str, Any]:
         "decoding": "response_format json_schema, enforced by the server",
         "unenforced_schema_keywords": None,
     }
-
-
-def _metadata(endpoint: tuple[str, str, str | None]) -> dict[str, Any]:
-    """The server's model ids, /props and /metrics (`server_metadata`); an endpoint that fails is
-    recorded as `metadata_error`, not a failed variant: the answers are what is judged."""
-    try:
-        return server_metadata(*endpoint)
-    except BackendError as exc:
-        return {"metadata_error": str(exc)}
 
 
 def _open_completions(
@@ -336,6 +305,26 @@ def _open_completions(
     return _client(endpoint, settings, kind, schema), {"response_format": kind, **runtime}
 
 
+def _open_tools(
+    variant: Variant, endpoint: tuple[str, str, str | None], settings: _Settings, tools: NativeTools
+) -> tuple[Any, dict[str, Any]]:
+    """Native tools: a one-token call with the tools shows the server takes them; the client, and
+    what the runtime records of it (no response format: `none`)."""
+    refused = probe_refusal(_chat(endpoint, settings, None, 1, tools=tools))
+    if refused is not None:
+        raise tools_refused(variant, endpoint[0], refused)
+    runtime = {
+        "client": f"langchain-openai {package_version('langchain-openai')}",
+        "native_tools": True,
+        "decoding": TOOLS_DECODING,
+        "unenforced_schema_keywords": None,
+    }
+    return _chat(endpoint, settings, None, settings.max_tokens, tools=tools), {
+        "response_format": "none",
+        **runtime,
+    }
+
+
 def _open_chat(
     variant: Variant, endpoint: tuple[str, str, str | None], settings: _Settings, schema: Mapping[str, Any]
 ) -> tuple[Any, dict[str, Any]]:
@@ -349,12 +338,17 @@ def _open_chat(
 @contextmanager
 def open_openai(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedVariant]:
     """Open an `openai:` variant: its endpoint, its options, how the server holds answers to the
-    schema (asked with short calls), on the chat API or, with `api = "completions"`, the completions."""
+    schema (asked with short calls), on the chat API or, with `api = "completions"`, the completions;
+    with `native_tools`, a tool-calling task's tools as the request's `tools`."""
     endpoint = openai_endpoint(variant)
     settings = _Settings.of(variant)
+    native = native_tools_option(variant, schema, settings.api)
     started = time.perf_counter()
-    opening = _open_completions if settings.api == "completions" else _open_chat
-    inner, recorded = opening(variant, endpoint, settings, schema)
+    if native is not None:
+        inner, recorded = _open_tools(variant, endpoint, settings, native)
+    else:
+        opening = _open_completions if settings.api == "completions" else _open_chat
+        inner, recorded = opening(variant, endpoint, settings, schema)
     probe_s = time.perf_counter() - started
 
     def served(inner: Any) -> OpenAIServerChatModel:
@@ -363,9 +357,10 @@ def open_openai(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
             base_url=endpoint[0],
             first_token_timeout_s=settings.first_token_s,
             timeout_s=settings.timeout_s,
+            tool_calls=None if native is None else "many" if native.many else "one",
         )
 
-    kind = recorded["response_format"]
+    kind = "tools" if native is not None else recorded["response_format"]
     yield OpenedVariant(
         chat_model=served(inner),
         runtime={
@@ -381,12 +376,13 @@ def open_openai(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
             "temperature": 0.0,
             "probe_s": probe_s,
             **recorded,
-            **_metadata(endpoint),
+            **server_metadata_or_error(endpoint),
         },
         max_output_tokens=settings.max_tokens,
-        memory_pid=_local_pid(endpoint[0]),
+        memory_pid=local_pid(endpoint[0]),
         max_retries=settings.max_retries,
         retry_backoff_s=settings.retry_backoff_s,
+        native_tools=native is not None,
         for_schema=lambda other: served(_client(endpoint, settings, kind, other)),
     )
 
@@ -394,8 +390,11 @@ def open_openai(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
 def _client(
     endpoint: tuple[str, str, str | None], settings: _Settings, kind: str, schema: Mapping[str, Any]
 ) -> Any:
-    """The client of the chosen way of sending a schema (`kind`) for another record schema: a
-    case's own, when cases bring their own tools (no new probe: the server took that way)."""
+    """The client of the chosen way of sending a schema (`kind`; `tools`: native tools) for another
+    record schema: a case's own, when cases bring their own tools (no new probe: the server took that
+    way)."""
+    if kind == "tools":
+        return _chat(endpoint, settings, None, settings.max_tokens, tools=native_tools_of(schema))
     if settings.api != "completions":
         return _chat(endpoint, settings, _response_format(kind, schema), settings.max_tokens)
     body = completion_body(kind, schema, settings.extra_body)

@@ -23,17 +23,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessageChunk, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGenerationChunk
 
 from graphs.streamed import ModelCallError
+from quantgate.backends._native_tools import is_malformed_call, tool_answer
 from quantgate.backends._server_fields import described, error_message
 from quantgate.backends._streaming import TimedChatModel, status_error
 
-__all__ = ["OpenAIServerChatModel", "classify"]
+__all__ = ["OpenAIServerChatModel", "classify", "probe_refusal"]
 
 
 def _named(exc: BaseException, *names: str) -> bool:
@@ -45,8 +46,10 @@ def _named(exc: BaseException, *names: str) -> bool:
 def _body_message(exc: Any) -> str:
     """The error message of a 4xx/5xx answer: the JSON body's `error.message` (or `error`,
     `detail`), else what the body was (an HTML page: a proxy, or not an OpenAI API?), never
-    quoting it (`quantgate.backends._server_fields`)."""
-    message = error_message(getattr(exc, "body", None))
+    quoting it (`quantgate.backends._server_fields`). The openai client gives the error the body's
+    `error` object alone (`{"message": ...}`), not the whole body."""
+    body = getattr(exc, "body", None)
+    message = error_message(body) or (error_message({"error": body}) if isinstance(body, dict) else None)
     if message is not None:
         return message
     response = getattr(exc, "response", None)
@@ -86,6 +89,40 @@ def classify(exc: BaseException) -> ModelCallError:
     return ModelCallError("backend_error", f"{type(exc).__name__}: {exc}", retryable=False)
 
 
+_PROBE = [HumanMessage("Answer with an empty JSON object.")]
+
+
+def probe_refusal(chat: Any) -> ModelCallError | None:
+    """The server's answer to a one-token call: None when it took it, or when the call could not
+    tell (a silent server, a busy one or a gateway's page are the cases' to meet, with their
+    retries and their error kinds); else why the call failed: nothing listening, or a refusal (a
+    4xx, or a 500 with the API's JSON body, as llama-cpp-python answers a `response_format` it
+    does not know)."""
+    import openai
+
+    try:
+        for _ in chat.stream(_PROBE):
+            pass
+    except openai.APITimeoutError:
+        return None
+    except openai.APIConnectionError as exc:  # nothing listens there: the variant cannot be served
+        return classify(exc)
+    except openai.APIStatusError as exc:
+        refused = (400 <= exc.status_code < 500 and exc.status_code != 429) or exc.status_code == 500
+        return classify(exc) if refused and isinstance(exc.body, dict) else None
+    except Exception:
+        return None
+    return None
+
+
+def _as_chunk(message: BaseMessage) -> AIMessageChunk:
+    """A stream's chunk, or a whole answer (a call made without streaming: native tools) as the one
+    chunk of its stream, its tool calls, usage and finish reason kept."""
+    if isinstance(message, AIMessageChunk):
+        return message
+    return AIMessageChunk(**message.model_dump(exclude={"type"}))
+
+
 def _is_timeout(exc: BaseException) -> bool:
     """The client's read timeout: before the answer began (the openai client's `APITimeoutError`)
     or while it streamed (httpx's)."""
@@ -101,9 +138,13 @@ class OpenAIServerChatModel(TimedChatModel):
         inner: The `ChatOpenAI` that makes the call (streaming; no retries of its own; the time
             limits: `TimedChatModel`).
         base_url: The server, for messages.
+        tool_calls: With native tools (`quantgate.backends.openai._openai_tools`), how many calls the
+            task's record holds (`"one"`, `"many"`): the answer's tool calls are read back into it
+            (`tool_answer`); None: the answer's text is the record.
     """
 
     base_url: str = ""
+    tool_calls: Literal["one", "many"] | None = None
 
     @property
     def _llm_type(self) -> str:
@@ -120,8 +161,15 @@ class OpenAIServerChatModel(TimedChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
+        answer = self._answer(messages, stop, **kwargs)
+        return answer if self.tool_calls is None else tool_answer(answer, many=self.tool_calls == "many")
+
+    def _answer(
+        self, messages: list[BaseMessage], stop: list[str] | None, **kwargs: Any
+    ) -> Iterator[ChatGenerationChunk]:
         events, chunks, usage, finished = 0, 0, False, False
-        for chunk in self._timed(messages, stop, **kwargs):
+        for streamed in self._timed(messages, stop, **kwargs):
+            chunk = _as_chunk(streamed)
             events += 1
             chunks += 1 if chunk.content else 0
             usage = usage or bool(chunk.usage_metadata)
@@ -137,6 +185,8 @@ class OpenAIServerChatModel(TimedChatModel):
         return _is_timeout(exc)
 
     def _failure(self, exc: Exception, received: int) -> BaseException:
+        if self.tool_calls is not None and is_malformed_call(exc):
+            return exc  # an answer, not a failure of the call: `tool_answer` records it
         if received == 0 and "No generation chunks" in str(exc):  # LangChain's word for an empty stream
             return self._unfinished(0, 0)
         return classify(exc)

@@ -312,10 +312,21 @@ def openai_forcing(variant: Variant) -> OpenAIForcing:
     )
 
 
+NATIVE_TOOLS_UNFOLLOWED = (
+    "not measured: with native_tools the answer is the server's parsed tool calls, written back as "
+    "the record, not the text the model wrote, and the forcing sends no tools"
+)
+"""Why a variant (or a reference) with `native_tools` has no token fidelity."""
+
+
 def api_mismatch(variant: Variant, reference: Variant) -> str | None:
     """Why the variant and the reference read different prompts: different `api` options (a chat
-    variant reads the server's template, a completions variant the text quantgate renders)."""
-    ours, theirs = options_of(variant, OpenAIOptions).api, options_of(reference, OpenAIOptions).api
+    variant reads the server's template, a completions variant the text quantgate renders), or
+    native tools on either (`NATIVE_TOOLS_UNFOLLOWED`)."""
+    read, given = options_of(variant, OpenAIOptions), options_of(reference, OpenAIOptions)
+    if read.native_tools or given.native_tools:
+        return NATIVE_TOOLS_UNFOLLOWED
+    ours, theirs = read.api, given.api
     if ours == theirs:
         return None
     return (

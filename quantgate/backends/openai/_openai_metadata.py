@@ -20,8 +20,10 @@ import math
 import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
+import psutil
 
 from quantgate.backends import BackendError
 from quantgate.backends._server_fields import count, described, refusal, short_text
@@ -165,3 +167,27 @@ def _get(client: httpx.Client, url: str) -> httpx.Response | None:
             f"OpenAI-compatible server: GET {url} answered {response.status_code}: {refusal(response)}"
         )
     return response
+
+
+def server_metadata_or_error(endpoint: tuple[str, str, str | None]) -> dict[str, Any]:
+    """The server's model ids, /props and /metrics (`server_metadata`); an endpoint that fails is
+    recorded as `metadata_error`, not a failed variant: the answers are what is judged."""
+    try:
+        return server_metadata(*endpoint)
+    except BackendError as exc:
+        return {"metadata_error": str(exc)}
+
+
+def local_pid(base_url: str) -> int | None:
+    """PID of the process listening on the server's port, when it runs on this machine."""
+    parts = urlsplit(base_url)
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+                return conn.pid
+    except psutil.AccessDenied:
+        return None
+    return None

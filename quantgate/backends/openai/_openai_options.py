@@ -38,6 +38,9 @@ class OpenAIOptions(ServedModelOptions):
     """Log-probabilities per position when token fidelity forces the model."""
     logprobs_echo: bool = False
     """Token fidelity asks the server to echo the prompt's log-probabilities (one request per case)."""
+    native_tools: bool = False
+    """A tool-calling task's tools go as the request's `tools`, read by the server's tool-call parser
+    (`quantgate.backends.openai._openai_tools`), instead of the record schema as `response_format`."""
 
     def environment_options(self) -> dict[str, str]:
         """`api_key_env` and the variable that holds the API key, when the variant names one."""

@@ -8,7 +8,7 @@ from langchain_core.messages import AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
 
 from evaluators.task_models import ToolCallingTask
-from quantgate.backends.ollama._ollama_tools import MALFORMED_CALL, task_tools, tool_answer
+from quantgate.backends._native_tools import MALFORMED_CALL, task_tools, tool_answer
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}  # fmt: skip

@@ -9,8 +9,9 @@ import pytest
 from graphs.extraction import graph
 from graphs.prompting import NATIVE_TOOL_INSTRUCTION, NO_TOOL_ANSWER
 from quantgate.backends._extraction_context import case_context
+from quantgate.backends._native_tools import MALFORMED_CALL
 from quantgate.backends.ollama._ollama import open_ollama
-from quantgate.backends.ollama._ollama_tools import MALFORMED_CALL, TOOLS_DECODING
+from quantgate.backends.ollama._ollama_tools import TOOLS_DECODING
 from quantgate.cli._main import main
 from quantgate.evaluate._options import RunOptions, extraction_context
 from quantgate.evaluate.scheduler._warm_up import WARM_UP_TEXT

@@ -195,3 +195,26 @@ def test_a_case_s_own_schema_goes_the_way_the_server_took_the_dataset_s(api, kin
         assert sent["json_schema"]["schema"] == own
     else:
         assert sent["schema"]["properties"] == own["properties"]
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "said"),
+    [
+        (500, {"error": {"message": "the model crashed"}}, "server error 500: the model crashed"),
+        (400, {"error": {"message": "bad tools"}, "code": 400}, "bad tools"),
+        (422, {"detail": "max_tokens: not a number"}, "max_tokens: not a number"),
+    ],
+)
+def test_the_real_client_s_status_error_keeps_the_body_s_message(status, body, said):
+    """The openai client gives a status error the body's `error` object alone (`_make_status_error`:
+    `body.get("error", body)`), not the whole body: its message is still the one named."""
+    client = openai.OpenAI(api_key="k", base_url=URL)
+    response = httpx2.Response(
+        status,
+        request=REQUEST,
+        content=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
+    named = classify(client._make_status_error_from_response(response))
+    assert said in str(named)
+    assert "not the API's JSON" not in str(named)

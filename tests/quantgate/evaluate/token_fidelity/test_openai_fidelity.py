@@ -55,6 +55,15 @@ def test_a_chat_variant_and_a_completions_reference_do_not_read_the_same_prompt(
     )
 
 
+def test_a_variant_or_a_reference_with_native_tools_is_not_measured():
+    from quantgate.backends.openai._openai_forcing import NATIVE_TOOLS_UNFOLLOWED
+
+    native = Variant(name="n", backend="openai", model="n", options={"base_url": URL, "native_tools": True})
+    assert unmeasured_reason(native, served("ref"), enabled=True) == NATIVE_TOOLS_UNFOLLOWED
+    assert unmeasured_reason(served("v"), native, enabled=True) == NATIVE_TOOLS_UNFOLLOWED
+    assert unmeasured_reason(served("v"), served("ref"), enabled=True) is None
+
+
 def test_pairings_that_cannot_be_measured_say_why():
     ollama = Variant(name="q4", backend="ollama", model="gemma3:270m-q4_K_M")
     embedded = Variant(name="f16", backend="llamacpp", model=__file__)
