@@ -125,6 +125,10 @@ class WarmPool:
         self.on_load(track)
         return worker
 
+    def holds(self, track: Track) -> bool:
+        """The track's variant is loaded (its worker warm)."""
+        return track.name in self._workers
+
     def release(self, track: Track) -> None:
         """Free the track's model, keeping its memory figures (no-op when it is not loaded)."""
         found = self._workers.pop(track.name, None)
