@@ -46,7 +46,7 @@ from quantgate.evaluate._cache import ReferenceCache
 from quantgate.evaluate._cpu_readings import read_cpu
 from quantgate.evaluate._noise_floor_arm import NoiseFloorArm
 from quantgate.evaluate._session import RunSession, record_run, record_skipped
-from quantgate.evaluate.scheduler._pool import VariantWorker, warm_capacity
+from quantgate.evaluate.scheduler._pool import JudgeCapacity, VariantWorker
 from quantgate.evaluate.scheduler._side_by_side import machine_groups, part_load, side_by_side
 from quantgate.evaluate.scheduler._stopping_rule import paired_outcomes, settling_gates_status
 from quantgate.evaluate.scheduler._tracks import MakeWorker, Stopped, Track, WarmPool, track_result
@@ -66,7 +66,7 @@ __all__ = ["evaluate_in_rounds"]
 class _Rounds:
     """The state of a run in rounds: its tracks, its warm workers, the time spent."""
 
-    def __init__(self, session: RunSession, make: MakeWorker) -> None:
+    def __init__(self, session: RunSession, make: MakeWorker, capacity: JudgeCapacity) -> None:
         self.session = session
         self.options = session.options
         self.tracks = [self._track(v.name) for v in session.variants if v.name not in session.done]
@@ -76,8 +76,8 @@ class _Rounds:
         """Each plain variant's calibrated twins: kept open while one of them is (`CalibrationTwin`)."""
         for twin in calibration_twins([t.job.variant for t in self.candidates]):
             self.twins.setdefault(twin.plain, []).append(twin.calibrated)
-        capacity = warm_capacity([t.job.variant for t in self.tracks])
-        self.pool = WarmPool(session.store, capacity, on_load=self._loaded, make=make)
+        warm = capacity([t.job.variant for t in self.tracks])
+        self.pool = WarmPool(session.store, warm, on_load=self._loaded, make=make)
         self.cache = ReferenceCache.for_session(session)
         self.noise_floor = NoiseFloorArm(session)
         self._lock = threading.Lock()
@@ -87,9 +87,9 @@ class _Rounds:
         self.decode = latency_sample(session.cases, session.options)
         self.rounds_before = max((e.round for e in session.summary.machine_load or []), default=0)
         self.bars = {t.name: _bar(t, session) for t in self.tracks}
-        if capacity < len(self.tracks):
+        if (held := warm.held([t.name for t in self.tracks])) < len(self.tracks):
             print(
-                f"quantgate: memory holds {capacity} of the {len(self.tracks)} variants at once; the others "
+                f"quantgate: memory holds {held} of the {len(self.tracks)} variants at once; the others "
                 "load when their turn comes (each load is timed apart, in load_s)",
                 file=sys.stderr,
             )
@@ -132,7 +132,7 @@ class _Rounds:
         """Load the candidates, then run rounds until none is open, the cases or the budget end (the
         reference loads when a round first needs a case the reference cache does not hold)."""
         self._judge()  # a resumed candidate may be settled by what it has already
-        if self.pool.capacity >= len(self.tracks):  # all stay loaded: load them before the rounds
+        if self.pool.capacity.held(names := [t.name for t in self.tracks]) == len(names):  # all stay loaded
             for track in self.candidates:
                 if track.open:
                     self._worker(track)
@@ -379,7 +379,7 @@ def _bar(track: Track, session: RunSession) -> tqdm:  # type: ignore[type-arg]
     )
 
 
-def evaluate_in_rounds(session: RunSession, make: MakeWorker) -> None:
+def evaluate_in_rounds(session: RunSession, make: MakeWorker, capacity: JudgeCapacity) -> None:
     """Evaluate the variants not done yet in interleaved rounds, writing each one's entry as it
     settles or the rounds end (summary.json and variants.json written again each time).
 
@@ -387,11 +387,13 @@ def evaluate_in_rounds(session: RunSession, make: MakeWorker) -> None:
         session: The run being written.
         make: Where each variant is kept warm (`VariantExecutor.worker`: a worker process here,
             a Ray actor on a node).
+        capacity: How many variants stay loaded at once on each machine
+            (`VariantExecutor.warm_capacity`).
 
     Raises:
         KeyboardInterrupt: Ctrl-C or SIGTERM; every worker is stopped, the records stay.
     """
-    rounds = _Rounds(session, make)
+    rounds = _Rounds(session, make, capacity)
     try:
         rounds.run()
     except BaseException:

@@ -14,8 +14,10 @@ import pytest
 
 from quantgate.cluster import RayExecutor
 from quantgate.cluster._connection import normal_priority_workers
+from quantgate.cluster._node_capacity import available_mb
 from quantgate.evaluate import RunOptions, run_evaluation
 from quantgate.evaluate.scheduler._executor import LocalExecutor, VariantExecutor
+from quantgate.evaluate.scheduler._pool import MEMORY_SHARE, PROCESS_OVERHEAD_MB
 from quantgate.inputs._dataset import load_dataset
 from quantgate.inputs._variants import Variant, VariantSet
 from quantgate.rundir._store import latest_records, load_run, read_records
@@ -123,3 +125,17 @@ def test_candidates_on_two_nodes_run_a_round_at_once_and_decide_as_a_local_run(t
     }  # fmt: skip
     assert all(p.node_id == nodes[p.variant] and p.host == platform.node() for p in parts)
     assert all(p.node_id is None and p.host is None for p in load_run(local).summary.machine_load or [])
+
+
+def test_warm_capacity_is_judged_on_each_variants_node(two_nodes, tmp_path):
+    node_ids = {
+        name: next(str(n["NodeID"]) for n in two_nodes.nodes() if name in n["Resources"])
+        for name in ("node_a", "node_b")
+    }
+    variants = _variants(tmp_path / "calls").variants
+    with RayExecutor.connect(progress=False) as executor:
+        capacity = executor.warm_capacity(variants)
+    assert capacity.machine_of == {name: node_ids[node] for name, node in NODES.items()}
+    # each node judged from its own memory, for its own two variants (600 MiB each: both fit)
+    assert capacity.machines == {node_ids["node_a"]: 2, node_ids["node_b"]: 2}
+    assert available_mb() > 2 * PROCESS_OVERHEAD_MB / MEMORY_SHARE  # what that figure assumes
