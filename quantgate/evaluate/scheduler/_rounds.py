@@ -39,7 +39,6 @@ from typing import Any
 
 from tqdm import tqdm
 
-from evaluators.machine_load import CpuReading
 from graphs.extraction import GivenAnswer
 from quantgate.backends import BackendError
 from quantgate.evaluate._cache import ReferenceCache
@@ -57,7 +56,6 @@ from quantgate.evaluate.scheduler._verification import (
     reference_options,
     verification_missing,
 )
-from quantgate.evaluate.scheduler._warm import RoundRan
 from quantgate.inputs._calibration_twins import calibration_twins
 
 __all__ = ["evaluate_in_rounds"]
@@ -81,6 +79,7 @@ class _Rounds:
         self.cache = ReferenceCache.for_session(session)
         self.noise_floor = NoiseFloorArm(session)
         self._lock = threading.Lock()
+        self.interrupted = False
         self.spent_s = session.summary.evaluation_s or 0.0
         self.budget_s = session.options.budget_s
         self.rounds = 0
@@ -259,8 +258,8 @@ class _Rounds:
         lacking = track.lacking(cases)
         if left is not None and left <= 0:  # the budget is spent: none of its cases starts
             return 0.0
-        with self._lock:
-            worker = self._worker(track) if lacking and track.error is None else None
+        with self._lock:  # an interrupted run loads nothing more (another machine's thread may go on)
+            worker = self._worker(track) if lacking and track.error is None and not self.interrupted else None
         if worker is None:  # nothing to run, or it could not be loaded (its load is not timed here)
             return 0.0
         bar = self.bars[track.name]
@@ -270,15 +269,17 @@ class _Rounds:
                 lacking, reference_records, lambda: _advance(bar), answers, seconds_left=left,
                 model_options=model_options,
             )  # fmt: skip
-        except BackendError as exc:
+        except BackendError as exc:  # its backend failed, or (interrupted) its worker was stopped
             with self._lock:
-                self._fail(track, str(exc))
+                if not self.interrupted:
+                    self._fail(track, str(exc))
             return 0.0
         track.placement = worker.placement  # a worker started again elsewhere says so
         elapsed = time.perf_counter() - started
         track.case_s = elapsed / max(len(ran.outcomes), 1)
-        with self._lock:
-            self._record_load(track, before, ran)
+        with self._lock:  # the load of the machine it ran on (`part_load`)
+            part = part_load(track, before, ran, round=self.rounds_before + self.rounds + 1)
+            self.session.summary.machine_load = [*(self.session.summary.machine_load or []), part]
         track.wall_s += ran.wall_s or 0.0
         for outcome in ran.outcomes:
             track.outcomes[outcome.case_id] = outcome
@@ -304,10 +305,12 @@ class _Rounds:
         if reference.placed:  # a resumed run's finished reference, loaded for the arm only
             self.pool.release(reference)
 
-    def _record_load(self, track: Track, before: CpuReading, ran: RoundRan) -> None:
-        """Keep the load of the machine the variant's part of this round ran on (`part_load`)."""
-        part = part_load(track, before, ran, round=self.rounds_before + self.rounds + 1)
-        self.session.summary.machine_load = [*(self.session.summary.machine_load or []), part]
+    def stop(self) -> None:
+        """Stop every worker at once (an interruption): a part still running in another machine's
+        thread then records no failure, and the run stays resumable."""
+        with self._lock:
+            self.interrupted = True
+        self.pool.kill_all()
 
     def _judge(self) -> None:
         if not self.options.sequential:
@@ -397,7 +400,7 @@ def evaluate_in_rounds(session: RunSession, make: MakeWorker, capacity: JudgeCap
     try:
         rounds.run()
     except BaseException:
-        rounds.pool.kill_all()
+        rounds.stop()
         raise
     finally:
         for bar in rounds.bars.values():

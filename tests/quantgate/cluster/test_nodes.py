@@ -5,7 +5,11 @@ decides as a local run at concurrency 1."""
 
 from __future__ import annotations
 
+import os
 import platform
+import signal
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +20,7 @@ from quantgate.cluster import RayExecutor
 from quantgate.cluster._connection import normal_priority_workers
 from quantgate.cluster._node_capacity import available_mb
 from quantgate.evaluate import RunOptions, run_evaluation
+from quantgate.evaluate._evaluation_run import resume_evaluation
 from quantgate.evaluate.scheduler._executor import LocalExecutor, VariantExecutor
 from quantgate.evaluate.scheduler._pool import MEMORY_SHARE, PROCESS_OVERHEAD_MB
 from quantgate.inputs._dataset import load_dataset
@@ -139,3 +144,36 @@ def test_warm_capacity_is_judged_on_each_variants_node(two_nodes, tmp_path):
     # each node judged from its own memory, for its own two variants (600 MiB each: both fit)
     assert capacity.machines == {node_ids["node_a"]: 2, node_ids["node_b"]: 2}
     assert available_mb() > 2 * PROCESS_OVERHEAD_MB / MEMORY_SHARE  # what that figure assumes
+
+
+def _interrupt_when_both_nodes_run(out: Path) -> None:
+    """Once `same` and `broken` (one on each node) have recorded 2 cases each, send SIGINT, as Ctrl-C."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        files = list(out.glob("*/records.jsonl"))
+        text = files[0].read_text().replace(" ", "") if files else ""
+        if text.count('"variant":"same"') >= 2 and text.count('"variant":"broken"') >= 2:
+            os.kill(os.getpid(), signal.SIGINT)
+            return
+        time.sleep(0.02)
+
+
+def test_ctrl_c_while_two_nodes_run_leaves_a_run_that_resumes_to_the_same_decision(two_nodes, tmp_path):
+    dataset, _ = write_inputs(tmp_path / "inputs", cases=40, delay_s=DELAY_S)
+    watcher = threading.Thread(target=_interrupt_when_both_nodes_run, args=(tmp_path / "runs",))
+    watcher.start()
+    with RayExecutor.connect(progress=False) as executor, pytest.raises(KeyboardInterrupt):
+        _sequential(dataset, tmp_path, executor)
+    watcher.join()
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    run = load_run(run_dir)
+    # the actors stopped under the nodes' threads are not taken for failed variants, and the thread
+    # of a node whose variant was stopped loads none after it (its cases would be recorded twice)
+    assert run.summary.status == "interrupted"
+    assert [e.name for e in run.summary.variants if e.error is not None] == []
+    with RayExecutor.connect(progress=False) as executor:
+        resume_evaluation(run_dir, progress=False, executor=executor)
+    records = list(read_records(run_dir))
+    assert len(records) == len({(r.variant, r.case_id) for r in records}) == 70  # each case once
+    settled = {e.name: e.sequential and e.sequential.settled for e in load_run(run_dir).summary.variants}
+    assert settled == {"ref": None, "same": "pass", "broken": "fail", "twin": "pass"}
