@@ -278,7 +278,7 @@ class _Rounds:
         elapsed = time.perf_counter() - started
         track.case_s = elapsed / max(len(ran.outcomes), 1)
         with self._lock:  # the load of the machine it ran on (`part_load`)
-            part = part_load(track, before, ran, round=self.rounds_before + self.rounds + 1)
+            part = part_load(track, (before, read_cpu()), ran, round=self.rounds_before + self.rounds + 1)
             self.session.summary.machine_load = [*(self.session.summary.machine_load or []), part]
         track.wall_s += ran.wall_s or 0.0
         for outcome in ran.outcomes:

@@ -21,7 +21,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 from evaluators.machine_load import CpuReading, machine_load
 from quantgate.backends import capabilities
-from quantgate.evaluate._cpu_readings import read_cpu
 from quantgate.evaluate.scheduler._tracks import Track
 from quantgate.evaluate.scheduler._warm import RoundRan
 from quantgate.rundir._round_loads import RoundLoadEntry
@@ -76,13 +75,16 @@ def side_by_side(groups: Sequence[Sequence[Track]], part: Part, left_s: float | 
     return time.perf_counter() - started
 
 
-def part_load(track: Track, before: CpuReading, ran: RoundRan, *, round: int) -> RoundLoadEntry:
+def part_load(
+    track: Track, here: tuple[CpuReading, CpuReading], ran: RoundRan, *, round: int
+) -> RoundLoadEntry:
     """The load of the machine the variant's part of a round ran on: read on its node when its
-    worker did (`ran.node`), else here from `before` to now (a server variant's is not judged
-    busy: its server's work on the cases counts as other processes')."""
+    worker did (`ran.node`), else from this machine's readings before and after the part, `here`
+    (a server variant's is not judged busy: its server's work on the cases counts as other
+    processes')."""
     judged = capabilities(track.job.variant).memory != "server"
     node = ran.node
-    start, end = (node.before, node.after) if node else (before, read_cpu())
+    start, end = (node.before, node.after) if node else here
     return RoundLoadEntry.extending(
         machine_load(start, end, judged=judged), round=round, variant=track.name, cases=len(ran.outcomes),
         node_id=node.node_id if node else None, host=node.host if node else None,
