@@ -81,6 +81,8 @@ class ActorWorker:
         self._lost: set[str] = set()
         self._attempts = 0
         self._ended_at: float | None = None
+        self._killed = False
+        """`kill` was called (the run stops): an actor lost now is not started again."""
 
     @property
     def name(self) -> str:
@@ -148,6 +150,8 @@ class ActorWorker:
         if self._started is not None:
             self._lost.add(self._started.node_id)
         self._actor, self._started = None, None
+        if self._killed:  # stopped from the driver (a round of another machine's thread may be running)
+            raise BackendError(f"variant {self.name}: its Ray actor was stopped")
         if self._attempts > self._retries:
             tries = f" after {self._attempts} attempts" if self._attempts > 1 else ""
             raise BackendError(f"variant {self.name}: {cause}{tries}; its finished cases are kept")
@@ -186,7 +190,8 @@ class ActorWorker:
                 continue
             if ran.wall_s is not None:
                 walls.append(ran.wall_s)
-            return RoundRan(outcomes=tuple(got.values()), wall_s=sum(walls) if walls else None)
+            # the node's load over the last attempt (a restarted actor's node is the one that ran last)
+            return RoundRan(outcomes=tuple(got.values()), wall_s=sum(walls) if walls else None, node=ran.node)
 
     def _round(
         self,
@@ -238,7 +243,8 @@ class ActorWorker:
         return ended
 
     def kill(self) -> None:
-        """End the actor at once, if there is one."""
+        """End the actor at once, if there is one; none is started again after this."""
+        self._killed = True
         if self._actor is not None:
             self._ray.kill(self._actor, no_restart=True)
             self._actor = None

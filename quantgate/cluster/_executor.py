@@ -30,12 +30,13 @@ from graphs.evaluation import CaseOutcome
 from quantgate.backends import backend_module, capabilities
 from quantgate.cluster._actor_worker import ActorWorker
 from quantgate.cluster._connection import connected
+from quantgate.cluster._node_capacity import node_capacity
 from quantgate.cluster._ray_tasks import CallReturned, TaskEnded, TaskStarted, call_task, variant_task
 from quantgate.cluster._resources import infeasible, task_resources, to_ray_options
 from quantgate.cluster._shards import ShardEnded, merged, shard_jobs, why_not_split
 from quantgate.evaluate._options import RunOptions
 from quantgate.evaluate.scheduler._executor import Called, Evaluated, LocalExecutor, Result, VariantCall
-from quantgate.evaluate.scheduler._pool import InlineWorker, VariantWorker
+from quantgate.evaluate.scheduler._pool import InlineWorker, VariantWorker, WarmCapacity
 from quantgate.evaluate.scheduler._variant import VariantJob, VariantRun, with_backend_module
 from quantgate.inputs._variants import Variant
 from quantgate.rundir._build import case_record
@@ -140,6 +141,10 @@ class RayExecutor:
             return InlineWorker(job, store)
         resources = task_resources(job.variant, self._ray.nodes())
         return ActorWorker(job, store, resources=resources, retries=self.retries)
+
+    def warm_capacity(self, variants: Sequence[Variant]) -> WarmCapacity:
+        """How many variants each node keeps loaded at once, from its own memory (`node_capacity`)."""
+        return node_capacity(self._ray, variants)
 
     def __init__(self, *, retries: int = 1, progress: bool = True) -> None:
         import ray

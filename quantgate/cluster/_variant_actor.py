@@ -25,8 +25,9 @@ from typing import Any
 
 from graphs.extraction import GivenAnswer
 from quantgate.backends import BackendError
+from quantgate.evaluate._cpu_readings import read_cpu
 from quantgate.evaluate.scheduler._variant import VariantJob
-from quantgate.evaluate.scheduler._warm import RoundRan, Warmed, WarmVariant, WorkerEnd
+from quantgate.evaluate.scheduler._warm import NodeReadings, RoundRan, Warmed, WarmVariant, WorkerEnd
 
 __all__ = ["ActorStarted", "RoundFailed", "VariantActor"]
 
@@ -77,7 +78,7 @@ class VariantActor:
         warmed = self._warm.start()
         return ActorStarted(
             warmed=warmed,
-            node_id=ray.get_runtime_context().get_node_id(),
+            node_id=self._node_id(),
             node_ip=ray.util.get_node_ip_address(),  # type: ignore[no-untyped-call]  # Ray leaves it untyped
             hostname=platform.node(),
             pid=os.getpid(),
@@ -113,13 +114,25 @@ class VariantActor:
             finally:
                 self._outcomes.put(_END)
 
+        before = read_cpu()
         thread = threading.Thread(target=evaluate, name="quantgate-round")
         thread.start()
         while (item := self._outcomes.get()) is not _END:
             yield item
         thread.join()
         ran = ended["ran"]
-        yield replace(ran, outcomes=()) if isinstance(ran, RoundRan) else ran
+        if isinstance(ran, RoundRan):
+            node = NodeReadings(
+                before=before, after=read_cpu(), node_id=self._node_id(), host=platform.node()
+            )
+            ran = replace(ran, outcomes=(), node=node)
+        yield ran
+
+    @staticmethod
+    def _node_id() -> str:
+        import ray  # only where Ray runs this
+
+        return ray.get_runtime_context().get_node_id()
 
     def rerun(self, case_ids: list[str], first_records: Mapping[str, dict[str, Any] | None]) -> RoundRan:
         """Answer these cases again, one at a time (nothing written: the noise floor's arm)."""

@@ -179,7 +179,7 @@ def _execute_here(session: RunSession, executor: VariantExecutor) -> Path:
         store.write_variants(session.metadata)
         store.write_summary(summary)
         if executor.in_rounds(session.variants, session.options):
-            evaluate_in_rounds(session, executor.worker)
+            evaluate_in_rounds(session, executor.worker, executor.warm_capacity)
         else:
             evaluate_all(session, executor)
             if session.options.noise_floor_cases:

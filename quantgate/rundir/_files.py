@@ -80,9 +80,10 @@ candidate's token fidelity over the positions it read while verifying (`verified
 `evaluators.verified_fidelity.VerifiedFidelity`). 14 (issue 47): a variant's figures of its task
 kind, which 7 to 13 kept flat in its entry (null for the other kinds), are one sub-object tagged
 with the kind, `kind_figures` (the kind's `figures_model`: `evaluators.kinds`; null for extraction).
-15 (issues 48 and 49): the dataset's calibration cases the run left out of scoring
-(`dataset.calibration_cases_left_out`), and a tool-calling run's figures per BFCL category
-(`kind_figures.by_category`). Summaries of versions 1 to 14 are still read (as version 15,
+15 (issues 48, 49 and 50): the dataset's calibration cases the run left out of scoring
+(`dataset.calibration_cases_left_out`), a tool-calling run's figures per BFCL category
+(`kind_figures.by_category`), and the Ray node each `machine_load` part was read on (`node_id`,
+`host`). Summaries of versions 1 to 14 are still read (as version 15,
 the keys added since unknown, the gates
 off, the flat figures of 7 to 13 moved into `kind_figures`: `quantgate.rundir._older_summaries`)."""
 NOISE_FLOOR_FORMAT_VERSION: Final[Literal[1]] = 1

@@ -28,7 +28,15 @@ class _RoundPart(RunFileModel):
 
 
 class RoundLoadEntry(MachineLoad, _RoundPart):
-    """The machine's load while one variant ran its cases of one round (`MachineLoad`)."""
+    """The machine's load while one variant ran its cases of one round (`MachineLoad`), read on the
+    node it ran on."""
+
+    node_id: str | None = Field(
+        default=None,
+        description="The Ray node the variant ran on, whose load this is (read there, by its actor); None: "
+        "the run's own machine (a local run).",
+    )
+    host: str | None = Field(default=None, description="That node's host name; None: the run's own machine.")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,7 +72,7 @@ def _highest(values: list[float | None]) -> float | None:
 
 def variant_load(entries: list[RoundLoadEntry] | None, variant: str) -> VariantLoad | None:
     """The variant's parts summed up; None when none was read (a run before it was recorded, a
-    reference served from the cache, a run on Ray)."""
+    reference served from the cache, a Ray run evaluated whole)."""
     mine = [e for e in entries or [] if e.variant == variant]
     if not mine:
         return None

@@ -365,8 +365,8 @@ class RunSummary(RunFileModel):
     machine_load: list[RoundLoadEntry] | None = Field(
         default=None,
         description="The machine's load while each variant ran each round (quantgate.rundir._round_loads): "
-        "other processes' CPU share, steal, load average, busy. None: not recorded (a run on Ray, a run "
-        "written before it was recorded).",
+        "other processes' CPU share, steal, load average, busy, read on the node it ran on. None: not "
+        "recorded (a Ray run evaluated whole, task by task; a run written before it was recorded).",
     )
 
     @classmethod

@@ -20,7 +20,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from quantgate.backends import BackendError, backend_module
 from quantgate.evaluate._options import RunOptions
-from quantgate.evaluate.scheduler._pool import VariantWorker, make_worker
+from quantgate.evaluate.scheduler._pool import VariantWorker, WarmCapacity, make_worker, warm_capacity
 from quantgate.evaluate.scheduler._variant import VariantJob, VariantRun, evaluate_isolated
 from quantgate.evaluate.scheduler._worker import run_isolated
 from quantgate.inputs._variants import Variant
@@ -112,6 +112,10 @@ class VariantExecutor(Protocol):
         """Where a run in rounds keeps the job's variant warm."""
         ...
 
+    def warm_capacity(self, variants: Sequence[Variant]) -> WarmCapacity:
+        """How many of these variants a run in rounds may keep loaded at once on each machine."""
+        ...
+
     def evaluate(self, jobs: Sequence[VariantJob]) -> Iterator[Evaluated]:
         """Evaluate the jobs, yielding each as it ends (in any order), its records written.
 
@@ -144,6 +148,10 @@ class LocalExecutor:
     def worker(self, job: VariantJob, store: RunStore) -> VariantWorker:
         """A worker process here (`make_worker`), or this process for a chat model given from Python."""
         return make_worker(job, store)
+
+    def warm_capacity(self, variants: Sequence[Variant]) -> WarmCapacity:
+        """All on this machine, as many at once as fit in its available memory (`warm_capacity`)."""
+        return WarmCapacity.here(warm_capacity(variants))
 
     def evaluate(self, jobs: Sequence[VariantJob]) -> Iterator[Evaluated]:
         """Evaluate the jobs one after another, in the order given."""

@@ -7,7 +7,9 @@ figures per variant; a crash in llama.cpp fails the variant, not the run; the pr
 with the run, even by `kill -9`), talking over a pipe; `InlineWorker` keeps it in this
 process, for a backend without `process_isolation` (a chat model given from Python).
 
-`warm_capacity` says how many variants may stay loaded at once in the memory available.
+`warm_capacity` says how many variants may stay loaded at once in the memory available;
+`WarmCapacity` holds that count for each machine a run keeps variants warm on (one here, one per
+node of a Ray cluster, each judged from its own memory: `quantgate.cluster._node_capacity`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import multiprocessing
 import signal
 import threading
 import traceback
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Protocol
@@ -36,7 +40,15 @@ from quantgate.rundir._jsonfile import RunWriteError
 from quantgate.rundir._store import RunStore
 from quantgate.rundir._summary import Placement
 
-__all__ = ["InlineWorker", "ProcessWorker", "VariantWorker", "make_worker", "warm_capacity"]
+__all__ = [
+    "InlineWorker",
+    "JudgeCapacity",
+    "ProcessWorker",
+    "VariantWorker",
+    "WarmCapacity",
+    "make_worker",
+    "warm_capacity",
+]
 
 ReferenceRecords = Mapping[str, dict[str, Any] | None] | None
 Answers = Mapping[str, list[GivenAnswer | str | None]] | None
@@ -341,3 +353,34 @@ def warm_capacity(variants: Sequence[Variant], *, available_mb: float | None = N
         room -= need
         fitting += 1
     return max(fitting, 1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WarmCapacity:
+    """How many variants may stay loaded at once on each machine.
+
+    Attributes:
+        machines: The count of each machine, by its node id (None: this machine).
+        machine_of: The machine each variant is kept warm on, by name (not named: this machine).
+    """
+
+    machines: Mapping[str | None, int]
+    machine_of: Mapping[str, str | None] = field(default_factory=dict)
+
+    @classmethod
+    def here(cls, count: int) -> WarmCapacity:
+        """Every variant on this machine, `count` of them at once."""
+        return cls(machines={None: count})
+
+    def of(self, name: str) -> int:
+        """How many variants may stay loaded at once on the machine of variant `name`."""
+        return self.machines.get(self.machine_of.get(name), 1)
+
+    def held(self, names: Sequence[str]) -> int:
+        """How many of these variants stay loaded at once, each on its machine."""
+        counts = Counter(self.machine_of.get(name) for name in names)
+        return sum(min(count, self.machines.get(machine, 1)) for machine, count in counts.items())
+
+
+JudgeCapacity = Callable[[Sequence[Variant]], WarmCapacity]
+"""How many of a run's variants stay loaded at once on each machine (`VariantExecutor.warm_capacity`)."""

@@ -4,8 +4,10 @@ Every variant is loaded once and kept warm (`quantgate.evaluate.scheduler._track
 when memory allows, else as many as fit, reloading the others when their turn comes). A
 round is the next `round_size` cases of the run's order that some candidate still needs. The
 reference runs those of them it has no record of (none when the reference cache has them),
-then each open candidate runs them, one variant at a time, so that no two variants' timings
-overlap. After each round, in a sequential run, each candidate's accuracy gates are judged
+then each open candidate runs them, one variant at a time on each machine, so that no two
+variants' timings overlap on one machine (candidates whose warm workers sit on different nodes
+of a cluster run side by side: `quantgate.evaluate.scheduler._side_by_side`). After each round,
+in a sequential run, each candidate's accuracy gates are judged
 (`quantgate.evaluate.scheduler._stopping_rule`); a settled candidate is freed and its entry written, and
 the next rounds go to the candidates still open (when every candidate is skipped, the reference
 runs on alone, as in a run of the reference only). The rounds end when no candidate is open,
@@ -23,27 +25,28 @@ compared on the same cases (`quantgate.decide._calibrations`); it is placed when
 
 A fixed sample (`--limit`, `--all`) runs the same way, without judging: all its cases.
 
-The machine's load is read before and after each variant's part of each round (other processes'
-CPU share, steal, load average: `evaluators.machine_load`) and kept in summary.json's
+The load of the machine each variant's part of each round ran on (other processes' CPU share,
+steal, load average: `evaluators.machine_load`; `_side_by_side.part_load`) is kept in summary.json's
 `machine_load`, so a figure taken while other work ran beside the run says so.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import Any
 
 from tqdm import tqdm
 
-from evaluators.machine_load import CpuReading, machine_load
 from graphs.extraction import GivenAnswer
-from quantgate.backends import BackendError, capabilities
+from quantgate.backends import BackendError
 from quantgate.evaluate._cache import ReferenceCache
 from quantgate.evaluate._cpu_readings import read_cpu
 from quantgate.evaluate._noise_floor_arm import NoiseFloorArm
 from quantgate.evaluate._session import RunSession, record_run, record_skipped
-from quantgate.evaluate.scheduler._pool import VariantWorker, warm_capacity
+from quantgate.evaluate.scheduler._pool import JudgeCapacity, VariantWorker
+from quantgate.evaluate.scheduler._side_by_side import machine_groups, part_load, side_by_side
 from quantgate.evaluate.scheduler._stopping_rule import paired_outcomes, settling_gates_status
 from quantgate.evaluate.scheduler._tracks import MakeWorker, Stopped, Track, WarmPool, track_result
 from quantgate.evaluate.scheduler._variant import VariantJob
@@ -54,7 +57,6 @@ from quantgate.evaluate.scheduler._verification import (
     verification_missing,
 )
 from quantgate.inputs._calibration_twins import calibration_twins
-from quantgate.rundir._round_loads import RoundLoadEntry
 
 __all__ = ["evaluate_in_rounds"]
 
@@ -62,7 +64,7 @@ __all__ = ["evaluate_in_rounds"]
 class _Rounds:
     """The state of a run in rounds: its tracks, its warm workers, the time spent."""
 
-    def __init__(self, session: RunSession, make: MakeWorker) -> None:
+    def __init__(self, session: RunSession, make: MakeWorker, capacity: JudgeCapacity) -> None:
         self.session = session
         self.options = session.options
         self.tracks = [self._track(v.name) for v in session.variants if v.name not in session.done]
@@ -72,19 +74,21 @@ class _Rounds:
         """Each plain variant's calibrated twins: kept open while one of them is (`CalibrationTwin`)."""
         for twin in calibration_twins([t.job.variant for t in self.candidates]):
             self.twins.setdefault(twin.plain, []).append(twin.calibrated)
-        capacity = warm_capacity([t.job.variant for t in self.tracks])
-        self.pool = WarmPool(session.store, capacity, on_load=self._loaded, make=make)
+        warm = capacity([t.job.variant for t in self.tracks])
+        self.pool = WarmPool(session.store, warm, on_load=self._loaded, make=make)
         self.cache = ReferenceCache.for_session(session)
         self.noise_floor = NoiseFloorArm(session)
+        self._lock = threading.Lock()
+        self.interrupted = False
         self.spent_s = session.summary.evaluation_s or 0.0
         self.budget_s = session.options.budget_s
         self.rounds = 0
         self.decode = latency_sample(session.cases, session.options)
         self.rounds_before = max((e.round for e in session.summary.machine_load or []), default=0)
         self.bars = {t.name: _bar(t, session) for t in self.tracks}
-        if capacity < len(self.tracks):
+        if (held := warm.held([t.name for t in self.tracks])) < len(self.tracks):
             print(
-                f"quantgate: memory holds {capacity} of the {len(self.tracks)} variants at once; the others "
+                f"quantgate: memory holds {held} of the {len(self.tracks)} variants at once; the others "
                 "load when their turn comes (each load is timed apart, in load_s)",
                 file=sys.stderr,
             )
@@ -127,7 +131,7 @@ class _Rounds:
         """Load the candidates, then run rounds until none is open, the cases or the budget end (the
         reference loads when a round first needs a case the reference cache does not hold)."""
         self._judge()  # a resumed candidate may be settled by what it has already
-        if self.pool.capacity >= len(self.tracks):  # all stay loaded: load them before the rounds
+        if self.pool.capacity.held(names := [t.name for t in self.tracks]) == len(names):  # all stay loaded
             for track in self.candidates:
                 if track.open:
                     self._worker(track)
@@ -195,9 +199,13 @@ class _Rounds:
         participants = [t for t in tracks if not t.placed and t.lacking(cases)]
         rates = [t.case_s for t in participants if t.case_s is not None]
         fallback = max(rates) if rates else 0.0
-        return sum(
-            len(t.lacking(cases)) * (t.case_s if t.case_s is not None else fallback) for t in participants
-        )
+
+        def expected(group: list[Track]) -> float:
+            return sum(len(t.lacking(cases)) * (fallback if t.case_s is None else t.case_s) for t in group)
+
+        others = self._machines([t for t in participants if t is not self.reference])
+        machines = max(map(expected, others), default=0.0)  # side by side: the longest one counts
+        return expected([t for t in participants if t is self.reference]) + machines
 
     def _round(self, cases: list[str]) -> None:
         reference = self.reference
@@ -206,7 +214,7 @@ class _Rounds:
             self.cache.serve(reference, served, self.session.store)
             verified = any(verification_missing(t.job.variant, self.options) is None for t in self._open())
             options = reference_options(reference.job.variant, cases, decode=self.decode, verified=verified)
-            self._evaluate(reference, cases, model_options=options)
+            self.spent_s += self._evaluate(reference, cases, self._left_s(), model_options=options)
         if self.noise_floor.due and reference.error is None:
             self._noise_floor(cases)
         records = {
@@ -215,30 +223,45 @@ class _Rounds:
             if c in cases
         }
         answers = answers_to_verify(reference.outcomes, cases, decode=self.decode)
-        for track in self._open():
-            if track is not reference and reference.error is None:
-                verifies = verification_missing(track.job.variant, self.options) is None
-                self._evaluate(track, cases, reference_records=records, answers=answers if verifies else None)
+
+        def part(track: Track, left: float | None) -> float:
+            verifies = verification_missing(track.job.variant, self.options) is None
+            given = answers if verifies else None
+            return self._evaluate(track, cases, left, reference_records=records, answers=given)
+
+        candidates = [t for t in self._open() if t is not reference] if reference.error is None else []
+        self.spent_s += side_by_side(self._machines(candidates), part, self._left_s())
         self.rounds += 1
         self.session.summary.evaluation_s = self.spent_s
         self._judge()
         self.session.store.write_summary(self.session.summary)
 
+    def _machines(self, tracks: list[Track]) -> list[list[Track]]:
+        """The round's candidates by the machine they run on, when all are warm (their machines
+        known, nothing loaded while they run); else one group, in turn."""
+        with self._lock:
+            warm = all(self.pool.holds(t) for t in tracks)
+        return machine_groups(tracks) if warm else [tracks]
+
     def _evaluate(
         self,
         track: Track,
         cases: list[str],
+        left: float | None,
         reference_records: dict | None = None,  # type: ignore[type-arg]
         answers: dict[str, list[GivenAnswer | str | None]] | None = None,
         model_options: dict[str, dict[str, Any]] | None = None,
-    ) -> None:
+    ) -> float:
+        """The variant's part of a round, given the budget's seconds `left`; the seconds it took (0
+        when nothing ran). Called from a thread per machine (`side_by_side`): what the tracks share
+        (the pool, the session) is changed under the lock."""
         lacking = track.lacking(cases)
-        left = self._left_s()
         if left is not None and left <= 0:  # the budget is spent: none of its cases starts
-            return
-        worker = self._worker(track) if lacking and track.error is None else None
+            return 0.0
+        with self._lock:  # an interrupted run loads nothing more (another machine's thread may go on)
+            worker = self._worker(track) if lacking and track.error is None and not self.interrupted else None
         if worker is None:  # nothing to run, or it could not be loaded (its load is not timed here)
-            return
+            return 0.0
         bar = self.bars[track.name]
         started, before = time.perf_counter(), read_cpu()
         try:
@@ -246,18 +269,22 @@ class _Rounds:
                 lacking, reference_records, lambda: _advance(bar), answers, seconds_left=left,
                 model_options=model_options,
             )  # fmt: skip
-        except BackendError as exc:
-            self._fail(track, str(exc))
-            return
+        except BackendError as exc:  # its backend failed, or (interrupted) its worker was stopped
+            with self._lock:
+                if not self.interrupted:
+                    self._fail(track, str(exc))
+            return 0.0
         track.placement = worker.placement  # a worker started again elsewhere says so
         elapsed = time.perf_counter() - started
-        self.spent_s += elapsed
         track.case_s = elapsed / max(len(ran.outcomes), 1)
-        self._record_load(track, before, len(ran.outcomes))
+        with self._lock:  # the load of the machine it ran on (`part_load`)
+            part = part_load(track, (before, read_cpu()), ran, round=self.rounds_before + self.rounds + 1)
+            self.session.summary.machine_load = [*(self.session.summary.machine_load or []), part]
         track.wall_s += ran.wall_s or 0.0
         for outcome in ran.outcomes:
             track.outcomes[outcome.case_id] = outcome
             track.new_tokens.append(outcome.latency.output_tokens)
+        return elapsed
 
     def _noise_floor(self, cases: list[str]) -> None:
         """The reference answers the first cases again, one at a time (`NoiseFloorArm`); its time is
@@ -278,15 +305,12 @@ class _Rounds:
         if reference.placed:  # a resumed run's finished reference, loaded for the arm only
             self.pool.release(reference)
 
-    def _record_load(self, track: Track, before: CpuReading, cases: int) -> None:
-        """Keep the machine's load over the variant's part of this round (a server variant's is
-        not judged busy: its server's work on the cases counts as other processes')."""
-        judged = capabilities(track.job.variant).memory != "server"
-        load = machine_load(before, read_cpu(), judged=judged)
-        part = RoundLoadEntry.extending(
-            load, round=self.rounds_before + self.rounds + 1, variant=track.name, cases=cases
-        )
-        self.session.summary.machine_load = [*(self.session.summary.machine_load or []), part]
+    def stop(self) -> None:
+        """Stop every worker at once (an interruption): a part still running in another machine's
+        thread then records no failure, and the run stays resumable."""
+        with self._lock:
+            self.interrupted = True
+        self.pool.kill_all()
 
     def _judge(self) -> None:
         if not self.options.sequential:
@@ -358,7 +382,7 @@ def _bar(track: Track, session: RunSession) -> tqdm:  # type: ignore[type-arg]
     )
 
 
-def evaluate_in_rounds(session: RunSession, make: MakeWorker) -> None:
+def evaluate_in_rounds(session: RunSession, make: MakeWorker, capacity: JudgeCapacity) -> None:
     """Evaluate the variants not done yet in interleaved rounds, writing each one's entry as it
     settles or the rounds end (summary.json and variants.json written again each time).
 
@@ -366,15 +390,17 @@ def evaluate_in_rounds(session: RunSession, make: MakeWorker) -> None:
         session: The run being written.
         make: Where each variant is kept warm (`VariantExecutor.worker`: a worker process here,
             a Ray actor on a node).
+        capacity: How many variants stay loaded at once on each machine
+            (`VariantExecutor.warm_capacity`).
 
     Raises:
         KeyboardInterrupt: Ctrl-C or SIGTERM; every worker is stopped, the records stay.
     """
-    rounds = _Rounds(session, make)
+    rounds = _Rounds(session, make, capacity)
     try:
         rounds.run()
     except BaseException:
-        rounds.pool.kill_all()
+        rounds.stop()
         raise
     finally:
         for bar in rounds.bars.values():

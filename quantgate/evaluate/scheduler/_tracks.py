@@ -18,7 +18,7 @@ from typing import Any, Literal
 from evaluators.latency import decoded_in_full, throughput
 from evaluators.memory import MemorySummary
 from graphs.evaluation import CaseOutcome, outcomes_summary
-from quantgate.evaluate.scheduler._pool import VariantWorker, make_worker
+from quantgate.evaluate.scheduler._pool import VariantWorker, WarmCapacity, make_worker
 from quantgate.evaluate.scheduler._variant import VariantJob, VariantRun, variant_run
 from quantgate.evaluate.scheduler._warm import Warmed, WorkerEnd
 from quantgate.rundir._build import planned_metadata, variant_entry
@@ -94,12 +94,13 @@ class Track:
 
 
 class WarmPool:
-    """The variants kept loaded, at most `capacity` at once (the least recently used freed first)."""
+    """The variants kept loaded, at most as many at once on each machine as `capacity` says (there,
+    the least recently used freed first)."""
 
     def __init__(
         self,
         store: RunStore,
-        capacity: int,
+        capacity: WarmCapacity,
         on_load: Callable[[Track], None],
         make: MakeWorker = make_worker,
     ) -> None:
@@ -114,8 +115,13 @@ class WarmPool:
         if track.name in self._workers:
             self._workers.move_to_end(track.name)
             return self._workers[track.name][1]
-        while len(self._workers) >= self.capacity:
-            self.release(next(iter(self._workers.values()))[0])
+        machine = self.capacity.machine_of.get(track.name)
+        while beside := [
+            t for t, _ in self._workers.values() if self.capacity.machine_of.get(t.name) == machine
+        ]:
+            if len(beside) < self.capacity.of(track.name):
+                break
+            self.release(beside[0])
         worker = self.make(track.job, self.store)
         warmed = worker.start()
         track.placement = worker.placement
@@ -124,6 +130,10 @@ class WarmPool:
         self._workers[track.name] = (track, worker)
         self.on_load(track)
         return worker
+
+    def holds(self, track: Track) -> bool:
+        """The track's variant is loaded (its worker warm)."""
+        return track.name in self._workers
 
     def release(self, track: Track) -> None:
         """Free the track's model, keeping its memory figures (no-op when it is not loaded)."""

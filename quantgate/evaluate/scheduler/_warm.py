@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from evaluators.machine_load import CpuReading
 from evaluators.memory import MemorySummary, summarize_memory
 from graphs.evaluation import CaseOutcome, EvaluationContext, rounds_limit
 from graphs.evaluation import graph as evaluation_graph
@@ -40,7 +41,7 @@ from quantgate.evaluate.scheduler._warm_up import first_token_s
 from quantgate.rundir._build import variant_metadata
 from quantgate.rundir._summary import VariantMetadata
 
-__all__ = ["RoundRan", "WarmVariant", "Warmed", "WorkerEnd"]
+__all__ = ["NodeReadings", "RoundRan", "WarmVariant", "Warmed", "WorkerEnd"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,11 +64,28 @@ class Warmed:
 
 
 @dataclass(frozen=True, kw_only=True)
+class NodeReadings:
+    """The CPU counters of the node a variant's round ran on, read there before and after it (a Ray
+    actor's node: `quantgate.cluster._variant_actor`), and which node it is."""
+
+    before: CpuReading
+    after: CpuReading
+    node_id: str
+    host: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class RoundRan:
-    """One round of a variant: its cases' outcomes (as the graph keeps them) and its wall time."""
+    """One round of a variant: its cases' outcomes (as the graph keeps them) and its wall time.
+
+    Attributes:
+        node: The load of the node it ran on, read there (None: it ran on this machine, whose
+            load the run reads itself).
+    """
 
     outcomes: tuple[CaseOutcome, ...]
     wall_s: float | None
+    node: NodeReadings | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

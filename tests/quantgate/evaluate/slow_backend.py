@@ -13,7 +13,9 @@ seconds. With
 stuck in native code would not stop. With `options.die_after` = N, the process dies
 (`os._exit(1)`, as a crash in native code) when asked for answer N + 1; with
 `options.die_marker` too, only while that file does not exist (it is created as it dies), so a
-process started again goes on.
+process started again goes on. With `options.call_log`, each answer appends its start and end
+(`time.time()`, on one line) to that file, so that a test can tell whether two variants' calls
+overlapped in time.
 """
 
 from __future__ import annotations
@@ -46,9 +48,14 @@ class SlowChatModel(QueuedChatModel):
     delay_s: float
     die_after: int | None = None
     die_marker: str | None = None
+    call_log: str | None = None
 
     def _answer(self, messages: list[BaseMessage]) -> Iterator[ChatGenerationChunk]:
+        started = time.time()
         time.sleep(self.delay_s)
+        if self.call_log is not None:
+            with open(self.call_log, "a", encoding="utf-8") as log:
+                log.write(f"{started} {time.time()}\n")
         if self.die_after is not None and len(self.calls) >= self.die_after:
             marker = None if self.die_marker is None else Path(self.die_marker)
             if marker is None or not marker.exists():
@@ -68,6 +75,7 @@ def _open_slow(
         delay_s=float(options["delay_s"]),
         die_after=options.get("die_after"),
         die_marker=options.get("die_marker"),
+        call_log=options.get("call_log"),
     )
     marker = variant.options.get("sigterm_marker")
     if marker is not None:  # opened in the worker's main thread, where handlers are set

@@ -15,7 +15,7 @@ from langchain_core.outputs import ChatGenerationChunk
 
 from graphs.streamed import ModelCallError
 from quantgate.evaluate._evaluation_run import RunOptions, run_evaluation
-from quantgate.evaluate.scheduler import _rounds as rounds
+from quantgate.evaluate.scheduler import _executor as scheduler_executor
 from quantgate.evaluate.scheduler._pool import PROCESS_OVERHEAD_MB, warm_capacity
 from quantgate.evaluate.scheduler._warm_up import WARM_UP_TEXT
 from quantgate.inputs._dataset import Case, Dataset, load_dataset, write_dataset
@@ -155,7 +155,7 @@ def test_worker_processes_stay_warm_across_rounds(tmp_path):
 
 
 def test_when_memory_holds_one_variant_each_loads_in_turn(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(rounds, "warm_capacity", lambda variants: 1)
+    monkeypatch.setattr(scheduler_executor, "warm_capacity", lambda variants: 1)
     dataset = _dataset(tmp_path / "d", 12)
     variants = _chat_variants(ref=_model(), cand=_model())
     options = _options(tmp_path, round_size=4)
