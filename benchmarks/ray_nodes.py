@@ -86,7 +86,7 @@ def main() -> None:
                     runs[layout] = _run(dataset, _variants(nodes, args.delay), root / layout, executor)
         finally:
             ray.shutdown()
-            cluster.shutdown()
+            cluster.shutdown()  # type: ignore[no-untyped-call]
     same = runs["local"]["records"] == runs["two_nodes"]["records"] == runs["one_node"]["records"]
     figures = {layout: {k: v for k, v in run.items() if k != "records"} for layout, run in runs.items()}
     print(json.dumps({"cases": args.cases, "delay_s": args.delay, **figures, "same_records": same}))
