@@ -239,10 +239,11 @@ def test_a_case_s_own_tools_go_as_its_request_s_tools(tool_double, tmp_path):
     assert sent == {CASES[0][1]: TOOLS[:1], CASES[3][1]: TOOLS}
 
 
-def _dataset(root, task, lines):
+def _dataset(root, task, lines, examples=()):
     root.mkdir()
     (root / "task.json").write_text(json.dumps({"kind": "tool_calling", **task}))
-    (root / "cases.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    for name, rows in (("cases", lines), ("examples", examples)):
+        (root / f"{name}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     return load_dataset(root)
 
 
@@ -263,13 +264,16 @@ def _answers(tool_double, dataset, schema=None):
 
 def test_a_task_of_several_calls_goes_as_tools_and_reads_back_every_call(tool_double, tmp_path):
     """`"calls": "many"` (BFCL's parallel categories): the tools go natively, no grammar, and the
-    server's calls are the record's `calls`, two or none."""
+    server's calls are the record's `calls`, two or none; an example's calls go as one assistant
+    message's `tool_calls`."""
     both = [{"name": "get_weather", "arguments": {"city": c}} for c in ("Oslo", "Paris")]
     cases = [
         {"id": "two", "text": "Weather in Oslo and Paris?", "expected": {"calls": both}},
         {"id": "none", "text": "Tell me a joke about cats.", "expected": {"calls": []}},
     ]
-    dataset = _dataset(tmp_path / "parallel", {"tools": TOOLS, "calls": "many"}, cases)
+    shot = [{"name": "get_weather", "arguments": {"city": c}} for c in ("Rome", "Milan")]
+    examples = [{"id": "ex", "text": "Rome and Milan?", "expected": {"calls": shot}}]
+    dataset = _dataset(tmp_path / "parallel", {"tools": TOOLS, "calls": "many"}, cases, examples)
     rules = [{"when": "Oslo and Paris", "tool_calls": [*_call("get_weather", {"city": "Oslo"}),
                                                       *_call("get_weather", {"city": "Paris"})]}]  # fmt: skip
     url = f"{tool_double.url}/_double/tool_answers"
@@ -280,6 +284,11 @@ def test_a_task_of_several_calls_goes_as_tools_and_reads_back_every_call(tool_do
     assert (runtime["decoding"], runtime["unenforced_schema_keywords"]) == (TOOLS_DECODING, None)
     requests = httpx.get(f"{tool_double.url}/_double/tool_requests").json()["requests"][-2:]
     assert [(body["tools"], body.get("format")) for body in requests] == [(TOOLS, None)] * 2
+    shown = [*_call("get_weather", {"city": "Rome"}), *_call("get_weather", {"city": "Milan"})]
+    assert requests[0]["messages"][1:3] == [
+        {"role": "user", "content": "Rome and Milan?"},
+        {"role": "assistant", "tool_calls": shown},
+    ]
 
 
 def test_a_task_whose_cases_bring_all_the_tools_goes_natively(tool_double, tmp_path):
