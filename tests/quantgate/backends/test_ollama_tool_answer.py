@@ -99,6 +99,8 @@ def test_a_model_without_tools_is_refused_at_open_with_what_to_do():
 def test_every_tool_calling_task_goes_natively_with_no_grammar(task, tools, many):
     """A task of several calls, or whose cases bring their own tools, goes with `tools` as a one-call
     task does: no `format`, the record read back in the task's shape, `runtime.decoding` saying so."""
+    from langchain_ollama import ChatOllama
+
     from quantgate.backends.ollama._ollama import _chat_model, _decoding, _Settings
     from quantgate.backends.ollama._ollama_tools import TOOLS_DECODING
     from quantgate.inputs._variants import Variant
@@ -106,7 +108,9 @@ def test_every_tool_calling_task_goes_natively_with_no_grammar(task, tools, many
     schema = ToolCallingTask.model_validate(task).record_schema()
     variant = Variant(name="q4", backend="ollama", model="gemma3:270m")
     chat = _chat_model(variant, schema, _Settings.of(variant), 2048)
-    assert (chat.inner.format, chat.tools, chat.many_calls) == (None, tools, many)
+    inner = chat.inner
+    assert isinstance(inner, ChatOllama)
+    assert (inner.format, chat.tools, chat.many_calls) == (None, tools, many)
     assert _decoding(schema) == {"decoding": TOOLS_DECODING, "unenforced_schema_keywords": None}
     calls = [AIMessageChunk(content="", tool_calls=[_call("now", {}), _call("get_weather", {"city": "Oz"})])]
     shaped = [{"name": "now", "arguments": {}}, {"name": "get_weather", "arguments": {"city": "Oz"}}]
