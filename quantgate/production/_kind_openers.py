@@ -3,7 +3,7 @@
     with open_classifier("runs/<run-id>") as classify:
         answer = classify("my card has not arrived")     # Classification(label="card_arrival", ...)
     with open_tool_caller("runs/<run-id>") as call_tool:
-        answer = call_tool("weather in Paris?")          # ToolCallAnswer(call=ToolCall(...), ...)
+        answer = call_tool("weather in Paris?")          # ToolCallAnswer(call=ToolCall(...), calls=...)
         answer = call_tool("weather in Paris?", tools=[...])  # this call's own tools (OpenAI format)
     with open_generator("runs/<run-id>") as generate:
         answer = generate("name[Aromi], food[Italian]")  # Generation(text="Aromi serves ...", ...)
@@ -108,15 +108,20 @@ class ToolCallAnswer(Answer):
     """A tool-calling answer.
 
     Attributes:
-        call: The call; None when the model chose no call (or gave no valid answer: see `valid`).
+        call: The call of a one-call run; None when the model chose no call (or gave no valid
+            answer: see `valid`), and for a run of several calls (`calls`).
+        calls: Every call, in the model's order: those of a run of several calls (task.json
+            `"calls": "many"`), or the one call of a one-call run; empty when the model chose no
+            call or gave no valid answer.
     """
 
     call: ToolCall | None = None
+    calls: tuple[ToolCall, ...] = ()
 
     @property
     def abstained(self) -> bool:
         """The model validly chose no call: no tool fits the text."""
-        return self.valid and self.call is None
+        return self.valid and self.call is None and not self.calls
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,12 +236,21 @@ def _classification(task: Task) -> Callable[[ExtractionResult, bool], Classifica
     return answer
 
 
+def _typed_call(call: Mapping[str, Any]) -> ToolCall:
+    return ToolCall(name=call["name"], arguments=dict(call.get("arguments") or {}))
+
+
 def _tool_call(result: ExtractionResult, valid: bool) -> ToolCallAnswer:
-    call = result.record.get("call") if valid and result.record is not None else None
-    typed = None
-    if isinstance(call, Mapping):
-        typed = ToolCall(name=call["name"], arguments=dict(call.get("arguments") or {}))
-    return ToolCallAnswer(valid=valid, result=result, call=typed)
+    """The answer of a one-call record (`{"call": ...}`: `call`, and `calls` of it) or of a record of
+    several calls (`{"calls": [...]}`: `calls` only)."""
+    record = result.record if valid and result.record is not None else {}
+    if "calls" in record:
+        calls = record["calls"] if isinstance(record["calls"], list) else []
+        typed = tuple(_typed_call(call) for call in calls if isinstance(call, Mapping))
+        return ToolCallAnswer(valid=valid, result=result, calls=typed)
+    call = record.get("call")
+    one = _typed_call(call) if isinstance(call, Mapping) else None
+    return ToolCallAnswer(valid=valid, result=result, call=one, calls=() if one is None else (one,))
 
 
 def _generation(result: ExtractionResult, valid: bool) -> Generation:
@@ -311,7 +325,8 @@ def open_tool_caller(
     Args:
         source: A run directory, or a `ChosenVariant` from `load_chosen`.
         examples: Few-shot (text, record) pairs, records as `{"call": {"name": ...,
-            "arguments": {...}}}` or `{"call": None}`; `[]` for zero-shot. Default: the run's.
+            "arguments": {...}}}` or `{"call": None}` (`{"calls": [...]}` for a run of several
+            calls); `[]` for zero-shot. Default: the run's.
         guard: An online guard to feed with every call.
 
     Raises:

@@ -9,7 +9,8 @@ then reads `/api/ps` (size in memory, size in VRAM, context length). Chat calls 
 `num_ctx`; what can go wrong in a call is `quantgate.backends.ollama._ollama_chat`. The schema is sent
 rewritten for llama.cpp's JSON-schema converter, which the server runs (`grammar_schema`), and
 what that converter cannot enforce is recorded as `runtime.unenforced_schema_keywords`.
-For a tool-calling task the task's tools are sent as Ollama's `tools` instead, with no `format`
+For a tool-calling task (one call or several, the tools the dataset's or its cases' own) the tools
+are sent as Ollama's `tools` instead, with no `format`
 (`quantgate.backends.ollama._ollama_tools`), and the variant says so (`native_tools`), so that the prompt
 asks for a tool call rather than JSON; `runtime.decoding` says which way a variant's calls went.
 Cases that bring their own tools get a chat model per tool set (`OpenedVariant.for_schema`), made
@@ -34,7 +35,7 @@ import psutil
 
 from quantgate.backends import BackendError, OpenedVariant
 from quantgate.backends._backend_options import options_of
-from quantgate.backends._native_tools import task_tools
+from quantgate.backends._native_tools import native_tools_of
 from quantgate.backends._schema_grammar import grammar_schema, unenforced_keywords
 from quantgate.backends._server_fields import described, refusal
 from quantgate.backends.ollama._ollama_chat import (
@@ -201,15 +202,15 @@ def _chat_model(
 ) -> OllamaChatModel:
     """`ChatOllama` for the dataset's schema (temperature 0, a fixed seed, `num_ctx` sent), wrapped
     in the call's limits; a silent server ends a read after the shorter of the two timeouts. A
-    tool-calling task's tools are sent as `tools`, without `format`."""
+    tool-calling task's tools (one call or several) are sent as `tools`, without `format`."""
     from langchain_ollama import ChatOllama
 
-    tools = task_tools(schema)
+    native = native_tools_of(schema)
     silence_s = min(settings.first_token_s, settings.timeout_s)
     chat = ChatOllama(
         model=variant.model,
         base_url=settings.host,
-        format=None if tools else grammar_schema(schema, None, "gbnf"),
+        format=None if native is not None else grammar_schema(schema, None, "gbnf"),
         temperature=0.0,
         seed=settings.seed,
         num_ctx=settings.num_ctx,
@@ -225,7 +226,8 @@ def _chat_model(
         first_token_timeout_s=settings.first_token_s,
         timeout_s=settings.timeout_s,
         notice_every_s=settings.notice_every_s,
-        tools=tools,
+        tools=None if native is None else native.tools,
+        many_calls=native is not None and native.many,
     )
 
 
@@ -258,9 +260,10 @@ class _ChatModels:
 
 
 def _decoding(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """How the calls are decoded: Ollama's `tools` (no grammar: nothing of the schema enforced,
+    """How the calls are decoded: Ollama's `tools` for any tool-calling task, one call or several,
+    whether the dataset or its cases bring the tools (no grammar: nothing of the schema enforced,
     None), or `format`, with the keywords llama.cpp's converter leaves unenforced."""
-    if task_tools(schema) is not None:
+    if native_tools_of(schema) is not None:
         return {"decoding": TOOLS_DECODING, "unenforced_schema_keywords": None}
     unenforced = [str(k) for k in unenforced_keywords(schema, engine="gbnf")]
     return {
@@ -273,7 +276,7 @@ def _check_tools(variant: Variant, schema: Mapping[str, Any], show: Mapping[str,
     """A tool-calling task needs a model whose template takes tools: `/api/show` `capabilities`
     lists `tools` (Ollama answers 400 "does not support tools" to a chat with `tools` otherwise)."""
     capabilities = show.get("capabilities")
-    if task_tools(schema) is None or not isinstance(capabilities, list) or "tools" in capabilities:
+    if native_tools_of(schema) is None or not isinstance(capabilities, list) or "tools" in capabilities:
         return
     raise BackendError(
         f"variant {variant.name}: {variant.model} does not support tools (its /api/show capabilities: "
@@ -329,7 +332,7 @@ def open_ollama(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
             reported_vram_bytes=running.get("size_vram"),
             max_retries=settings.max_retries,
             retry_backoff_s=settings.retry_backoff_s,
-            native_tools=task_tools(schema) is not None,
+            native_tools=native_tools_of(schema) is not None,
             for_schema=models.of,
         )
     finally:

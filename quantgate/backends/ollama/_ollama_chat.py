@@ -97,7 +97,9 @@ class OllamaChatModel(TimedChatModel):
         num_keep: The server's `num_keep`.
         notice_every_s: How often a call still waiting for its first token says so (0: never).
         tools: The task's tools, sent as Ollama's `tools` (a tool-calling task; `inner` then has no
-            `format`); the answer is read back into the task's record (`ollama_tools`).
+            `format`; none sent when empty: a task whose cases bring their tools); the answer is
+            read back into the task's record (`ollama_tools`).
+        many_calls: The task's record holds several calls (`{"calls": [...]}`, `"calls": "many"`).
     """
 
     host: str = ""
@@ -105,6 +107,7 @@ class OllamaChatModel(TimedChatModel):
     num_keep: int = DEFAULT_NUM_KEEP
     notice_every_s: float = DEFAULT_NOTICE_EVERY_S
     tools: list[dict[str, Any]] | None = None
+    many_calls: bool = False
 
     @property
     def _llm_type(self) -> str:
@@ -123,7 +126,7 @@ class OllamaChatModel(TimedChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         if self.tools is None:
             return self._chunks(messages, stop, **kwargs)
-        return tool_answer(self._chunks(messages, stop, tools=self.tools, **kwargs))
+        return tool_answer(self._chunks(messages, stop, tools=self.tools, **kwargs), many=self.many_calls)
 
     def _is_silence(self, exc: BaseException) -> bool:
         return isinstance(exc, httpx.TimeoutException)

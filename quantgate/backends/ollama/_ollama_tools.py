@@ -14,12 +14,17 @@ the call is decoded freely, unlike the embedded backend's grammar restricted to 
 and its parameters. The answer is read back into the task's record shape as every backend that
 sends tools natively reads it (`quantgate.backends._native_tools`: one call, no call, several
 calls, a call the client cannot read), so the same scorer and the same record schema judge it.
-A task of several calls (`"calls": "many"`) still goes with `format`, its grammar.
+Every tool-calling task goes this way: one call or several (`"calls": "many"`, read back as
+`{"calls": [...]}`), the tools the dataset's or its cases' own (a variant opened for a schema that
+offers no tool sends none until a case brings its own); the variant's `native_tools` and
+`runtime.decoding` say so.
 """
 
 from __future__ import annotations
 
-from quantgate.backends._native_tools import task_tools  # its home is _native_tools; kept for its importers
+from quantgate.backends._native_tools import (
+    task_tools,
+)  # its home is _native_tools; kept for its importers (chat templates)
 
 __all__ = ["TOOLS_DECODING", "task_tools"]
 

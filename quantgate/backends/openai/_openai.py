@@ -43,6 +43,7 @@ from quantgate.backends.openai._openai_options import OpenAIOptions
 from quantgate.backends.openai._openai_tools import (
     TOOLS_DECODING,
     native_tools_option,
+    probe_tools,
     tool_chat_openai,
     tool_fields,
     tools_refused,
@@ -309,8 +310,9 @@ def _open_tools(
     variant: Variant, endpoint: tuple[str, str, str | None], settings: _Settings, tools: NativeTools
 ) -> tuple[Any, dict[str, Any]]:
     """Native tools: a one-token call with the tools shows the server takes them; the client, and
-    what the runtime records of it (no response format: `none`)."""
-    refused = probe_refusal(_chat(endpoint, settings, None, 1, tools=tools))
+    what the runtime records of it (no response format: `none`). A schema that offers no tool (its
+    cases bring their own) is probed with a stand-in tool, so that it opens natively as any other."""
+    refused = probe_refusal(_chat(endpoint, settings, None, 1, tools=probe_tools(tools)))
     if refused is not None:
         raise tools_refused(variant, endpoint[0], refused)
     runtime = {

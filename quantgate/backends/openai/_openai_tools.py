@@ -28,6 +28,7 @@ llama-cpp-python's server refuses it (500, "Input should be a valid string").
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from typing import Any
@@ -39,7 +40,15 @@ from quantgate.backends._native_tools import NativeTools, native_tools_of
 from quantgate.backends.openai._openai_options import OpenAIOptions
 from quantgate.inputs._variants import Variant
 
-__all__ = ["TOOLS_DECODING", "native_tools_option", "tool_chat_openai", "tool_fields", "tools_refused"]
+__all__ = [
+    "PROBE_TOOL",
+    "TOOLS_DECODING",
+    "native_tools_option",
+    "probe_tools",
+    "tool_chat_openai",
+    "tool_fields",
+    "tools_refused",
+]
 
 TOOLS_DECODING = (
     "OpenAI tools: tools with tool_choice auto, the call parsed by the server's tool-call parser; "
@@ -75,6 +84,23 @@ def native_tools_option(variant: Variant, schema: Mapping[str, Any], api: str) -
             '"tool_calling"); this dataset\'s task is not tool calling: remove native_tools'
         )
     return native
+
+
+PROBE_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "probe",
+        "description": "A stand-in tool for the open's probe",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+"""The tool the open's probe offers for a record schema that offers none (its cases bring their own
+tools), so that a server refusing `tools` is found at open, not at the first case."""
+
+
+def probe_tools(native: NativeTools) -> NativeTools:
+    """The tools of the open's one-token probe: the task's, or `PROBE_TOOL` when it offers none."""
+    return native if native.tools else dataclasses.replace(native, tools=[PROBE_TOOL])
 
 
 def tool_fields(native: NativeTools) -> dict[str, Any]:

@@ -28,7 +28,7 @@ def test_the_tools_of_one_call_and_of_several_calls():
     assert native_tools_of(one) == NativeTools(tools=[NOW, ADD], many=False)
     assert native_tools_of(many) == NativeTools(tools=[NOW, ADD], many=True)
     assert task_tools(one) == [NOW, ADD]
-    assert task_tools(many) is None  # Ollama's: a task of several calls keeps its grammar
+    assert task_tools(many) is None  # one call's tools only (the chat template's)
 
 
 def test_a_task_whose_cases_bring_their_tools_has_none_of_its_own():

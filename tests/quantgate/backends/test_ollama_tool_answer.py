@@ -84,3 +84,36 @@ def test_a_model_without_tools_is_refused_at_open_with_what_to_do():
     _check_tools(variant, schema, {"capabilities": ["completion", "tools"]})
     _check_tools(variant, schema, {})  # an older server that does not say: the calls will tell
     _check_tools(variant, {"type": "object", "properties": {"a": {"type": "string"}}}, {"capabilities": []})
+
+
+@pytest.mark.parametrize(
+    ("task", "tools", "many"),
+    [
+        ({"tools": [NOW, WEATHER]}, [NOW, WEATHER], False),
+        ({"tools": [NOW, WEATHER], "calls": "many"}, [NOW, WEATHER], True),
+        ({"tools": []}, [], False),
+        ({"tools": [], "calls": "many"}, [], True),
+    ],
+    ids=["one call", "several calls", "cases bring their tools", "several calls, cases' tools"],
+)
+def test_every_tool_calling_task_goes_natively_with_no_grammar(task, tools, many):
+    """A task of several calls, or whose cases bring their own tools, goes with `tools` as a one-call
+    task does: no `format`, the record read back in the task's shape, `runtime.decoding` saying so."""
+    from langchain_ollama import ChatOllama
+
+    from quantgate.backends.ollama._ollama import _chat_model, _decoding, _Settings
+    from quantgate.backends.ollama._ollama_tools import TOOLS_DECODING
+    from quantgate.inputs._variants import Variant
+
+    schema = ToolCallingTask.model_validate(task).record_schema()
+    variant = Variant(name="q4", backend="ollama", model="gemma3:270m")
+    chat = _chat_model(variant, schema, _Settings.of(variant), 2048)
+    inner = chat.inner
+    assert isinstance(inner, ChatOllama)
+    assert (inner.format, chat.tools, chat.many_calls) == (None, tools, many)
+    assert _decoding(schema) == {"decoding": TOOLS_DECODING, "unenforced_schema_keywords": None}
+    calls = [AIMessageChunk(content="", tool_calls=[_call("now", {}), _call("get_weather", {"city": "Oz"})])]
+    shaped = [{"name": "now", "arguments": {}}, {"name": "get_weather", "arguments": {"city": "Oz"}}]
+    assert json.loads(_text(tool_answer(_chunks(*calls), many=chat.many_calls))) == (
+        {"calls": shaped} if many else {"call": shaped}
+    )

@@ -237,3 +237,75 @@ def test_a_case_s_own_tools_go_as_its_request_s_tools(tool_double, tmp_path):
     requests = httpx.get(f"{tool_double.url}/_double/tool_requests").json()["requests"]
     sent = {body["messages"][-1]["content"]: body["tools"] for body in requests[-2:]}
     assert sent == {CASES[0][1]: TOOLS[:1], CASES[3][1]: TOOLS}
+
+
+def _dataset(root, task, lines, examples=()):
+    root.mkdir()
+    (root / "task.json").write_text(json.dumps({"kind": "tool_calling", **task}))
+    for name, rows in (("cases", lines), ("examples", examples)):
+        (root / f"{name}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return load_dataset(root)
+
+
+def _answers(tool_double, dataset, schema=None):
+    """Each case's answer through an Ollama variant opened for `schema` (default the dataset's); the
+    runtime it recorded."""
+    host = {"host": tool_double.url}
+    variant = Variant(name="q4", backend="ollama", model="gemma3:270m-q4_K_M", options=host)
+    with open_ollama(variant, dataset.schema if schema is None else schema) as opened:
+        assert opened.native_tools
+        context = extraction_context(dataset, opened, RunOptions(max_repairs=0))
+        results = {
+            case.id: graph.invoke({"text": case.text}, context=case_context(context, dataset, case.id))
+            for case in dataset.cases
+        }
+    return results, opened.runtime
+
+
+def test_a_task_of_several_calls_goes_as_tools_and_reads_back_every_call(tool_double, tmp_path):
+    """`"calls": "many"` (BFCL's parallel categories): the tools go natively, no grammar, and the
+    server's calls are the record's `calls`, two or none; an example's calls go as one assistant
+    message's `tool_calls`."""
+    both = [{"name": "get_weather", "arguments": {"city": c}} for c in ("Oslo", "Paris")]
+    cases = [
+        {"id": "two", "text": "Weather in Oslo and Paris?", "expected": {"calls": both}},
+        {"id": "none", "text": "Tell me a joke about cats.", "expected": {"calls": []}},
+    ]
+    shot = [{"name": "get_weather", "arguments": {"city": c}} for c in ("Rome", "Milan")]
+    examples = [{"id": "ex", "text": "Rome and Milan?", "expected": {"calls": shot}}]
+    dataset = _dataset(tmp_path / "parallel", {"tools": TOOLS, "calls": "many"}, cases, examples)
+    rules = [{"when": "Oslo and Paris", "tool_calls": [*_call("get_weather", {"city": "Oslo"}),
+                                                      *_call("get_weather", {"city": "Paris"})]}]  # fmt: skip
+    url = f"{tool_double.url}/_double/tool_answers"
+    httpx.post(url, json={"model": "gemma3:270m-q4_K_M", "rules": rules}).raise_for_status()
+    results, runtime = _answers(tool_double, dataset)
+    assert (results["two"]["record"], results["two"]["valid"]) == ({"calls": both}, True)
+    assert (results["none"]["record"], results["none"]["valid"]) == ({"calls": []}, True)
+    assert (runtime["decoding"], runtime["unenforced_schema_keywords"]) == (TOOLS_DECODING, None)
+    requests = httpx.get(f"{tool_double.url}/_double/tool_requests").json()["requests"][-2:]
+    assert [(body["tools"], body.get("format")) for body in requests] == [(TOOLS, None)] * 2
+    shown = [*_call("get_weather", {"city": "Rome"}), *_call("get_weather", {"city": "Milan"})]
+    assert requests[0]["messages"][1:3] == [
+        {"role": "user", "content": "Rome and Milan?"},
+        {"role": "assistant", "tool_calls": shown},
+    ]
+
+
+def test_a_task_whose_cases_bring_all_the_tools_goes_natively(tool_double, tmp_path):
+    """task.json `"tools": []`: a variant opened for the task's own record schema, which offers no
+    tool (a dataset is opened for every tool its cases bring), opens with native tools as any
+    tool-calling task (its runtime says so), and each case's chat carries that case's tools."""
+    oslo, eur = ({"id": i, "text": t, "expected": e} for i, t, e in (CASES[0], CASES[3]))
+    dataset = _dataset(
+        tmp_path / "own", {"tools": []}, [{**oslo, "tools": TOOLS[:1]}, {**eur, "tools": TOOLS[1:]}]
+    )
+    results, runtime = _answers(tool_double, dataset, dataset.task.record_schema())
+    bergen = {"call": {"name": "get_weather", "arguments": {"city": "Bergen"}}}  # q4's scripted call
+    assert [(results[c]["record"], results[c]["valid"]) for c in ("oslo", "eur")] == [
+        (bergen, True),
+        (CASES[3][2], True),
+    ]
+    assert (runtime["decoding"], runtime["unenforced_schema_keywords"]) == (TOOLS_DECODING, None)
+    requests = httpx.get(f"{tool_double.url}/_double/tool_requests").json()["requests"][-2:]
+    sent = {body["messages"][-1]["content"]: (body["tools"], body.get("format")) for body in requests}
+    assert sent == {CASES[0][1]: (TOOLS[:1], None), CASES[3][1]: (TOOLS[1:], None)}

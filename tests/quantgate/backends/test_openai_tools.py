@@ -13,13 +13,14 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 
+from evaluators.task_models import ToolCallingTask
 from graphs.extraction import graph
 from graphs.prompting import NATIVE_TOOL_INSTRUCTION, NO_TOOL_ANSWER
 from graphs.streamed import ModelCallError
 from quantgate.backends import BackendError, open_variant
 from quantgate.backends._extraction_context import case_context
 from quantgate.backends._native_tools import MALFORMED_CALL
-from quantgate.backends.openai._openai_tools import TOOLS_DECODING
+from quantgate.backends.openai._openai_tools import PROBE_TOOL, TOOLS_DECODING
 from quantgate.cli._main import main
 from quantgate.evaluate._options import RunOptions, extraction_context
 from quantgate.inputs._dataset import load_dataset
@@ -271,6 +272,20 @@ def test_a_server_refusing_tools_fails_the_variant_at_open_saying_what_to_do(too
     dataset = load_dataset(_dataset(tmp_path / "tools"))
     refused = r"refused a call with tools .*enable-auto-tool-choice.*chatml-function-calling"
     with pytest.raises(BackendError, match=refused), open_variant(_variant(tool_server), dataset.schema):
+        pass
+
+
+def test_a_schema_offering_no_tool_opens_natively_probing_with_a_stand_in_tool(tool_server):
+    """task.json `"tools": []` (cases bring their own): a variant opened for the task's own record
+    schema opens with native tools as any tool-calling task, its probe offering a stand-in tool, so
+    that a server refusing tools is found at open."""
+    schema = ToolCallingTask.model_validate({"tools": []}).record_schema()
+    with open_variant(_variant(tool_server), schema) as opened:
+        assert (opened.native_tools, opened.runtime["decoding"]) == (True, TOOLS_DECODING)
+    assert (tool_server.bodies[0]["tools"], tool_server.bodies[0]["max_tokens"]) == ([PROBE_TOOL], 1)
+    tool_server.refuse_tools = True
+    refused = r"refused a call with tools .*enable-auto-tool-choice"
+    with pytest.raises(BackendError, match=refused), open_variant(_variant(tool_server), schema):
         pass
 
 

@@ -99,6 +99,17 @@ def tool_calling_run(root: Path) -> Path:
     return _decided(tool_calling_dataset(root / "tools"), answers, root / "runs")
 
 
+def parallel_calls_run(root: Path) -> Path:
+    """A decided tool-calling run of several calls (`"calls": "many"`, the tools of `TOOLS`) of two
+    cases: two calls for `weather in Paris and Oslo`, none for `tell me a joke`; both variants right."""
+    paris, oslo = ({"name": "get_weather", "arguments": {"city": city}} for city in ("Paris", "Oslo"))
+    golds = {"weather in Paris and Oslo": [paris, oslo], "tell me a joke": []}
+    lines = [{"id": f"p{i}", "text": t, "expected": {"calls": g}} for i, (t, g) in enumerate(golds.items())]
+    dataset = write_dataset(root / "parallel", lines, schema=None, task={**TOOLS, "calls": "many"})
+    answers = {text: json.dumps({"calls": calls}) for text, calls in golds.items()}
+    return _decided(dataset, answers, root / "runs")
+
+
 def multi_label_run(root: Path) -> Path:
     """A decided multi-label classification run of two cases (`first text`, `second text`)."""
     task = {"kind": "classification", "labels": ["billing", "delivery", "refund"], "multi_label": True}

@@ -20,6 +20,7 @@ from tests.quantgate.production.task_runs import (
     decided_file_run,
     generation_run,
     multi_label_run,
+    parallel_calls_run,
     tool_calling_run,
 )
 
@@ -80,6 +81,10 @@ def test_a_tool_calling_run_gives_a_typed_call_and_a_no_call(tool_calling: Path)
     assert called.call == ToolCall(name="convert_currency", arguments={"amount": 12.5, "to": "EUR"})
     assert (called.valid, called.abstained) == (True, False)
     assert (declined.valid, declined.call, declined.abstained) == (True, None, True)
+    assert (called.calls, declined.calls) == (
+        (called.call,),
+        (),
+    )  # the one call, as a run of several gives them
     system = model.calls[0][0].text
     assert "get_weather" in system
     assert "convert_currency" in system
@@ -92,6 +97,25 @@ def test_an_invalid_tool_call_is_no_call_and_not_an_abstention(tool_calling: Pat
         answer = call_tool("a flight to Lima")
     assert (answer.valid, answer.call, answer.abstained) == (False, None, False)
     assert answer.raw == unknown
+    assert answer.calls == ()
+
+
+def test_a_run_of_several_calls_gives_every_call(tmp_path: Path) -> None:
+    """`"calls": "many"`: every call the model made, in its order (`calls`; `call` is None), none for
+    a valid answer without a call (an abstention), none for an invalid answer (not an abstention)."""
+    two = [{"name": "get_weather", "arguments": {"city": "Lima"}},
+           {"name": "convert_currency", "arguments": {"amount": 5, "to": "PEN"}}]  # fmt: skip
+    unknown = json.dumps({"calls": [{"name": "book_flight", "arguments": {}}]})
+    model = QueuedChatModel(outputs=[json.dumps({"calls": two}), json.dumps({"calls": []}), unknown])
+    with open_tool_caller(load_chosen(parallel_calls_run(tmp_path), chat_model=model)) as call_tool:
+        called, declined, invalid = (call_tool(text) for text in ("Lima: weather, 5 in soles", "hi", "fly"))
+    assert called.calls == (
+        ToolCall(name="get_weather", arguments={"city": "Lima"}),
+        ToolCall(name="convert_currency", arguments={"amount": 5, "to": "PEN"}),
+    )
+    assert (called.valid, called.call, called.abstained) == (True, None, False)
+    assert (declined.valid, declined.calls, declined.abstained) == (True, (), True)
+    assert (invalid.valid, invalid.calls, invalid.abstained) == (False, (), False)
 
 
 def test_a_run_of_another_kind_is_refused_before_the_model_is_used(
