@@ -18,28 +18,9 @@ from quantgate.evaluate.scheduler._warm_up import WARM_UP_TEXT
 from quantgate.inputs._dataset import load_dataset
 from quantgate.inputs._variants import Variant
 from quantgate.rundir._store import read_records
+from tests.quantgate.backends.tool_task import CASES, EXAMPLES, TOOLS
 
 pytestmark = [pytest.mark.model, pytest.mark.slow]
-
-TOOLS = [
-    {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
-     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-    {"type": "function", "function": {"name": "convert_currency", "description": "",
-     "parameters": {"type": "object", "properties": {"amount": {"type": "number"}, "to": {"type": "string"}},
-                    "required": ["amount", "to"]}}},
-]  # fmt: skip
-CASES = [
-    ("oslo", "Weather in Oslo today?", {"call": {"name": "get_weather", "arguments": {"city": "Oslo"}}}),
-    ("joke", "Tell me a joke about cats.", {"call": None}),
-    ("paris", "Will it rain in Paris?", {"call": {"name": "get_weather", "arguments": {"city": "Paris"}}}),
-    ("eur", "How much is 10 EUR in dollars?",
-     {"call": {"name": "convert_currency", "arguments": {"amount": 10, "to": "USD"}}}),
-]  # fmt: skip
-EXAMPLES = [
-    {"id": "ex", "text": "Weather in Rome?",
-     "expected": {"call": {"name": "get_weather", "arguments": {"city": "Rome"}}}},
-    {"id": "ex-none", "text": "Sing me a song.", "expected": {"call": None}},
-]  # fmt: skip
 
 
 def _call(name, arguments):
