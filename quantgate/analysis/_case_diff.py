@@ -60,7 +60,7 @@ def case_diff(view: RunView, *, case_id: str, variant: str) -> pd.DataFrame:
         raise ValueError(f"{view.run.directory}: the run's copy of case {case_id!r} is not available")
     own = view.records[variant][case_id]
     ref = view.records.get(view.reference, {}).get(case_id)
-    scorer = view.dataset.scorer()
+    scorer = view.dataset.scorer().for_case(case_id)  # a case that brings its tools: against them
     mine = _values(scorer, own, case.expected, case.lang)
     theirs = _values(scorer, ref, case.expected, case.lang)
     judged = _differs(scorer, own, ref, case.lang) or {}

@@ -43,7 +43,7 @@ def _agreement(
         if not gold.valid or gold.record is None or gold.case_id not in own:
             continue
         record = own[gold.case_id]
-        scored = scorer.fields(
+        scored = scorer.for_case(gold.case_id).fields(  # a case's own tools, when it brings them
             outputs=record.record if record.valid else None,
             reference_outputs=gold.record,
             lang=case_language(gold.tags),

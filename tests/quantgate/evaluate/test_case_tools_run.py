@@ -13,15 +13,21 @@ from typing import Any
 import pytest
 from langchain_core.messages import SystemMessage
 
+from evaluators.comparison import ComparisonOptions
 from evaluators.tool_calls import ToolCallSummary
 from graphs.evaluation import EvaluationContext, graph
 from graphs.long_inputs import prompt_messages
+from quantgate.analysis._case_diff import case_diff
+from quantgate.analysis._report import write_report
+from quantgate.analysis._run_view import load_run_view
 from quantgate.backends import OpenedVariant
 from quantgate.backends._extraction_context import case_context, case_input, prompt_examples, variant_context
+from quantgate.decide._runtimes import _agreement as runtime_agreement
 from quantgate.evaluate._evaluation_run import RunOptions, resume_evaluation, run_evaluation
-from quantgate.inputs._dataset import load_dataset
+from quantgate.inputs._dataset import Dataset, load_dataset
 from quantgate.inputs._variants import Variant, VariantSet
-from quantgate.rundir._store import read_summary
+from quantgate.rundir._lines import CaseRecord
+from quantgate.rundir._store import read_records, read_summary
 from tests.fakes import QueuedChatModel
 
 DATA = Path(__file__).parents[2] / "data" / "per-case-tools"
@@ -213,10 +219,9 @@ def test_a_resumed_run_rescores_each_recorded_case_against_its_own_tools(tmp_pat
     assert ref.kind_figures.exact_call_rate == 1.0
 
 
-def test_a_run_whose_task_offers_no_tools_scores_its_baselines_against_each_case_s_own(tmp_path):
-    """task.json `"tools": []`, every case bringing its tools (as BFCL's imports are): the trivial
-    baselines are scored against each case's tools too (they were scored against the task's, none,
-    and the run stopped with an unexpected error)."""
+def _own_tools_only(tmp_path: Path) -> Dataset:
+    """tests/data/per-case-tools with task.json's `"tools": []`, every line bringing its tools (as
+    BFCL's imports are)."""
     root = shutil.copytree(DATA, tmp_path / "own-tools-only")
     task = json.loads((root / "task.json").read_text())
     shared, task["tools"] = task["tools"], []
@@ -227,7 +232,14 @@ def test_a_run_whose_task_offers_no_tools_scores_its_baselines_against_each_case
             own = {t["function"]["name"] for t in line.get("tools", [])}
             line["tools"] = [*line.get("tools", []), *(t for t in shared if t["function"]["name"] not in own)]
         (root / name).write_text("".join(json.dumps(line) + "\n" for line in lines))
-    dataset = load_dataset(root)
+    return load_dataset(root)
+
+
+def test_a_run_whose_task_offers_no_tools_scores_its_baselines_against_each_case_s_own(tmp_path):
+    """task.json `"tools": []`, every case bringing its tools (as BFCL's imports are): the trivial
+    baselines are scored against each case's tools too (they were scored against the task's, none,
+    and the run stopped with an unexpected error)."""
+    dataset = _own_tools_only(tmp_path)
     model = QueuedChatModel(outputs=["{}"], by_text=_answers(RIGHT))
     variants = VariantSet(
         reference="ref", variants=[Variant.from_chat_model("ref", model, quantization="F16")]
@@ -239,3 +251,35 @@ def test_a_run_whose_task_offers_no_tools_scores_its_baselines_against_each_case
     figures = summary.variants[0].kind_figures
     assert isinstance(figures, ToolCallSummary)
     assert figures.exact_call_rate == 1.0
+
+
+def test_the_report_case_diffs_and_runtime_agreement_score_each_case_against_its_own_tools(tmp_path):
+    """A run whose task offers no tools (BFCL's imports): the report's case diffs and a runtime
+    pair's agreement score each case with its own tools (they took the task's, none, and the report
+    of a real bfcl-multiple run failed with "a tool_calling task has no tools")."""
+    dataset = _own_tools_only(tmp_path)
+    wrong = {**RIGHT, "weather in Paris": {"name": "get_weather", "arguments": {"city": "Lyon"}}}
+    variants = VariantSet(
+        reference="ref",
+        variants=[
+            Variant.from_chat_model(
+                name, QueuedChatModel(outputs=["{}"], by_text=_answers(calls)), quantization=q
+            )
+            for name, calls, q in (("ref", RIGHT, "F16"), ("quant", wrong, "Q4"))
+        ],
+    )
+    options = RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False)
+    run_dir = run_evaluation(dataset, variants, options=options)
+    assert write_report(run_dir).is_file()
+    diff = case_diff(load_run_view(run_dir), case_id="weather", variant="quant")
+    assert diff.loc["call", "gold"] == {"name": "get_weather", "arguments": {"city": "Paris"}}
+    assert diff.loc["call", "variant"] == {"name": "get_weather", "arguments": {"city": "Lyon"}}
+    assert (diff.loc["call", "variant_score"], diff.loc["call", "differs"]) == (0.0, True)
+    records: dict[str, dict[str, CaseRecord]] = {}
+    for record in read_records(run_dir):
+        records.setdefault(record.variant, {})[record.case_id] = record
+    agreement = runtime_agreement(
+        list(records["ref"].values()), records["quant"], dataset.scorer(), ComparisonOptions()
+    )
+    assert agreement is not None
+    assert (agreement.cases, agreement.overall) == (4, 0.75)  # the weather call differs, 3 of 4 agree
