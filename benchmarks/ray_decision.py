@@ -55,16 +55,22 @@ def _run(out: Path, extra: list[str], max_cases: int | None) -> dict[str, Any]:
     }
     if not run_dirs:
         return figures
-    run_dir = run_dirs[-1]
+    return {**figures, **run_figures(run_dirs[-1])}
+
+
+def run_figures(run_dir: Path) -> dict[str, Any]:
+    """What the comparison reads of a run directory: its `evaluation_s`, each variant's verdict and
+    number of records, and every (variant, case, raw output)."""
     summary = load_run(run_dir).summary
     decision = read_decision(run_dir)
-    records = read_records(run_dir)
-    figures["run_dir"] = str(run_dir)
-    figures["evaluation_s"] = summary.evaluation_s
-    figures["verdicts"] = {name: v.verdict for name, v in decision.variants.items()}
-    figures["records"] = {name: sum(r.variant == name for r in records) for name in decision.variants}
-    figures["outputs"] = sorted((r.variant, r.case_id, r.raw) for r in records)
-    return figures
+    records = list(read_records(run_dir))
+    return {
+        "run_dir": str(run_dir),
+        "evaluation_s": summary.evaluation_s,
+        "verdicts": {name: v.verdict for name, v in decision.variants.items()},
+        "records": {name: sum(r.variant == name for r in records) for name in decision.variants},
+        "outputs": sorted((r.variant, r.case_id, r.raw) for r in records),
+    }
 
 
 def main() -> None:
