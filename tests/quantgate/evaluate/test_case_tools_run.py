@@ -45,6 +45,19 @@ def _answers(calls: Mapping[str, Any]) -> dict[str, str]:
     return {text: json.dumps({"call": call}) for text, call in calls.items()}
 
 
+def _ref_and_quant(quant_calls: Mapping[str, Any]) -> VariantSet:
+    """The reference answering every case right and a quantized variant answering `quant_calls`."""
+    return VariantSet(
+        reference="ref",
+        variants=[
+            Variant.from_chat_model(
+                name, QueuedChatModel(outputs=["{}"], by_text=_answers(calls)), quantization=q
+            )
+            for name, calls, q in (("ref", RIGHT, "F16"), ("quant", quant_calls, "Q4"))
+        ],
+    )
+
+
 def _offered(schema: Mapping[str, Any]) -> tuple[str, ...]:
     branches = schema["properties"]["call"]["anyOf"]
     return tuple(b["properties"]["name"]["const"] for b in branches if b != {"type": "null"})
@@ -116,15 +129,7 @@ def test_each_case_is_prompted_constrained_and_scored_with_its_own_tools():
 def test_a_run_on_a_dataset_with_case_tools_scores_each_case_against_its_own_tools(tmp_path):
     dataset = load_dataset(DATA)
     lower = {**RIGHT, "a share of ACME": {"name": "get_stock_price", "arguments": {"symbol": "acme"}}}
-    variants = VariantSet(
-        reference="ref",
-        variants=[
-            Variant.from_chat_model(
-                name, QueuedChatModel(outputs=["{}"], by_text=_answers(calls)), quantization=q
-            )
-            for name, calls, q in (("ref", RIGHT, "F16"), ("quant", lower, "Q4"))
-        ],
-    )
+    variants = _ref_and_quant(lower)
     run_dir = run_evaluation(
         dataset, variants, options=RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False)
     )
@@ -259,15 +264,7 @@ def test_the_report_case_diffs_and_runtime_agreement_score_each_case_against_its
     of a real bfcl-multiple run failed with "a tool_calling task has no tools")."""
     dataset = _own_tools_only(tmp_path)
     wrong = {**RIGHT, "weather in Paris": {"name": "get_weather", "arguments": {"city": "Lyon"}}}
-    variants = VariantSet(
-        reference="ref",
-        variants=[
-            Variant.from_chat_model(
-                name, QueuedChatModel(outputs=["{}"], by_text=_answers(calls)), quantization=q
-            )
-            for name, calls, q in (("ref", RIGHT, "F16"), ("quant", wrong, "Q4"))
-        ],
-    )
+    variants = _ref_and_quant(wrong)
     options = RunOptions(out=tmp_path / "runs", progress=False, token_fidelity=False)
     run_dir = run_evaluation(dataset, variants, options=options)
     assert write_report(run_dir).is_file()
