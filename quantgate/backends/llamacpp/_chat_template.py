@@ -26,7 +26,7 @@ from langchain_core.messages import BaseMessage
 
 from quantgate.backends._base_prompt import render_prompt
 from quantgate.backends._forcing import chat_messages
-from quantgate.backends.ollama._ollama_tools import task_tools
+from quantgate.backends._native_tools import native_tools_of
 from quantgate.capacity._gguf_metadata import read_gguf_metadata
 
 __all__ = ["CHAT_TEMPLATE_KEY", "BasePrompt", "ChatTemplate", "EmbeddedPrompt", "missing_chat_template"]
@@ -61,17 +61,9 @@ def _formatter(source: str, path: Path, *, bos: str = "", eos: str = "", eos_id:
 
 def _schema_tools(schema: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     """The tools a tool-calling task's record schema lets the answer call, in the OpenAI function
-    format (`task_tools`), for one call (`{"call": ...}`) or several (`{"calls": [...]}`: the tools
-    its items call); None for any other schema."""
-    properties = schema.get("properties")
-    calls = (
-        properties.get("calls") if isinstance(properties, Mapping) and set(properties) == {"calls"} else None
-    )
-    items = calls.get("items") if isinstance(calls, Mapping) else None
-    branches = items.get("anyOf") if isinstance(items, Mapping) else None
-    if isinstance(branches, list):  # several calls: the branches of one call, as `{"call": ...}` has them
-        schema = {"properties": {"call": {"anyOf": [{"type": "null"}, *branches]}}}
-    return task_tools(schema)
+    format, for one call or several (`native_tools_of`); None for any other schema or no tools."""
+    native = native_tools_of(schema)
+    return native.tools if native is not None and native.tools else None
 
 
 def missing_chat_template(path: Path) -> str | None:

@@ -22,11 +22,7 @@ offers no tool sends none until a case brings its own); the variant's `native_to
 
 from __future__ import annotations
 
-from quantgate.backends._native_tools import (
-    task_tools,
-)  # its home is _native_tools; kept for its importers (chat templates)
-
-__all__ = ["TOOLS_DECODING", "task_tools"]
+__all__ = ["TOOLS_DECODING"]
 
 TOOLS_DECODING = "Ollama tools: the model's own tool-call template, parsed by the server; no grammar"
 """How an Ollama variant's calls are decoded for a tool-calling task (`runtime.decoding`)."""
