@@ -157,7 +157,8 @@ class ExtractionInput(TypedDict):
     used only when the context's `verify_kwarg` is set."""
     model_options: NotRequired[dict[str, Any] | None]
     """Keyword options of this case's model calls (evaluation asks the reference to keep its top
-    log-probabilities, `quantgate.backends.TOP_LOGPROBS_KWARG`)."""
+    log-probabilities, `quantgate.backends.TOP_LOGPROBS_KWARG`, and to draft from text already seen,
+    `quantgate.backends.LOOKUP_KWARG`)."""
 
 
 class Attempt(TypedDict):

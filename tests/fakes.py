@@ -115,9 +115,11 @@ class VerifyingChatModel(QueuedChatModel):
     """A `QueuedChatModel` that takes an answer to verify (`answer=`), as the embedded backend does: it
     streams its own output whatever it is given, and its metadata says how that was obtained (`verified`
     when the given answer is its output, `verified_then_decoded` when not, `decoded` when none was
-    given). `given` lists what each call was given, with its conversation's text."""
+    given). `given` lists what each call was given, with its conversation's text; `drafting` the
+    conversations of the calls asked to draft from text already seen (`LOOKUP_KWARG`)."""
 
     given: list[tuple[str, str | None]] = Field(default_factory=list)
+    drafting: list[str] = Field(default_factory=list)
 
     def _stream(
         self,
@@ -132,6 +134,8 @@ class VerifyingChatModel(QueuedChatModel):
         conversation = " ".join(str(m.content) for m in messages)
         if WARM_UP_TEXT not in conversation:
             self.given.append((conversation, answer))
+            if kwargs.get("lookup"):
+                self.drafting.append(conversation)
         own = "".join(str(c.message.content) for c in chunks)
         how = "decoded" if answer is None else "verified" if answer == own else "verified_then_decoded"
         *body, last = chunks

@@ -33,6 +33,7 @@ from quantgate.backends._backend_error import BackendError
 from quantgate.backends._backend_options import BackendOptions, OptionsError, UncheckedOptions, options_of
 from quantgate.backends._declared_capabilities import (
     EMBEDDED_SLOTS,
+    LOOKUP_KWARG,
     TOP_LOGPROBS_KWARG,
     VERIFY_KWARG,
     BackendCapabilities,
@@ -374,6 +375,7 @@ def open_variant(
 __all__ = [
     "EMBEDDED_SLOTS",
     "ENTRY_POINT_GROUP",
+    "LOOKUP_KWARG",
     "TOP_LOGPROBS_KWARG",
     "VERIFY_KWARG",
     "Backend",

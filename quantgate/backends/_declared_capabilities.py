@@ -87,6 +87,12 @@ TOP_LOGPROBS_KWARG = "top_logprobs"
 """The keyword (true) with which a backend with `verification` keeps its top log-probabilities per
 decoded token, in the answer's metadata `top_logprobs` (the reference's, for the candidates)."""
 
+LOOKUP_KWARG = "lookup"
+"""The keyword (true) with which a backend with `verification` drafts from text already seen (the
+prompt, what it wrote) and keeps each drafted token only where greedy decoding chooses it too
+(`quantgate.backends.llamacpp._lookup`): the reference's answers that candidates will verify, which
+no latency figure reads. A candidate verifying an answer drafts from it too."""
+
 
 EMBEDDED_SLOTS = 4
 """Default slots of an embedded variant. `benchmarks/throughput.py` on 2 cores (Gemma 3 270M

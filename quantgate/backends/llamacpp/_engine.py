@@ -189,6 +189,7 @@ class EmbeddedEngine:
         *,
         answer: str | None = None,
         answer_top: Sequence[TokenTop] | None = None,
+        lookup: bool = False,
     ) -> Iterator[str]:
         """Greedy decoding of `prompt`, yielding each token's text (see `GreedyDecoder.generate`).
 
@@ -198,7 +199,9 @@ class EmbeddedEngine:
         one-sequence decoder decodes (`stats.answer_tokens` stays None). With `answer_top` (the
         answer's top log-probabilities, its model's), each position read is compared with them
         (`stats.fidelity`, with the kind of the answer's token there). Setting `stats.top_logprobs`
-        to an empty list asks for this model's own per token.
+        to an empty list asks for this model's own per token. With `lookup` and slots, drafts from
+        the prompt, the answer and what was written are checked as speculative decoding does
+        (`SlotScheduler.generate`); the one-sequence decoder decodes token by token.
 
         Thread-safe: with slots the request joins the batch, else it waits for the lock.
         """
@@ -206,7 +209,7 @@ class EmbeddedEngine:
         if self.scheduler is not None:
             given = None if answer is None else self.llama.tokenize(answer.encode("utf-8"), add_bos=False)
             yield from self.scheduler.generate(
-                tokens, grammar, max_tokens, stats, answer=given, answer_top=answer_top
+                tokens, grammar, max_tokens, stats, answer=given, answer_top=answer_top, lookup=lookup
             )
             if stats.fidelity is not None and given is not None:
                 pieces = [bytes(self.llama.detokenize([token])) for token in given]

@@ -30,6 +30,10 @@ class Generation:
     grammar_fallbacks: int = 0
     forced_tokens: int = 0
     """Output tokens the grammar forced and that were decoded in a chunk (fast-forward)."""
+    lookup_drafted: int = 0
+    """Tokens drafted from text already seen (`lookup`) and read with a logits row each."""
+    lookup_kept: int = 0
+    """Output tokens among them that the model chose too (kept)."""
     answer_tokens: int | None = None
     """Tokens of the given answer to verify (the reference's); None: none was given, all decoded."""
     verified_tokens: int = 0

@@ -24,7 +24,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from pydantic import ConfigDict
 
 from quantgate._hardware import package_version
-from quantgate.backends import BackendError, OpenedVariant
+from quantgate.backends import LOOKUP_KWARG, BackendError, OpenedVariant
 from quantgate.backends._backend_options import options_of
 from quantgate.backends._streaming import StreamingChatModel
 from quantgate.backends.llamacpp._engine import EmbeddedEngine
@@ -80,8 +80,9 @@ class LlamaCppChatModel(StreamingChatModel):
         stats = Generation(top_logprobs=[] if kwargs.get("top_logprobs") else None)  # `TOP_LOGPROBS_KWARG`
         answer: list[str] = []
         given, tops = given_answer(kwargs.get("answer"))  # the reference's answer (`VERIFY_KWARG`)
+        lookup = given is not None or bool(kwargs.get(LOOKUP_KWARG))  # a verifying candidate drafts too
         generated = self.engine.generate(
-            prompt, grammar, self.max_tokens, stats, answer=given, answer_top=tops
+            prompt, grammar, self.max_tokens, stats, answer=given, answer_top=tops, lookup=lookup
         )
         for text in generated:
             if run_manager:
@@ -102,6 +103,8 @@ class LlamaCppChatModel(StreamingChatModel):
                     "model_name": self.engine.model_path.name,
                     "grammar_fallbacks": stats.grammar_fallbacks,
                     "forced_tokens": stats.forced_tokens,
+                    "lookup_drafted": stats.lookup_drafted,
+                    "lookup_kept": stats.lookup_kept,
                     "obtained": stats.obtained,
                     "answer_tokens": stats.answer_tokens,
                     "verified_tokens": stats.verified_tokens if stats.answer_tokens is not None else None,

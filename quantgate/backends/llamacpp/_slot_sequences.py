@@ -22,6 +22,7 @@ import numpy as np
 from quantgate.backends.llamacpp._grammar import SequenceGrammar
 from quantgate.backends.llamacpp._greedy import Generation
 from quantgate.backends.llamacpp._logprobs import TokenTop
+from quantgate.backends.llamacpp._lookup import LookupIndex
 
 
 class BatchContext(Protocol):
@@ -73,6 +74,8 @@ class SlotRequest:
     answer_top: list[TokenTop] | None = None
     """The given answer's top log-probabilities, one list per token (its model's, when kept):
     the verifying rows are compared with them (`Generation.fidelity`)."""
+    lookup: bool = False
+    """Draft from text already seen (`_lookup.LookupIndex`), checked against the model's choices."""
     out: queue.Queue[Any] = field(default_factory=queue.Queue)
     cancelled: bool = False
 
@@ -91,7 +94,12 @@ class SlotSequence:
     text: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace"))
     next_token: int | None = None
     draft: list[int] = field(default_factory=list)
-    """Tokens the grammar forces after `next_token`, decoded with it and checked against the model."""
+    """Tokens decoded with `next_token` and checked against the model's choices: those the grammar
+    forces after it (the grammar advanced over them), or those of a lookup (`lookup_draft`)."""
+    lookup: LookupIndex | None = None
+    """The request's lookup index (prompt, given answer, what was written), when it asks for drafts."""
+    lookup_draft: bool = False
+    """The draft comes from `lookup`: the grammar was not advanced over it."""
     skip: int = 0
     """Entries of the current batch that belong to a dropped draft or given answer."""
     verifying: bool = False

@@ -8,12 +8,9 @@ generating sequence plus chunks of the prompts still being read, decodes it, and
 next token of each sequence by its own grammar state. A sequence that finishes frees its
 slot at once and a waiting request takes it on the next step.
 
-With `fast_forward`, the tokens a sequence's grammar forces after its chosen token (JSON
-keys and punctuation, which llguidance can name) go into the same batch as a draft, with
-logits after each. The model checks the draft as in speculative decoding: a forced token
-is kept only where the model's own greedy choice is that token, so the answer is the one
-token-by-token decoding gives (up to llama.cpp's batch-shape rounding, see
-docs/performance.md); the rest of the draft is dropped at the first disagreement.
+With `fast_forward`, the tokens a sequence's grammar forces go into the same batch as a draft,
+and a request may ask for drafts from text already seen (`lookup`); either draft is checked as in
+speculative decoding (`_slot_drafts.DraftChecks`).
 
 The shared prompt prefix (the system text and few-shot examples) is read once: the KV of
 the first prompt is kept in a sequence of its own (the prefix sequence), shrunk to the
@@ -39,15 +36,14 @@ import numpy as np
 
 from quantgate.backends.llamacpp._greedy import Generation, common_prefix
 from quantgate.backends.llamacpp._logprobs import ForcedFidelity, TokenTop, aligned, top_logprobs
+from quantgate.backends.llamacpp._lookup import LookupIndex
+from quantgate.backends.llamacpp._slot_drafts import DraftChecks
 from quantgate.backends.llamacpp._slot_sequences import BatchContext, SlotBatch, SlotRequest, SlotSequence
 
 _END = object()
 
-MAX_DRAFT = 32
-"""Forced tokens drafted at most after one chosen token (a logits row each)."""
 
-
-class SlotScheduler:
+class SlotScheduler(DraftChecks):
     """Decodes up to `slots` requests at once in one context; thread-safe `generate`.
 
     Sequence ids 0..slots-1 are the slots and `slots` is the prefix sequence, so the
@@ -82,6 +78,7 @@ class SlotScheduler:
         *,
         answer: Sequence[int] | None = None,
         answer_top: Sequence[TokenTop] | None = None,
+        lookup: bool = False,
     ) -> Generator[str, None, None]:
         """Queue a request and yield the text of each generated token as it is decoded.
 
@@ -97,6 +94,9 @@ class SlotScheduler:
             answer_top: The answer's top log-probabilities per token (`TokenTop`, its model's):
                 each row read is compared with them (`stats.fidelity`); ignored unless they are
                 for exactly the answer's tokens.
+            lookup: Draft from the prompt, the given answer and what the sequence wrote
+                (`_lookup.LookupIndex`), checked as speculative decoding checks a draft; `stats`
+                counts the drafted tokens and those kept.
 
         Raises:
             RuntimeError: The decoder failed or was closed; the message says why.
@@ -110,7 +110,7 @@ class SlotScheduler:
         stats.fidelity = None if tops is None else ForcedFidelity()
         request = SlotRequest(
             tokens=list(tokens), grammar=grammar, max_tokens=max_tokens, stats=stats, answer=given,
-            answer_top=tops,
+            answer_top=tops, lookup=lookup,
         )  # fmt: skip
         with self._wake:
             if self._closed:
@@ -191,6 +191,7 @@ class SlotScheduler:
             sequence = SlotSequence(
                 seq=seq, request=request, pending=request.tokens[shared:] + (request.answer or []),
                 pos=shared, shared=shared, grammar=grammar, verifying=request.answer is not None,
+                lookup=LookupIndex(request.tokens, request.answer or ()) if request.lookup else None,
             )  # fmt: skip
             self._running[seq] = sequence
             self.peak_running = max(self.peak_running, len(self._running))
@@ -217,6 +218,8 @@ class SlotScheduler:
             self._fit_draft(sequence, self.context.n_batch // len(generating) - 1)
             chunk = [token, *sequence.draft]
             batch.add(sequence, chunk, [True] * len(chunk))
+            if sequence.lookup_draft:
+                sequence.request.stats.lookup_drafted += len(sequence.draft)
         for sequence in list(self._running.values()):
             room = self.context.n_batch - len(batch.tokens)
             if room <= 0 or not sequence.pending:
@@ -312,50 +315,13 @@ class SlotScheduler:
         stream its text."""
         stats = sequence.request.stats
         stats.output_tokens += 1
+        if sequence.lookup is not None:
+            sequence.lookup.append(token)
         if stats.top_logprobs is not None:
             stats.top_logprobs.append(top_logprobs(logits, token))
         text = sequence.text.decode(self.context.piece(token))
         if text:
             sequence.request.out.put(text)
-
-    def _draft(self, sequence: SlotSequence) -> list[int]:
-        """The tokens the grammar forces next (accepted by it), within the token limit and `MAX_DRAFT`."""
-        if not self.fast_forward or sequence.grammar is None:
-            return []
-        forced = sequence.grammar.fast_forward()
-        keep = min(MAX_DRAFT, sequence.request.max_tokens - sequence.request.stats.output_tokens)
-        if len(forced) > keep:
-            sequence.grammar.rollback(len(forced) - keep)
-        return forced[: max(keep, 0)]
-
-    def _fit_draft(self, sequence: SlotSequence, room: int) -> None:
-        """Cut the sequence's draft to `room` entries (the grammar rolled back to match)."""
-        excess = len(sequence.draft) - max(room, 0)
-        if excess > 0 and sequence.grammar is not None:
-            sequence.grammar.rollback(excess)
-            del sequence.draft[-excess:]
-
-    def _check_draft(self, sequence: SlotSequence, logits: np.ndarray[Any, Any]) -> None:
-        """After one entry of a drafted chunk: keep the next draft token if the model chose it too.
-
-        The model's unconstrained argmax equal to the forced token is what greedy decoding
-        would have chosen (the grammar allows it). At the first disagreement the rest of the
-        draft is dropped (grammar rolled back, its KV cells removed, its batch entries
-        skipped) and the token is chosen from these logits as usual.
-        """
-        expected = sequence.draft[0]
-        if int(np.argmax(logits)) == expected:
-            del sequence.draft[0]
-            sequence.request.stats.forced_tokens += 1
-            self._emit(sequence, expected, logits)
-            if sequence.request.stats.output_tokens >= sequence.request.max_tokens:
-                self._finish(sequence, reason="length")
-            return
-        assert sequence.grammar is not None  # only a grammar drafts
-        sequence.grammar.rollback(len(sequence.draft))
-        self.context.remove(sequence.seq, sequence.pos)
-        sequence.skip, sequence.draft = len(sequence.draft), []
-        self._choose(sequence, logits)
 
     def _finish(
         self, sequence: SlotSequence, *, reason: str | None = None, error: Exception | None = None

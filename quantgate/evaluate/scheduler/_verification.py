@@ -26,7 +26,7 @@ from typing import Any
 
 from graphs.extraction import GivenAnswer
 from graphs.outcomes import CaseOutcome
-from quantgate.backends import TOP_LOGPROBS_KWARG, capabilities
+from quantgate.backends import LOOKUP_KWARG, TOP_LOGPROBS_KWARG, capabilities
 from quantgate.evaluate._options import RunOptions
 from quantgate.inputs._dataset import Case
 from quantgate.inputs._variants import Variant
@@ -63,12 +63,14 @@ def verification_missing(variant: Variant, options: RunOptions, *, whole: str | 
 def reference_options(
     reference: Variant, case_ids: Sequence[str], *, decode: frozenset[str] | None, verified: bool
 ) -> dict[str, dict[str, Any]] | None:
-    """The reference's model options per case: keep its top log-probabilities on the cases a
-    candidate will verify (`verified`: some candidate of the run verifies), not on the latency
-    sample (`decode`); None when there are none to keep (its backend cannot)."""
+    """The reference's model options per case: on the cases a candidate will verify (`verified`: some
+    candidate of the run verifies), not on the latency sample (`decode`), keep its top
+    log-probabilities and draft from text already seen (`LOOKUP_KWARG`: the answer greedy decoding
+    gives, in fewer steps; those cases are not timed); None when there are none (its backend cannot)."""
     if decode is None or not verified or not capabilities(reference).verification:
         return None
-    return {case_id: {TOP_LOGPROBS_KWARG: True} for case_id in case_ids if case_id not in decode}
+    kept = {TOP_LOGPROBS_KWARG: True, LOOKUP_KWARG: True}
+    return {case_id: dict(kept) for case_id in case_ids if case_id not in decode}
 
 
 def answers_to_verify(

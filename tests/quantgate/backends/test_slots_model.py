@@ -95,3 +95,29 @@ def test_grammar_engines_give_schema_valid_answers(ladder, engine_name, fast_for
             assert stats.forced_tokens < stats.output_tokens
     finally:
         engine.close()
+
+
+def test_drafts_from_the_prompt_give_the_decoded_answer_in_fewer_steps(ladder):
+    """F16 (whose answers barely move with the batch's shape): the same two restaurants answers
+    decoded token by token and with drafts from the prompt (`lookup`), most tokens kept from drafts."""
+    f16 = str(next(v.model for v in ladder.variants if v.name == "F16"))
+    engine = EmbeddedEngine(f16, n_ctx=4096, slots=1)
+    try:
+        for index in range(2):
+            prompt, schema = _prompt("restaurants", index)
+            grammar = engine.grammar(schema)
+            runs = []
+            for lookup in (False, True):
+                stats = Generation()
+                text = "".join(engine.generate(prompt, grammar, 160, stats, lookup=lookup))
+                assert engine.scheduler is not None
+                runs.append((text, stats))
+            (plain, plain_stats), (drafted, stats) = runs
+            assert drafted == plain
+            jsonschema.validate(json.loads(drafted), schema)
+            assert plain_stats.lookup_drafted == 0
+            assert stats.output_tokens == plain_stats.output_tokens
+            # the keys and punctuation of the example's answer, and the names copied from the text
+            assert stats.output_tokens / 2 < stats.lookup_kept <= stats.lookup_drafted
+    finally:
+        engine.close()

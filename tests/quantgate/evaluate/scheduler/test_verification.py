@@ -72,6 +72,10 @@ def _given(name: str, case: int) -> list[str | None]:
     return [answer for text, answer in MODELS[name].given if f"case <{case}>" in text]
 
 
+def _drafting(name: str) -> set[int]:
+    return {i for i in range(6) for text in MODELS[name].drafting if f"case <{i}>" in text}
+
+
 def _keeps(attempts: list[dict[str, Any]]) -> bool:
     return any("top_logprobs" in a for a in attempts)
 
@@ -107,6 +111,8 @@ def test_candidates_verify_the_references_answers_after_the_latency_sample(tmp_p
     records = {(r.variant, r.case_id): r for r in read_records(run)}
     kept = {c for (v, c), r in records.items() if v == "ref" and _keeps(r.attempt_timings)}
     assert kept == {"c2", "c3", "c4", "c5"}  # not on the latency sample, decoded the same way by all
+    assert _drafting("ref") == {2, 3, 4, 5}  # the reference drafts where no latency figure is taken
+    assert _drafting("cand") == set()  # a candidate drafts from the answer it is given (the backend's)
     fidelity = cand.verified_fidelity
     assert fidelity is not None
     own = {c: r for (v, c), r in records.items() if v == "cand"}
@@ -143,6 +149,7 @@ def test_candidates_verify_the_references_answers_after_the_latency_sample(tmp_p
 def test_no_verify_decodes_every_case_and_says_so(tmp_path):
     run = _run(tmp_path, verify=False, latency_cases=2)
     assert all(answer is None for _, answer in MODELS["cand"].given)
+    assert _drafting("ref") == set()  # everything decoded token by token, as before
     cand = load_run(run).summary.entry("cand")
     assert cand is not None
     assert cand.verified_cases == 0
