@@ -25,16 +25,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # verify.py beside this file
 
-from verify import CHUNK, Load
+from verify import CHUNK, Load, ladder_and_cases
 
 from graphs.extraction import ExtractionContext, ExtractionInput
 from graphs.extraction import graph as extraction_graph
 from quantgate._hardware import hardware, package_version
 from quantgate.backends import EMBEDDED_SLOTS, LOOKUP_KWARG, open_variant
-from quantgate.evaluate._options import RunOptions, extraction_context, run_cases
+from quantgate.evaluate._options import RunOptions, extraction_context
 from quantgate.inputs._dataset import Case, load_dataset
 from quantgate.inputs._variants import Variant
-from quantgate.ladder._quantize import build_ladder
 
 
 def _answer(context: ExtractionContext, case: Case, lookup: bool) -> dict[str, Any]:
@@ -94,10 +93,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
     args = parser.parse_args()
 
-    ladder, _ = build_ladder(progress=False)
-    by_name = {v.name: v for v in ladder.variants}
-    options = RunOptions(sequential=True, progress=False)
-    cases = run_cases(load_dataset("restaurants").cases, options)[: args.cases]
+    by_name, options, cases = ladder_and_cases(args.cases)
     results = [measure(by_name[name], cases, options) for name in args.variants]
     print(f"{'variant':8} {'cases':>5} {'plain s':>8} {'lookup s':>9} {'speed-up':>8} {'kept/drafted':>14} "
           f"{'of output':>9} {'differ':>6} {'busy':>5}")  # fmt: skip

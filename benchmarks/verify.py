@@ -265,6 +265,15 @@ def _print_table(reference: dict[str, Any], results: list[dict[str, Any]], cases
         print("{:8} {:9} {:6} {:>7}  {}".format(*counts))
 
 
+def ladder_and_cases(count: int) -> tuple[dict[str, Variant], RunOptions, list[Case]]:
+    """The default ladder's variants by name (built if missing), a sequential run's options, and the
+    first `count` `restaurants` cases in the run's order."""
+    ladder, _ = build_ladder(progress=False)
+    options = RunOptions(sequential=True, progress=False)
+    cases = run_cases(load_dataset("restaurants").cases, options)[:count]
+    return {v.name: v for v in ladder.variants}, options, cases
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=200)
@@ -273,10 +282,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
     args = parser.parse_args()
 
-    ladder, _ = build_ladder(progress=False)
-    by_name = {v.name: v for v in ladder.variants}
-    options = RunOptions(sequential=True, progress=False)
-    cases = run_cases(load_dataset("restaurants").cases, options)[: args.cases]
+    by_name, options, cases = ladder_and_cases(args.cases)
     reference = reference_answers(by_name["F16"], cases, args.noise_cases, options)
     results = [
         candidate(by_name[name], cases, reference["answers"], options, args.noise_cases)
