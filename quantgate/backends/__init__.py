@@ -251,14 +251,30 @@ def capabilities(variant: Variant) -> BackendCapabilities:
 
     A variant carrying a chat model object (the `langchain` backend) has no token fidelity
     and stays in this process, whatever its backend; one carrying an embeddings object can
-    embed. An unknown backend declares nothing; opening it raises `BackendError`.
+    embed; one whose options decide verification (`BackendOptions.verification`: an `openai:`
+    variant's `verify`) verifies as they say. An unknown backend declares nothing; opening it
+    raises `BackendError`.
     """
     declared = backend_capabilities(variant.backend)
+    verifies = _options_verification(variant)
+    if verifies is not None:
+        declared = replace(declared, verification=verifies)
     if variant.embeddings is not None:
         declared = replace(declared, embeddings=True, process_isolation=False)
     if variant.chat_model is not None:
         return replace(declared, token_fidelity=None, process_isolation=False)
     return declared
+
+
+def _options_verification(variant: Variant) -> bool | None:
+    """Whether the variant's options turn verification on or off (`BackendOptions.verification`); None
+    when they do not say, or are refused (`options_problems` names them before anything opens)."""
+    if _lookup(variant.backend) is None:
+        return None
+    try:
+        return backend_options(variant).verification()
+    except OptionsError:
+        return None
 
 
 def backend_options(variant: Variant) -> BackendOptions:
