@@ -6,6 +6,7 @@ none to decode."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -17,9 +18,12 @@ import pytest
 from quantgate.backends import BackendError, OptionsError, backend_options, capabilities, open_variant
 from quantgate.backends._base_prompt import render_prompt
 from quantgate.backends.openai._openai_verify import DECODED, NO_VERIFICATION, read_verdict
+from quantgate.evaluate._evaluation_run import run_evaluation
 from quantgate.evaluate._options import RunOptions
 from quantgate.evaluate.scheduler._verification import verification_missing
-from quantgate.inputs._variants import Variant
+from quantgate.inputs._dataset import Case, load_dataset, write_dataset
+from quantgate.inputs._variants import Variant, VariantSet
+from quantgate.rundir._store import load_run, read_records
 from tests.quantgate.backends.test_openai_completions import ANSWER, ASK, SCHEMA, Behaviour, serve
 
 GIVEN = "".join(ANSWER)
@@ -269,3 +273,42 @@ def test_read_verdict_names_a_server_that_does_not_echo():
         read_verdict("echo", {"choices": []}, PROMPT, GIVEN).reason
         == "the server's answer has no choices: {'choices': []}"
     )
+
+
+@pytest.mark.slow
+def test_a_run_hands_an_openai_candidate_the_reference_s_answers_and_counts_those_verified(scored, tmp_path):
+    behaviour, url = scored
+    behaviour.scores = Scorer(differ=3, differ_when="case <4>")  # the candidate would leave case 4's answer
+    record = json.loads(GIVEN)
+    cases = [Case(id=f"c{i}", text=f"case <{i}>", expected=record) for i in range(6)]
+    write_dataset(
+        tmp_path / "d", schema=SCHEMA, cases=cases, examples=[Case(id="e", text="e", expected=record)]
+    )
+    reference = Variant(name="f16", backend="openai", model="f16", options=verifying(url, "off").options)
+    variants = VariantSet(
+        reference="f16", variants=[reference, verifying(url).model_copy(update={"name": "q4"})]
+    )
+    settings = RunOptions(
+        out=tmp_path / "runs",
+        progress=False,
+        token_fidelity=False,
+        round_size=3,
+        concurrency=1,
+        latency_cases=2,
+    )
+    run = run_evaluation(load_dataset(tmp_path / "d"), variants, options=settings)
+    q4 = load_run(run).summary.entry("q4")
+    assert q4 is not None
+    assert (q4.verified_cases, q4.verified_then_decoded_cases, q4.decoded_cases) == (3, 0, 3)
+    assert q4.verification_missing is None
+    assert q4.verified_token_share == pytest.approx((3 * 15 + 3) / (4 * 15))
+    assert q4.cases_timed == 2  # the latency sample, decoded in full
+    records = {r.case_id: r for r in read_records(run) if r.variant == "q4"}
+    obtained = [records[f"c{i}"].obtained for i in range(6)]
+    assert obtained == ["decoded", "decoded", "verified", "verified", "decoded", "verified"]
+    assert (records["c2"].ttft_s, records["c2"].total_s) == (None, None)  # a verified case: no latency
+    assert records["c0"].ttft_s is not None
+    (c4,) = records["c4"].attempt_timings
+    assert c4["unverified_reason"].startswith("at answer token 3 of 15 the server's top-1 is 'X'")
+    asked = sorted(re.findall(r"case <(\d)>\nJSON:", " ".join(b["prompt"] for b in verifications(behaviour))))
+    assert asked == ["2", "3", "4", "5"]  # none of the latency sample
