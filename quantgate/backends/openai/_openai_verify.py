@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGenerationChunk
 from pydantic import ConfigDict
 
@@ -152,8 +153,8 @@ def _echo_positions(
             "does not take echo (llama.cpp's llama-server ignores it)"
         )
     logprobs = choice.get("logprobs")
-    tokens = logprobs.get("tokens") if isinstance(logprobs, Mapping) else None
-    tops = logprobs.get("top_logprobs") if isinstance(logprobs, Mapping) else None
+    logprobs = logprobs if isinstance(logprobs, Mapping) else {}
+    tokens, tops = logprobs.get("tokens"), logprobs.get("top_logprobs")
     if not isinstance(tokens, list) or not isinstance(tops, list) or len(tops) != len(tokens) or not tokens:
         raise _UnreadableError("the server's echo has no logprobs lists (tokens and top_logprobs)")
     generated = (response.get("usage") or {}).get("completion_tokens")
@@ -244,7 +245,7 @@ def _verdict(
     if not answer or "".join(p.token for p in inside) != answer:
         return ServerVerdict(verified=False, reason="the server's tokens do not spell the answer")
     count = len(inside)
-    told = {
+    told: dict[str, Any] = {
         "answer_tokens": count,
         "input_tokens": prompt_tokens - count if isinstance(prompt_tokens, int) else None,
     }
@@ -341,14 +342,10 @@ class VerifyingChatModel(StreamingChatModel):
         if run_manager:
             run_manager.on_llm_new_token(answer)
         yield ChatGenerationChunk(message=AIMessageChunk(content=answer))
-        count = verdict.answer_tokens or 0
-        usage = {"input_tokens": verdict.input_tokens or 0, "output_tokens": count}
+        read, count = verdict.input_tokens or 0, verdict.answer_tokens or 0
+        usage = UsageMetadata(input_tokens=read, output_tokens=count, total_tokens=read + count)
         metadata = {"finish_reason": "stop", "obtained": "verified", **told}
-        last = AIMessageChunk(
-            content="",
-            usage_metadata={**usage, "total_tokens": sum(usage.values())},
-            response_metadata=metadata,
-        )  # type: ignore[arg-type]
+        last = AIMessageChunk(content="", usage_metadata=usage, response_metadata=metadata)
         yield ChatGenerationChunk(message=last)
 
     def _decoded(
