@@ -34,11 +34,14 @@ only with the variant's `verify` option (`OpenAIOptions.verification`)."""
 def open_served(
     variant: Variant, schema: Mapping[str, Any], *, slots: int | None = None
 ) -> Iterator[OpenedVariant]:
-    """Open an OpenAI-compatible variant (see `quantgate.backends.openai._openai.open_openai`)."""
+    """Open an OpenAI-compatible variant (see `quantgate.backends.openai._openai.open_openai`), verifying
+    given answers through the server with its `verify` option (`quantgate.backends.openai._openai_verify`)."""
     from quantgate.backends.openai._openai import open_openai
+    from quantgate.backends.openai._openai_verify import server_verifier, verifying
 
+    verifier = server_verifier(variant)  # before the open's probes: a refused combination fails first
     with open_openai(variant, schema) as opened:
-        yield opened
+        yield verifying(opened, verifier)
 
 
 BACKEND = RegisteredBackend(name="openai", open=open_served, capabilities=CAPABILITIES, options=OpenAIOptions)

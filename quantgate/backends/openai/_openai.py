@@ -6,8 +6,7 @@ A variant names the server's model (`model`) and its options `base_url` (require
 `/v1`) and `api_key_env`: the name of an environment variable holding the key. The key itself is
 read when the variant is opened and never written to `variants.json` or a log. With the option
 `native_tools` a tool-calling task's tools go as the request's `tools` instead of the record schema
-(`quantgate.backends.openai._openai_tools`); with `verify`, the reference's answers are verified through
-the server (`quantgate.backends.openai._openai_verify`).
+(`quantgate.backends.openai._openai_tools`).
 """
 
 from __future__ import annotations
@@ -49,7 +48,6 @@ from quantgate.backends.openai._openai_tools import (
     tool_fields,
     tools_refused,
 )
-from quantgate.backends.openai._openai_verify import VerifyingChatModel, server_verifier
 from quantgate.inputs._variants import Variant
 
 __all__ = [
@@ -346,9 +344,6 @@ def open_openai(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
     with `native_tools`, a tool-calling task's tools as the request's `tools`."""
     endpoint = openai_endpoint(variant)
     settings = _Settings.of(variant)
-    verifier = server_verifier(
-        variant, endpoint, render=completion_prompt(variant), extra_body=settings.extra_body
-    )
     native = native_tools_option(variant, schema, settings.api)
     started = time.perf_counter()
     if native is not None:
@@ -358,15 +353,14 @@ def open_openai(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
         inner, recorded = opening(variant, endpoint, settings, schema)
     probe_s = time.perf_counter() - started
 
-    def served(inner: Any) -> OpenAIServerChatModel | VerifyingChatModel:
-        decoder = OpenAIServerChatModel(
+    def served(inner: Any) -> OpenAIServerChatModel:
+        return OpenAIServerChatModel(
             inner=inner,
             base_url=endpoint[0],
             first_token_timeout_s=settings.first_token_s,
             timeout_s=settings.timeout_s,
             tool_calls=None if native is None else "many" if native.many else "one",
         )
-        return decoder if verifier is None else VerifyingChatModel(decoder=decoder, verifier=verifier)
 
     kind = "tools" if native is not None else recorded["response_format"]
     yield OpenedVariant(
@@ -377,7 +371,6 @@ def open_openai(variant: Variant, schema: Mapping[str, Any]) -> Iterator[OpenedV
             "base_url": endpoint[0],
             "model": endpoint[1],
             "api_key_env": variant.options.get("api_key_env"),
-            "verify": "off" if verifier is None else verifier.form,
             "extra_body": settings.extra_body,
             "first_token_timeout_s": settings.first_token_s,
             "timeout_s": settings.timeout_s,

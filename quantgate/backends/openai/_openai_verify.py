@@ -3,17 +3,11 @@ reads the reference's answer in ONE `/v1/completions` request instead of writing
 
 The request's prompt is the text the variant reads (`OpenAIForcing.prompt`: the completions API's
 rendered prompt, or the server's `/apply-template`) followed by the answer, with `max_tokens: 1`,
-temperature 0 and the variant's seed and `extra_body`, and the server's log-probabilities of that
-given text:
-
-- `echo`: `echo: true, logprobs: 1`, OpenAI's legacy form (`logprobs.tokens`, `token_logprobs`,
-  `top_logprobs`, `text_offset` over the prompt, the answer and the one token generated), which
-  llama-cpp-python's `llama_cpp.server` and vLLM answer (llama.cpp's `llama-server` ignores `echo`);
-- `prompt_logprobs`: vLLM's extension `prompt_logprobs: 1` (with `logprobs: 1`): the choice's
-  `prompt_logprobs` is a list with one entry per prompt token, `null` for the first, else a mapping
-  of token id to `{"logprob", "rank", "decoded_token"}` holding the top-1 (rank 1) and the prompt's
-  own token when it is not the top-1 (vLLM's `vllm/v1/engine/logprobs.py`, `_make_pos_logprob_dict`;
-  `vllm/entrypoints/openai/completion/serving.py` puts `final_res.prompt_logprobs` in the choice).
+temperature 0, the variant's seed and `extra_body`, no grammar, `logprobs: 1`, and the server's
+log-probabilities of that given text: `echo: true` (`verify = "echo"`, OpenAI's legacy form, which
+llama-cpp-python's `llama_cpp.server` and vLLM answer; llama.cpp's `llama-server` ignores it) or
+`prompt_logprobs: 1` (`verify = "prompt_logprobs"`, vLLM's extension). How the answer is read from
+them is `quantgate.backends.openai._openai_verdict`.
 
 The answer is verified when at every position of its text the server's top-1 token is the token
 there and the one token generated after it ends the answer (`finish_reason` "stop"): the top-1
@@ -22,23 +16,17 @@ reference wrote the answer under the same schema. Then the answer's text is the 
 nothing is decoded. Otherwise the variant decodes the whole answer as it would have (a server cannot
 resume a grammar mid-answer), and the attempt says why (`unverified_reason`) and where the first
 difference was (`verified_tokens`). A server error, a timeout or an answer without the lists also
-falls back to decoding, with the reason.
-
-The positions are put on the answer's text by their offsets, counted back from the end of the
-answer: llama-cpp-python counts `text_offset` in the text without special tokens (so from the start
-they do not match the prompt text), vLLM's are the running sum of the token strings; both agree with
-the answer's own characters. The prompt's last token may take the answer's first characters (one
-token across the boundary): the server then reads the prompt otherwise than decoding does, so that
-answer is decoded. The lists are the model's distribution before the server's samplers: with
-llama.cpp's servers set `extra_body = {repeat_penalty = 1.0}`, as their greedy decoding needs anyway.
+falls back to decoding, with the reason. The lists are the model's distribution before the server's
+samplers: with llama.cpp's servers set `extra_body = {repeat_penalty = 1.0}`, as their greedy
+decoding needs anyway.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -47,21 +35,16 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGenerationChunk
 from pydantic import ConfigDict
 
-from quantgate.backends import TOP_LOGPROBS_KWARG, VERIFY_KWARG, BackendError
+from quantgate.backends import TOP_LOGPROBS_KWARG, VERIFY_KWARG, BackendError, OpenedVariant
 from quantgate.backends._backend_options import options_of
 from quantgate.backends._streaming import StreamingChatModel
+from quantgate.backends.openai._openai_completions import extra_body_option
 from quantgate.backends.openai._openai_forcing import UNKNOWN_PROMPT, OpenAIForcing
 from quantgate.backends.openai._openai_options import OpenAIOptions
+from quantgate.backends.openai._openai_verdict import ServerVerdict, read_verdict
 from quantgate.inputs._variants import Variant
 
-__all__ = [
-    "NO_VERIFICATION",
-    "ServerVerdict",
-    "ServerVerifier",
-    "VerifyingChatModel",
-    "read_verdict",
-    "server_verifier",
-]
+__all__ = ["NO_VERIFICATION", "ServerVerifier", "VerifyingChatModel", "server_verifier", "verifying"]
 
 NO_VERIFICATION = (
     'an openai variant verifies the reference\'s answers only with the option verify = "echo" or '
@@ -74,40 +57,6 @@ DECODED = "the whole answer was decoded (a server cannot resume the grammar mid-
 """What follows every reason an answer was not verified."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class ServerVerdict:
-    """What the server's log-probabilities say of an answer.
-
-    Attributes:
-        verified: Every position's top-1 is the answer's token, and the model ends after it.
-        answer_tokens: The answer's tokens as the server read them; None when they could not be found.
-        verified_tokens: The answer's tokens before the first that is not the top-1 (all of them when
-            only the end differs); None when the answer's tokens could not be found.
-        input_tokens: The prompt's tokens, when the server says.
-        reason: Why the answer was not verified; None when it was.
-    """
-
-    verified: bool
-    answer_tokens: int | None = None
-    verified_tokens: int | None = None
-    input_tokens: int | None = None
-    reason: str | None = None
-
-
-class _UnreadableError(Exception):
-    """The server's answer does not give what verification needs (the message says what)."""
-
-
-class _Position(NamedTuple):
-    """One token the server read: its text, where it starts, the server's top-1 there (None: no list),
-    and whether that top-1 is this token (None: no list)."""
-
-    token: str
-    offset: int
-    top: str | None
-    agrees: bool | None
-
-
 def verification_body(
     form: str, prompt: str, answer: str, *, seed: int, extra: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -116,152 +65,6 @@ def verification_body(
     body.update({"logprobs": 1, "stream": False})
     body.update({"echo": True} if form == "echo" else {"prompt_logprobs": 1})
     return body
-
-
-def read_verdict(form: str, response: Mapping[str, Any], prompt: str, answer: str) -> ServerVerdict:
-    """The verdict on `answer` from the server's answer to `verification_body` (never raises)."""
-    try:
-        choice = _choice(response)
-        if form == "echo":
-            positions, end, generated = _echo_positions(choice, response, prompt, answer)
-        else:
-            positions, end, generated = _prompt_positions(choice)
-    except _UnreadableError as exc:
-        return ServerVerdict(verified=False, reason=str(exc))
-    prompt_tokens = (response.get("usage") or {}).get("prompt_tokens")
-    ended = choice.get("finish_reason") == "stop"
-    return _verdict(positions, end, answer, ended=ended, generated=generated, prompt_tokens=prompt_tokens)
-
-
-def _choice(response: Mapping[str, Any]) -> Mapping[str, Any]:
-    choices = response.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
-        raise _UnreadableError(f"the server's answer has no choices: {str(response)[:200]}")
-    return choices[0]
-
-
-def _echo_positions(
-    choice: Mapping[str, Any], response: Mapping[str, Any], prompt: str, answer: str
-) -> tuple[list[_Position], int, str]:
-    """The prompt's and the answer's tokens of an echo, the end of the answer among their offsets,
-    and the text generated after it. The generated tokens are the last `usage.completion_tokens`
-    (vLLM lists the end token it generated, llama-cpp-python does not, and each counts as it lists)."""
-    text = choice.get("text")
-    if not isinstance(text, str) or not text.startswith(prompt + answer):
-        raise _UnreadableError(
-            "the server did not echo the prompt and the answer (its text does not start with them): it "
-            "does not take echo (llama.cpp's llama-server ignores it)"
-        )
-    logprobs = choice.get("logprobs")
-    logprobs = logprobs if isinstance(logprobs, Mapping) else {}
-    tokens, tops = logprobs.get("tokens"), logprobs.get("top_logprobs")
-    if not isinstance(tokens, list) or not isinstance(tops, list) or len(tops) != len(tokens) or not tokens:
-        raise _UnreadableError("the server's echo has no logprobs lists (tokens and top_logprobs)")
-    generated = (response.get("usage") or {}).get("completion_tokens")
-    if not isinstance(generated, int) or not 0 <= generated < len(tokens):
-        raise _UnreadableError(
-            "the echo gives no usage.completion_tokens: its generated tokens cannot be told apart"
-        )
-    offsets = _offsets(logprobs.get("text_offset"), [str(t) for t in tokens])
-    read = len(tokens) - generated
-    positions = [_echo_position(str(tokens[i]), offsets[i], tops[i]) for i in range(read)]
-    end = offsets[read] if generated else offsets[-1] + len(str(tokens[-1]))
-    return positions, end, text[len(prompt + answer) :]
-
-
-def _offsets(given: Any, tokens: Sequence[str]) -> list[int]:
-    """The tokens' `text_offset`, or the running sum of their lengths when the server gives none."""
-    if isinstance(given, list) and len(given) == len(tokens) and all(isinstance(o, int) for o in given):
-        return list(given)
-    sums = [0]
-    for token in tokens[:-1]:
-        sums.append(sums[-1] + len(token))
-    return sums
-
-
-def _echo_position(token: str, offset: int, top: Any) -> _Position:
-    scored = (
-        {str(t): p for t, p in top.items() if isinstance(p, int | float)} if isinstance(top, Mapping) else {}
-    )
-    if not scored:
-        return _Position(token, offset, None, None)
-    best = max(scored, key=scored.__getitem__)
-    return _Position(token, offset, best, best == token)
-
-
-def _prompt_positions(choice: Mapping[str, Any]) -> tuple[list[_Position], int, str]:
-    """The tokens of vLLM's `prompt_logprobs` (the prompt and the answer), the end of their text,
-    and the text generated after them."""
-    lists = choice.get("prompt_logprobs")
-    if not isinstance(lists, list) or not lists:
-        raise _UnreadableError(
-            "the server's answer has no prompt_logprobs (vLLM's extension; other servers ignore it)"
-        )
-    ids = choice.get("prompt_token_ids")  # vLLM gives them with `return_token_ids`
-    ids = ids if isinstance(ids, list) and len(ids) == len(lists) else None
-    positions: list[_Position] = []
-    offset = 0
-    for i, entry in enumerate(lists):
-        position = _listed_position(entry, None if ids is None else ids[i], offset)
-        positions.append(position)
-        offset += len(position.token)
-    return positions, offset, str(choice.get("text") or "")
-
-
-def _listed_position(entry: Any, token_id: Any, offset: int) -> _Position:
-    """One `prompt_logprobs` entry: the top-1 is rank 1; the prompt's own token is the one its id
-    names, or else the only entry (it is the top-1) or the other of two (it is not)."""
-    if entry is None:
-        return _Position("", offset, None, None)  # the first token: nothing predicts it
-    if not isinstance(entry, Mapping) or not entry or not all(isinstance(v, Mapping) for v in entry.values()):
-        raise _UnreadableError(f"a prompt_logprobs entry is not token ids with logprobs: {str(entry)[:200]}")
-    top = min(entry, key=lambda key: (entry[key].get("rank") or 1e9, -(entry[key].get("logprob") or -1e9)))
-    if token_id is not None and str(token_id) in entry:
-        own = str(token_id)
-    elif len(entry) <= 2:
-        own = next((key for key in entry if key != top), top)
-    else:
-        raise _UnreadableError(
-            "prompt_logprobs lists more than the top-1 and no prompt_token_ids name the token read"
-        )
-    text = str(entry[own].get("decoded_token") or "")
-    return _Position(text, offset, str(entry[top].get("decoded_token") or ""), own == top)
-
-
-def _verdict(
-    positions: Sequence[_Position], end: int, answer: str, *, ended: bool, generated: str, prompt_tokens: Any
-) -> ServerVerdict:
-    """Put the positions on the answer by their offsets, counted back from the answer's end, and
-    compare each with the server's top-1."""
-    start = end - len(answer)
-    inside = [p for p in positions if start <= p.offset < end and p.token]
-    across = [p for p in positions if p.offset < start < p.offset + len(p.token)]
-    if across:
-        return ServerVerdict(
-            verified=False,
-            reason=f"the server reads the prompt's end and the answer's start as one token "
-            f"({across[0].token!r}), not the prompt as decoding reads it",
-        )
-    if not answer or "".join(p.token for p in inside) != answer:
-        return ServerVerdict(verified=False, reason="the server's tokens do not spell the answer")
-    count = len(inside)
-    told: dict[str, Any] = {
-        "answer_tokens": count,
-        "input_tokens": prompt_tokens - count if isinstance(prompt_tokens, int) else None,
-    }
-    for k, position in enumerate(inside):
-        if position.agrees is None:
-            return ServerVerdict(
-                verified=False, verified_tokens=k, reason=f"no top-1 at answer token {k}", **told
-            )
-        if not position.agrees:
-            why = f"at answer token {k} of {count} the server's top-1 is {position.top!r}, not "
-            why += f"{position.token!r}"
-            return ServerVerdict(verified=False, verified_tokens=k, reason=why, **told)
-    if not ended:
-        why = f"after the answer the model writes {generated!r}, not its end"
-        return ServerVerdict(verified=False, verified_tokens=count, reason=why, **told)
-    return ServerVerdict(verified=True, verified_tokens=count, **told)
 
 
 class ServerVerifier:
@@ -362,20 +165,16 @@ class VerifyingChatModel(StreamingChatModel):
         yield ChatGenerationChunk(message=AIMessageChunk(content="", response_metadata=kept))
 
 
-def server_verifier(
-    variant: Variant,
-    endpoint: tuple[str, str, str | None],
-    *,
-    render: Callable[[Sequence[BaseMessage]], str] | None,
-    extra_body: Mapping[str, Any],
-) -> ServerVerifier | None:
-    """The variant's verifier when its `verify` option is set (`render`: the prompt text it reads, when
-    quantgate renders it; else the server's `/apply-template`), its request within `timeout_s`; None
-    when `verify` is off.
+def server_verifier(variant: Variant) -> ServerVerifier | None:
+    """The variant's verifier when its `verify` option is set, its request within `timeout_s`; None
+    when `verify` is off. Asked before the variant opens.
 
     Raises:
-        BackendError: `verify` with `native_tools`, whose answers are the server's parsed tool calls.
+        BackendError: `verify` with `native_tools`, whose answers are the server's parsed tool calls;
+            the endpoint's options wrong (`openai_endpoint`).
     """
+    from quantgate.backends.openai._openai import completion_prompt, openai_endpoint
+
     options = options_of(variant, OpenAIOptions)
     if options.verify == "off":
         return None
@@ -384,13 +183,31 @@ def server_verifier(
             f"variant {variant.name}: verify = {options.verify!r} reads the answer's text, and with "
             "native_tools the answer is the server's parsed tool calls: remove one of them"
         )
-    base_url, model, key = endpoint
+    base_url, model, key = openai_endpoint(variant)
     forcing = OpenAIForcing(
         base_url=base_url,
         model=model,
         api_key=key,
         timeout_s=options.timeout_s,
         seed=options.seed,
-        render=render,
+        render=completion_prompt(variant),
     )
-    return ServerVerifier(form=options.verify, forcing=forcing, extra_body=extra_body)
+    return ServerVerifier(form=options.verify, forcing=forcing, extra_body=extra_body_option(variant))
+
+
+def verifying(opened: OpenedVariant, verifier: ServerVerifier | None) -> OpenedVariant:
+    """The opened variant whose chat models (for any schema) verify through `verifier` before they
+    decode, `runtime.verify` the form; as it is when `verifier` is None."""
+    if verifier is None:
+        return replace(opened, runtime={**opened.runtime, "verify": "off"})
+    for_schema = opened.for_schema
+
+    def wrapped(decoder: BaseChatModel) -> VerifyingChatModel:
+        return VerifyingChatModel(decoder=decoder, verifier=verifier)
+
+    return replace(
+        opened,
+        chat_model=wrapped(opened.chat_model),
+        runtime={**opened.runtime, "verify": verifier.form},
+        for_schema=None if for_schema is None else lambda schema: wrapped(for_schema(schema)),
+    )

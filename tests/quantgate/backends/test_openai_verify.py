@@ -17,7 +17,8 @@ import pytest
 
 from quantgate.backends import BackendError, OptionsError, backend_options, capabilities, open_variant
 from quantgate.backends._base_prompt import render_prompt
-from quantgate.backends.openai._openai_verify import DECODED, NO_VERIFICATION, read_verdict
+from quantgate.backends.openai._openai_verdict import read_verdict
+from quantgate.backends.openai._openai_verify import DECODED, NO_VERIFICATION
 from quantgate.evaluate._evaluation_run import run_evaluation
 from quantgate.evaluate._options import RunOptions
 from quantgate.evaluate.scheduler._verification import verification_missing
