@@ -40,8 +40,12 @@ def open_served(
     from quantgate.backends.openai._openai_verify import server_verifier, verifying
 
     verifier = server_verifier(variant)  # before the open's probes: a refused combination fails first
-    with open_openai(variant, schema) as opened:
-        yield verifying(opened, verifier)
+    try:
+        with open_openai(variant, schema) as opened:
+            yield verifying(opened, verifier)
+    finally:
+        if verifier is not None:
+            verifier.close()
 
 
 BACKEND = RegisteredBackend(name="openai", open=open_served, capabilities=CAPABILITIES, options=OpenAIOptions)

@@ -81,6 +81,10 @@ class ServerVerifier:
         self.forcing = forcing
         self.extra_body = dict(extra_body)
 
+    def close(self) -> None:
+        """Close the connections to the server (when the variant closes)."""
+        self.forcing.client.close()
+
     def verify(self, messages: Sequence[BaseMessage], answer: str) -> ServerVerdict:
         """The server's verdict on `answer` to `messages`, or why there is none (never raises)."""
         try:

@@ -18,7 +18,7 @@ import pytest
 from quantgate.backends import BackendError, OptionsError, backend_options, capabilities, open_variant
 from quantgate.backends._base_prompt import render_prompt
 from quantgate.backends.openai._openai_verdict import read_verdict
-from quantgate.backends.openai._openai_verify import DECODED, NO_VERIFICATION
+from quantgate.backends.openai._openai_verify import DECODED, NO_VERIFICATION, VerifyingChatModel
 from quantgate.evaluate._evaluation_run import run_evaluation
 from quantgate.evaluate._options import RunOptions
 from quantgate.evaluate.scheduler._verification import verification_missing
@@ -231,7 +231,9 @@ def test_without_an_answer_the_variant_decodes_and_drops_the_reference_s_options
     behaviour, url = scored
     with open_variant(verifying(url), SCHEMA) as opened:
         answer = opened.chat_model.invoke(ASK, top_logprobs=True)
-        runtime = opened.runtime
+        runtime, model = opened.runtime, opened.chat_model
+    assert isinstance(model, VerifyingChatModel)
+    assert model.verifier.forcing.client.is_closed  # closed with the variant
     assert answer.response_metadata["obtained"] == "decoded"
     assert "answer_tokens" not in answer.response_metadata
     assert verifications(behaviour) == []
