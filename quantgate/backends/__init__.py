@@ -256,7 +256,10 @@ def capabilities(variant: Variant) -> BackendCapabilities:
     raises `BackendError`.
     """
     declared = backend_capabilities(variant.backend)
-    verifies = _options_verification(variant)
+    try:  # options that decide verification (an openai variant's `verify`); refused ones decide nothing
+        verifies = backend_options(variant).verification()
+    except OptionsError:
+        verifies = None
     if verifies is not None:
         declared = replace(declared, verification=verifies)
     if variant.embeddings is not None:
@@ -264,17 +267,6 @@ def capabilities(variant: Variant) -> BackendCapabilities:
     if variant.chat_model is not None:
         return replace(declared, token_fidelity=None, process_isolation=False)
     return declared
-
-
-def _options_verification(variant: Variant) -> bool | None:
-    """Whether the variant's options turn verification on or off (`BackendOptions.verification`); None
-    when they do not say, or are refused (`options_problems` names them before anything opens)."""
-    if _lookup(variant.backend) is None:
-        return None
-    try:
-        return backend_options(variant).verification()
-    except OptionsError:
-        return None
 
 
 def backend_options(variant: Variant) -> BackendOptions:
