@@ -171,7 +171,9 @@ class Attempt(TypedDict):
     `verified`: an answer given to verify, every token the model's own choice; `verified_then_decoded`:
     decoded from the first position where it was not, `reported["verified_tokens"]`);
     `top_logprobs` the model's top log-probabilities per token, when asked for; `fidelity` its
-    figures against a given answer's (`kld`, `top1`, `delta_p`, `kinds` per position read).
+    figures against a given answer's (`kld`, `top1`, `delta_p`, `kinds` per position read);
+    `unverified_reason` why a given answer was decoded instead (a server's verification: the first
+    token its model would not choose, no end after the answer, a request that failed).
     """
 
     ttft_s: float | None
@@ -185,6 +187,7 @@ class Attempt(TypedDict):
     obtained: NotRequired[str | None]
     top_logprobs: NotRequired[list[dict[str, Any]]]
     fidelity: NotRequired[dict[str, list[Any]]]
+    unverified_reason: NotRequired[str]
 
 
 class ExtractionState(ExtractionInput, total=False):
@@ -279,6 +282,8 @@ def extract(state: ExtractionState, runtime: Runtime[ExtractionContext]) -> dict
     attempt["text"] = raw
     if isinstance(metadata.get("obtained"), str):
         attempt["obtained"] = metadata["obtained"]
+    if isinstance(metadata.get("unverified_reason"), str):
+        attempt["unverified_reason"] = metadata["unverified_reason"]
     if isinstance(metadata.get("top_logprobs"), list):
         attempt["top_logprobs"] = metadata["top_logprobs"]
     if isinstance(metadata.get("fidelity"), dict):

@@ -252,9 +252,17 @@ def capabilities(variant: Variant) -> BackendCapabilities:
 
     A variant carrying a chat model object (the `langchain` backend) has no token fidelity
     and stays in this process, whatever its backend; one carrying an embeddings object can
-    embed. An unknown backend declares nothing; opening it raises `BackendError`.
+    embed; one whose options decide verification (`BackendOptions.verification`: an `openai:`
+    variant's `verify`) verifies as they say. An unknown backend declares nothing; opening it
+    raises `BackendError`.
     """
     declared = backend_capabilities(variant.backend)
+    try:  # options that decide verification (an openai variant's `verify`); refused ones decide nothing
+        verifies = backend_options(variant).verification()
+    except OptionsError:
+        verifies = None
+    if verifies is not None:
+        declared = replace(declared, verification=verifies)
     if variant.embeddings is not None:
         declared = replace(declared, embeddings=True, process_isolation=False)
     if variant.chat_model is not None:

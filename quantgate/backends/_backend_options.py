@@ -82,6 +82,11 @@ class BackendOptions(BaseModel):
         prompt; None by default."""
         return None
 
+    def verification(self) -> bool | None:
+        """Whether the variant verifies given answers when its options decide it (the OpenAI-compatible
+        backend's `verify`), over its backend's declared `verification`; None by default: as declared."""
+        return None
+
     def model_file_problem(self, path: Path) -> str | None:
         """Why the variant's model file at `path` (already checked as a complete GGUF) cannot serve
         these options, read from its header before any model loads; None by default."""

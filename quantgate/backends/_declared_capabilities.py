@@ -62,6 +62,11 @@ class BackendCapabilities:
             first position where it would not; the answer's metadata says how it was obtained
             (`obtained`, `answer_tokens`, `verified_tokens`). A run hands candidates the reference's
             answers when their backend declares it (`quantgate.evaluate.scheduler._verification`).
+            A variant's options may turn it on (`BackendOptions.verification`: the OpenAI-compatible
+            backend's `verify`, through the server's log-probabilities of given text).
+        no_verification: Why the backend's variants decode every case when they do not verify, for
+            the run's `verification_missing` (what the backend's API lacks, or the option that turns
+            it on); None: the backend declares no verification, which the run says.
     """
 
     token_fidelity: Literal["logits", "logprobs"] | None = None
@@ -76,6 +81,7 @@ class BackendCapabilities:
     kv_cache: Literal["applied", "declared"] | None = None
     json_schema: bool = False
     verification: bool = False
+    no_verification: str | None = None
 
 
 VERIFY_KWARG = "answer"

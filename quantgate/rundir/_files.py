@@ -48,8 +48,9 @@ RECORDS_FORMAT_VERSION: Final[Literal[4]] = 4
 3: a record copied from the reference cache names the run that evaluated it (`cached_from`).
 4: how the case's answers were obtained (`obtained`: decoded, verified against the reference's, or
 verified then decoded), and each attempt's text and `obtained` in `attempt_timings`, with (same
-version, keys that may be absent) the reference's `top_logprobs` per token and a verifying
-candidate's `fidelity` per position read.
+version, keys that may be absent) the reference's `top_logprobs` per token, a verifying
+candidate's `fidelity` per position read, and why a server's verification decoded instead
+(`unverified_reason`).
 Records of versions 1 to 3 are still read (as version 4, the keys added since unknown)."""
 SUMMARY_FORMAT_VERSION: Final[Literal[15]] = 15
 """Of summary.json. 2: each variant says whether it is complete and which cases it lacks

@@ -19,6 +19,10 @@ from quantgate.inputs._variants import Variant
 CAPABILITIES = BackendCapabilities(
     token_fidelity="logprobs", logprobs_forcing=LOGPROBS_FORCING, process_isolation=True, parallel="server",
     memory="server", embeddings=True, kv_cache="declared", json_schema=True,
+    no_verification=(
+        "Ollama's API returns no log-probabilities of given text (no echo, no prompt log-probabilities), "
+        "so an ollama variant cannot verify the reference's answers"
+    ),
 )  # fmt: skip
 """An Ollama server: it schedules concurrent requests (`OLLAMA_NUM_PARALLEL`), sets the KV cache type
 server-wide, takes a JSON schema as `format` and returns top-k log-probabilities."""

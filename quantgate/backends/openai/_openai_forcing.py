@@ -197,7 +197,7 @@ class OpenAIForcing:
         if self.template is False:
             return None
         root = self.base_url.removesuffix("/v1")
-        answer = self._post(f"{root}/apply-template", {"messages": chat_messages(messages)}, absent_ok=True)
+        answer = self.post(f"{root}/apply-template", {"messages": chat_messages(messages)}, absent_ok=True)
         self.template = answer is not None and isinstance(answer.get("prompt"), str)
         return str(answer["prompt"]) if answer is not None and self.template else None
 
@@ -234,11 +234,11 @@ class OpenAIForcing:
     def _complete(self, prompt: str, max_tokens: int, *, echo: bool = False) -> dict[str, Any]:
         body = {"model": self.model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0,
                 "seed": self.seed, "logprobs": self.top_logprobs, "echo": echo, **_GREEDY}  # fmt: skip
-        answer = self._post(f"{self.base_url}/completions", body)
+        answer = self.post(f"{self.base_url}/completions", body)
         assert answer is not None
         return answer
 
-    def _post(self, url: str, body: dict[str, Any], *, absent_ok: bool = False) -> dict[str, Any] | None:
+    def post(self, url: str, body: dict[str, Any], *, absent_ok: bool = False) -> dict[str, Any] | None:
         """The JSON answer; None for a 404 when `absent_ok` (an endpoint the server does not have)."""
         try:
             response = self.client.post(url, json=body)

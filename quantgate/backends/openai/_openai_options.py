@@ -4,7 +4,7 @@ naming a set variable) and the choices of `api` and `response_format` keep their
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -41,6 +41,15 @@ class OpenAIOptions(ServedModelOptions):
     native_tools: bool = False
     """A tool-calling task's tools go as the request's `tools`, read by the server's tool-call parser
     (`quantgate.backends.openai._openai_tools`), instead of the record schema as `response_format`."""
+
+    verify: Literal["off", "echo", "prompt_logprobs"] = "off"
+    """How the variant verifies the reference's answers through the server, in one `/v1/completions`
+    request of the prompt and the answer (`quantgate.backends.openai._openai_verify`): `echo` (the legacy
+    `echo` with `logprobs`), `prompt_logprobs` (vLLM's extension), or `off` (every case decoded)."""
+
+    def verification(self) -> bool | None:
+        """True with `verify` set (and no `native_tools`, whose answers are parsed tool calls, not text)."""
+        return self.verify != "off" and not self.native_tools
 
     def environment_options(self) -> dict[str, str]:
         """`api_key_env` and the variable that holds the API key, when the variant names one."""

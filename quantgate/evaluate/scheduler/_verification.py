@@ -47,11 +47,13 @@ def verification_missing(variant: Variant, options: RunOptions, *, whole: str | 
     evaluated it whole instead, a Ray task of a variant split into case shards)."""
     if not options.verify:
         return "verification is off (--no-verify): every case was decoded"
-    if not capabilities(variant).verification:
-        return (
+    declared = capabilities(variant)
+    if not declared.verification:
+        why = declared.no_verification or (
             f"the {variant.backend} backend cannot read given answers at prefill speed (it declares no "
-            "verification): every case was decoded"
+            "verification)"
         )
+        return f"{why}: every case was decoded"
     if whole is not None:
         return (
             f"the {whole} executor evaluated this variant whole, without the reference's answers: every "

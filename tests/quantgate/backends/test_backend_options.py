@@ -183,7 +183,7 @@ EMBEDDED = {
         ("openai", "api_keyenv",
          "api, api_key_env, base_url, extra_body, first_token_timeout_s, logprobs_echo, max_retries, "
          "max_tokens, model_file, native_tools, response_format, retry_backoff_s, seed, timeout_s, "
-         "top_logprobs"),
+         "top_logprobs, verify"),
     ],
 )  # fmt: skip
 def test_an_unknown_option_of_a_built_in_names_the_variant_the_key_and_the_accepted_keys(

@@ -27,6 +27,7 @@ from quantgate.backends import (
 )
 from quantgate.backends.ollama._ollama_forcing import LOGPROBS_FORCING as OLLAMA_FORCING
 from quantgate.backends.openai._openai_forcing import LOGPROBS_FORCING as OPENAI_FORCING
+from quantgate.backends.openai._openai_verify import NO_VERIFICATION
 from quantgate.evaluate._options import RunOptions
 from quantgate.evaluate.scheduler._executor import LocalExecutor, VariantCall
 from quantgate.evaluate.token_fidelity._job import FidelityJob
@@ -72,12 +73,12 @@ def test_built_in_backends_declare_their_capabilities():
     assert backend_capabilities("ollama") == BackendCapabilities(
         token_fidelity="logprobs", logprobs_forcing=OLLAMA_FORCING, process_isolation=True, parallel="server",
         memory="server", embeddings=True, model_file=False, from_python=False, default_concurrency=1,
-        kv_cache="declared", json_schema=True,
+        kv_cache="declared", json_schema=True, no_verification=ollama_backend.CAPABILITIES.no_verification,
     )  # fmt: skip
     assert backend_capabilities("openai") == BackendCapabilities(
         token_fidelity="logprobs", logprobs_forcing=OPENAI_FORCING, process_isolation=True, parallel="server",
         memory="server", embeddings=False, model_file=False, from_python=False, default_concurrency=1,
-        kv_cache=None, json_schema=True,
+        kv_cache=None, json_schema=True, verification=False, no_verification=NO_VERIFICATION,
     )  # fmt: skip
     assert backend_capabilities("langchain") == BackendCapabilities(
         token_fidelity=None, process_isolation=False, parallel="none", memory="process", embeddings=False,

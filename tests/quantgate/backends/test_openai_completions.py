@@ -5,7 +5,7 @@ whether a server enforces a grammar or a JSON schema rather than ignoring it wit
 import http.server
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,8 @@ class Behaviour:
     finish: str | None = "stop"
     fail_status: int | None = None
     bodies: list[dict[str, Any]] = field(default_factory=list)
+    scores: Callable[[dict[str, Any]], tuple[int, dict[str, Any]]] | None = None
+    """The answer to a request that is not streamed (the log-probabilities of given text: verification)."""
 
 
 def probe_text(body: dict[str, Any], behaviour: Behaviour) -> list[str] | None:
@@ -64,6 +66,9 @@ def serve(behaviour: Behaviour) -> http.server.ThreadingHTTPServer:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
             behaviour.bodies.append({"path": self.path, **body})
+            if behaviour.scores is not None and not body.get("stream"):
+                status, scored = behaviour.scores(body)
+                return self.reply(status, json.dumps(scored).encode(), "application/json")
             texts = probe_text(body, behaviour)
             if texts is None and behaviour.fail_status:
                 return self.reply(
