@@ -97,7 +97,8 @@ LOOKUP_KWARG = "lookup"
 """The keyword (true) with which a backend with `verification` drafts from text already seen (the
 prompt, what it wrote) and keeps each drafted token only where greedy decoding chooses it too
 (`quantgate.backends.llamacpp._lookup`): the reference's answers that candidates will verify, which
-no latency figure reads. A candidate verifying an answer drafts from it too."""
+no latency figure reads. A candidate verifying an answer drafts from it too. A backend that cannot
+draft (a server) drops the keyword and decodes as it does."""
 
 
 EMBEDDED_SLOTS = 4

@@ -35,7 +35,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGenerationChunk
 from pydantic import ConfigDict
 
-from quantgate.backends import TOP_LOGPROBS_KWARG, VERIFY_KWARG, BackendError, OpenedVariant
+from quantgate.backends import LOOKUP_KWARG, TOP_LOGPROBS_KWARG, VERIFY_KWARG, BackendError, OpenedVariant
 from quantgate.backends._backend_options import options_of
 from quantgate.backends._streaming import StreamingChatModel
 from quantgate.backends.openai._openai_completions import extra_body_option
@@ -134,6 +134,7 @@ class VerifyingChatModel(StreamingChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         given = kwargs.pop(VERIFY_KWARG, None)
         kwargs.pop(TOP_LOGPROBS_KWARG, None)  # a reference's fidelity lists: the server keeps none
+        kwargs.pop(LOOKUP_KWARG, None)  # nor drafts from the prompt: the server decodes as it does
         answer = given.get("text") if isinstance(given, Mapping) else given
         if not isinstance(answer, str):
             yield from self._decoded(messages, stop, kwargs, {"obtained": "decoded"})

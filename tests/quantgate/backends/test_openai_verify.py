@@ -230,14 +230,15 @@ def test_a_verification_request_past_timeout_s_decodes(scored):
 def test_without_an_answer_the_variant_decodes_and_drops_the_reference_s_options(scored):
     behaviour, url = scored
     with open_variant(verifying(url), SCHEMA) as opened:
-        answer = opened.chat_model.invoke(ASK, top_logprobs=True)
+        answer = opened.chat_model.invoke(ASK, top_logprobs=True, lookup=True)
         runtime, model = opened.runtime, opened.chat_model
     assert isinstance(model, VerifyingChatModel)
     assert model.verifier.forcing.client.is_closed  # closed with the variant
     assert answer.response_metadata["obtained"] == "decoded"
     assert "answer_tokens" not in answer.response_metadata
     assert verifications(behaviour) == []
-    assert "top_logprobs" not in decodings(behaviour)[0]  # a reference's option, not sent to the server
+    assert "top_logprobs" not in decodings(behaviour)[0]  # a reference's options, not sent to the server
+    assert "lookup" not in decodings(behaviour)[0]
     assert runtime["verify"] == "echo"
 
 
