@@ -43,8 +43,9 @@ class DraftChecks:
         raise NotImplementedError
 
     def _draft(self, sequence: SlotSequence) -> list[int]:
-        """The tokens the grammar forces next (accepted by it), within the token limit and `MAX_DRAFT`;
-        else, when the request asks for it, a draft from text already seen (the grammar not advanced)."""
+        """With `fast_forward`, the tokens the grammar forces next (accepted by it), within the token
+        limit and `MAX_DRAFT`; without it, when the request asks for it, a draft from text already seen
+        (the grammar not advanced). The two kinds are not combined."""
         left = sequence.request.max_tokens - sequence.request.stats.output_tokens
         sequence.lookup_draft = False
         if not self.fast_forward or sequence.grammar is None:
