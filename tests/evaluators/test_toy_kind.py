@@ -142,9 +142,11 @@ def test_a_toy_kind_runs_a_case_with_its_prompt_and_its_scorer(yes_no):
 
 
 def _outcomes(task: Any, answers: list[bool], golds: list[bool]) -> list[CaseOutcome]:
-    """The graph's outcomes of the toy task's cases, answered by a fake chat model."""
+    """The graph's outcomes of the toy task's cases, answered by a fake chat model: case i's answer is
+    `answers[i]` whatever order the graph runs the cases in (it runs them concurrently)."""
     schema = task.record_schema()
-    model = QueuedChatModel(outputs=[json.dumps({"answer": a}) for a in answers])
+    by_case = {f"text {i}": json.dumps({"answer": a}) for i, a in enumerate(answers)}
+    model = QueuedChatModel(outputs=["not used"], by_text=by_case)
     context = EvaluationContext(
         extraction=ExtractionContext(model=model, schema=schema, task=task, max_repairs=0),
         scorer=CaseScorer(schema=schema, task=task),
