@@ -28,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from evaluators.errors import QuantgateError
+
 __all__ = ["ServerVerdict", "read_verdict"]
 
 
@@ -51,7 +53,7 @@ class ServerVerdict:
     reason: str | None = None
 
 
-class _UnreadableError(Exception):
+class _UnreadableError(QuantgateError):
     """The server's answer does not give what verification needs (the message says what)."""
 
 
